@@ -1,0 +1,68 @@
+/* body.c: Content-Type check and strict JSON body parsing (see body.h). */
+#include "body.h"
+
+#include <strings.h>
+
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+int bd_api_is_json_media(const char *ct)
+{
+    static const char media[] = "application/json";
+    size_t n = sizeof media - 1;
+
+    if (!ct)
+        return 0;
+    while (is_space(*ct))
+        ct++;
+    if (strncasecmp(ct, media, n) != 0)
+        return 0;
+    ct += n;
+    while (is_space(*ct))
+        ct++;
+    return *ct == '\0' || *ct == ';';
+}
+
+/* Whether a NaN or Infinity token sits near byte pos: jansson reports those
+ * only as "invalid token", so say what the client most likely sent. */
+static int non_finite_near(const char *buf, size_t len, size_t pos)
+{
+    size_t lo = pos > 10 ? pos - 10 : 0, hi = pos + 3 < len ? pos + 3 : len;
+
+    for (size_t i = lo; i + 3 <= hi; i++) {
+        if (strncasecmp(buf + i, "nan", 3) == 0 || strncasecmp(buf + i, "inf", 3) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int bd_api_parse_body(const char *buf, size_t len, int required, json_t **out, bd_err *err)
+{
+    json_error_t jerr;
+    json_t *j;
+    size_t i = 0;
+
+    while (i < len && is_space(buf[i]))
+        i++;
+    if (i == len) {
+        if (required)
+            return bd_err_set(err, BD_EINVAL, NULL, "a JSON object body is required");
+        *out = json_object();
+        return 0;
+    }
+    j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!j) {
+        int nonfinite = json_error_code(&jerr) == json_error_invalid_syntax &&
+                        non_finite_near(buf, len, jerr.position > 0 ? (size_t)jerr.position : 0);
+        return bd_err_set(err, BD_EINVAL, NULL, "invalid JSON at line %d, column %d: %s%s", jerr.line, jerr.column,
+                          jerr.text, nonfinite ? " (NaN and Infinity are not valid JSON numbers)" : "");
+    }
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return bd_err_set(err, BD_EINVAL, NULL, "the body must be a JSON object");
+    }
+    *out = j;
+    return 0;
+}

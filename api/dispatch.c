@@ -1,0 +1,86 @@
+/* dispatch.c: the checks every request passes before its handler (see dispatch.h). */
+#include "dispatch.h"
+
+#include <string.h>
+
+#include "auth.h"
+#include "body.h"
+#include "errors.h"
+#include "idempotency.h"
+#include "router.h"
+
+void bd_api_route(bd_http_req *req)
+{
+    size_t n;
+    const bd_route *table = bd_routes(&n);
+
+    (void)bd_router_match(table, n, req);
+}
+
+/* Everything before the handler; returns 0 or a BD_E* code with err set. */
+static int prepare(const bd_api *api, bd_http_req *req, bd_http_resp *resp, bd_err *err)
+{
+    const bd_route *r = req->route;
+    int rc;
+
+    if (atomic_load_explicit(&api->stopping, memory_order_relaxed)) {
+        resp->close = 1;
+        return bd_err_set(err, BD_EUNAVAILABLE, NULL, "the server is shutting down; retry later");
+    }
+    if (!r && req->pattern_id >= 0) {
+        memcpy(resp->allow, req->allow, sizeof resp->allow);
+        return bd_err_set(err, BD_EMETHOD, NULL, "%s is not allowed on %s (allowed: %s)", req->method_name,
+                          req->path, req->allow);
+    }
+    if (!r)
+        return bd_err_set(err, BD_ENOTFOUND, NULL, "no route for %s %s", req->method_name, req->path);
+    if (r->flags & BD_ROUTE_AUTH) {
+        rc = bd_api_authenticate(api->engine, req->authorization, &req->caller, err);
+        if (rc < 0)
+            return rc;
+        req->authenticated = 1;
+    }
+    if (r->flags & (BD_ROUTE_BODY_OPTIONAL | BD_ROUTE_BODY_REQUIRED)) {
+        if (req->body_len > 0 && !bd_api_is_json_media(req->content_type))
+            return bd_err_set(err, BD_EMEDIA, NULL, "the body must be sent with Content-Type: application/json");
+        rc = bd_api_parse_body(req->body, req->body_len, (r->flags & BD_ROUTE_BODY_REQUIRED) != 0, &req->json, err);
+        if (rc < 0)
+            return rc;
+    }
+    if (r->method == BD_HTTP_POST || r->method == BD_HTTP_DELETE) {
+        if (req->idem_key) {
+            rc = bd_api_check_idem_key(req->idem_key, err);
+            if (rc < 0)
+                return rc;
+        }
+        bd_api_fingerprint(req->fingerprint, sizeof req->fingerprint, req->method_name, req->path, req->body,
+                           req->body_len);
+        req->ereq.caller = &req->caller;
+        req->ereq.idem_key = req->idem_key;
+        req->ereq.fingerprint = req->fingerprint;
+    }
+    return 0;
+}
+
+void bd_api_dispatch(const bd_api *api, bd_http_req *req, bd_http_resp *resp)
+{
+    bd_err err;
+    int rc;
+
+    bd_err_clear(&err);
+    rc = prepare(api, req, resp, &err);
+    if (rc < 0)
+        goto out;
+    resp->status = req->route->status;
+    rc = req->route->handler(api, req, resp, &err);
+    if (rc == 0 && !resp->json && !resp->text)
+        rc = bd_err_set(&err, BD_EINTERNAL, NULL, "the handler of %s %s gave no answer", req->method_name,
+                        req->route->pattern);
+    if (rc < 0)
+        err.code = rc; /* the return value decides, should err disagree */
+out:
+    json_decref(req->json);
+    req->json = NULL;
+    if (rc < 0)
+        bd_api_error_response(resp, &err);
+}

@@ -1,0 +1,44 @@
+/* http.c: small helpers over the MHD-free request and response (see http.h). */
+#include "http.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const method_names[BD_HTTP_METHOD_COUNT] = {
+    "GET", "POST", "DELETE", "PUT", "PATCH", "HEAD", "OPTIONS", "OTHER",
+};
+
+bd_http_method bd_http_method_parse(const char *name)
+{
+    for (int m = 0; m < BD_HTTP_OTHER; m++) {
+        if (strcmp(name, method_names[m]) == 0)
+            return (bd_http_method)m;
+    }
+    return BD_HTTP_OTHER;
+}
+
+const char *bd_http_method_name(bd_http_method m)
+{
+    return (unsigned)m < BD_HTTP_METHOD_COUNT ? method_names[m] : "OTHER";
+}
+
+const char *bd_http_query(const bd_http_req *req, const char *key, int *present)
+{
+    for (int i = 0; i < req->query_count; i++) {
+        if (strcmp(req->query[i].key, key) == 0) {
+            if (present)
+                *present = 1;
+            return req->query[i].value;
+        }
+    }
+    if (present)
+        *present = 0;
+    return NULL;
+}
+
+void bd_http_resp_clear(bd_http_resp *resp)
+{
+    json_decref(resp->json);
+    free(resp->text);
+    memset(resp, 0, sizeof *resp);
+}

@@ -1,0 +1,176 @@
+/* metrics.c: lock-free request metrics and their Prometheus rendering (see metrics.h).
+ *
+ * Counters live in fixed arrays indexed by (pattern, method, status slot);
+ * the histogram keeps per-bucket (not cumulative) counts, summed at render
+ * time, and the latency sum in microseconds so it fits an integer atomic. */
+#include "metrics.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "router.h"
+
+static const int statuses[] = {200, 201, 400, 401, 403, 404, 405, 409, 413, 415, 500, 503};
+#define N_STATUS (sizeof statuses / sizeof statuses[0] + 1) /* the last slot: any other */
+
+static const double bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
+#define N_BOUNDS (sizeof bounds / sizeof bounds[0])
+
+#define N_ROUTE (BD_ROUTES_MAX + 1) /* the last slot: unmatched */
+
+struct bd_metrics {
+    const bd_route *table;
+    size_t n;
+    atomic_uint_fast64_t requests[N_ROUTE][BD_HTTP_METHOD_COUNT][N_STATUS];
+    atomic_uint_fast64_t buckets[N_ROUTE][BD_HTTP_METHOD_COUNT][N_BOUNDS + 1]; /* the last: above 5 s */
+    atomic_uint_fast64_t sum_us[N_ROUTE][BD_HTTP_METHOD_COUNT];
+};
+
+bd_metrics *bd_metrics_new(const bd_route *table, size_t n)
+{
+    bd_metrics *m = bd_xcalloc(1, sizeof *m);
+
+    assert(n <= BD_ROUTES_MAX);
+    m->table = table;
+    m->n = n;
+    return m;
+}
+
+void bd_metrics_free(bd_metrics *m)
+{
+    free(m);
+}
+
+static size_t status_slot(int status)
+{
+    for (size_t i = 0; i < N_STATUS - 1; i++) {
+        if (statuses[i] == status)
+            return i;
+    }
+    return N_STATUS - 1;
+}
+
+void bd_metrics_observe(bd_metrics *m, int pattern_id, bd_http_method method, int status, double seconds)
+{
+    size_t r = pattern_id >= 0 && (size_t)pattern_id < m->n ? (size_t)pattern_id : BD_ROUTES_MAX;
+    size_t b = 0;
+
+    if ((unsigned)method >= BD_HTTP_METHOD_COUNT)
+        method = BD_HTTP_OTHER;
+    if (seconds < 0)
+        seconds = 0;
+    while (b < N_BOUNDS && seconds > bounds[b])
+        b++;
+    atomic_fetch_add_explicit(&m->requests[r][method][status_slot(status)], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->buckets[r][method][b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->sum_us[r][method], (uint_fast64_t)(seconds * 1e6 + 0.5), memory_order_relaxed);
+}
+
+typedef struct buf {
+    char *p;
+    size_t len, cap;
+} buf;
+
+static void put(buf *b, const char *fmt, ...) BD_PRINTF(2, 3);
+static void put(buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    for (;;) {
+        va_start(ap, fmt);
+        n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        assert(n >= 0);
+        if ((size_t)n < b->cap - b->len)
+            break;
+        b->cap = 2 * b->cap + (size_t)n;
+        b->p = bd_xrealloc(b->p, b->cap);
+    }
+    b->len += (size_t)n;
+}
+
+static const char *route_label(const bd_metrics *m, size_t r)
+{
+    return r < m->n ? m->table[r].pattern : "unmatched";
+}
+
+static uint64_t load(const atomic_uint_fast64_t *a)
+{
+    return atomic_load_explicit(a, memory_order_relaxed);
+}
+
+static void render_requests(const bd_metrics *m, buf *b)
+{
+    put(b, "# HELP banditd_http_requests_total HTTP requests answered, by route pattern, method and status.\n"
+           "# TYPE banditd_http_requests_total counter\n");
+    for (size_t r = 0; r < N_ROUTE; r++) {
+        for (int meth = 0; meth < BD_HTTP_METHOD_COUNT; meth++) {
+            for (size_t s = 0; s < N_STATUS; s++) {
+                uint64_t v = load(&m->requests[r][meth][s]);
+                char status[8];
+
+                if (!v)
+                    continue;
+                if (s < N_STATUS - 1)
+                    snprintf(status, sizeof status, "%d", statuses[s]);
+                else
+                    strcpy(status, "other");
+                put(b, "banditd_http_requests_total{route=\"%s\",method=\"%s\",status=\"%s\"} %llu\n",
+                    route_label(m, r), bd_http_method_name((bd_http_method)meth), status, (unsigned long long)v);
+            }
+        }
+    }
+}
+
+static void render_latency(const bd_metrics *m, buf *b)
+{
+    put(b, "# HELP banditd_http_request_duration_seconds Time from request headers to queued response.\n"
+           "# TYPE banditd_http_request_duration_seconds histogram\n");
+    for (size_t r = 0; r < N_ROUTE; r++) {
+        for (int meth = 0; meth < BD_HTTP_METHOD_COUNT; meth++) {
+            const char *route = route_label(m, r), *method = bd_http_method_name((bd_http_method)meth);
+            uint64_t cum = 0, counts[N_BOUNDS + 1];
+
+            for (size_t i = 0; i <= N_BOUNDS; i++) {
+                counts[i] = load(&m->buckets[r][meth][i]);
+                cum += counts[i];
+            }
+            if (!cum)
+                continue;
+            cum = 0;
+            for (size_t i = 0; i < N_BOUNDS; i++) {
+                cum += counts[i];
+                put(b, "banditd_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"%g\"} %llu\n",
+                    route, method, bounds[i], (unsigned long long)cum);
+            }
+            cum += counts[N_BOUNDS];
+            put(b, "banditd_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"+Inf\"} %llu\n",
+                route, method, (unsigned long long)cum);
+            put(b, "banditd_http_request_duration_seconds_sum{route=\"%s\",method=\"%s\"} %.6f\n", route, method,
+                (double)load(&m->sum_us[r][meth]) / 1e6);
+            put(b, "banditd_http_request_duration_seconds_count{route=\"%s\",method=\"%s\"} %llu\n", route, method,
+                (unsigned long long)cum);
+        }
+    }
+}
+
+char *bd_metrics_render(const bd_metrics *m, const bd_engine_stats *stats, size_t *len)
+{
+    static const char *const states[5] = {"running", "completed", "stopped", "failed", "expired"};
+    buf b = {bd_xmalloc(8192), 0, 8192};
+
+    render_requests(m, &b);
+    render_latency(m, &b);
+    put(&b, "# HELP banditd_studies Studies in the database.\n# TYPE banditd_studies gauge\nbanditd_studies %lld\n",
+        (long long)stats->studies);
+    put(&b, "# HELP banditd_trials Trials in the database, by state.\n# TYPE banditd_trials gauge\n");
+    for (int i = 0; i < 5; i++)
+        put(&b, "banditd_trials{state=\"%s\"} %lld\n", states[i], (long long)stats->trials[i]);
+    *len = b.len;
+    return b.p;
+}

@@ -1,0 +1,46 @@
+/* routes.c: the daemon's route table, the single list of what it serves.
+ * api/openapi.yaml documents the same set (tests/unit/test_openapi_routes.c
+ * checks they agree). */
+#include "handlers.h"
+#include "router.h"
+
+#define AUTH BD_ROUTE_AUTH
+#define BODY_OPT (BD_ROUTE_AUTH | BD_ROUTE_BODY_OPTIONAL)
+#define BODY_REQ (BD_ROUTE_AUTH | BD_ROUTE_BODY_REQUIRED)
+
+static const bd_route table[] = {
+    {BD_HTTP_GET, "/healthz", bd_h_healthz, 0, 200},
+    {BD_HTTP_GET, "/metrics", bd_h_metrics, 0, 200},
+
+    {BD_HTTP_POST, "/v1/studies", bd_h_create_study, BODY_REQ, 201},
+    {BD_HTTP_GET, "/v1/studies", bd_h_list_studies, AUTH, 200},
+    {BD_HTTP_GET, "/v1/studies/{id}", bd_h_get_study, AUTH, 200},
+    {BD_HTTP_DELETE, "/v1/studies/{id}", bd_h_delete_study, AUTH, 200},
+    {BD_HTTP_POST, "/v1/studies/{id}/suggest", bd_h_suggest, BODY_OPT, 200},
+    {BD_HTTP_GET, "/v1/studies/{id}/trials", bd_h_list_trials, AUTH, 200},
+
+    {BD_HTTP_GET, "/v1/trials/{id}", bd_h_get_trial, AUTH, 200},
+    {BD_HTTP_POST, "/v1/trials/{id}/measurements", bd_h_measure, BODY_REQ, 200},
+    {BD_HTTP_POST, "/v1/trials/{id}/complete", bd_h_complete, BODY_REQ, 200},
+    {BD_HTTP_POST, "/v1/trials/{id}/fail", bd_h_fail, BODY_OPT, 200},
+    {BD_HTTP_POST, "/v1/trials/{id}/heartbeat", bd_h_heartbeat, BODY_OPT, 200},
+
+    {BD_HTTP_POST, "/v1/users", bd_h_create_user, BODY_REQ, 201},
+    {BD_HTTP_POST, "/v1/users/{name}/tokens", bd_h_create_token, BODY_OPT, 201},
+    {BD_HTTP_DELETE, "/v1/tokens/{id}", bd_h_revoke_token, AUTH, 200},
+    {BD_HTTP_GET, "/v1/me", bd_h_me, AUTH, 200},
+};
+
+_Static_assert(sizeof table / sizeof table[0] <= BD_ROUTES_MAX, "raise BD_ROUTES_MAX");
+
+const bd_route *bd_routes(size_t *count)
+{
+    *count = sizeof table / sizeof table[0];
+    return table;
+}
+
+void bd_router_each(void (*fn)(const bd_route *route, void *ctx), void *ctx)
+{
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        fn(&table[i], ctx);
+}

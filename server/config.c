@@ -1,0 +1,288 @@
+/* config.c: flag and environment parsing for the daemon (see config.h).
+ *
+ * One table lists every setting once: its flag, its variable, its default and
+ * the function that validates and stores a value; --help is printed from the
+ * same table, so the documentation cannot drift from the parser. */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern char **environ;
+
+typedef int (*setter_fn)(bd_config *cfg, const char *value, const char *who, bd_err *err);
+
+typedef struct option_def {
+    const char *flag;   /* "--listen" */
+    const char *env;    /* "BANDITD_LISTEN" */
+    const char *arg;    /* placeholder in --help */
+    const char *def;    /* default value as text; NULL: computed (see help) */
+    const char *help;
+    setter_fn set;
+} option_def;
+
+#define MAX_THREADS 1024
+#define MAX_LEASE_SECONDS (366.0 * 86400.0)
+#define MAX_BODY_LIMIT ((size_t)1 << 30)
+
+/* Parses a decimal integer made of digits only (no sign, no spaces). */
+static int parse_uint(const char *s, unsigned long long max, unsigned long long *out)
+{
+    unsigned long long v = 0;
+
+    if (!*s)
+        return BD_EINVAL;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return BD_EINVAL;
+        if (v > (max - (unsigned)(*s - '0')) / 10)
+            return BD_EINVAL;
+        v = v * 10 + (unsigned)(*s - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+static int set_listen(bd_config *cfg, const char *value, const char *who, bd_err *err)
+{
+    char host[256];
+    const char *colon, *port;
+    size_t hlen;
+    unsigned long long p;
+    struct addrinfo hints, *res = NULL, *pick = NULL;
+    int rc;
+
+    if (strlen(value) >= sizeof cfg->listen)
+        return bd_err_set(err, BD_EINVAL, who, "%s: address too long", who);
+    if (value[0] == '[') {
+        const char *close = strchr(value, ']');
+        if (!close || close[1] != ':')
+            return bd_err_set(err, BD_EINVAL, who, "%s: '%s' is not [IPv6]:PORT", who, value);
+        hlen = (size_t)(close - value - 1);
+        memcpy(host, value + 1, hlen);
+        port = close + 2;
+    } else {
+        colon = strrchr(value, ':');
+        if (!colon)
+            return bd_err_set(err, BD_EINVAL, who, "%s: '%s' is not HOST:PORT (e.g. 127.0.0.1:8080)", who, value);
+        hlen = (size_t)(colon - value);
+        if (memchr(value, ':', hlen))
+            return bd_err_set(err, BD_EINVAL, who, "%s: write an IPv6 address in brackets, e.g. [::1]:8080", who);
+        memcpy(host, value, hlen);
+        port = colon + 1;
+    }
+    host[hlen] = '\0';
+    if (parse_uint(port, 65535, &p) != 0)
+        return bd_err_set(err, BD_EINVAL, who, "%s: port '%s' is not a number in 0..65535", who, port);
+    if (hlen == 0 || strcmp(host, "*") == 0)
+        strcpy(host, "0.0.0.0");
+
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0)
+        return bd_err_set(err, BD_EINVAL, who, "%s: cannot resolve '%s': %s", who, host, gai_strerror(rc));
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        if (ai->ai_family == AF_INET) {
+            pick = ai;
+            break;
+        }
+        if (ai->ai_family == AF_INET6 && !pick)
+            pick = ai;
+    }
+    if (!pick || pick->ai_addrlen > sizeof cfg->listen_addr) {
+        freeaddrinfo(res);
+        return bd_err_set(err, BD_EINVAL, who, "%s: '%s' has no IPv4 or IPv6 address", who, host);
+    }
+    memcpy(&cfg->listen_addr, pick->ai_addr, pick->ai_addrlen);
+    cfg->listen_addr_len = pick->ai_addrlen;
+    freeaddrinfo(res);
+    strcpy(cfg->listen, value);
+    return 0;
+}
+
+static int set_db(bd_config *cfg, const char *value, const char *who, bd_err *err)
+{
+    if (!*value)
+        return bd_err_set(err, BD_EINVAL, who, "%s: the database path is empty", who);
+    if (strlen(value) >= sizeof cfg->db_path)
+        return bd_err_set(err, BD_EINVAL, who, "%s: path too long", who);
+    strcpy(cfg->db_path, value);
+    return 0;
+}
+
+static int set_threads(bd_config *cfg, const char *value, const char *who, bd_err *err)
+{
+    unsigned long long v;
+
+    if (parse_uint(value, MAX_THREADS, &v) != 0 || v < 1)
+        return bd_err_set(err, BD_EINVAL, who, "%s: '%s' is not a whole number in 1..%d", who, value, MAX_THREADS);
+    cfg->threads = (int)v;
+    return 0;
+}
+
+static int set_log_level(bd_config *cfg, const char *value, const char *who, bd_err *err)
+{
+    if (bd_log_level_parse(value, &cfg->log_level) != 0)
+        return bd_err_set(err, BD_EINVAL, who, "%s: '%s' is not one of debug, info, warn, error", who, value);
+    return 0;
+}
+
+static int set_lease(bd_config *cfg, const char *value, const char *who, bd_err *err)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(value, &end);
+    if (!(value[0] >= '0' && value[0] <= '9') || *end || errno || !isfinite(v) || v <= 0 || v > MAX_LEASE_SECONDS)
+        return bd_err_set(err, BD_EINVAL, who, "%s: '%s' is not a number of seconds in (0, %.0f]", who, value,
+                          MAX_LEASE_SECONDS);
+    cfg->lease_seconds = v;
+    return 0;
+}
+
+static int set_sync(bd_config *cfg, const char *value, const char *who, bd_err *err)
+{
+    if (strcmp(value, "normal") == 0)
+        cfg->sync_full = 0;
+    else if (strcmp(value, "full") == 0)
+        cfg->sync_full = 1;
+    else
+        return bd_err_set(err, BD_EINVAL, who, "%s: '%s' is not one of normal, full", who, value);
+    return 0;
+}
+
+static int set_max_body(bd_config *cfg, const char *value, const char *who, bd_err *err)
+{
+    unsigned long long v;
+
+    if (parse_uint(value, MAX_BODY_LIMIT, &v) != 0 || v < 1)
+        return bd_err_set(err, BD_EINVAL, who, "%s: '%s' is not a byte count in 1..%zu", who, value, MAX_BODY_LIMIT);
+    cfg->max_body_bytes = (size_t)v;
+    return 0;
+}
+
+static const option_def options[] = {
+    {"--listen", "BANDITD_LISTEN", "HOST:PORT", "127.0.0.1:8080",
+     "address to serve HTTP on; [::1]:8080 for IPv6, port 0 picks a free port", set_listen},
+    {"--db", "BANDITD_DB", "PATH", "./banditd.db",
+     "SQLite database file; the first start writes the admin token to PATH.admin-token", set_db},
+    {"--threads", "BANDITD_THREADS", "N", NULL, "HTTP worker threads (default: 2 x online cores)", set_threads},
+    {"--log-level", "BANDITD_LOG_LEVEL", "LEVEL", "info", "debug, info, warn or error", set_log_level},
+    {"--lease-seconds", "BANDITD_LEASE_SECONDS", "S", "300",
+     "trial lease for studies that do not set lease_seconds", set_lease},
+    {"--sync", "BANDITD_SYNC", "MODE", "normal",
+     "normal (survives a crash of banditd) or full (also of the OS; slower commits)", set_sync},
+    {"--max-body-bytes", "BANDITD_MAX_BODY_BYTES", "N", "1048576",
+     "largest request body accepted; larger ones get 413", set_max_body},
+};
+#define N_OPTIONS (sizeof options / sizeof options[0])
+
+void bd_config_usage(FILE *f)
+{
+    fprintf(f, "Usage: banditd [OPTION]...\n"
+               "Hyperparameter-tuning daemon: serves the banditd HTTP API (JSON over HTTP).\n\n"
+               "Options (each may also be set by the environment variable shown; a flag wins):\n");
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const option_def *o = &options[i];
+        fprintf(f, "  %s %s\n      %s\n      env %s", o->flag, o->arg, o->help, o->env);
+        if (o->def)
+            fprintf(f, ", default %s", o->def);
+        fputc('\n', f);
+    }
+    fprintf(f, "  -h, --help\n      print this help and exit\n"
+               "  -V, --version\n      print the version and exit\n\n"
+               "SIGINT or SIGTERM stops the daemon gracefully. Exit status: 0 after a clean stop,\n"
+               "1 when the daemon cannot start, 2 for invalid options.\n");
+}
+
+static const char *env_lookup(char *const envp[], const char *name)
+{
+    size_t n = strlen(name);
+
+    for (; *envp; envp++) {
+        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+            return *envp + n + 1;
+    }
+    return NULL;
+}
+
+static const option_def *find_flag(const char *arg, size_t len)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        if (strlen(options[i].flag) == len && strncmp(options[i].flag, arg, len) == 0)
+            return &options[i];
+    }
+    return NULL;
+}
+
+static int default_threads(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+    if (cores < 1)
+        cores = 1;
+    if (cores > MAX_THREADS / 2)
+        cores = MAX_THREADS / 2;
+    return (int)(2 * cores);
+}
+
+int bd_config_parse(bd_config *cfg, int argc, char *const argv[], char *const envp[], bd_err *err)
+{
+    int rc;
+
+    memset(cfg, 0, sizeof *cfg);
+    cfg->threads = default_threads();
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        if (options[i].def) {
+            rc = options[i].set(cfg, options[i].def, options[i].flag, err);
+            if (rc < 0)
+                return rc;
+        }
+    }
+
+    if (!envp)
+        envp = environ;
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const char *v = env_lookup(envp, options[i].env);
+        if (v && *v) {
+            rc = options[i].set(cfg, v, options[i].env, err);
+            if (rc < 0)
+                return rc;
+        }
+    }
+
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *eq, *value;
+        const option_def *o;
+
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
+            return BD_CONFIG_HELP;
+        if (strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0)
+            return BD_CONFIG_VERSION;
+        if (strncmp(arg, "--", 2) != 0)
+            return bd_err_set(err, BD_EINVAL, NULL, "unexpected argument '%s'", arg);
+        eq = strchr(arg, '=');
+        o = find_flag(arg, eq ? (size_t)(eq - arg) : strlen(arg));
+        if (!o)
+            return bd_err_set(err, BD_EINVAL, NULL, "unknown option '%s'", arg);
+        if (eq) {
+            value = eq + 1;
+        } else {
+            if (i + 1 >= argc)
+                return bd_err_set(err, BD_EINVAL, o->flag, "%s needs a value (%s)", o->flag, o->arg);
+            value = argv[++i];
+        }
+        rc = o->set(cfg, value, o->flag, err);
+        if (rc < 0)
+            return rc;
+    }
+    return BD_CONFIG_RUN;
+}

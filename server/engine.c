@@ -1,0 +1,493 @@
+/* engine.c: the engine's lifecycle (open, replay of every study, close), the
+ * study registry, the event feed every state change goes through, the
+ * transaction + idempotency helpers, and the lease reaper thread.
+ *
+ * Invariant: a study's scheduler has seen exactly the study's committed
+ * events, in order. Live requests feed events inside their transaction; if
+ * that transaction does not commit, the study is rebuilt from storage. */
+#include "engine_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---------------------------------------------------------------- registry */
+
+study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id)
+{
+    study_rt *st = NULL;
+    pthread_rwlock_rdlock(&e->studies_lock);
+    if (study_id > 0 && (size_t)study_id < e->studies_cap)
+        st = e->studies[study_id];
+    pthread_rwlock_unlock(&e->studies_lock);
+    /* deleted is read without st->mu here; callers re-check it under the lock. */
+    if (!st || (user_id && st->user_id != user_id))
+        return NULL;
+    return st;
+}
+
+int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
+{
+    study_rt *st = bd_engine_study(e, study_id, who->user_id);
+    if (st) {
+        pthread_mutex_lock(&st->mu);
+        if (!st->deleted) {
+            *out = st;
+            return 0;
+        }
+        pthread_mutex_unlock(&st->mu);
+    }
+    return bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id);
+}
+
+void bd_engine_study_register(bd_engine *e, study_rt *st)
+{
+    pthread_rwlock_wrlock(&e->studies_lock);
+    if ((size_t)st->id >= e->studies_cap) {
+        size_t cap = e->studies_cap ? e->studies_cap : 64;
+        while (cap <= (size_t)st->id)
+            cap *= 2;
+        e->studies = bd_xrealloc(e->studies, cap * sizeof *e->studies);
+        memset(e->studies + e->studies_cap, 0, (cap - e->studies_cap) * sizeof *e->studies);
+        e->studies_cap = cap;
+    }
+    e->studies[st->id] = st;
+    pthread_rwlock_unlock(&e->studies_lock);
+}
+
+void bd_engine_study_free(study_rt *st)
+{
+    if (!st)
+        return;
+    if (st->sched)
+        st->sched->ops->destroy(st->sched);
+    bd_study_spec_clear(&st->spec);
+    pthread_mutex_destroy(&st->mu);
+    free(st);
+}
+
+/* -------------------------------------------------------------------- feed */
+
+double bd_engine_loss(const study_rt *st, int has_value, double value)
+{
+    if (!has_value || isnan(value))
+        return INFINITY;
+    return st->spec.def.maximize ? -value : value;
+}
+
+static void consider_best(best_trial *b, const bd_event *ev)
+{
+    if (!isfinite(ev->loss))
+        return;
+    if (!b->trial_id || ev->loss < b->loss) {
+        b->trial_id = ev->trial_id;
+        b->loss = ev->loss;
+    }
+}
+
+void bd_engine_feed(study_rt *st, const bd_event *ev, bd_decision *out)
+{
+    bd_err ignored;
+    memset(out, 0, sizeof *out);
+    st->dirty = 1;
+    st->done = 0;
+    /* observe never rejects an event (sched.h); a failure here is a scheduler
+     * bug, and stopping the daemon would lose more than it protects. */
+    (void)st->sched->ops->observe(st->sched, ev, out, &ignored);
+    switch (ev->type) {
+    case BD_SEV_CREATED:
+        st->trials_created++;
+        st->counts[BD_TRIAL_RUNNING]++;
+        break;
+    case BD_SEV_MEASUREMENT:
+        break;
+    case BD_SEV_COMPLETED:
+        st->counts[BD_TRIAL_RUNNING]--;
+        st->counts[BD_TRIAL_COMPLETED]++;
+        consider_best(&st->best, ev);
+        if (ev->budget >= st->spec.def.r_max)
+            consider_best(&st->best_full, ev);
+        break;
+    case BD_SEV_FAILED:
+        st->counts[BD_TRIAL_RUNNING]--;
+        st->counts[BD_TRIAL_FAILED]++;
+        break;
+    case BD_SEV_EXPIRED:
+        st->counts[BD_TRIAL_RUNNING]--;
+        st->counts[BD_TRIAL_EXPIRED]++;
+        break;
+    case BD_SEV_STOPPED:
+        st->counts[BD_TRIAL_RUNNING]--;
+        st->counts[BD_TRIAL_STOPPED]++;
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ replay */
+
+typedef struct trial_ref {
+    int64_t trial_id;
+    int64_t config_id;
+    double budget;
+} trial_ref;
+
+typedef struct replay_ctx {
+    bd_engine *e;
+    study_rt *st;
+    trial_ref *refs; /* in trial id order: CREATED events come in id order */
+    size_t n, cap;
+    bd_err *err;
+} replay_ctx;
+
+static const trial_ref *find_ref(const replay_ctx *c, int64_t trial_id)
+{
+    size_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->refs[mid].trial_id < trial_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < c->n && c->refs[lo].trial_id == trial_id ? &c->refs[lo] : NULL;
+}
+
+static int replay_created(replay_ctx *c, const bd_event_row *row)
+{
+    bd_trial_row t = {0};
+    bd_decision d;
+    int rc = bd_store_trial_get(c->e->store, row->trial_id, &t, c->err);
+    if (rc)
+        return rc;
+    json_t *config = json_loads(t.config, 0, NULL);
+    json_t *extra = t.extra ? json_loads(t.extra, 0, NULL) : NULL;
+    if (!config) {
+        bd_store_trial_row_clear(&t);
+        json_decref(extra);
+        return bd_err_set(c->err, BD_EINTERNAL, NULL, "trial %lld: stored config is not JSON",
+                          (long long)row->trial_id);
+    }
+    bd_event ev = {.type = BD_SEV_CREATED,
+                   .trial_id = t.id,
+                   .config_id = t.config_id,
+                   .budget = t.budget,
+                   .config = config,
+                   .resume_from = t.resume_from,
+                   .extra = extra,
+                   .loss = NAN,
+                   .elapsed_seconds = NAN,
+                   .replay = 1};
+    bd_engine_feed(c->st, &ev, &d);
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 256;
+        c->refs = bd_xrealloc(c->refs, c->cap * sizeof *c->refs);
+    }
+    c->refs[c->n++] = (trial_ref){t.id, t.config_id, t.budget};
+    json_decref(config);
+    json_decref(extra);
+    bd_store_trial_row_clear(&t);
+    return 0;
+}
+
+static int replay_event(const bd_event_row *row, void *arg)
+{
+    replay_ctx *c = arg;
+    bd_decision d;
+    if (row->type == BD_EV_CREATED)
+        return replay_created(c, row);
+    const trial_ref *ref = find_ref(c, row->trial_id);
+    if (!ref)
+        return bd_err_set(c->err, BD_EINTERNAL, NULL, "event %lld names trial %lld that was never created",
+                          (long long)row->id, (long long)row->trial_id);
+    bd_event ev = {.type = (bd_sched_event_type)row->type,
+                   .trial_id = ref->trial_id,
+                   .config_id = ref->config_id,
+                   .budget = ref->budget,
+                   .step = row->step,
+                   .loss = bd_engine_loss(c->st, row->has_value, row->value),
+                   .timeout = row->timeout,
+                   .elapsed_seconds = row->elapsed_seconds,
+                   .replay = 1};
+    bd_engine_feed(c->st, &ev, &d);
+    return 0;
+}
+
+/* Must run inside a store transaction (the nested trial reads need it). */
+static int replay(bd_engine *e, study_rt *st, bd_err *err)
+{
+    const json_t *scheduler = json_object_get(st->spec.normalized, "scheduler");
+    const struct bd_sched_ops *ops = bd_sched_find(json_string_value(json_object_get(scheduler, "name")));
+    int rc;
+    if (!ops)
+        return bd_err_set(err, BD_EINTERNAL, "scheduler.name", "study %lld uses a scheduler this build lacks",
+                          (long long)st->id);
+    if (st->sched)
+        st->sched->ops->destroy(st->sched);
+    st->sched = NULL;
+    memset(st->counts, 0, sizeof st->counts);
+    st->trials_created = 0;
+    st->best = st->best_full = (best_trial){0, 0};
+    st->done = 0;
+    if ((rc = ops->create(&st->spec.def, &st->sched, err)))
+        return rc;
+    replay_ctx c = {.e = e, .st = st, .err = err};
+    rc = bd_store_event_each(e->store, st->id, replay_event, &c, err);
+    free(c.refs);
+    st->dirty = 0;
+    return rc;
+}
+
+int bd_engine_study_reload(bd_engine *e, study_rt *st, bd_err *err)
+{
+    int rc = bd_store_begin(e->store, err);
+    if (rc)
+        return rc;
+    rc = replay(e, st, err);
+    bd_store_rollback(e->store);
+    return rc;
+}
+
+int bd_engine_study_load(bd_engine *e, const bd_study_row *row, study_rt **out, bd_err *err)
+{
+    study_rt *st = bd_xcalloc(1, sizeof *st);
+    json_t *def = json_loads(row->definition, 0, NULL);
+    int rc;
+    pthread_mutex_init(&st->mu, NULL);
+    st->id = row->id;
+    st->user_id = row->user_id;
+    st->created_at = row->created_at;
+    if (!def) {
+        rc = bd_err_set(err, BD_EINTERNAL, NULL, "study %lld: stored definition is not JSON", (long long)row->id);
+        goto out;
+    }
+    if ((rc = bd_study_spec_parse(def, e->default_lease, &st->spec, err)))
+        goto out;
+    st->spec.def.id = row->id;
+    bd_engine_user_name(e, st->user_id, st->owner);
+    rc = bd_engine_study_reload(e, st, err);
+out:
+    json_decref(def);
+    if (rc) {
+        bd_engine_study_free(st);
+        return rc;
+    }
+    *out = st;
+    return 0;
+}
+
+/* ----------------------------------------------------- transactions + idem */
+
+int bd_engine_txn_begin(bd_engine *e, const bd_request *req, json_t **out, bd_err *err)
+{
+    char *fingerprint = NULL, *response = NULL;
+    int rc = bd_store_begin(e->store, err);
+    if (rc || !req || !req->idem_key)
+        return rc;
+    rc = bd_store_idem_get(e->store, req->caller->user_id, req->idem_key, &fingerprint, &response, err);
+    if (rc == BD_ENOTFOUND) {
+        bd_err_clear(err);
+        return 0;
+    }
+    if (rc)
+        goto fail;
+    if (strcmp(fingerprint, req->fingerprint ? req->fingerprint : "") != 0) {
+        rc = bd_err_set(err, BD_ECONFLICT, "Idempotency-Key",
+                        "this key was already used for a different request");
+        goto fail;
+    }
+    *out = json_loads(response, 0, NULL);
+    if (!*out) {
+        rc = bd_err_set(err, BD_EINTERNAL, NULL, "stored idempotent response is not JSON");
+        goto fail;
+    }
+    bd_store_rollback(e->store);
+    free(fingerprint);
+    free(response);
+    return 1;
+fail:
+    bd_store_rollback(e->store);
+    free(fingerprint);
+    free(response);
+    return rc;
+}
+
+int bd_engine_txn_commit(bd_engine *e, const bd_request *req, const json_t *answer, bd_err *err)
+{
+    int rc = 0;
+    if (req && req->idem_key) {
+        char *text = json_dumps(answer, JSON_COMPACT);
+        rc = bd_store_idem_put(e->store, req->caller->user_id, req->idem_key,
+                               req->fingerprint ? req->fingerprint : "", text, bd_now(), err);
+        free(text);
+        if (rc) {
+            bd_store_rollback(e->store);
+            return rc;
+        }
+    }
+    return bd_store_commit(e->store, err);
+}
+
+int bd_engine_study_txn_end(bd_engine *e, study_rt *st, const bd_request *req, int rc, const json_t *answer,
+                            bd_err *err)
+{
+    if (rc == 0)
+        rc = bd_engine_txn_commit(e, req, answer, err);
+    else
+        bd_store_rollback(e->store);
+    if (rc && st->dirty) {
+        bd_err reload_err;
+        if (bd_engine_study_reload(e, st, &reload_err))
+            fprintf(stderr, "banditd: study %lld could not be rebuilt after a failed request: %s\n",
+                    (long long)st->id, reload_err.message);
+    }
+    st->dirty = 0;
+    return rc;
+}
+
+/* ------------------------------------------------------------------ reaper */
+
+static void *reaper_main(void *arg)
+{
+    bd_engine *e = arg;
+    double last_prune = 0;
+    pthread_mutex_lock(&e->reaper_mu);
+    while (!e->reaper_stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        double t = until.tv_sec + until.tv_nsec / 1e9 + e->reaper_interval;
+        until.tv_sec = (time_t)t;
+        until.tv_nsec = (long)((t - (double)until.tv_sec) * 1e9);
+        pthread_cond_timedwait(&e->reaper_cv, &e->reaper_mu, &until);
+        if (e->reaper_stop)
+            break;
+        pthread_mutex_unlock(&e->reaper_mu);
+        bd_err err;
+        double now = bd_now();
+        if (bd_engine_expire_leases(e, now, NULL, &err))
+            fprintf(stderr, "banditd: lease sweep failed: %s\n", err.message);
+        /* Idempotency records are kept a day: long enough for any retry. */
+        if (now - last_prune > 600) {
+            if (bd_store_idem_prune(e->store, now - 86400, &err))
+                fprintf(stderr, "banditd: idempotency prune failed: %s\n", err.message);
+            last_prune = now;
+        }
+        pthread_mutex_lock(&e->reaper_mu);
+    }
+    pthread_mutex_unlock(&e->reaper_mu);
+    return NULL;
+}
+
+/* -------------------------------------------------------------- lifecycle */
+
+typedef struct load_ctx {
+    bd_engine *e;
+    bd_err *err;
+} load_ctx;
+
+static int load_one(const bd_study_row *row, void *arg)
+{
+    load_ctx *c = arg;
+    study_rt *st;
+    int rc = bd_engine_study_load(c->e, row, &st, c->err);
+    if (rc)
+        return rc;
+    bd_engine_study_register(c->e, st);
+    return 0;
+}
+
+int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
+{
+    bd_engine *e = bd_xcalloc(1, sizeof *e);
+    bd_store_opts so = {.sync = opts->sync_full ? BD_SYNC_FULL : BD_SYNC_NORMAL};
+    char *token_path = NULL;
+    int rc;
+    pthread_rwlock_init(&e->studies_lock, NULL);
+    pthread_mutex_init(&e->auth_mu, NULL);
+    pthread_mutex_init(&e->reaper_mu, NULL);
+    pthread_cond_init(&e->reaper_cv, NULL);
+    e->default_lease = opts->default_lease_seconds > 0 ? opts->default_lease_seconds : 300;
+    e->reaper_interval = opts->reaper_interval;
+    if ((rc = bd_auth_init())) {
+        bd_err_set(err, rc, NULL, "libsodium failed to initialize");
+        goto out;
+    }
+    if ((rc = bd_store_open(opts->db_path, &so, &e->store, err)))
+        goto out;
+    if (opts->admin_token_path) {
+        token_path = bd_xstrdup(opts->admin_token_path);
+    } else if (strcmp(opts->db_path, ":memory:") != 0) {
+        token_path = bd_xmalloc(strlen(opts->db_path) + 16);
+        sprintf(token_path, "%s.admin-token", opts->db_path);
+    }
+    if ((rc = bd_engine_bootstrap_admin(e, token_path, err)))
+        goto out;
+    /* Loading holds no lock: no request can arrive before open returns. */
+    load_ctx lc = {e, err};
+    if ((rc = bd_store_study_each(e->store, 0, load_one, &lc, err)))
+        goto out;
+    if (e->reaper_interval > 0) {
+        if (pthread_create(&e->reaper, NULL, reaper_main, e) != 0) {
+            rc = bd_err_set(err, BD_EINTERNAL, NULL, "cannot start the lease reaper thread");
+            goto out;
+        }
+        e->reaper_running = 1;
+    }
+out:
+    free(token_path);
+    if (rc) {
+        bd_engine_close(e);
+        return rc;
+    }
+    *out = e;
+    return 0;
+}
+
+void bd_engine_close(bd_engine *e)
+{
+    if (!e)
+        return;
+    if (e->reaper_running) {
+        pthread_mutex_lock(&e->reaper_mu);
+        e->reaper_stop = 1;
+        pthread_cond_signal(&e->reaper_cv);
+        pthread_mutex_unlock(&e->reaper_mu);
+        pthread_join(e->reaper, NULL);
+    }
+    for (size_t i = 0; i < e->studies_cap; i++)
+        bd_engine_study_free(e->studies[i]);
+    free(e->studies);
+    bd_engine_auth_free(e);
+    bd_store_close(e->store);
+    free(e->first_admin_token);
+    pthread_rwlock_destroy(&e->studies_lock);
+    pthread_mutex_destroy(&e->auth_mu);
+    pthread_mutex_destroy(&e->reaper_mu);
+    pthread_cond_destroy(&e->reaper_cv);
+    free(e);
+}
+
+const char *bd_engine_first_admin_token(const bd_engine *e)
+{
+    return e->first_admin_token;
+}
+
+void bd_engine_stats_get(bd_engine *e, bd_engine_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_rwlock_rdlock(&e->studies_lock);
+    for (size_t i = 0; i < e->studies_cap; i++) {
+        study_rt *st = e->studies[i];
+        if (!st)
+            continue;
+        pthread_mutex_lock(&st->mu);
+        if (!st->deleted) {
+            out->studies++;
+            for (int s = 0; s < BD_TRIAL_NSTATES; s++)
+                out->trials[s] += st->counts[s];
+        }
+        pthread_mutex_unlock(&st->mu);
+    }
+    pthread_rwlock_unlock(&e->studies_lock);
+}

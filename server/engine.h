@@ -1,0 +1,106 @@
+/* engine.h: studies, trials, leases, users and idempotency: everything the
+ * HTTP layer asks for. The api/ layer parses HTTP and JSON syntax and maps
+ * errors to statuses; the engine validates meaning, drives schedulers and
+ * commits each request's state change in one storage transaction before it
+ * returns, so an answered request survives a crash.
+ *
+ * Concurrency: any number of threads may call in. Each study has a mutex held
+ * around its scheduler calls and its transaction; the store serializes commits.
+ *
+ * Every function filling json_t **out gives a new reference (the response
+ * body); on error *out is untouched and err says why (err->code == return). */
+#ifndef BD_ENGINE_H
+#define BD_ENGINE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "common.h"
+
+typedef struct bd_engine bd_engine;
+
+typedef struct bd_engine_opts {
+    const char *db_path;          /* SQLite file (":memory:" for tests) */
+    int sync_full;                /* 1: synchronous=FULL, else NORMAL */
+    double default_lease_seconds; /* used when a study does not set lease_seconds */
+    const char *admin_token_path; /* where the first admin token is written (mode 0600);
+                                     NULL: "<db_path>.admin-token"; ignored for ":memory:" */
+    double reaper_interval;       /* seconds between lease-expiry sweeps; 0 = no reaper thread */
+} bd_engine_opts;
+
+/* Opens storage, creates the admin user and token on first start, rebuilds
+ * every study's scheduler by replaying its events, and starts the lease
+ * reaper. *out is new (bd_engine_close). */
+int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err) BD_MUST_CHECK;
+/* Stops the reaper and closes storage; callers must have stopped calling in. NULL-safe. */
+void bd_engine_close(bd_engine *e);
+
+/* Who makes a request. */
+typedef struct bd_caller {
+    int64_t user_id;
+    char name[64];
+    int is_admin;
+} bd_caller;
+
+/* Resolves a bearer token (the text after "Bearer "). BD_EAUTH if unknown,
+ * malformed or revoked. */
+int bd_engine_authenticate(bd_engine *e, const char *token, bd_caller *out, bd_err *err) BD_MUST_CHECK;
+
+/* A state-changing request. With an idempotency key, the first successful
+ * response is stored in the same transaction as the change; a retry with the
+ * same key returns that response without acting again; the same key with a
+ * different fingerprint is BD_ECONFLICT. */
+typedef struct bd_request {
+    const bd_caller *caller;
+    const char *idem_key;    /* NULL when the request carried none */
+    const char *fingerprint; /* identifies the request (method, path, body digest) */
+} bd_request;
+
+/* ---- studies ---- */
+int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *body, json_t **out, bd_err *err) BD_MUST_CHECK;
+int bd_engine_list_studies(bd_engine *e, const bd_caller *who, json_t **out, bd_err *err) BD_MUST_CHECK;
+int bd_engine_get_study(bd_engine *e, const bd_caller *who, int64_t study_id, json_t **out, bd_err *err) BD_MUST_CHECK;
+int bd_engine_delete_study(bd_engine *e, const bd_request *req, int64_t study_id, json_t **out, bd_err *err) BD_MUST_CHECK;
+
+/* body: {"worker": "...", "count": n}. Answers {"trials": [...]} plus
+ * "retry_after_ms" when empty and "done": true when the study is finished. */
+int bd_engine_suggest(bd_engine *e, const bd_request *req, int64_t study_id, const json_t *body, json_t **out, bd_err *err) BD_MUST_CHECK;
+
+/* ---- trials ---- */
+/* body: {"step", "value", "elapsed_seconds"?} -> {"action": "continue"|"stop", "reason"?} */
+int bd_engine_measure(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out, bd_err *err) BD_MUST_CHECK;
+/* body: {"value"} or {"value": null, "reason"} (diverged) or {"status": "timeout"}, plus runtime?, elapsed_seconds? */
+int bd_engine_complete(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out, bd_err *err) BD_MUST_CHECK;
+int bd_engine_fail(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out, bd_err *err) BD_MUST_CHECK;
+int bd_engine_heartbeat(bd_engine *e, const bd_request *req, int64_t trial_id, json_t **out, bd_err *err) BD_MUST_CHECK;
+int bd_engine_get_trial(bd_engine *e, const bd_caller *who, int64_t trial_id, json_t **out, bd_err *err) BD_MUST_CHECK;
+/* state: NULL or a state name; after: trial id cursor (0 = from the start);
+ * limit 1..1000. Answers {"trials": [...], "next_after": id|null}. */
+int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, const char *state, int64_t after,
+                          int64_t limit, json_t **out, bd_err *err) BD_MUST_CHECK;
+
+/* Expires every running trial whose lease has ended (the reaper calls this;
+ * tests call it directly). *expired (may be NULL) receives how many. */
+int bd_engine_expire_leases(bd_engine *e, double now, int *expired, bd_err *err) BD_MUST_CHECK;
+
+/* ---- users ---- */
+/* Admin only. body {"name", "admin"?} -> the user. */
+int bd_engine_create_user(bd_engine *e, const bd_request *req, const json_t *body, json_t **out, bd_err *err) BD_MUST_CHECK;
+/* Admin, or the user themself. -> {"token", "token_id"}: the only time the token is shown. */
+int bd_engine_create_token(bd_engine *e, const bd_request *req, const char *user_name, json_t **out, bd_err *err) BD_MUST_CHECK;
+/* Admin, or the token's owner. */
+int bd_engine_revoke_token(bd_engine *e, const bd_request *req, int64_t token_id, json_t **out, bd_err *err) BD_MUST_CHECK;
+int bd_engine_me(bd_engine *e, const bd_caller *who, json_t **out, bd_err *err) BD_MUST_CHECK;
+
+/* ---- metrics ---- */
+typedef struct bd_engine_stats {
+    int64_t studies;
+    int64_t trials[5]; /* by state: running, completed, stopped, failed, expired */
+} bd_engine_stats;
+void bd_engine_stats_get(bd_engine *e, bd_engine_stats *out);
+
+/* The admin token created by the first start of this engine, or NULL (borrowed;
+ * for tests that open an engine on ":memory:"). */
+const char *bd_engine_first_admin_token(const bd_engine *e);
+
+#endif

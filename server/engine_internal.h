@@ -1,0 +1,110 @@
+/* engine_internal.h: state shared by the engine's files (engine.c: lifecycle,
+ * registry, replay and leases; engine_studies.c; engine_trials.c;
+ * engine_users.c; engine_json.c). Not for use outside server/engine*.c.
+ *
+ * Locking: studies_lock guards the registry array (pointers are stable and
+ * study_rt structs live until bd_engine_close). A study's mu is held around
+ * every scheduler call and around the storage transaction of its requests;
+ * lock order is study mu -> store transaction. */
+#ifndef BD_ENGINE_INTERNAL_H
+#define BD_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+
+#include "../storage/store.h"
+#include "auth.h"
+#include "engine.h"
+#include "study_def.h"
+
+typedef struct best_trial {
+    int64_t trial_id;  /* 0 = none yet */
+    double loss;       /* minimized */
+} best_trial;
+
+typedef struct study_rt {
+    pthread_mutex_t mu;
+    int64_t id;
+    int64_t user_id;
+    char owner[64];
+    double created_at;
+    bd_study_spec spec;             /* definition; spec.def is what the scheduler reads */
+    bd_sched *sched;                /* NULL once deleted */
+    int deleted;
+    int dirty;                      /* the scheduler saw events of an uncommitted transaction */
+    int64_t counts[BD_TRIAL_NSTATES];
+    int64_t trials_created;
+    best_trial best;                /* best completed trial, any budget */
+    best_trial best_full;           /* best completed trial at resource.max */
+    int done;                       /* the last suggest answered DONE and nothing happened since */
+} study_rt;
+
+typedef struct token_entry {
+    int state;                      /* 0 unknown, 1 valid, 2 missing or revoked */
+    int64_t user_id;
+    uint8_t hash[BD_TOKEN_HASH_BYTES];
+} token_entry;
+
+struct bd_engine {
+    bd_store *store;
+    double default_lease;
+    pthread_rwlock_t studies_lock;
+    study_rt **studies;             /* indexed by study id; NULL for unused ids */
+    size_t studies_cap;
+
+    pthread_mutex_t auth_mu;        /* guards the two caches below */
+    token_entry *tokens;            /* indexed by token id */
+    size_t tokens_cap;
+    bd_user *users;                 /* indexed by user id; id 0 = not cached */
+    size_t users_cap;
+
+    pthread_t reaper;
+    int reaper_running;
+    int reaper_stop;
+    double reaper_interval;
+    pthread_mutex_t reaper_mu;
+    pthread_cond_t reaper_cv;
+
+    char *first_admin_token;        /* set when this open created the admin */
+};
+
+/* ---- engine.c ---- */
+/* Borrowed pointer to the study if it exists, is not deleted and belongs to
+ * user_id (0 = any user); else NULL. */
+study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id);
+/* Locks (st->mu) and returns who's live study, or BD_ENOTFOUND. */
+int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
+    BD_MUST_CHECK;
+void bd_engine_study_register(bd_engine *e, study_rt *st);
+/* Builds a study's runtime from its stored row (scheduler replayed). */
+int bd_engine_study_load(bd_engine *e, const bd_study_row *row, study_rt **out, bd_err *err) BD_MUST_CHECK;
+/* Rebuilds st's scheduler, counts and incumbents from storage; st->mu held. */
+int bd_engine_study_reload(bd_engine *e, study_rt *st, bd_err *err) BD_MUST_CHECK;
+void bd_engine_study_free(study_rt *st);
+/* Passes a stored event to st's scheduler and updates counts and incumbents. */
+void bd_engine_feed(study_rt *st, const bd_event *ev, bd_decision *out);
+/* The minimized loss of a reported value (NAN / absent -> +INFINITY). */
+double bd_engine_loss(const study_rt *st, int has_value, double value);
+
+/* Transaction helpers: begin, and (when req has a key) look the key up.
+ * Returns 1 with *out set when the request was already answered (the
+ * transaction is then closed), 0 to go on, < 0 on error (closed). */
+int bd_engine_txn_begin(bd_engine *e, const bd_request *req, json_t **out, bd_err *err) BD_MUST_CHECK;
+/* Stores the answer under req's key (if any) and commits. On failure rolls back. */
+int bd_engine_txn_commit(bd_engine *e, const bd_request *req, const json_t *answer, bd_err *err) BD_MUST_CHECK;
+/* Ends a study transaction: commit on rc == 0 (answer stored for req), else
+ * roll back; if the commit failed or the scheduler saw rolled-back events,
+ * rebuild it. Returns the final rc. */
+int bd_engine_study_txn_end(bd_engine *e, study_rt *st, const bd_request *req, int rc, const json_t *answer,
+                            bd_err *err);
+
+/* ---- engine_json.c ---- */
+json_t *bd_engine_trial_json(const study_rt *st, const bd_trial_row *row); /* new */
+json_t *bd_engine_study_json(bd_engine *e, study_rt *st);                  /* new; st->mu held */
+
+/* ---- engine_users.c ---- */
+/* Creates the admin user and its token on an empty database. */
+int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, bd_err *err) BD_MUST_CHECK;
+int bd_engine_user_name(bd_engine *e, int64_t user_id, char name[64]);
+void bd_engine_auth_free(bd_engine *e);
+
+#endif

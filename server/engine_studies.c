@@ -1,0 +1,246 @@
+/* engine_studies.c: creating, reading and deleting studies, and suggest:
+ * asking the study's scheduler for trials and recording each as a stored
+ * trial plus its CREATED event, all in one transaction. */
+#include "engine_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SUGGEST_COUNT 100
+#define MAX_WORKER_NAME 200
+/* How long a worker told "nothing now" should wait before asking again. */
+#define RETRY_AFTER_MS 500
+
+int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *body, json_t **out, bd_err *err)
+{
+    study_rt *st = bd_xcalloc(1, sizeof *st);
+    bd_study_row row = {0};
+    json_t *answer = NULL;
+    int rc;
+    pthread_mutex_init(&st->mu, NULL);
+    if ((rc = bd_study_spec_parse(body, e->default_lease, &st->spec, err)))
+        goto out;
+    const json_t *sch = json_object_get(st->spec.normalized, "scheduler");
+    const struct bd_sched_ops *ops = bd_sched_find(json_string_value(json_object_get(sch, "name")));
+    if ((rc = ops->create(&st->spec.def, &st->sched, err)))
+        goto out;
+    if ((rc = bd_engine_txn_begin(e, req, out, err))) {
+        rc = rc > 0 ? 0 : rc;
+        goto out;
+    }
+    st->user_id = req->caller->user_id;
+    st->created_at = bd_now();
+    snprintf(st->owner, sizeof st->owner, "%s", req->caller->name);
+    row.user_id = st->user_id;
+    row.name = (char *)st->spec.def.name;
+    row.definition = json_dumps(st->spec.normalized, JSON_COMPACT);
+    row.created_at = st->created_at;
+    rc = bd_store_study_insert(e->store, &row, &st->id, err);
+    free(row.definition);
+    if (rc) {
+        bd_store_rollback(e->store);
+        goto out;
+    }
+    st->spec.def.id = st->id;
+    answer = bd_engine_study_json(e, st);
+    if ((rc = bd_engine_txn_commit(e, req, answer, err)))
+        goto out;
+    bd_engine_study_register(e, st);
+    *out = answer;
+    return 0;
+out:
+    json_decref(answer);
+    bd_engine_study_free(st);
+    return rc;
+}
+
+int bd_engine_list_studies(bd_engine *e, const bd_caller *who, json_t **out, bd_err *err)
+{
+    json_t *list = json_array();
+    (void)err;
+    for (int64_t id = 1;; id++) {
+        pthread_rwlock_rdlock(&e->studies_lock);
+        size_t cap = e->studies_cap;
+        pthread_rwlock_unlock(&e->studies_lock);
+        if ((size_t)id >= cap)
+            break;
+        study_rt *st;
+        bd_err ignored;
+        if (bd_engine_lock_study(e, who, id, &st, &ignored))
+            continue;
+        json_array_append_new(list, bd_engine_study_json(e, st));
+        pthread_mutex_unlock(&st->mu);
+    }
+    *out = json_pack("{s:o}", "studies", list);
+    return 0;
+}
+
+int bd_engine_get_study(bd_engine *e, const bd_caller *who, int64_t study_id, json_t **out, bd_err *err)
+{
+    study_rt *st;
+    int rc = bd_engine_lock_study(e, who, study_id, &st, err);
+    if (rc)
+        return rc;
+    *out = bd_engine_study_json(e, st);
+    pthread_mutex_unlock(&st->mu);
+    return 0;
+}
+
+int bd_engine_delete_study(bd_engine *e, const bd_request *req, int64_t study_id, json_t **out, bd_err *err)
+{
+    study_rt *st;
+    int rc = bd_engine_lock_study(e, req->caller, study_id, &st, err);
+    if (rc)
+        return rc;
+    json_t *answer = json_pack("{s:b, s:I}", "deleted", 1, "id", (json_int_t)study_id);
+    if ((rc = bd_engine_txn_begin(e, req, out, err)) == 0) {
+        if ((rc = bd_store_study_delete(e->store, study_id, err)))
+            bd_store_rollback(e->store);
+        else
+            rc = bd_engine_txn_commit(e, req, answer, err);
+        if (rc == 0) {
+            st->deleted = 1;
+            st->sched->ops->destroy(st->sched);
+            st->sched = NULL;
+            *out = answer;
+            answer = NULL;
+        }
+    }
+    pthread_mutex_unlock(&st->mu);
+    json_decref(answer);
+    return rc > 0 ? 0 : rc;
+}
+
+/* ----------------------------------------------------------------- suggest */
+
+typedef struct suggest_args {
+    const char *worker;
+    long long count;
+} suggest_args;
+
+static int parse_suggest(const json_t *body, suggest_args *a, bd_err *err)
+{
+    const char *key;
+    json_t *v;
+    a->worker = "";
+    a->count = 1;
+    json_object_foreach((json_t *)body, key, v) {
+        if (strcmp(key, "worker") == 0) {
+            if (!json_is_string(v) || json_string_length(v) > MAX_WORKER_NAME)
+                return bd_err_set(err, BD_EINVAL, "worker", "must be a string of at most %d characters",
+                                  MAX_WORKER_NAME);
+            a->worker = json_string_value(v);
+        } else if (strcmp(key, "count") == 0) {
+            if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > MAX_SUGGEST_COUNT)
+                return bd_err_set(err, BD_EINVAL, "count", "must be an integer from 1 to %d", MAX_SUGGEST_COUNT);
+            a->count = json_integer_value(v);
+        } else {
+            return bd_err_set(err, BD_EINVAL, key, "unknown member");
+        }
+    }
+    return 0;
+}
+
+/* A scheduler's proposal must fit the study: checked so a scheduler bug
+ * becomes a 500 with a message instead of a corrupt trial. */
+static int check_suggestion(const study_rt *st, const bd_suggestion *s, bd_err *err)
+{
+    const bd_study_def *d = &st->spec.def;
+    if (!json_is_object(s->config))
+        return bd_err_set(err, BD_EINTERNAL, NULL, "scheduler proposed no config");
+    if (!(s->budget >= d->r_min - 1e-9 && s->budget <= d->r_max + 1e-9))
+        return bd_err_set(err, BD_EINTERNAL, NULL, "scheduler proposed budget %g outside [%g, %g]", s->budget,
+                          d->r_min, d->r_max);
+    if (s->config_id < 0 || s->resume_from < 0 || (s->resume_from && !s->config_id))
+        return bd_err_set(err, BD_EINTERNAL, NULL, "scheduler proposed an invalid config_id or resume_from");
+    return 0;
+}
+
+/* Stores one proposal as a running trial and feeds its CREATED event. */
+static int record_trial(bd_engine *e, study_rt *st, bd_suggestion *s, const char *worker, json_t *trials,
+                        bd_err *err)
+{
+    bd_trial_row row = {0};
+    bd_decision d;
+    double now = bd_now();
+    int rc;
+    if ((rc = check_suggestion(st, s, err)))
+        return rc;
+    if (st->spec.def.resource_integer)
+        s->budget = round(s->budget);
+    row.study_id = st->id;
+    row.config_id = s->config_id;
+    row.config = json_dumps(s->config, JSON_COMPACT | JSON_SORT_KEYS);
+    row.budget = s->budget;
+    row.resume_from = s->resume_from;
+    row.extra = s->extra ? json_dumps(s->extra, JSON_COMPACT) : NULL;
+    row.state = BD_TRIAL_RUNNING;
+    row.worker = (char *)worker;
+    row.created_at = now;
+    row.lease_expires_at = now + st->spec.def.lease_seconds;
+    rc = bd_store_trial_insert(e->store, &row, &row.id, err);
+    if (!rc) {
+        row.config_id = row.config_id ? row.config_id : row.id;
+        bd_event_row ev_row = {.study_id = st->id, .trial_id = row.id, .type = BD_EV_CREATED,
+                               .value = NAN, .elapsed_seconds = NAN, .created_at = now};
+        rc = bd_store_event_append(e->store, &ev_row, NULL, err);
+    }
+    if (!rc) {
+        bd_event ev = {.type = BD_SEV_CREATED, .trial_id = row.id, .config_id = row.config_id,
+                       .budget = row.budget, .config = s->config, .resume_from = row.resume_from,
+                       .extra = s->extra, .loss = NAN, .elapsed_seconds = NAN};
+        bd_engine_feed(st, &ev, &d);
+        json_array_append_new(trials, bd_engine_trial_json(st, &row));
+    }
+    free(row.config);
+    free(row.extra);
+    return rc;
+}
+
+int bd_engine_suggest(bd_engine *e, const bd_request *req, int64_t study_id, const json_t *body, json_t **out,
+                      bd_err *err)
+{
+    suggest_args a;
+    study_rt *st;
+    int rc = parse_suggest(body, &a, err);
+    if (rc || (rc = bd_engine_lock_study(e, req->caller, study_id, &st, err)))
+        return rc;
+    if ((rc = bd_engine_txn_begin(e, req, out, err))) {
+        pthread_mutex_unlock(&st->mu);
+        return rc > 0 ? 0 : rc;
+    }
+    json_t *trials = json_array();
+    int answer = BD_SUGGEST_TRIAL;
+    for (long long i = 0; i < a.count && !rc; i++) {
+        bd_suggest_ctx ctx = {.trials_created = st->trials_created, .worker = a.worker};
+        bd_suggestion s = {0};
+        bd_rng_seed(&ctx.rng, st->spec.def.seed, (uint64_t)st->trials_created);
+        answer = st->sched->ops->suggest(st->sched, &ctx, &s, err);
+        if (answer < 0)
+            rc = answer;
+        else if (answer == BD_SUGGEST_TRIAL)
+            rc = record_trial(e, st, &s, a.worker, trials, err);
+        json_decref(s.config);
+        json_decref(s.extra);
+        if (answer != BD_SUGGEST_TRIAL)
+            break;
+    }
+    json_t *result = json_pack("{s:o}", "trials", trials);
+    if (!rc && json_array_size(trials) == 0) {
+        if (answer == BD_SUGGEST_DONE)
+            json_object_set_new(result, "done", json_true());
+        else
+            json_object_set_new(result, "retry_after_ms", json_integer(RETRY_AFTER_MS));
+    }
+    rc = bd_engine_study_txn_end(e, st, req, rc, result, err);
+    if (!rc && answer == BD_SUGGEST_DONE)
+        st->done = 1;
+    pthread_mutex_unlock(&st->mu);
+    if (rc) {
+        json_decref(result);
+        return rc;
+    }
+    *out = result;
+    return 0;
+}

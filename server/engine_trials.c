@@ -1,0 +1,461 @@
+/* engine_trials.c: what workers report about a trial (measurements,
+ * completion, failure, heartbeats), reading trials back, and lease expiry.
+ *
+ * Every report runs under the study's mutex in one transaction: the stored
+ * event, the trial row update and the scheduler's observe() happen together
+ * or not at all (engine.c rebuilds the scheduler if the commit fails). */
+#include "engine_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_REASON 1000
+
+/* An operation on one running trial; t is fresh from storage inside the
+ * transaction. *answer is the new response body. */
+typedef int (*trial_op)(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, json_t **answer,
+                        bd_err *err);
+
+static int no_trial(int64_t id, bd_err *err)
+{
+    return bd_err_set(err, BD_ENOTFOUND, NULL, "no trial %lld", (long long)id);
+}
+
+/* Finds the trial's study (the caller's, else 404) and runs op on it. */
+static int with_trial(bd_engine *e, const bd_request *req, int64_t trial_id, trial_op op, const void *args,
+                      json_t **out, bd_err *err)
+{
+    bd_trial_row t = {0};
+    study_rt *st;
+    json_t *answer = NULL;
+    bd_err ignored;
+    int rc = bd_store_trial_get(e->store, trial_id, &t, err);
+    if (rc)
+        return rc == BD_ENOTFOUND ? no_trial(trial_id, err) : rc;
+    int64_t study_id = t.study_id; /* a trial never changes study, so this read needs no lock */
+    bd_store_trial_row_clear(&t);
+    if (bd_engine_lock_study(e, req->caller, study_id, &st, &ignored))
+        return no_trial(trial_id, err);
+    if ((rc = bd_engine_txn_begin(e, req, out, err))) {
+        pthread_mutex_unlock(&st->mu);
+        return rc > 0 ? 0 : rc;
+    }
+    rc = bd_store_trial_get(e->store, trial_id, &t, err);
+    if (!rc)
+        rc = op(e, st, &t, args, &answer, err);
+    rc = bd_engine_study_txn_end(e, st, req, rc, answer, err);
+    pthread_mutex_unlock(&st->mu);
+    bd_store_trial_row_clear(&t);
+    if (rc) {
+        json_decref(answer);
+        return rc;
+    }
+    *out = answer;
+    return 0;
+}
+
+static int require_running(const bd_trial_row *t, double now, bd_err *err)
+{
+    if (t->state != BD_TRIAL_RUNNING)
+        return bd_err_set(err, BD_ECONFLICT, NULL, "trial %lld is %s, not running", (long long)t->id,
+                          bd_trial_state_name(t->state));
+    if (now > t->lease_expires_at)
+        return bd_err_set(err, BD_ECONFLICT, NULL,
+                          "trial %lld's lease expired %.1f s ago (send heartbeats or measurements more often)",
+                          (long long)t->id, now - t->lease_expires_at);
+    return 0;
+}
+
+/* Appends the event, updates the trial row when it ends, and feeds the
+ * scheduler. value is as reported (NAN = diverged). */
+static int record(bd_engine *e, study_rt *st, bd_trial_row *t, bd_event_row *ev, bd_decision *d, bd_err *err)
+{
+    int rc;
+    ev->study_id = st->id;
+    ev->trial_id = t->id;
+    ev->created_at = bd_now();
+    if ((rc = bd_store_event_append(e->store, ev, NULL, err)))
+        return rc;
+    if (ev->type != BD_EV_MEASUREMENT) {
+        static const bd_trial_state end_state[] = {
+            [BD_EV_COMPLETED] = BD_TRIAL_COMPLETED, [BD_EV_FAILED] = BD_TRIAL_FAILED,
+            [BD_EV_EXPIRED] = BD_TRIAL_EXPIRED, [BD_EV_STOPPED] = BD_TRIAL_STOPPED};
+        t->state = end_state[ev->type];
+        t->finished_at = ev->created_at;
+        if (ev->type == BD_EV_COMPLETED) {
+            t->has_value = 1;
+            t->value = ev->value;
+            t->timeout = ev->timeout;
+        }
+        if ((rc = bd_store_trial_finish(e->store, t, err)))
+            return rc;
+    }
+    bd_event sev = {.type = (bd_sched_event_type)ev->type,
+                    .trial_id = t->id,
+                    .config_id = t->config_id,
+                    .budget = t->budget,
+                    .step = ev->step,
+                    .loss = bd_engine_loss(st, ev->has_value, ev->value),
+                    .timeout = ev->timeout,
+                    .elapsed_seconds = ev->elapsed_seconds};
+    bd_engine_feed(st, &sev, d);
+    return 0;
+}
+
+static void set_reason(bd_trial_row *t, const char *reason)
+{
+    free(t->reason);
+    t->reason = reason ? bd_xstrdup(reason) : NULL;
+}
+
+/* ------------------------------------------------------------- parsing */
+
+static int check_members(const json_t *body, const char *const *known, bd_err *err)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)body, key, v) {
+        const char *const *k = known;
+        while (*k && strcmp(*k, key) != 0)
+            k++;
+        if (!*k)
+            return bd_err_set(err, BD_EINVAL, key, "unknown member");
+    }
+    return 0;
+}
+
+/* An optional finite number >= 0; NAN when absent. */
+static int opt_seconds(const json_t *body, const char *key, double *out, bd_err *err)
+{
+    const json_t *v = json_object_get(body, key);
+    *out = NAN;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_number(v) || !(json_number_value(v) >= 0) || !isfinite(json_number_value(v)))
+        return bd_err_set(err, BD_EINVAL, key, "must be a finite number >= 0");
+    *out = json_number_value(v);
+    return 0;
+}
+
+static int opt_reason(const json_t *body, const char **out, bd_err *err)
+{
+    const json_t *v = json_object_get(body, "reason");
+    *out = NULL;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v) || json_string_length(v) > MAX_REASON)
+        return bd_err_set(err, BD_EINVAL, "reason", "must be a string of at most %d characters", MAX_REASON);
+    *out = json_string_value(v);
+    return 0;
+}
+
+/* "value": a finite number, or null for a diverged run (NAN). */
+static int value_member(const json_t *v, double *out, bd_err *err)
+{
+    if (json_is_null(v)) {
+        *out = NAN;
+        return 0;
+    }
+    if (!json_is_number(v) || !isfinite(json_number_value(v)))
+        return bd_err_set(err, BD_EINVAL, "value", "must be a finite number, or null for a diverged run");
+    *out = json_number_value(v);
+    return 0;
+}
+
+/* ---------------------------------------------------------- measurement */
+
+typedef struct measure_args {
+    double step, value, elapsed;
+} measure_args;
+
+static int measure_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, json_t **answer, bd_err *err)
+{
+    const measure_args *a = args;
+    double now = bd_now();
+    bd_decision d;
+    int rc;
+    if ((rc = require_running(t, now, err)))
+        return rc;
+    bd_event_row ev = {.type = BD_EV_MEASUREMENT, .step = a->step, .has_value = 1, .value = a->value,
+                       .elapsed_seconds = a->elapsed};
+    if ((rc = record(e, st, t, &ev, &d, err)) ||
+        (rc = bd_store_trial_set_lease(e->store, t->id, now + st->spec.def.lease_seconds, err)))
+        return rc;
+    if (!d.stop) {
+        *answer = json_pack("{s:s, s:f}", "action", "continue", "lease_expires_at", now + st->spec.def.lease_seconds);
+        return 0;
+    }
+    const char *reason = d.reason[0] ? d.reason : "stopped by the scheduler";
+    bd_decision ignored;
+    bd_event_row stop = {.type = BD_EV_STOPPED, .value = NAN, .elapsed_seconds = NAN};
+    set_reason(t, reason);
+    if ((rc = record(e, st, t, &stop, &ignored, err)))
+        return rc;
+    *answer = json_pack("{s:s, s:s}", "action", "stop", "reason", reason);
+    return 0;
+}
+
+int bd_engine_measure(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out,
+                      bd_err *err)
+{
+    static const char *const known[] = {"step", "value", "elapsed_seconds", NULL};
+    measure_args a;
+    const json_t *step = json_object_get(body, "step"), *value = json_object_get(body, "value");
+    int rc;
+    if ((rc = check_members(body, known, err)))
+        return rc;
+    if (!step || !json_is_number(step) || !isfinite(json_number_value(step)) || json_number_value(step) < 0)
+        return bd_err_set(err, BD_EINVAL, "step", "is required: a finite number >= 0 (epoch, iteration, ...)");
+    if (!value)
+        return bd_err_set(err, BD_EINVAL, "value", "is required");
+    if ((rc = value_member(value, &a.value, err)) || (rc = opt_seconds(body, "elapsed_seconds", &a.elapsed, err)))
+        return rc;
+    a.step = json_number_value(step);
+    return with_trial(e, req, trial_id, measure_op, &a, out, err);
+}
+
+/* ------------------------------------------------------------ complete */
+
+typedef struct complete_args {
+    double value, elapsed;
+    int timeout;
+    const char *reason;
+} complete_args;
+
+static int complete_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, json_t **answer,
+                       bd_err *err)
+{
+    const complete_args *a = args;
+    bd_decision d;
+    int rc;
+    if ((rc = require_running(t, bd_now(), err)))
+        return rc;
+    /* A timeout without a measured value costs the trial's cap (its budget). */
+    double value = a->timeout && isnan(a->value) ? t->budget : a->value;
+    bd_event_row ev = {.type = BD_EV_COMPLETED, .has_value = 1, .value = value, .timeout = a->timeout,
+                       .elapsed_seconds = a->elapsed};
+    set_reason(t, a->reason ? a->reason : isnan(value) ? "diverged" : NULL);
+    if ((rc = record(e, st, t, &ev, &d, err)))
+        return rc;
+    *answer = bd_engine_trial_json(st, t);
+    return 0;
+}
+
+int bd_engine_complete(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out,
+                       bd_err *err)
+{
+    static const char *const known[] = {"value", "status", "runtime", "elapsed_seconds", "reason", NULL};
+    complete_args a = {.value = NAN};
+    const json_t *value = json_object_get(body, "value"), *status = json_object_get(body, "status");
+    double runtime;
+    int rc;
+    if ((rc = check_members(body, known, err)) || (rc = opt_seconds(body, "runtime", &runtime, err)) ||
+        (rc = opt_seconds(body, "elapsed_seconds", &a.elapsed, err)) || (rc = opt_reason(body, &a.reason, err)))
+        return rc;
+    if (status) {
+        const char *s = json_is_string(status) ? json_string_value(status) : "";
+        if (strcmp(s, "timeout") == 0)
+            a.timeout = 1;
+        else if (strcmp(s, "ok") != 0)
+            return bd_err_set(err, BD_EINVAL, "status", "must be \"ok\" or \"timeout\"");
+    }
+    if (value) {
+        if ((rc = value_member(value, &a.value, err)))
+            return rc;
+        if (a.timeout && isnan(a.value))
+            return bd_err_set(err, BD_EINVAL, "value", "a timeout cannot be diverged: omit value or give the runtime");
+    } else if (!isnan(runtime)) {
+        a.value = runtime;
+    } else if (!a.timeout) {
+        return bd_err_set(err, BD_EINVAL, "value",
+                          "is required: the final metric, null for a diverged run, or status \"timeout\"");
+    }
+    return with_trial(e, req, trial_id, complete_op, &a, out, err);
+}
+
+/* ---------------------------------------------------------------- fail */
+
+static int fail_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, json_t **answer, bd_err *err)
+{
+    bd_decision d;
+    int rc;
+    if ((rc = require_running(t, bd_now(), err)))
+        return rc;
+    bd_event_row ev = {.type = BD_EV_FAILED, .value = NAN, .elapsed_seconds = NAN};
+    set_reason(t, args ? args : "failed");
+    if ((rc = record(e, st, t, &ev, &d, err)))
+        return rc;
+    *answer = bd_engine_trial_json(st, t);
+    return 0;
+}
+
+int bd_engine_fail(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out,
+                   bd_err *err)
+{
+    static const char *const known[] = {"reason", NULL};
+    const char *reason;
+    int rc;
+    if ((rc = check_members(body, known, err)) || (rc = opt_reason(body, &reason, err)))
+        return rc;
+    return with_trial(e, req, trial_id, fail_op, reason, out, err);
+}
+
+/* ----------------------------------------------------------- heartbeat */
+
+static int heartbeat_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, json_t **answer,
+                        bd_err *err)
+{
+    double now = bd_now(), until = now + st->spec.def.lease_seconds;
+    int rc;
+    (void)args;
+    if ((rc = require_running(t, now, err)) || (rc = bd_store_trial_set_lease(e->store, t->id, until, err)))
+        return rc;
+    *answer = json_pack("{s:f}", "lease_expires_at", until);
+    return 0;
+}
+
+int bd_engine_heartbeat(bd_engine *e, const bd_request *req, int64_t trial_id, json_t **out, bd_err *err)
+{
+    return with_trial(e, req, trial_id, heartbeat_op, NULL, out, err);
+}
+
+/* ---------------------------------------------------------------- reads */
+
+static int add_measurement(const bd_event_row *row, void *arg)
+{
+    if (row->type == BD_EV_MEASUREMENT)
+        json_array_append_new(
+            arg, json_pack("{s:f, s:o, s:o, s:f}", "step", row->step, "value",
+                           isnan(row->value) ? json_null() : json_real(row->value), "elapsed_seconds",
+                           isnan(row->elapsed_seconds) ? json_null() : json_real(row->elapsed_seconds),
+                           "created_at", row->created_at));
+    return 0;
+}
+
+int bd_engine_get_trial(bd_engine *e, const bd_caller *who, int64_t trial_id, json_t **out, bd_err *err)
+{
+    bd_trial_row t = {0};
+    study_rt *st;
+    bd_err ignored;
+    int rc = bd_store_trial_get(e->store, trial_id, &t, err);
+    if (rc)
+        return rc == BD_ENOTFOUND ? no_trial(trial_id, err) : rc;
+    if (bd_engine_lock_study(e, who, t.study_id, &st, &ignored)) {
+        bd_store_trial_row_clear(&t);
+        return no_trial(trial_id, err);
+    }
+    json_t *answer = bd_engine_trial_json(st, &t);
+    pthread_mutex_unlock(&st->mu);
+    json_t *measurements = json_array();
+    rc = bd_store_event_each_of_trial(e->store, trial_id, add_measurement, measurements, err);
+    json_object_set_new(answer, "measurements", measurements);
+    bd_store_trial_row_clear(&t);
+    if (rc) {
+        json_decref(answer);
+        return rc;
+    }
+    *out = answer;
+    return 0;
+}
+
+typedef struct list_ctx {
+    const study_rt *st;
+    json_t *trials;
+    int64_t last_id;
+} list_ctx;
+
+static int add_trial(const bd_trial_row *row, void *arg)
+{
+    list_ctx *c = arg;
+    json_array_append_new(c->trials, bd_engine_trial_json(c->st, row));
+    c->last_id = row->id;
+    return 0;
+}
+
+int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, const char *state, int64_t after,
+                          int64_t limit, json_t **out, bd_err *err)
+{
+    int st_filter = -1;
+    study_rt *st;
+    int rc;
+    if (state && (st_filter = bd_trial_state_parse(state)) < 0)
+        return bd_err_set(err, BD_EINVAL, "state", "must be one of running, completed, stopped, failed, expired");
+    if (limit < 1 || limit > 1000)
+        return bd_err_set(err, BD_EINVAL, "limit", "must be from 1 to 1000");
+    if (after < 0)
+        return bd_err_set(err, BD_EINVAL, "after", "must be a trial id >= 0");
+    if ((rc = bd_engine_lock_study(e, who, study_id, &st, err)))
+        return rc;
+    /* The study's mutex is released before reading: the listing reads
+     * committed rows only and must not hold up the study's workers. */
+    pthread_mutex_unlock(&st->mu);
+    list_ctx c = {.st = st, .trials = json_array()};
+    rc = bd_store_trial_each(e->store, study_id, st_filter, after, limit, add_trial, &c, err);
+    if (rc) {
+        json_decref(c.trials);
+        return rc;
+    }
+    *out = json_pack("{s:o, s:o}", "trials", c.trials, "next_after",
+                     (int64_t)json_array_size(c.trials) == limit ? json_integer(c.last_id) : json_null());
+    return 0;
+}
+
+/* ---------------------------------------------------------------- leases */
+
+typedef struct expired_list {
+    int64_t *trial_ids;
+    int64_t *study_ids;
+    size_t n, cap;
+} expired_list;
+
+static int collect_expired(const bd_trial_row *row, void *arg)
+{
+    expired_list *l = arg;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 16;
+        l->trial_ids = bd_xrealloc(l->trial_ids, l->cap * sizeof *l->trial_ids);
+        l->study_ids = bd_xrealloc(l->study_ids, l->cap * sizeof *l->study_ids);
+    }
+    l->trial_ids[l->n] = row->id;
+    l->study_ids[l->n++] = row->study_id;
+    return 0;
+}
+
+static int expire_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, json_t **answer, bd_err *err)
+{
+    const double *now = args;
+    bd_decision d;
+    /* Re-checked under the lock: a heartbeat may have renewed it meanwhile. */
+    if (t->state != BD_TRIAL_RUNNING || t->lease_expires_at >= *now)
+        return 0;
+    bd_event_row ev = {.type = BD_EV_EXPIRED, .value = NAN, .elapsed_seconds = NAN};
+    set_reason(t, "lease expired");
+    *answer = json_true();
+    return record(e, st, t, &ev, &d, err);
+}
+
+int bd_engine_expire_leases(bd_engine *e, double now, int *expired, bd_err *err)
+{
+    expired_list l = {0};
+    int rc = bd_store_trial_each_expired(e->store, now, collect_expired, &l, err);
+    int n = 0;
+    for (size_t i = 0; !rc && i < l.n; i++) {
+        study_rt *st = bd_engine_study(e, l.study_ids[i], 0);
+        if (!st)
+            continue;
+        bd_caller owner = {.user_id = st->user_id};
+        bd_request req = {.caller = &owner};
+        json_t *answer = NULL;
+        rc = with_trial(e, &req, l.trial_ids[i], expire_op, &now, &answer, err);
+        if (rc == BD_ENOTFOUND) /* the study was deleted meanwhile */
+            rc = 0;
+        n += answer != NULL;
+        json_decref(answer);
+    }
+    free(l.trial_ids);
+    free(l.study_ids);
+    if (expired)
+        *expired = n;
+    return rc;
+}

@@ -1,0 +1,276 @@
+/* engine_users.c: users, bearer tokens and the first admin.
+ *
+ * Tokens are checked on every request, so verified token hashes and user
+ * records are cached in memory (arrays indexed by id; both are small). The
+ * cache is only ever a copy of committed rows: revocation updates storage
+ * first, then the cache. */
+#include "engine_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_USER_NAME 63
+
+void bd_engine_auth_free(bd_engine *e)
+{
+    free(e->tokens);
+    free(e->users);
+    e->tokens = NULL;
+    e->users = NULL;
+}
+
+static void grow(void **arr, size_t *cap, size_t elem, size_t need)
+{
+    if (need < *cap)
+        return;
+    size_t n = *cap ? *cap : 16;
+    while (n <= need)
+        n *= 2;
+    *arr = bd_xrealloc(*arr, n * elem);
+    memset((char *)*arr + *cap * elem, 0, (n - *cap) * elem);
+    *cap = n;
+}
+
+/* Fills *out from the cache or storage. */
+static int user_get(bd_engine *e, int64_t user_id, bd_user *out, bd_err *err)
+{
+    int rc = 0;
+    pthread_mutex_lock(&e->auth_mu);
+    if ((size_t)user_id < e->users_cap && e->users[user_id].id == user_id) {
+        *out = e->users[user_id];
+        goto out;
+    }
+    if ((rc = bd_store_user_by_id(e->store, user_id, out, err)))
+        goto out;
+    grow((void **)&e->users, &e->users_cap, sizeof *e->users, (size_t)user_id);
+    e->users[user_id] = *out;
+out:
+    pthread_mutex_unlock(&e->auth_mu);
+    return rc;
+}
+
+int bd_engine_user_name(bd_engine *e, int64_t user_id, char name[64])
+{
+    bd_user u;
+    bd_err err;
+    int rc = user_get(e, user_id, &u, &err);
+    snprintf(name, 64, "%s", rc ? "?" : u.name);
+    return rc;
+}
+
+static int mint_token(bd_engine *e, int64_t user_id, char *token, size_t n, int64_t *token_id, bd_err *err)
+{
+    char secret[BD_TOKEN_SECRET_HEX + 1];
+    uint8_t hash[BD_TOKEN_HASH_BYTES];
+    bd_auth_new_secret(secret, hash);
+    int rc = bd_store_token_add(e->store, user_id, hash, bd_now(), token_id, err);
+    if (!rc)
+        bd_auth_format_token(*token_id, secret, token, n);
+    memset(secret, 0, sizeof secret);
+    return rc;
+}
+
+static int write_secret_file(const char *path, const char *token, bd_err *err)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return bd_err_set(err, BD_EINTERNAL, NULL, "cannot write the admin token to %s: %s", path, strerror(errno));
+    /* O_CREAT's mode does not apply to an existing file. */
+    int rc = fchmod(fd, 0600) == 0 && write(fd, token, strlen(token)) == (ssize_t)strlen(token) &&
+             write(fd, "\n", 1) == 1 && fsync(fd) == 0;
+    close(fd);
+    if (!rc)
+        return bd_err_set(err, BD_EINTERNAL, NULL, "cannot write the admin token to %s: %s", path, strerror(errno));
+    return 0;
+}
+
+int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, bd_err *err)
+{
+    int64_t users, user_id, token_id;
+    char token[BD_TOKEN_MAX_LEN];
+    int rc = bd_store_begin(e->store, err);
+    if (rc)
+        return rc;
+    if ((rc = bd_store_user_count(e->store, &users, err)) || users > 0)
+        goto out;
+    if ((rc = bd_store_user_create(e->store, "admin", 1, bd_now(), &user_id, err)) ||
+        (rc = mint_token(e, user_id, token, sizeof token, &token_id, err)))
+        goto out;
+    /* The file is written before the commit: a crash in between leaves a
+     * token that never worked, and the next start makes a new one. The other
+     * order could commit an admin whose token nobody ever saw. */
+    if (token_path && (rc = write_secret_file(token_path, token, err)))
+        goto out;
+    e->first_admin_token = bd_xstrdup(token);
+out:
+    if (rc || users > 0) {
+        bd_store_rollback(e->store);
+        return rc;
+    }
+    return bd_store_commit(e->store, err);
+}
+
+int bd_engine_authenticate(bd_engine *e, const char *token, bd_caller *out, bd_err *err)
+{
+    int64_t token_id, user_id = 0;
+    uint8_t hash[BD_TOKEN_HASH_BYTES], stored[BD_TOKEN_HASH_BYTES];
+    bd_user u;
+    int state, rc;
+    if (!token || bd_auth_parse_token(token, &token_id, hash))
+        return bd_err_set(err, BD_EAUTH, NULL, "missing or malformed bearer token");
+    pthread_mutex_lock(&e->auth_mu);
+    state = (size_t)token_id < e->tokens_cap ? e->tokens[token_id].state : 0;
+    if (state == 1) {
+        memcpy(stored, e->tokens[token_id].hash, sizeof stored);
+        user_id = e->tokens[token_id].user_id;
+    }
+    pthread_mutex_unlock(&e->auth_mu);
+    if (state == 0) {
+        rc = bd_store_token_get(e->store, token_id, stored, &user_id, err);
+        if (rc && rc != BD_ENOTFOUND)
+            return rc;
+        state = rc ? 2 : 1;
+        pthread_mutex_lock(&e->auth_mu);
+        grow((void **)&e->tokens, &e->tokens_cap, sizeof *e->tokens, (size_t)token_id);
+        /* A revocation that committed while we read wins over what we read. */
+        if (e->tokens[token_id].state == 0) {
+            e->tokens[token_id].state = state;
+            e->tokens[token_id].user_id = user_id;
+            memcpy(e->tokens[token_id].hash, stored, sizeof stored);
+        }
+        pthread_mutex_unlock(&e->auth_mu);
+    }
+    if (state != 1 || !bd_auth_hash_equal(hash, stored))
+        return bd_err_set(err, BD_EAUTH, NULL, "unknown or revoked token");
+    if ((rc = user_get(e, user_id, &u, err)))
+        return rc == BD_ENOTFOUND ? bd_err_set(err, BD_EAUTH, NULL, "the token's user no longer exists") : rc;
+    out->user_id = u.id;
+    out->is_admin = u.is_admin;
+    snprintf(out->name, sizeof out->name, "%s", u.name);
+    return 0;
+}
+
+static int valid_user_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > MAX_USER_NAME)
+        return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-' && *s != '.')
+            return 0;
+    return 1;
+}
+
+static json_t *user_json(const bd_user *u)
+{
+    return json_pack("{s:I, s:s, s:b, s:f}", "id", (json_int_t)u->id, "name", u->name, "admin", u->is_admin,
+                     "created_at", u->created_at);
+}
+
+int bd_engine_create_user(bd_engine *e, const bd_request *req, const json_t *body, json_t **out, bd_err *err)
+{
+    const json_t *name = json_object_get(body, "name"), *admin = json_object_get(body, "admin");
+    const char *key;
+    json_t *v;
+    bd_user u = {0};
+    int rc;
+    if (!req->caller->is_admin)
+        return bd_err_set(err, BD_EFORBIDDEN, NULL, "only an admin may create users");
+    json_object_foreach((json_t *)body, key, v) {
+        if (strcmp(key, "name") != 0 && strcmp(key, "admin") != 0)
+            return bd_err_set(err, BD_EINVAL, key, "unknown member");
+    }
+    if (!json_is_string(name) || !valid_user_name(json_string_value(name)))
+        return bd_err_set(err, BD_EINVAL, "name", "must be 1-%d characters of letters, digits, '_', '-', '.'",
+                          MAX_USER_NAME);
+    if (admin && !json_is_boolean(admin))
+        return bd_err_set(err, BD_EINVAL, "admin", "must be true or false");
+    if ((rc = bd_engine_txn_begin(e, req, out, err)))
+        return rc > 0 ? 0 : rc;
+    u.is_admin = admin && json_is_true(admin);
+    u.created_at = bd_now();
+    snprintf(u.name, sizeof u.name, "%s", json_string_value(name));
+    rc = bd_store_user_create(e->store, u.name, u.is_admin, u.created_at, &u.id, err);
+    if (rc == BD_ECONFLICT)
+        bd_err_set(err, rc, "name", "a user named \"%s\" already exists", u.name);
+    json_t *answer = rc ? NULL : user_json(&u);
+    if (rc)
+        bd_store_rollback(e->store);
+    else
+        rc = bd_engine_txn_commit(e, req, answer, err);
+    if (rc) {
+        json_decref(answer);
+        return rc;
+    }
+    *out = answer;
+    return 0;
+}
+
+int bd_engine_create_token(bd_engine *e, const bd_request *req, const char *user_name, json_t **out, bd_err *err)
+{
+    bd_user u;
+    int64_t token_id;
+    char token[BD_TOKEN_MAX_LEN];
+    int rc = bd_store_user_by_name(e->store, user_name, &u, err);
+    if (rc == BD_ENOTFOUND || (!rc && !req->caller->is_admin && u.id != req->caller->user_id))
+        return bd_err_set(err, BD_ENOTFOUND, NULL, "no user named \"%s\"", user_name);
+    if (rc)
+        return rc;
+    /* No idempotent replay here: that would store the token itself. A retried
+     * request mints a second token; the lost one can be revoked. */
+    if ((rc = bd_store_begin(e->store, err)))
+        return rc;
+    if ((rc = mint_token(e, u.id, token, sizeof token, &token_id, err))) {
+        bd_store_rollback(e->store);
+        return rc;
+    }
+    if ((rc = bd_store_commit(e->store, err)))
+        return rc;
+    *out = json_pack("{s:s, s:I, s:s}", "token", token, "token_id", (json_int_t)token_id, "user", u.name);
+    memset(token, 0, sizeof token);
+    return 0;
+}
+
+int bd_engine_revoke_token(bd_engine *e, const bd_request *req, int64_t token_id, json_t **out, bd_err *err)
+{
+    uint8_t hash[BD_TOKEN_HASH_BYTES];
+    int64_t owner;
+    int rc = bd_store_token_get(e->store, token_id, hash, &owner, err);
+    if (rc == BD_ENOTFOUND || (!rc && !req->caller->is_admin && owner != req->caller->user_id))
+        return bd_err_set(err, BD_ENOTFOUND, NULL, "no token %lld", (long long)token_id);
+    if (rc)
+        return rc;
+    if ((rc = bd_engine_txn_begin(e, req, out, err)))
+        return rc > 0 ? 0 : rc;
+    json_t *answer = json_pack("{s:b, s:I}", "revoked", 1, "token_id", (json_int_t)token_id);
+    if ((rc = bd_store_token_revoke(e->store, token_id, err)))
+        bd_store_rollback(e->store);
+    else
+        rc = bd_engine_txn_commit(e, req, answer, err);
+    if (rc) {
+        json_decref(answer);
+        return rc;
+    }
+    pthread_mutex_lock(&e->auth_mu);
+    grow((void **)&e->tokens, &e->tokens_cap, sizeof *e->tokens, (size_t)token_id);
+    e->tokens[token_id].state = 2;
+    pthread_mutex_unlock(&e->auth_mu);
+    *out = answer;
+    return 0;
+}
+
+int bd_engine_me(bd_engine *e, const bd_caller *who, json_t **out, bd_err *err)
+{
+    bd_user u;
+    int rc = user_get(e, who->user_id, &u, err);
+    if (rc)
+        return rc;
+    *out = user_json(&u);
+    return 0;
+}

@@ -1,0 +1,90 @@
+/* bracket.h: synchronous successive-halving brackets, the engine shared by
+ * successive_halving.c and hyperband.c.
+ *
+ * A bracket is a plan of rungs i = 0..nrungs-1: rung i runs n[i] configs to
+ * the cumulative budget budget[i]; when every trial of rung i has ended, the
+ * best n[i+1] configs (rung.h ranking) are promoted into rung i+1. Rung 0
+ * takes n[0] new configs (or, for SH's doubling trick, the first bracket's
+ * configs again). A bracket set runs a plan of brackets, produced one at a
+ * time by a callback, several at once: work is handed out from the earliest
+ * open bracket that has some, else from a new bracket, so workers only wait
+ * when no open bracket can start a trial and the plan is used up.
+ *
+ * Rules (README-multifidelity.md):
+ * - A promotion or a retry is a trial of the same config (config_id) with
+ *   resume_from = the config's latest completed trial (0 if none).
+ * - A config already trained to at least a rung's budget gets no new trial:
+ *   its latest loss is carried over ("reused"; SH doubling and budgets capped
+ *   at resource.max).
+ * - A trial that fails, expires or is stopped is offered again (same config,
+ *   budget and resume_from) up to max_retries times; then it counts as loss
+ *   +INFINITY. A diverged result (+INFINITY) ranks last.
+ *
+ * Cost: suggest is O(1) plus sampling a config; observe is O(log brackets)
+ * plus, once per rung, sorting that rung; memory is O(trials). */
+#ifndef BD_BRACKET_H
+#define BD_BRACKET_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "idmap.h"
+#include "sched.h"
+
+#define BD_BK_MAX_RUNGS 64
+
+typedef struct bd_bk_spec {
+    int64_t iteration;                 /* label >= 1: Hyperband repetition, infinite-horizon k, SH doubling round */
+    int s;                             /* label 0..63: Hyperband s, infinite-horizon l, 0 for SH */
+    int nrungs;                        /* 1..BD_BK_MAX_RUNGS */
+    long long n[BD_BK_MAX_RUNGS];      /* configs per rung; n[i+1] <= n[i], n[0] >= 1 */
+    double budget[BD_BK_MAX_RUNGS];    /* cumulative budget per rung, non-decreasing, within the resource */
+    int reuse_arms;                    /* rung 0 = the first bracket's configs; such a bracket opens
+                                          by itself when the one before it ends */
+} bd_bk_spec;
+
+/* Fills *next with the plan's bracket after prev (prev NULL: the first one).
+ * Returns 1, or 0 when the plan has no more brackets. Must be pure. */
+typedef int (*bd_bk_plan_fn)(const void *ud, const bd_bk_spec *prev, bd_bk_spec *next);
+
+typedef struct bd_bk_config bd_bk_config;
+typedef struct bd_bracket bd_bracket;
+
+typedef struct bd_bkset {
+    const bd_study_def *def;     /* borrowed */
+    int max_retries;
+    int with_iteration;          /* extra carries "iteration" */
+    bd_bk_plan_fn plan;
+    const void *plan_ud;         /* borrowed */
+    bd_bk_spec next;             /* the next bracket to open, when has_next */
+    int has_next;
+    bd_bracket **brackets;       /* owned, opened brackets in plan order */
+    size_t n_brackets, cap_brackets;
+    size_t *ready;               /* min-heap of indices of brackets with work (lazy) */
+    size_t n_ready, cap_ready;
+    bd_idmap by_label;           /* (iteration, s) key -> bd_bracket */
+    bd_idmap configs;            /* config_id -> bd_bk_config (owned through the map) */
+    bd_idmap trials;             /* trial_id -> its member */
+    long long running;           /* trials created and not ended */
+    long long created;           /* CREATED events taken in */
+} bd_bkset;
+
+/* Starts an empty set whose first bracket is plan(ud, NULL). def and ud are
+ * borrowed for the set's life. */
+void bd_bk_init(bd_bkset *set, const bd_study_def *def, int max_retries, int with_iteration,
+                bd_bk_plan_fn plan, const void *ud);
+/* Frees everything the set owns (NULL-safe on an initialized set). */
+void bd_bk_free(bd_bkset *set);
+/* The next trial (BD_SUGGEST_TRIAL, *out filled with new references) or
+ * BD_SUGGEST_WAIT / BD_SUGGEST_DONE. Does not change the set. */
+int bd_bk_suggest(const bd_bkset *set, const bd_suggest_ctx *ctx, bd_suggestion *out);
+/* Takes in one event; unknown trials and configs are ignored. */
+void bd_bk_observe(bd_bkset *set, const bd_event *ev);
+/* {"running", "created", "brackets_total", "next": {...}|null, "brackets": [...]}
+ * with the last `limit` opened brackets in detail. New reference. */
+json_t *bd_bk_describe(const bd_bkset *set, size_t limit);
+/* A bracket spec as JSON {"iteration", "bracket", "n": [...], "budget": [...]}. New reference. */
+json_t *bd_bk_spec_json(const bd_bk_spec *spec);
+
+#endif

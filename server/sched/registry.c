@@ -1,0 +1,41 @@
+/* registry.c: the built-in schedulers, a static table looked up by name.
+ * To add one: write server/sched/<name>.c exporting its ops, declare it
+ * below and add it to the table (see README.md). */
+#include "sched.h"
+
+#include <pthread.h>
+#include <string.h>
+
+extern const struct bd_sched_ops bd_sched_random;
+
+static const struct bd_sched_ops *const registry[] = {
+    &bd_sched_random,
+};
+
+#define N_REGISTERED (sizeof registry / sizeof registry[0])
+
+const struct bd_sched_ops *bd_sched_find(const char *name)
+{
+    for (size_t i = 0; i < N_REGISTERED; i++)
+        if (strcmp(registry[i]->name, name) == 0)
+            return registry[i];
+    return NULL;
+}
+
+static char names[256];
+
+static void build_names(void)
+{
+    for (size_t i = 0; i < N_REGISTERED; i++) {
+        if (i)
+            strcat(names, ", ");
+        strcat(names, registry[i]->name);
+    }
+}
+
+const char *bd_sched_names(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, build_names);
+    return names;
+}

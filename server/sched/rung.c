@@ -1,0 +1,147 @@
+/* rung.c: ranking and the asynchronous rung index (see rung.h).
+ *
+ * The top floor(count/eta) results live in a max-heap ("top", worst at the
+ * root) and the others in a min-heap ("rest"), as in a running-median
+ * structure: each add moves at most one entry across, because the target
+ * size grows by at most one per add. Whenever an unpromoted entry enters top
+ * it is pushed on the min-heap "cand"; entries that left top or were promoted
+ * stay in cand until they reach its root, where settle() drops them. Each add
+ * pushes at most two cand entries, so all work is O(log n) amortized. */
+#include "rung.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "../common.h"
+
+int bd_rank_before(double loss_a, int64_t id_a, double loss_b, int64_t id_b)
+{
+    double a = isnan(loss_a) ? INFINITY : loss_a;
+    double b = isnan(loss_b) ? INFINITY : loss_b;
+    if (a != b)
+        return a < b;
+    return id_a < id_b;
+}
+
+static int before(const bd_rung_entry *a, const bd_rung_entry *b)
+{
+    return bd_rank_before(a->loss, a->config_id, b->loss, b->config_id);
+}
+
+/* Should a sit above b? max-heaps keep the worst-ranked entry at the root. */
+static int above(int max, const bd_rung_entry *a, const bd_rung_entry *b)
+{
+    return max ? before(b, a) : before(a, b);
+}
+
+static void heap_push(bd_rung_heap *h, int max, bd_rung_entry *e)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? 2 * h->cap : 16;
+        h->v = bd_xrealloc(h->v, h->cap * sizeof *h->v);
+    }
+    size_t i = h->n++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!above(max, e, h->v[p]))
+            break;
+        h->v[i] = h->v[p];
+        i = p;
+    }
+    h->v[i] = e;
+}
+
+static bd_rung_entry *heap_pop(bd_rung_heap *h, int max)
+{
+    bd_rung_entry *root = h->v[0];
+    bd_rung_entry *last = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && above(max, h->v[c + 1], h->v[c]))
+            c++;
+        if (!above(max, h->v[c], last))
+            break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    if (h->n)
+        h->v[i] = last;
+    return root;
+}
+
+static void settle(bd_rung *r)
+{
+    while (r->cand.n && (r->cand.v[0]->promoted || !r->cand.v[0]->in_top))
+        heap_pop(&r->cand, 0);
+}
+
+static void enter_top(bd_rung *r, bd_rung_entry *e)
+{
+    e->in_top = 1;
+    heap_push(&r->top, 1, e);
+    if (!e->promoted)
+        heap_push(&r->cand, 0, e);
+}
+
+void bd_rung_init(bd_rung *r, unsigned eta)
+{
+    *r = (bd_rung){.eta = eta};
+}
+
+void bd_rung_free(bd_rung *r)
+{
+    for (size_t i = 0; i < r->count; i++)
+        free(r->all[i]);
+    free(r->all);
+    free(r->top.v);
+    free(r->rest.v);
+    free(r->cand.v);
+    bd_rung_init(r, r->eta);
+}
+
+bd_rung_entry *bd_rung_add(bd_rung *r, int64_t config_id, int64_t trial_id, double loss)
+{
+    bd_rung_entry *e = bd_xcalloc(1, sizeof *e);
+    e->config_id = config_id;
+    e->trial_id = trial_id;
+    e->loss = isnan(loss) ? INFINITY : loss;
+    if (r->count == r->all_cap) {
+        r->all_cap = r->all_cap ? 2 * r->all_cap : 16;
+        r->all = bd_xrealloc(r->all, r->all_cap * sizeof *r->all);
+    }
+    r->all[r->count++] = e;
+    if (!r->best || before(e, r->best))
+        r->best = e;
+
+    if (r->top.n && before(e, r->top.v[0]))
+        enter_top(r, e);
+    else
+        heap_push(&r->rest, 0, e);
+    size_t k = r->count / r->eta;
+    while (r->top.n > k) {
+        bd_rung_entry *out = heap_pop(&r->top, 1);
+        out->in_top = 0;
+        heap_push(&r->rest, 0, out);
+    }
+    while (r->top.n < k && r->rest.n)
+        enter_top(r, heap_pop(&r->rest, 0));
+    settle(r);
+    return e;
+}
+
+const bd_rung_entry *bd_rung_candidate(const bd_rung *r)
+{
+    return r->cand.n ? r->cand.v[0] : NULL;
+}
+
+void bd_rung_promote(bd_rung *r, bd_rung_entry *e)
+{
+    if (e->promoted)
+        return;
+    e->promoted = 1;
+    r->n_promoted++;
+    settle(r);
+}

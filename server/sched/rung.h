@@ -1,0 +1,58 @@
+/* rung.h: the ranking rule shared by the multi-fidelity schedulers, and an
+ * asynchronous rung: the set of (config, loss) results at one budget with an
+ * index answering ASHA's question "which is the best result among the top
+ * floor(count/eta) that has not been promoted yet?" in O(1), updated in
+ * O(log n) per result.
+ *
+ * Ranking: a smaller loss ranks first; +INFINITY (diverged) and NaN rank
+ * last; ties go to the lower config_id, so every ranking is deterministic. */
+#ifndef BD_RUNG_H
+#define BD_RUNG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* 1 if (loss_a, id_a) ranks strictly before (loss_b, id_b). */
+int bd_rank_before(double loss_a, int64_t id_a, double loss_b, int64_t id_b);
+
+typedef struct bd_rung_entry {
+    int64_t config_id;
+    int64_t trial_id;        /* the completed trial that produced loss */
+    double loss;
+    unsigned char in_top;    /* among the best floor(count/eta) right now */
+    unsigned char promoted;  /* a trial of this config exists in the next rung */
+} bd_rung_entry;
+
+typedef struct bd_rung_heap {
+    bd_rung_entry **v; /* owned array of borrowed entries */
+    size_t n, cap;
+} bd_rung_heap;
+
+/* Invariants: every entry of top ranks before every entry of rest;
+ * |top| == floor(count/eta); cand holds every unpromoted in_top entry (plus
+ * stale ones below the root, dropped lazily) and its root is always valid. */
+typedef struct bd_rung {
+    unsigned eta;
+    size_t count;                 /* results added */
+    size_t n_promoted;
+    bd_rung_heap top;             /* the best floor(count/eta); worst of them at the root */
+    bd_rung_heap rest;            /* the others; best at the root */
+    bd_rung_heap cand;            /* promotion candidates; best at the root */
+    const bd_rung_entry *best;    /* best result so far, NULL when empty */
+    bd_rung_entry **all;          /* owned entries, in arrival order */
+    size_t all_cap;
+} bd_rung;
+
+/* eta >= 2. An initialized rung owns nothing until the first add. */
+void bd_rung_init(bd_rung *r, unsigned eta);
+/* Frees every entry; r may be initialized again. */
+void bd_rung_free(bd_rung *r);
+/* Adds one result. Returns the entry (borrowed, valid until bd_rung_free). */
+bd_rung_entry *bd_rung_add(bd_rung *r, int64_t config_id, int64_t trial_id, double loss);
+/* The best unpromoted entry among the top floor(count/eta), or NULL
+ * (borrowed). Pure: asking twice gives the same answer. */
+const bd_rung_entry *bd_rung_candidate(const bd_rung *r);
+/* Marks e (an entry of r) promoted. Idempotent. */
+void bd_rung_promote(bd_rung *r, bd_rung_entry *e);
+
+#endif

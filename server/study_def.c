@@ -1,0 +1,237 @@
+/* study_def.c: validation of study definitions (see study_def.h). Every
+ * member is checked for type and range, unknown members are rejected so a
+ * typo ("objectve") is an error rather than a silently ignored default. */
+#include "study_def.h"
+
+#include <math.h>
+#include <sodium.h>
+#include <string.h>
+
+#define MAX_NAME 200
+/* Seeds stay within JSON's exactly representable integers. */
+#define MAX_SEED ((json_int_t)1 << 53)
+
+static int check_known(const json_t *obj, const char *prefix, const char *const *known, bd_err *err)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        const char *const *k = known;
+        while (*k && strcmp(*k, key) != 0)
+            k++;
+        if (!*k) {
+            char field[128];
+            snprintf(field, sizeof field, "%s%s%s", prefix, *prefix ? "." : "", key);
+            return bd_err_set(err, BD_EINVAL, field, "unknown member");
+        }
+    }
+    return 0;
+}
+
+static int get_string(const json_t *obj, const char *key, const char *field, const char *dflt, const char **out,
+                      bd_err *err)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v) {
+        if (!dflt)
+            return bd_err_set(err, BD_EINVAL, field, "is required");
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > MAX_NAME)
+        return bd_err_set(err, BD_EINVAL, field, "must be a non-empty string of at most %d characters", MAX_NAME);
+    *out = json_string_value(v);
+    return 0;
+}
+
+static int get_number(const json_t *obj, const char *key, const char *field, double dflt, double *out, bd_err *err)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v) {
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_number(v) || !isfinite(json_number_value(v)))
+        return bd_err_set(err, BD_EINVAL, field, "must be a finite number");
+    *out = json_number_value(v);
+    return 0;
+}
+
+static int parse_objective(const json_t *body, json_t *norm, bd_err *err)
+{
+    static const char *const known[] = {"metric", "goal", NULL};
+    const json_t *obj = json_object_get(body, "objective");
+    const char *metric, *goal;
+    json_t *empty = NULL;
+    int rc;
+    if (!obj)
+        obj = empty = json_object();
+    if (!json_is_object(obj))
+        return bd_err_set(err, BD_EINVAL, "objective", "must be an object");
+    if ((rc = check_known(obj, "objective", known, err)) ||
+        (rc = get_string(obj, "metric", "objective.metric", "loss", &metric, err)) ||
+        (rc = get_string(obj, "goal", "objective.goal", "minimize", &goal, err)))
+        goto out;
+    if (strcmp(goal, "minimize") != 0 && strcmp(goal, "maximize") != 0) {
+        rc = bd_err_set(err, BD_EINVAL, "objective.goal", "must be \"minimize\" or \"maximize\"");
+        goto out;
+    }
+    json_object_set_new(norm, "objective", json_pack("{s:s, s:s}", "metric", metric, "goal", goal));
+out:
+    json_decref(empty);
+    return rc;
+}
+
+static int parse_resource(const json_t *body, json_t *norm, bd_err *err)
+{
+    static const char *const known[] = {"name", "min", "max", "integer", NULL};
+    const json_t *obj = json_object_get(body, "resource");
+    const char *name;
+    double lo, hi;
+    int integer = 0;
+    json_t *empty = NULL;
+    int rc;
+    if (!obj)
+        obj = empty = json_object();
+    if (!json_is_object(obj))
+        return bd_err_set(err, BD_EINVAL, "resource", "must be an object");
+    if ((rc = check_known(obj, "resource", known, err)) ||
+        (rc = get_string(obj, "name", "resource.name", "units", &name, err)) ||
+        (rc = get_number(obj, "min", "resource.min", 1, &lo, err)) ||
+        (rc = get_number(obj, "max", "resource.max", lo > 1 ? lo : 1, &hi, err)))
+        goto out;
+    const json_t *iv = json_object_get(obj, "integer");
+    if (iv && !json_is_boolean(iv)) {
+        rc = bd_err_set(err, BD_EINVAL, "resource.integer", "must be true or false");
+        goto out;
+    }
+    integer = iv && json_is_true(iv);
+    if (lo <= 0) {
+        rc = bd_err_set(err, BD_EINVAL, "resource.min", "must be greater than 0");
+        goto out;
+    }
+    if (hi < lo) {
+        rc = bd_err_set(err, BD_EINVAL, "resource.max", "must be at least resource.min (%g)", lo);
+        goto out;
+    }
+    if (integer && (lo != floor(lo) || hi != floor(hi))) {
+        rc = bd_err_set(err, BD_EINVAL, lo != floor(lo) ? "resource.min" : "resource.max",
+                        "must be a whole number when resource.integer is true");
+        goto out;
+    }
+    json_object_set_new(norm, "resource",
+                        json_pack("{s:s, s:f, s:f, s:b}", "name", name, "min", lo, "max", hi, "integer", integer));
+out:
+    json_decref(empty);
+    return rc;
+}
+
+static int parse_scheduler(const json_t *body, json_t *norm, bd_err *err)
+{
+    static const char *const known[] = {"name", "options", NULL};
+    const json_t *obj = json_object_get(body, "scheduler");
+    const char *name;
+    int rc;
+    if (!obj)
+        return bd_err_set(err, BD_EINVAL, "scheduler", "is required, e.g. {\"name\": \"random\"}");
+    if (!json_is_object(obj))
+        return bd_err_set(err, BD_EINVAL, "scheduler", "must be an object");
+    if ((rc = check_known(obj, "scheduler", known, err)) ||
+        (rc = get_string(obj, "name", "scheduler.name", NULL, &name, err)))
+        return rc;
+    if (!bd_sched_find(name))
+        return bd_err_set(err, BD_EINVAL, "scheduler.name", "unknown scheduler \"%s\"; known: %s", name,
+                          bd_sched_names());
+    const json_t *opts = json_object_get(obj, "options");
+    if (opts && !json_is_object(opts))
+        return bd_err_set(err, BD_EINVAL, "scheduler.options", "must be an object");
+    json_t *options = opts ? json_deep_copy(opts) : json_object();
+    json_object_set_new(norm, "scheduler", json_pack("{s:s, s:o}", "name", name, "options", options));
+    return 0;
+}
+
+static int parse_seed_and_lease(const json_t *body, double default_lease, json_t *norm, bd_err *err)
+{
+    const json_t *seed = json_object_get(body, "seed");
+    json_int_t s;
+    double lease;
+    int rc;
+    if (seed) {
+        if (!json_is_integer(seed) || json_integer_value(seed) < 0 || json_integer_value(seed) >= MAX_SEED)
+            return bd_err_set(err, BD_EINVAL, "seed", "must be an integer in [0, 2^53)");
+        s = json_integer_value(seed);
+    } else {
+        uint64_t r;
+        randombytes_buf(&r, sizeof r);
+        s = (json_int_t)(r % (uint64_t)MAX_SEED);
+    }
+    if ((rc = get_number(body, "lease_seconds", "lease_seconds", default_lease, &lease, err)))
+        return rc;
+    if (lease < 0.1 || lease > 7 * 86400)
+        return bd_err_set(err, BD_EINVAL, "lease_seconds", "must be between 0.1 and 604800 seconds");
+    json_object_set_new(norm, "seed", json_integer(s));
+    json_object_set_new(norm, "lease_seconds", json_real(lease));
+    return 0;
+}
+
+/* Points def's fields into normalized (all members validated and present). */
+static void fill_def(bd_study_spec *spec)
+{
+    const json_t *n = spec->normalized;
+    const json_t *obj = json_object_get(n, "objective");
+    const json_t *res = json_object_get(n, "resource");
+    const json_t *sch = json_object_get(n, "scheduler");
+    bd_study_def *d = &spec->def;
+    d->name = json_string_value(json_object_get(n, "name"));
+    d->space = spec->space;
+    d->metric = json_string_value(json_object_get(obj, "metric"));
+    d->maximize = strcmp(json_string_value(json_object_get(obj, "goal")), "maximize") == 0;
+    d->resource_name = json_string_value(json_object_get(res, "name"));
+    d->r_min = json_number_value(json_object_get(res, "min"));
+    d->r_max = json_number_value(json_object_get(res, "max"));
+    d->resource_integer = json_is_true(json_object_get(res, "integer"));
+    d->options = json_object_get(sch, "options");
+    d->seed = (uint64_t)json_integer_value(json_object_get(n, "seed"));
+    d->lease_seconds = json_number_value(json_object_get(n, "lease_seconds"));
+}
+
+int bd_study_spec_parse(const json_t *body, double default_lease, bd_study_spec *out, bd_err *err)
+{
+    static const char *const known[] = {"name",     "parameters", "objective",    "resource",
+                                        "scheduler", "seed",      "lease_seconds", NULL};
+    const char *name;
+    int rc;
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(body))
+        return bd_err_set(err, BD_EINVAL, NULL, "the study must be a JSON object");
+    out->normalized = json_object();
+    if ((rc = check_known(body, "", known, err)) || (rc = get_string(body, "name", "name", NULL, &name, err)))
+        goto out;
+    json_object_set_new(out->normalized, "name", json_string(name));
+    const json_t *params = json_object_get(body, "parameters");
+    if (!params) {
+        rc = bd_err_set(err, BD_EINVAL, "parameters", "is required (a list of parameters)");
+        goto out;
+    }
+    if ((rc = bd_space_parse(params, &out->space, err)))
+        goto out;
+    json_object_set_new(out->normalized, "parameters", bd_space_to_json(out->space));
+    if ((rc = parse_objective(body, out->normalized, err)) || (rc = parse_resource(body, out->normalized, err)) ||
+        (rc = parse_scheduler(body, out->normalized, err)) ||
+        (rc = parse_seed_and_lease(body, default_lease, out->normalized, err)))
+        goto out;
+    fill_def(out);
+out:
+    if (rc)
+        bd_study_spec_clear(out);
+    return rc;
+}
+
+void bd_study_spec_clear(bd_study_spec *spec)
+{
+    if (!spec)
+        return;
+    bd_space_free(spec->space);
+    json_decref(spec->normalized);
+    memset(spec, 0, sizeof *spec);
+}

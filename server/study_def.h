@@ -1,0 +1,25 @@
+/* study_def.h: parsing and validating a study definition (the body of
+ * POST /v1/studies) into the normalized JSON stored with the study and the
+ * bd_study_def schedulers read. The same function rebuilds a stored study on
+ * start, so what was accepted once is read back identically. */
+#ifndef BD_STUDY_DEF_H
+#define BD_STUDY_DEF_H
+
+#include <jansson.h>
+
+#include "sched/sched.h"
+
+typedef struct bd_study_spec {
+    json_t *normalized; /* owned: every default made explicit; def's strings borrow from it */
+    bd_space *space;    /* owned */
+    bd_study_def def;   /* def.space == space; def.id is 0 until the caller sets it */
+} bd_study_spec;
+
+/* Validates body (err->field names the faulty member, e.g. "resource.max").
+ * A missing seed is drawn at random and a missing lease_seconds is
+ * default_lease, both then stored in normalized. The scheduler's options are
+ * checked by the caller through the scheduler's create(). */
+int bd_study_spec_parse(const json_t *body, double default_lease, bd_study_spec *out, bd_err *err) BD_MUST_CHECK;
+void bd_study_spec_clear(bd_study_spec *spec); /* NULL-safe, idempotent */
+
+#endif

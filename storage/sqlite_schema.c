@@ -1,0 +1,203 @@
+/* sqlite_schema.c: the schema of the SQLite backend and its migrations.
+ *
+ * The version is PRAGMA user_version; PRAGMA application_id marks the file as
+ * banditd's. migrations[i] takes a database from version i to i + 1 and runs
+ * in its own transaction together with the version bump, so a database is
+ * always at exactly one version. Never edit a released migration: append one.
+ * A database at a version above this build's is refused (an older binary must
+ * not write a schema it does not know).
+ *
+ * Conventions of version 1: times are REAL seconds since the epoch; optional
+ * references (resume_from, finished_at, events.trial_id) are NULL when absent;
+ * a final value or measurement reported as null (diverged) is stored as
+ * value NULL with has_value = 1; states and event types are stored by name. */
+#include <stdio.h>
+
+#include "sqlite_internal.h"
+
+#define BD_APPLICATION_ID 0x626e6474 /* "bndt" */
+
+static const char *const migrations[] = {
+    /* 0 -> 1: the model described in store.h. */
+    "CREATE TABLE users ("
+    "  id         INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  name       TEXT NOT NULL,"
+    "  is_admin   INTEGER NOT NULL DEFAULT 0 CHECK (is_admin IN (0, 1)),"
+    "  created_at REAL NOT NULL"
+    ");"
+    "CREATE UNIQUE INDEX users_name ON users (name);"
+
+    "CREATE TABLE tokens ("
+    "  id         INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  user_id    INTEGER NOT NULL REFERENCES users (id) ON DELETE CASCADE,"
+    "  hash       BLOB NOT NULL CHECK (length(hash) = 32),"
+    "  created_at REAL NOT NULL,"
+    "  revoked    INTEGER NOT NULL DEFAULT 0 CHECK (revoked IN (0, 1))"
+    ");"
+    "CREATE INDEX tokens_user ON tokens (user_id);"
+
+    "CREATE TABLE studies ("
+    "  id         INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  user_id    INTEGER NOT NULL REFERENCES users (id) ON DELETE CASCADE,"
+    "  name       TEXT NOT NULL,"
+    "  definition TEXT NOT NULL,"
+    "  created_at REAL NOT NULL"
+    ");"
+    "CREATE INDEX studies_user ON studies (user_id, id);"
+
+    "CREATE TABLE trials ("
+    "  id               INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  study_id         INTEGER NOT NULL REFERENCES studies (id) ON DELETE CASCADE,"
+    "  config_id        INTEGER NOT NULL CHECK (config_id >= 0),"
+    "  config           TEXT NOT NULL,"
+    "  budget           REAL NOT NULL,"
+    "  resume_from      INTEGER,"
+    "  extra            TEXT,"
+    "  state            TEXT NOT NULL"
+    "                   CHECK (state IN ('running', 'completed', 'stopped', 'failed', 'expired')),"
+    "  worker           TEXT,"
+    "  created_at       REAL NOT NULL,"
+    "  lease_expires_at REAL NOT NULL,"
+    "  finished_at      REAL,"
+    "  has_value        INTEGER NOT NULL DEFAULT 0 CHECK (has_value IN (0, 1)),"
+    "  value            REAL,"
+    "  timeout          INTEGER NOT NULL DEFAULT 0 CHECK (timeout IN (0, 1)),"
+    "  reason           TEXT"
+    ");"
+    "CREATE INDEX trials_study ON trials (study_id, id);"
+    "CREATE INDEX trials_lease ON trials (state, lease_expires_at) WHERE state = 'running';"
+    /* A new configuration is its own config_id, which is only known after the insert. */
+    "CREATE TRIGGER trials_config_self AFTER INSERT ON trials WHEN NEW.config_id = 0 BEGIN"
+    "  UPDATE trials SET config_id = NEW.id WHERE id = NEW.id;"
+    "END;"
+
+    "CREATE TABLE events ("
+    "  id              INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  study_id        INTEGER NOT NULL REFERENCES studies (id) ON DELETE CASCADE,"
+    "  trial_id        INTEGER REFERENCES trials (id) ON DELETE CASCADE,"
+    "  type            TEXT NOT NULL CHECK (type IN ('created', 'measurement', 'completed', 'failed',"
+    "                                                'expired', 'stopped')),"
+    "  step            REAL NOT NULL DEFAULT 0,"
+    "  has_value       INTEGER NOT NULL DEFAULT 0 CHECK (has_value IN (0, 1)),"
+    "  value           REAL,"
+    "  timeout         INTEGER NOT NULL DEFAULT 0 CHECK (timeout IN (0, 1)),"
+    "  elapsed_seconds REAL,"
+    "  created_at      REAL NOT NULL"
+    ");"
+    "CREATE INDEX events_study ON events (study_id, id);"
+    "CREATE INDEX events_trial ON events (trial_id, id);"
+
+    "CREATE TABLE idempotency ("
+    "  user_id     INTEGER NOT NULL REFERENCES users (id) ON DELETE CASCADE,"
+    "  key         TEXT NOT NULL,"
+    "  fingerprint TEXT NOT NULL,"
+    "  response    TEXT NOT NULL,"
+    "  created_at  REAL NOT NULL,"
+    "  PRIMARY KEY (user_id, key)"
+    ") WITHOUT ROWID;"
+    "CREATE INDEX idempotency_created ON idempotency (created_at);",
+};
+
+#define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
+
+int bd_sqlite_schema_latest(void)
+{
+    return NMIGRATIONS;
+}
+
+/* The single integer a query such as "PRAGMA user_version" answers. */
+static int query_int(sqlite3 *db, const char *sql, int *value, bd_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *value = sqlite3_column_int(st, 0);
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_OK)
+        bd_err_set(err, BD_ESTORAGE, NULL, "storage: %s: %s", sql, sqlite3_errmsg(db));
+    sqlite3_finalize(st); /* repeats the step's code, handled above */
+    return rc == SQLITE_OK ? 0 : BD_ESTORAGE;
+}
+
+static int exec(sqlite3 *db, const char *sql, const char *what, bd_err *err)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK)
+        bd_err_set(err, BD_ESTORAGE, NULL, "storage: %s: %s", what, msg ? msg : sqlite3_errstr(rc));
+    sqlite3_free(msg);
+    return rc == SQLITE_OK ? 0 : BD_ESTORAGE;
+}
+
+/* Refuses files that are someone else's, or from a newer banditd. */
+static int check_owner(sqlite3 *db, int version, bd_err *err)
+{
+    int app_id = 0, objects = 0;
+    int ret = query_int(db, "PRAGMA application_id", &app_id, err);
+    if (ret)
+        return ret;
+    if (app_id != 0 && app_id != BD_APPLICATION_ID)
+        return bd_err_set(err, BD_ESTORAGE, NULL, "storage: not a banditd database (application_id %#x)",
+                          (unsigned)app_id);
+    if (version > NMIGRATIONS)
+        return bd_err_set(err, BD_ESTORAGE, NULL,
+                          "storage: database schema version %d is newer than this build's (%d)", version,
+                          NMIGRATIONS);
+    if (app_id == 0) {
+        ret = query_int(db, "SELECT count(*) FROM sqlite_master", &objects, err);
+        if (ret)
+            return ret;
+        if (version != 0 || objects != 0)
+            return bd_err_set(err, BD_ESTORAGE, NULL, "storage: not a banditd database (it has other tables)");
+    }
+    return 0;
+}
+
+/* Takes the database from version to version + 1 unless another process did. */
+static int migrate_one(sqlite3 *db, int version, bd_err *err)
+{
+    char bump[64];
+    int now = 0;
+    int ret = exec(db, "BEGIN IMMEDIATE", "begin migration", err);
+    if (ret)
+        return ret;
+    ret = query_int(db, "PRAGMA user_version", &now, err);
+    if (ret || now > version)
+        goto out;
+    ret = exec(db, migrations[version], "migration", err);
+    if (ret)
+        goto out;
+    snprintf(bump, sizeof bump, "PRAGMA user_version = %d", version + 1);
+    ret = exec(db, bump, "set schema version", err);
+    if (!ret && version == 0) {
+        snprintf(bump, sizeof bump, "PRAGMA application_id = %d", BD_APPLICATION_ID);
+        ret = exec(db, bump, "set application id", err);
+    }
+    if (!ret)
+        ret = exec(db, "COMMIT", "commit migration", err);
+out:
+    if (!sqlite3_get_autocommit(db) && exec(db, "ROLLBACK", "roll back migration", NULL))
+        fprintf(stderr, "banditd: storage: rolling back a failed migration failed: %s\n", sqlite3_errmsg(db));
+    return ret;
+}
+
+int bd_sqlite_migrate(sqlite3 *db, int *version, bd_err *err)
+{
+    int v = 0;
+    int ret = query_int(db, "PRAGMA user_version", &v, err);
+    if (!ret)
+        ret = check_owner(db, v, err);
+    for (; !ret && v < NMIGRATIONS; v++)
+        ret = migrate_one(db, v, err);
+    if (!ret)
+        ret = query_int(db, "PRAGMA user_version", &v, err);
+    if (!ret && v != NMIGRATIONS)
+        ret = bd_err_set(err, BD_ESTORAGE, NULL, "storage: schema is at version %d after migration, expected %d",
+                         v, NMIGRATIONS);
+    if (!ret)
+        *version = v;
+    return ret;
+}

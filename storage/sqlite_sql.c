@@ -1,0 +1,64 @@
+/* sqlite_sql.c: the text of every statement the SQLite backend prepares once
+ * per connection (see enum bd_sql_stmt). Column lists are shared with the
+ * readers in sqlite_<table>.c, which read columns by position: change both
+ * together. Scans follow the convention of bd_sqlite_scan: id first,
+ * "id > ?1", "LIMIT ?2", own parameters from ?3. */
+#include "sqlite_internal.h"
+
+#define USER_COLS "id, name, is_admin, created_at"
+#define STUDY_COLS "id, user_id, name, definition, created_at"
+#define TRIAL_COLS                                                                                  \
+    "id, study_id, config_id, config, budget, resume_from, extra, state, worker, created_at, "      \
+    "lease_expires_at, finished_at, has_value, value, timeout, reason"
+#define EVENT_COLS "id, study_id, trial_id, type, step, has_value, value, timeout, elapsed_seconds, created_at"
+
+const char *const bd_sql_text[BD_SQL_NSTMTS] = {
+    [BD_SQL_BEGIN] = "BEGIN IMMEDIATE",
+    [BD_SQL_COMMIT] = "COMMIT",
+    [BD_SQL_ROLLBACK] = "ROLLBACK",
+
+    [BD_SQL_USER_CREATE] = "INSERT INTO users (name, is_admin, created_at) VALUES (?1, ?2, ?3)",
+    [BD_SQL_USER_BY_NAME] = "SELECT " USER_COLS " FROM users WHERE name = ?1",
+    [BD_SQL_USER_BY_ID] = "SELECT " USER_COLS " FROM users WHERE id = ?1",
+    [BD_SQL_USER_COUNT] = "SELECT count(*) FROM users",
+    [BD_SQL_TOKEN_ADD] = "INSERT INTO tokens (user_id, hash, created_at) VALUES (?1, ?2, ?3)",
+    [BD_SQL_TOKEN_GET] = "SELECT hash, user_id FROM tokens WHERE id = ?1 AND revoked = 0",
+    [BD_SQL_TOKEN_REVOKE] = "UPDATE tokens SET revoked = 1 WHERE id = ?1",
+
+    [BD_SQL_STUDY_INSERT] = "INSERT INTO studies (user_id, name, definition, created_at) VALUES (?1, ?2, ?3, ?4)",
+    [BD_SQL_STUDY_GET] = "SELECT " STUDY_COLS " FROM studies WHERE id = ?1",
+    [BD_SQL_STUDY_SCAN_ALL] = "SELECT " STUDY_COLS " FROM studies WHERE id > ?1 ORDER BY id LIMIT ?2",
+    [BD_SQL_STUDY_SCAN_USER] =
+        "SELECT " STUDY_COLS " FROM studies WHERE user_id = ?3 AND id > ?1 ORDER BY id LIMIT ?2",
+    [BD_SQL_STUDY_DELETE] = "DELETE FROM studies WHERE id = ?1",
+
+    /* config_id 0 is replaced by the new id (trigger trials_config_self). */
+    [BD_SQL_TRIAL_INSERT] =
+        "INSERT INTO trials (study_id, config_id, config, budget, resume_from, extra, state, worker, "
+        "created_at, lease_expires_at, finished_at, has_value, value, timeout, reason) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+    [BD_SQL_TRIAL_GET] = "SELECT " TRIAL_COLS " FROM trials WHERE id = ?1",
+    [BD_SQL_TRIAL_STATE] = "SELECT state FROM trials WHERE id = ?1",
+    [BD_SQL_TRIAL_FINISH] =
+        "UPDATE trials SET state = ?2, finished_at = ?3, has_value = ?4, value = ?5, timeout = ?6, "
+        "reason = ?7 WHERE id = ?1 AND state = 'running'",
+    [BD_SQL_TRIAL_SET_LEASE] = "UPDATE trials SET lease_expires_at = ?2 WHERE id = ?1",
+    [BD_SQL_TRIAL_SCAN] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = ?3 AND id > ?1 "
+                          "AND (?4 IS NULL OR state = ?4) ORDER BY id LIMIT ?2",
+    /* 'running' is a literal so the partial index trials_lease applies. */
+    [BD_SQL_TRIAL_SCAN_EXPIRED] = "SELECT " TRIAL_COLS " FROM trials WHERE state = 'running' "
+                                  "AND lease_expires_at < ?3 AND id > ?1 ORDER BY id LIMIT ?2",
+
+    [BD_SQL_EVENT_APPEND] =
+        "INSERT INTO events (study_id, trial_id, type, step, has_value, value, timeout, elapsed_seconds, "
+        "created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [BD_SQL_EVENT_SCAN_STUDY] = "SELECT " EVENT_COLS " FROM events WHERE study_id = ?3 AND id > ?1 "
+                                "ORDER BY id LIMIT ?2",
+    [BD_SQL_EVENT_SCAN_TRIAL] = "SELECT " EVENT_COLS " FROM events WHERE trial_id = ?3 AND id > ?1 "
+                                "ORDER BY id LIMIT ?2",
+
+    [BD_SQL_IDEM_GET] = "SELECT fingerprint, response FROM idempotency WHERE user_id = ?1 AND key = ?2",
+    [BD_SQL_IDEM_PUT] = "INSERT INTO idempotency (user_id, key, fingerprint, response, created_at) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5)",
+    [BD_SQL_IDEM_PRUNE] = "DELETE FROM idempotency WHERE created_at < ?1",
+};

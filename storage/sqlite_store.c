@@ -1,0 +1,350 @@
+/* sqlite_store.c: the SQLite backend's connection: open (configure, migrate,
+ * prepare every statement once), close (checkpoint the WAL), the lock,
+ * transactions, and the step/scan helpers the table files share.
+ *
+ * Locking: one connection, opened SQLITE_OPEN_NOMUTEX because mu serializes
+ * all use of it. bd_store_begin takes mu and runs BEGIN IMMEDIATE; commit or
+ * rollback release it. Which stores a thread holds a transaction on is kept in
+ * a thread-local list, so a call from the owner does not lock again and other
+ * threads never read fields another thread writes (no data race). */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sqlite_internal.h"
+
+#define BUSY_TIMEOUT_MS 5000
+#define SCAN_BATCH 256
+
+static _Thread_local bd_store *held_list; /* stores this thread holds a transaction on */
+
+static int held_by_me(const bd_store *s)
+{
+    for (const bd_store *p = held_list; p; p = p->held_next)
+        if (p == s)
+            return 1;
+    return 0;
+}
+
+static void lock(bd_store *s)
+{
+    if (pthread_mutex_lock(&s->mu) != 0) {
+        fprintf(stderr, "banditd: storage: pthread_mutex_lock failed\n");
+        abort();
+    }
+}
+
+static void unlock(bd_store *s)
+{
+    if (pthread_mutex_unlock(&s->mu) != 0) {
+        fprintf(stderr, "banditd: storage: pthread_mutex_unlock failed\n");
+        abort();
+    }
+}
+
+int bd_sqlite_enter(bd_store *s)
+{
+    if (held_by_me(s))
+        return 0;
+    lock(s);
+    return 1;
+}
+
+void bd_sqlite_leave(bd_store *s, int locked)
+{
+    if (locked)
+        unlock(s);
+}
+
+void bd_sqlite_done(sqlite3_stmt *st)
+{
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st); /* always SQLITE_OK */
+}
+
+int bd_sqlite_fail(bd_store *s, int rc, bd_err *err, const char *what)
+{
+    int code = BD_ESTORAGE;
+    if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+        int ext = sqlite3_extended_errcode(s->db);
+        if (ext == SQLITE_CONSTRAINT_UNIQUE || ext == SQLITE_CONSTRAINT_PRIMARYKEY)
+            code = BD_ECONFLICT;
+        else if (ext == SQLITE_CONSTRAINT_FOREIGNKEY)
+            code = BD_ENOTFOUND;
+    }
+    return bd_err_set(err, code, NULL, "storage: %s: %s", what, sqlite3_errmsg(s->db));
+}
+
+int bd_sqlite_step_done(bd_store *s, sqlite3_stmt *st, int rc, bd_err *err, const char *what)
+{
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    return rc == SQLITE_DONE ? 0 : bd_sqlite_fail(s, rc, err, what);
+}
+
+int bd_sqlite_step_row(bd_store *s, sqlite3_stmt *st, int rc, bd_err *err, const char *what)
+{
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        return 1;
+    return rc == SQLITE_DONE ? 0 : bd_sqlite_fail(s, rc, err, what);
+}
+
+char *bd_sqlite_col_text(sqlite3_stmt *st, int i)
+{
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return NULL;
+    const char *text = (const char *)sqlite3_column_text(st, i);
+    if (!text) {
+        fprintf(stderr, "banditd: storage: out of memory reading a text column\n");
+        abort();
+    }
+    return bd_xstrdup(text);
+}
+
+/* ---- open and close ---- */
+
+/* Runs a PRAGMA that answers one text row (journal_mode) into buf. */
+static int pragma_text(sqlite3 *db, const char *sql, char *buf, size_t size, bd_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const unsigned char *text = sqlite3_column_text(st, 0);
+        snprintf(buf, size, "%s", text ? (const char *)text : "");
+        rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+        snprintf(buf, size, "%s", "");
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_OK)
+        bd_err_set(err, BD_ESTORAGE, NULL, "storage: %s: %s", sql, sqlite3_errmsg(db));
+    sqlite3_finalize(st); /* repeats the step's code, handled above */
+    return rc == SQLITE_OK ? 0 : BD_ESTORAGE;
+}
+
+/* WAL, synchronous per opts, foreign keys (checked: they are a no-op when
+ * compiled out), busy timeout. */
+static int configure(sqlite3 *db, const bd_store_opts *opts, bd_err *err)
+{
+    char mode[32];
+    int rc = sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
+    if (rc != SQLITE_OK)
+        return bd_err_set(err, BD_ESTORAGE, NULL, "storage: busy_timeout: %s", sqlite3_errmsg(db));
+    int ret = pragma_text(db, "PRAGMA journal_mode = WAL", mode, sizeof mode, err);
+    if (ret)
+        return ret;
+    if (strcmp(mode, "wal") != 0 && strcmp(mode, "memory") != 0)
+        return bd_err_set(err, BD_ESTORAGE, NULL, "storage: cannot use WAL (journal_mode is \"%s\")", mode);
+    const char *sync = opts && opts->sync == BD_SYNC_FULL ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL";
+    ret = pragma_text(db, sync, mode, sizeof mode, err);
+    if (!ret)
+        ret = pragma_text(db, "PRAGMA foreign_keys = ON", mode, sizeof mode, err);
+    if (!ret)
+        ret = pragma_text(db, "PRAGMA foreign_keys", mode, sizeof mode, err);
+    if (!ret && strcmp(mode, "1") != 0)
+        ret = bd_err_set(err, BD_ESTORAGE, NULL, "storage: this SQLite does not enforce foreign keys");
+    return ret;
+}
+
+static int prepare_all(bd_store *s, bd_err *err)
+{
+    for (int i = 0; i < BD_SQL_NSTMTS; i++) {
+        assert(bd_sql_text[i]);
+        int rc = sqlite3_prepare_v3(s->db, bd_sql_text[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i], NULL);
+        if (rc != SQLITE_OK)
+            return bd_err_set(err, BD_ESTORAGE, NULL, "storage: preparing statement %d: %s", i,
+                              sqlite3_errmsg(s->db));
+    }
+    return 0;
+}
+
+/* Frees s and everything in it; the database must not be in a transaction. */
+static void destroy(bd_store *s)
+{
+    for (int i = 0; i < BD_SQL_NSTMTS; i++)
+        sqlite3_finalize(s->stmt[i]); /* NULL-safe; its code repeats the last step's */
+    if (s->db && sqlite3_close(s->db) != SQLITE_OK)
+        fprintf(stderr, "banditd: storage: close: %s\n", sqlite3_errmsg(s->db));
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+int bd_store_open(const char *path, const bd_store_opts *opts, bd_store **out, bd_err *err)
+{
+    bd_store *s = bd_xcalloc(1, sizeof *s);
+    int ret = 0;
+    if (pthread_mutex_init(&s->mu, NULL) != 0) {
+        free(s);
+        return bd_err_set(err, BD_EINTERNAL, NULL, "storage: pthread_mutex_init failed");
+    }
+    int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        ret = bd_err_set(err, BD_ESTORAGE, NULL, "storage: opening %s: %s", path,
+                         s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+        goto out;
+    }
+    ret = configure(s->db, opts, err);
+    if (!ret)
+        ret = bd_sqlite_migrate(s->db, &s->version, err);
+    if (!ret)
+        ret = prepare_all(s, err);
+out:
+    if (ret)
+        destroy(s);
+    else
+        *out = s;
+    return ret;
+}
+
+void bd_store_close(bd_store *s)
+{
+    if (!s)
+        return;
+    if (held_by_me(s))
+        bd_store_rollback(s);
+    int rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    if (rc != SQLITE_OK)
+        fprintf(stderr, "banditd: storage: WAL checkpoint: %s\n", sqlite3_errmsg(s->db));
+    destroy(s);
+}
+
+int bd_store_schema_version(bd_store *s)
+{
+    return s ? s->version : bd_sqlite_schema_latest();
+}
+
+/* ---- transactions ---- */
+
+/* The calling thread gives up the transaction it holds on s and the lock. */
+static void release_tx(bd_store *s)
+{
+    bd_store **p = &held_list;
+    while (*p != s)
+        p = &(*p)->held_next;
+    *p = s->held_next;
+    s->held_next = NULL;
+    s->in_tx = 0;
+    unlock(s);
+}
+
+static void rollback_locked(bd_store *s)
+{
+    sqlite3_stmt *st = s->stmt[BD_SQL_ROLLBACK];
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE)
+        fprintf(stderr, "banditd: storage: rollback: %s\n", sqlite3_errmsg(s->db));
+    bd_sqlite_done(st);
+}
+
+int bd_store_begin(bd_store *s, bd_err *err)
+{
+    if (held_by_me(s))
+        return bd_err_set(err, BD_EINTERNAL, NULL, "storage: a transaction is already open on this thread");
+    lock(s);
+    sqlite3_stmt *st = s->stmt[BD_SQL_BEGIN];
+    int ret = bd_sqlite_step_done(s, st, SQLITE_OK, err, "begin");
+    bd_sqlite_done(st);
+    if (ret) {
+        unlock(s);
+        return ret;
+    }
+    s->owner = pthread_self();
+    s->in_tx = 1;
+    s->held_next = held_list;
+    held_list = s;
+    return 0;
+}
+
+int bd_store_commit(bd_store *s, bd_err *err)
+{
+    if (!held_by_me(s))
+        return bd_err_set(err, BD_EINTERNAL, NULL, "storage: commit without a transaction on this thread");
+    assert(s->in_tx && pthread_equal(s->owner, pthread_self()));
+    sqlite3_stmt *st = s->stmt[BD_SQL_COMMIT];
+    int ret = bd_sqlite_step_done(s, st, SQLITE_OK, err, "commit");
+    bd_sqlite_done(st);
+    if (ret && !sqlite3_get_autocommit(s->db))
+        rollback_locked(s);
+    release_tx(s);
+    return ret;
+}
+
+void bd_store_rollback(bd_store *s)
+{
+    if (!s || !held_by_me(s))
+        return;
+    assert(s->in_tx && pthread_equal(s->owner, pthread_self()));
+    if (!sqlite3_get_autocommit(s->db))
+        rollback_locked(s);
+    release_tx(s);
+}
+
+/* ---- scans ---- */
+
+/* Reads up to want rows of the bound statement st into rows; *n receives how many. */
+static int fill_batch(bd_store *s, sqlite3_stmt *st, const bd_sqlite_rowtype *type, char *rows, int want, int *n,
+                      int64_t *last_id, bd_err *err, const char *what)
+{
+    int ret = 0;
+    *n = 0;
+    while (*n < want) {
+        ret = bd_sqlite_step_row(s, st, SQLITE_OK, err, what);
+        if (ret <= 0)
+            break;
+        *last_id = sqlite3_column_int64(st, 0);
+        ret = type->read(st, rows + (size_t)*n * type->size, err);
+        if (ret)
+            break;
+        ++*n;
+    }
+    return ret;
+}
+
+int bd_sqlite_scan(bd_store *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
+                   int (*bind)(sqlite3_stmt *st, const void *key), const void *key, int64_t after_id,
+                   int64_t limit, int (*call)(const void *row, void *cb), void *cb, bd_err *err,
+                   const char *what)
+{
+    int batch = limit > 0 && limit < SCAN_BATCH ? (int)limit : SCAN_BATCH;
+    char *rows = bd_xmalloc((size_t)batch * type->size);
+    int64_t seen = 0;
+    int ret = 0;
+    for (;;) {
+        int want = batch, n = 0;
+        if (limit > 0 && limit - seen < want)
+            want = (int)(limit - seen);
+        if (want == 0)
+            break;
+
+        int locked = bd_sqlite_enter(s);
+        sqlite3_stmt *st = s->stmt[which];
+        int rc = SQLITE_OK;
+        bd_sqlite_bind_i64(st, 1, after_id, &rc);
+        bd_sqlite_bind_i64(st, 2, want, &rc);
+        if (rc == SQLITE_OK)
+            rc = bind(st, key);
+        if (rc != SQLITE_OK)
+            ret = bd_sqlite_fail(s, rc, err, what);
+        else
+            ret = fill_batch(s, st, type, rows, want, &n, &after_id, err, what);
+        bd_sqlite_done(st);
+        bd_sqlite_leave(s, locked);
+
+        for (int i = 0; i < n; i++) {
+            void *row = rows + (size_t)i * type->size;
+            if (!ret)
+                ret = call(row, cb);
+            type->clear(row);
+        }
+        seen += n;
+        if (ret || n < want)
+            break;
+    }
+    free(rows);
+    return ret;
+}

@@ -1,0 +1,105 @@
+/* sqlite_studies.c: studies in the SQLite backend. Deleting a study deletes
+ * its trials and events through ON DELETE CASCADE. */
+#include <stdlib.h>
+
+#include "sqlite_internal.h"
+
+void bd_store_study_row_clear(bd_study_row *row)
+{
+    if (!row)
+        return;
+    free(row->name);
+    free(row->definition);
+    row->name = row->definition = NULL;
+}
+
+/* Columns in the order of STUDY_COLS (sqlite_sql.c). */
+static int study_read(sqlite3_stmt *st, void *dst, bd_err *err)
+{
+    bd_study_row *row = dst;
+    (void)err;
+    row->id = sqlite3_column_int64(st, 0);
+    row->user_id = sqlite3_column_int64(st, 1);
+    row->name = bd_sqlite_col_text(st, 2);
+    row->definition = bd_sqlite_col_text(st, 3);
+    row->created_at = sqlite3_column_double(st, 4);
+    return 0;
+}
+
+static void study_clear(void *row)
+{
+    bd_store_study_row_clear(row);
+}
+
+static const bd_sqlite_rowtype study_type = {sizeof(bd_study_row), study_read, study_clear};
+
+int bd_store_study_insert(bd_store *s, const bd_study_row *row, int64_t *id, bd_err *err)
+{
+    int locked = bd_sqlite_enter(s);
+    sqlite3_stmt *st = s->stmt[BD_SQL_STUDY_INSERT];
+    int rc = SQLITE_OK;
+    bd_sqlite_bind_i64(st, 1, row->user_id, &rc);
+    bd_sqlite_bind_text(st, 2, row->name, &rc);
+    bd_sqlite_bind_text(st, 3, row->definition, &rc);
+    bd_sqlite_bind_double(st, 4, row->created_at, &rc);
+    int ret = bd_sqlite_step_done(s, st, rc, err, "insert study");
+    if (!ret && id)
+        *id = sqlite3_last_insert_rowid(s->db);
+    bd_sqlite_done(st);
+    bd_sqlite_leave(s, locked);
+    return ret;
+}
+
+int bd_store_study_get(bd_store *s, int64_t id, bd_study_row *out, bd_err *err)
+{
+    int locked = bd_sqlite_enter(s);
+    sqlite3_stmt *st = s->stmt[BD_SQL_STUDY_GET];
+    int rc = SQLITE_OK;
+    bd_sqlite_bind_i64(st, 1, id, &rc);
+    int ret = bd_sqlite_step_row(s, st, rc, err, "read study");
+    if (ret == 0)
+        ret = bd_err_set(err, BD_ENOTFOUND, NULL, "study %lld not found", (long long)id);
+    else if (ret == 1)
+        ret = study_read(st, out, err);
+    bd_sqlite_done(st);
+    bd_sqlite_leave(s, locked);
+    return ret;
+}
+
+struct study_cb {
+    bd_study_fn fn;
+    void *arg;
+};
+
+static int study_call(const void *row, void *cb)
+{
+    const struct study_cb *c = cb;
+    return c->fn(row, c->arg);
+}
+
+static int bind_user(sqlite3_stmt *st, const void *key)
+{
+    const int64_t *user_id = key;
+    return *user_id ? sqlite3_bind_int64(st, 3, *user_id) : SQLITE_OK;
+}
+
+int bd_store_study_each(bd_store *s, int64_t user_id, bd_study_fn fn, void *arg, bd_err *err)
+{
+    struct study_cb cb = {fn, arg};
+    return bd_sqlite_scan(s, user_id ? BD_SQL_STUDY_SCAN_USER : BD_SQL_STUDY_SCAN_ALL, &study_type, bind_user,
+                          &user_id, 0, 0, study_call, &cb, err, "list studies");
+}
+
+int bd_store_study_delete(bd_store *s, int64_t id, bd_err *err)
+{
+    int locked = bd_sqlite_enter(s);
+    sqlite3_stmt *st = s->stmt[BD_SQL_STUDY_DELETE];
+    int rc = SQLITE_OK;
+    bd_sqlite_bind_i64(st, 1, id, &rc);
+    int ret = bd_sqlite_step_done(s, st, rc, err, "delete study");
+    if (!ret && sqlite3_changes(s->db) == 0)
+        ret = bd_err_set(err, BD_ENOTFOUND, NULL, "study %lld not found", (long long)id);
+    bd_sqlite_done(st);
+    bd_sqlite_leave(s, locked);
+    return ret;
+}

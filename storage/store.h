@@ -1,0 +1,186 @@
+/* store.h: the persistence interface the engine uses. No SQL leaves storage/:
+ * a PostgreSQL backend for multi-replica deployments would implement this same
+ * header. The SQLite backend (sqlite_store.c) is the first implementation.
+ *
+ * Model:
+ *   users        (id, name unique, is_admin, created_at)
+ *   tokens       (id, user_id, hash[32], created_at, revoked)     hash only, never the token
+ *   studies      (id, user_id, name, definition JSON text, created_at)
+ *   trials       (id, study_id, config_id, config JSON, budget, resume_from,
+ *                 extra JSON, state, worker, created_at, lease_expires_at,
+ *                 finished_at, value, reason)
+ *   events       (id, study_id, trial_id, type, step, value, timeout,
+ *                 elapsed_seconds, created_at)  the ordered log schedulers replay
+ *   idempotency  (user_id, key, fingerprint, response JSON, created_at)
+ *
+ * Transactions: bd_store_begin/commit/rollback bracket every state change of a
+ * request; the engine commits before it answers. The store is thread-safe: one
+ * connection behind a mutex; begin takes the mutex and commit/rollback release
+ * it, so a caller between begin and commit owns the database. Calls made
+ * outside begin/commit lock for their own duration.
+ *
+ * Strings returned in rows are new (caller frees with bd_store_*_row_clear).
+ * Every function returns 0 or a negative BD_E* code (BD_ENOTFOUND when a row
+ * is missing, BD_ECONFLICT on a unique violation, BD_ESTORAGE otherwise with
+ * the SQLite message in err). */
+#ifndef BD_STORE_H
+#define BD_STORE_H
+
+#include <stdint.h>
+
+#include "../server/common.h"
+
+typedef struct bd_store bd_store;
+
+typedef enum {
+    BD_SYNC_NORMAL = 0, /* WAL + synchronous=NORMAL: survives process crashes; an OS crash may lose the last commits */
+    BD_SYNC_FULL = 1    /* WAL + synchronous=FULL: every commit is on disk before the answer */
+} bd_sync_mode;
+
+typedef struct bd_store_opts {
+    bd_sync_mode sync;
+} bd_store_opts;
+
+/* Opens (creating if needed) the database at path and migrates its schema to
+ * the current version. ":memory:" works for tests. *out is new. */
+int bd_store_open(const char *path, const bd_store_opts *opts, bd_store **out, bd_err *err) BD_MUST_CHECK;
+void bd_store_close(bd_store *s); /* NULL-safe; checkpoints the WAL */
+/* Schema version this build writes (and the one an opened database is at). */
+int bd_store_schema_version(bd_store *s);
+
+int bd_store_begin(bd_store *s, bd_err *err) BD_MUST_CHECK;
+int bd_store_commit(bd_store *s, bd_err *err) BD_MUST_CHECK; /* on failure the transaction is rolled back and the lock released */
+void bd_store_rollback(bd_store *s);
+
+/* ---- users and tokens ---- */
+
+typedef struct bd_user {
+    int64_t id;
+    char name[64];
+    int is_admin;
+    double created_at;
+} bd_user;
+
+int bd_store_user_create(bd_store *s, const char *name, int is_admin, double now, int64_t *id, bd_err *err) BD_MUST_CHECK;
+int bd_store_user_by_name(bd_store *s, const char *name, bd_user *out, bd_err *err) BD_MUST_CHECK;
+int bd_store_user_by_id(bd_store *s, int64_t id, bd_user *out, bd_err *err) BD_MUST_CHECK;
+int bd_store_user_count(bd_store *s, int64_t *count, bd_err *err) BD_MUST_CHECK;
+
+int bd_store_token_add(bd_store *s, int64_t user_id, const uint8_t hash[32], double now, int64_t *token_id, bd_err *err) BD_MUST_CHECK;
+/* The hash and owner of a non-revoked token (BD_ENOTFOUND if missing or revoked). */
+int bd_store_token_get(bd_store *s, int64_t token_id, uint8_t hash[32], int64_t *user_id, bd_err *err) BD_MUST_CHECK;
+int bd_store_token_revoke(bd_store *s, int64_t token_id, bd_err *err) BD_MUST_CHECK;
+
+/* ---- studies ---- */
+
+typedef struct bd_study_row {
+    int64_t id;
+    int64_t user_id;
+    char *name;        /* new */
+    char *definition;  /* new: the normalized study JSON */
+    double created_at;
+} bd_study_row;
+void bd_store_study_row_clear(bd_study_row *row);
+
+int bd_store_study_insert(bd_store *s, const bd_study_row *row, int64_t *id, bd_err *err) BD_MUST_CHECK;
+int bd_store_study_get(bd_store *s, int64_t id, bd_study_row *out, bd_err *err) BD_MUST_CHECK;
+/* Calls fn for each study in id order (all users when user_id == 0); stops
+ * and returns fn's value when it is non-zero. The row is borrowed for the call. */
+typedef int (*bd_study_fn)(const bd_study_row *row, void *arg);
+int bd_store_study_each(bd_store *s, int64_t user_id, bd_study_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
+/* Deletes the study and its trials, events (cascade). */
+int bd_store_study_delete(bd_store *s, int64_t id, bd_err *err) BD_MUST_CHECK;
+
+/* ---- trials ---- */
+
+typedef enum {
+    BD_TRIAL_RUNNING = 0,
+    BD_TRIAL_COMPLETED,
+    BD_TRIAL_STOPPED,  /* stopped by the scheduler */
+    BD_TRIAL_FAILED,
+    BD_TRIAL_EXPIRED,  /* its lease ran out */
+    BD_TRIAL_NSTATES
+} bd_trial_state;
+/* "running", "completed", ...; static. */
+const char *bd_trial_state_name(bd_trial_state st);
+/* Parses a state name; -1 if unknown. */
+int bd_trial_state_parse(const char *name);
+
+typedef struct bd_trial_row {
+    int64_t id;
+    int64_t study_id;
+    int64_t config_id;      /* id of the first trial with this config (== id for a new config) */
+    char *config;           /* new: JSON object text */
+    double budget;
+    int64_t resume_from;    /* 0 = none */
+    char *extra;            /* new: scheduler fields JSON text, or NULL */
+    bd_trial_state state;
+    char *worker;           /* new, or NULL */
+    double created_at;
+    double lease_expires_at;/* meaningful while running */
+    double finished_at;     /* 0 while running */
+    int has_value;          /* a final value was reported (complete) */
+    double value;           /* as reported (not oriented); NAN when has_value && diverged */
+    int timeout;            /* completed with status "timeout" */
+    char *reason;           /* new, or NULL: why it stopped/failed/diverged */
+} bd_trial_row;
+void bd_store_trial_row_clear(bd_trial_row *row);
+
+/* Inserts a trial. If row->config_id is 0 the new trial's own id is used. */
+int bd_store_trial_insert(bd_store *s, const bd_trial_row *row, int64_t *id, bd_err *err) BD_MUST_CHECK;
+int bd_store_trial_get(bd_store *s, int64_t id, bd_trial_row *out, bd_err *err) BD_MUST_CHECK;
+/* Ends a running trial: state, finished_at, has_value/value/timeout, reason (may be NULL). */
+int bd_store_trial_finish(bd_store *s, const bd_trial_row *row, bd_err *err) BD_MUST_CHECK;
+int bd_store_trial_set_lease(bd_store *s, int64_t id, double lease_expires_at, bd_err *err) BD_MUST_CHECK;
+
+/* Trials of a study, id ascending, with id > after_id, at most limit of them,
+ * filtered by state unless state < 0. Rows are borrowed for the call. */
+typedef int (*bd_trial_fn)(const bd_trial_row *row, void *arg);
+int bd_store_trial_each(bd_store *s, int64_t study_id, int state, int64_t after_id, int64_t limit,
+                        bd_trial_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
+/* Running trials (any study) whose lease ended before now (index on state, lease). */
+int bd_store_trial_each_expired(bd_store *s, double now, bd_trial_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
+
+/* ---- events: the ordered log each scheduler is rebuilt from ---- */
+
+typedef enum {
+    BD_EV_CREATED = 0,   /* a trial was handed out */
+    BD_EV_MEASUREMENT,   /* an intermediate metric */
+    BD_EV_COMPLETED,     /* final value (or timeout) */
+    BD_EV_FAILED,        /* the worker gave up */
+    BD_EV_EXPIRED,       /* the lease ran out */
+    BD_EV_STOPPED        /* the scheduler stopped it (after a measurement) */
+} bd_event_type;
+
+typedef struct bd_event_row {
+    int64_t id;             /* global order */
+    int64_t study_id;
+    int64_t trial_id;
+    bd_event_type type;
+    double step;            /* MEASUREMENT */
+    int has_value;
+    double value;           /* as reported; NAN = diverged (null) */
+    int timeout;
+    double elapsed_seconds; /* NAN when not given */
+    double created_at;
+} bd_event_row;
+
+int bd_store_event_append(bd_store *s, const bd_event_row *row, int64_t *id, bd_err *err) BD_MUST_CHECK;
+/* A study's events in order; rows borrowed for the call; fn non-zero stops. */
+typedef int (*bd_event_fn)(const bd_event_row *row, void *arg);
+int bd_store_event_each(bd_store *s, int64_t study_id, bd_event_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
+/* One trial's events (for its measurements), in order. */
+int bd_store_event_each_of_trial(bd_store *s, int64_t trial_id, bd_event_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
+
+/* ---- idempotency: responses to POSTs that carried an Idempotency-Key ---- */
+
+/* BD_ENOTFOUND if (user_id, key) was never stored; else *fingerprint and
+ * *response are new strings. */
+int bd_store_idem_get(bd_store *s, int64_t user_id, const char *key, char **fingerprint, char **response,
+                      bd_err *err) BD_MUST_CHECK;
+int bd_store_idem_put(bd_store *s, int64_t user_id, const char *key, const char *fingerprint,
+                      const char *response, double now, bd_err *err) BD_MUST_CHECK;
+/* Forgets records older than before (housekeeping). */
+int bd_store_idem_prune(bd_store *s, double before, bd_err *err) BD_MUST_CHECK;
+
+#endif

@@ -1,0 +1,410 @@
+"""Bad requests, table-driven: each row is (method, path, headers, raw body) and
+the expected status, error code and, where the contract implies one, the error
+field. Every error answer must be {"error": {"code", "message", "field"}}, the
+rejected requests must change nothing, and the daemon must still serve
+afterwards.
+
+Field expectations: the contract names fields by their JSON path
+("parameters[0].low", "scheduler.name", "count", "objective.goal",
+"scheduler.options.<name>" from sched.h) and says field is null when an error
+is not about one field (so JSON syntax errors expect null). Where the contract
+does not say which field (e.g. low >= high may blame low or high, query string
+parameters, whole-body type errors) the row uses ANY (status, code and shape
+only) or a PREFIX of the path."""
+
+import json
+import os
+import sys
+import unittest
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bdtest  # noqa: E402
+from bdtest import check_status, create_study, suggest  # noqa: E402
+
+ANY = object()   # field not checked (the contract is silent)
+NULL = None      # field must be null
+
+
+class PREFIX(str):
+    """The field must start with this JSON path."""
+
+
+def J(obj):
+    return json.dumps(obj)
+
+
+def base_study():
+    return {
+        "name": "bad",
+        "parameters": [
+            {"name": "x", "type": "float", "low": 0, "high": 1},
+            {"name": "algo", "type": "categorical", "choices": ["svm", "rf"]},
+        ],
+        "scheduler": {"name": "random", "options": {}},
+    }
+
+
+def study(**top):
+    """The base study with top-level keys replaced (value None deletes the key)."""
+    b = base_study()
+    for k, v in top.items():
+        if v is None:
+            b.pop(k, None)
+        else:
+            b[k] = v
+    return J(b)
+
+
+def params(*ps):
+    return study(parameters=list(ps))
+
+
+def with_param(i, **changes):
+    """The base study with parameter i changed (value None deletes the key)."""
+    b = base_study()
+    for k, v in changes.items():
+        if v is None:
+            b["parameters"][i].pop(k, None)
+        else:
+            b["parameters"][i][k] = v
+    return J(b)
+
+
+X = {"name": "x", "type": "float", "low": 0, "high": 1}
+ALGO = {"name": "algo", "type": "categorical", "choices": ["svm", "rf"]}
+
+
+def rows(sid, tid, ctid, ftid, revoked, user):
+    """tid takes the measurement rows, ctid the complete rows, ftid the fail rows, so
+    one wrongly accepted request does not turn the rows after it into 409s."""
+    S = "/v1/studies"
+    M = "/v1/trials/%d/measurements" % tid
+    C = "/v1/trials/%d/complete" % ctid
+    SUG = "/v1/studies/%d/suggest" % sid
+    TR = "/v1/studies/%d/trials" % sid
+    return [
+        # ---- JSON syntax (not about one field: null) ----
+        ("malformed", "POST", S, {}, '{"name": "a",,}', 400, "invalid_argument", NULL),
+        ("truncated", "POST", S, {}, study()[:-7], 400, "invalid_argument", NULL),
+        ("trailing garbage", "POST", S, {}, study() + " x", 400, "invalid_argument", NULL),
+        ("single quotes", "POST", S, {}, "{'name': 'a'}", 400, "invalid_argument", NULL),
+        ("bare word", "POST", S, {}, "hello", 400, "invalid_argument", NULL),
+        ("empty body", "POST", S, {}, "", 400, "invalid_argument", ANY),
+        ("array body", "POST", S, {}, "[1, 2]", 400, "invalid_argument", ANY),
+        ("string body", "POST", S, {}, '"study"', 400, "invalid_argument", ANY),
+        ("null body", "POST", S, {}, "null", 400, "invalid_argument", ANY),
+        ("invalid utf-8", "POST", S, {}, study(name="N").encode().replace(b'"N"', b'"\xff\xfe"'), 400,
+         "invalid_argument", ANY),
+        ("deep nesting", "POST", S, {}, "[" * 100000, 400, "invalid_argument", ANY),
+        ("array body to suggest", "POST", SUG, {}, "[]", 400, "invalid_argument", ANY),
+        ("array body to measurement", "POST", M, {}, "[1]", 400, "invalid_argument", ANY),
+        # ---- non-finite numbers (invalid_argument per the contract; field unspecified) ----
+        ("NaN value", "POST", M, {}, '{"step": 1, "value": NaN}', 400, "invalid_argument", ANY),
+        ("Infinity value", "POST", M, {}, '{"step": 1, "value": Infinity}', 400, "invalid_argument", ANY),
+        ("-Infinity value", "POST", M, {}, '{"step": 1, "value": -Infinity}', 400, "invalid_argument", ANY),
+        ("nan lowercase", "POST", M, {}, '{"step": 1, "value": nan}', 400, "invalid_argument", ANY),
+        ("overflowing value", "POST", M, {}, '{"step": 1, "value": 1e999}', 400, "invalid_argument", ANY),
+        ("NaN step", "POST", M, {}, '{"step": NaN, "value": 1}', 400, "invalid_argument", ANY),
+        ("NaN complete", "POST", C, {}, '{"value": NaN}', 400, "invalid_argument", ANY),
+        ("Infinity bound", "POST", S, {}, study().replace('"high": 1', '"high": Infinity'), 400,
+         "invalid_argument", ANY),
+        # ---- measurement / complete / fail fields ----
+        ("measurement missing step", "POST", M, {}, J({"value": 0.5}), 400, "invalid_argument", "step"),
+        ("measurement missing value", "POST", M, {}, J({"step": 1}), 400, "invalid_argument", "value"),
+        ("measurement step string", "POST", M, {}, J({"step": "one", "value": 0.5}), 400, "invalid_argument",
+         "step"),
+        ("measurement value string", "POST", M, {}, J({"step": 1, "value": "low"}), 400, "invalid_argument",
+         "value"),
+        ("measurement elapsed string", "POST", M, {}, J({"step": 1, "value": 0.5, "elapsed_seconds": "x"}),
+         400, "invalid_argument", "elapsed_seconds"),
+        ("complete empty", "POST", C, {}, "{}", 400, "invalid_argument", ANY),
+        ("complete value string", "POST", C, {}, J({"value": "good"}), 400, "invalid_argument", "value"),
+        ("complete bad status", "POST", C, {}, J({"status": "bogus"}), 400, "invalid_argument", "status"),
+        ("fail reason number", "POST", "/v1/trials/%d/fail" % ftid, {}, J({"reason": 5}), 400,
+         "invalid_argument", "reason"),
+        # ---- wrong types ----
+        ("name number", "POST", S, {}, study(name=5), 400, "invalid_argument", "name"),
+        ("name empty", "POST", S, {}, study(name=""), 400, "invalid_argument", "name"),
+        ("parameters object", "POST", S, {}, study(parameters={}), 400, "invalid_argument", "parameters"),
+        ("parameters empty", "POST", S, {}, study(parameters=[]), 400, "invalid_argument", PREFIX("parameters")),
+        ("parameter not object", "POST", S, {}, study(parameters=["x"]), 400, "invalid_argument",
+         PREFIX("parameters[0]")),
+        ("low string", "POST", S, {}, with_param(0, low="a"), 400, "invalid_argument", "parameters[0].low"),
+        ("high list", "POST", S, {}, with_param(0, high=[]), 400, "invalid_argument", "parameters[0].high"),
+        ("log string", "POST", S, {}, with_param(0, log="yes"), 400, "invalid_argument", "parameters[0].log"),
+        ("seed string", "POST", S, {}, study(seed="abc"), 400, "invalid_argument", "seed"),
+        ("lease string", "POST", S, {}, study(lease_seconds="long"), 400, "invalid_argument", "lease_seconds"),
+        ("lease negative", "POST", S, {}, study(lease_seconds=-5), 400, "invalid_argument", "lease_seconds"),
+        ("scheduler string", "POST", S, {}, study(scheduler="random"), 400, "invalid_argument",
+         PREFIX("scheduler")),
+        ("objective string", "POST", S, {}, study(objective="minimize"), 400, "invalid_argument",
+         PREFIX("objective")),
+        ("resource min string", "POST", S, {}, study(resource={"name": "e", "min": "a", "max": 3}), 400,
+         "invalid_argument", "resource.min"),
+        ("resource integer string", "POST", S, {}, study(resource={"name": "e", "min": 1, "max": 3,
+                                                                    "integer": "yes"}),
+         400, "invalid_argument", "resource.integer"),
+        # ---- missing required fields ----
+        ("missing name", "POST", S, {}, study(name=None), 400, "invalid_argument", "name"),
+        ("missing parameters", "POST", S, {}, study(parameters=None), 400, "invalid_argument", "parameters"),
+        ("missing scheduler", "POST", S, {}, study(scheduler=None), 400, "invalid_argument", PREFIX("scheduler")),
+        ("missing scheduler.name", "POST", S, {}, study(scheduler={"options": {}}), 400, "invalid_argument",
+         "scheduler.name"),
+        ("parameter missing name", "POST", S, {}, with_param(0, name=None), 400, "invalid_argument",
+         "parameters[0].name"),
+        ("parameter missing type", "POST", S, {}, with_param(0, type=None), 400, "invalid_argument",
+         "parameters[0].type"),
+        ("float missing low", "POST", S, {}, with_param(0, low=None), 400, "invalid_argument",
+         "parameters[0].low"),
+        ("categorical missing choices", "POST", S, {}, with_param(1, choices=None), 400, "invalid_argument",
+         "parameters[1].choices"),
+        # ---- invalid spaces ----
+        ("low == high", "POST", S, {}, with_param(0, low=1, high=1), 400, "invalid_argument",
+         PREFIX("parameters[0]")),
+        ("low > high", "POST", S, {}, with_param(0, low=2, high=1), 400, "invalid_argument",
+         PREFIX("parameters[0]")),
+        ("int low > high", "POST", S, {}, params({"name": "n", "type": "int", "low": 5, "high": 2}), 400,
+         "invalid_argument", PREFIX("parameters[0]")),
+        ("log low 0", "POST", S, {}, with_param(0, low=0, high=1, log=True), 400, "invalid_argument",
+         PREFIX("parameters[0]")),
+        ("log low negative", "POST", S, {}, with_param(0, low=-1, high=1, log=True), 400, "invalid_argument",
+         PREFIX("parameters[0]")),
+        ("empty choices", "POST", S, {}, with_param(1, choices=[]), 400, "invalid_argument",
+         PREFIX("parameters[1].choices")),
+        ("duplicate choices", "POST", S, {}, with_param(1, choices=["a", "a"]), 400, "invalid_argument",
+         PREFIX("parameters[1].choices")),
+        ("object choice", "POST", S, {}, with_param(1, choices=[{"a": 1}]), 400, "invalid_argument",
+         PREFIX("parameters[1].choices")),
+        ("duplicate names", "POST", S, {}, params(X, dict(X, low=0.5)), 400, "invalid_argument",
+         PREFIX("parameters[1]")),
+        ("unknown type", "POST", S, {}, with_param(0, type="double"), 400, "invalid_argument",
+         "parameters[0].type"),
+        ("when unknown parent", "POST", S, {}, params(X, ALGO, dict(X, name="C", when={"kernel": ["rbf"]})),
+         400, "invalid_argument", PREFIX("parameters[2].when")),
+        ("when parent declared later", "POST", S, {}, params(dict(X, name="C", when={"algo": ["svm"]}), ALGO),
+         400, "invalid_argument", PREFIX("parameters[0].when")),
+        ("when on a float parent", "POST", S, {}, params(X, ALGO, dict(X, name="C", when={"x": [0.5]})),
+         400, "invalid_argument", PREFIX("parameters[2].when")),
+        ("when value not a list", "POST", S, {}, params(X, ALGO, dict(X, name="C", when={"algo": "svm"})),
+         400, "invalid_argument", PREFIX("parameters[2].when")),
+        # ---- scheduler / objective / resource ----
+        ("unknown scheduler", "POST", S, {}, study(scheduler={"name": "nope"}), 400, "invalid_argument",
+         "scheduler.name"),
+        ("scheduler name number", "POST", S, {}, study(scheduler={"name": 5}), 400, "invalid_argument",
+         "scheduler.name"),
+        ("unknown scheduler option", "POST", S, {}, study(scheduler={"name": "random", "options": {"bogus": 1}}),
+         400, "invalid_argument", "scheduler.options.bogus"),
+        ("negative max_trials", "POST", S, {}, study(scheduler={"name": "random", "options": {"max_trials": -3}}),
+         400, "invalid_argument", "scheduler.options.max_trials"),
+        ("string max_trials", "POST", S, {},
+         study(scheduler={"name": "random", "options": {"max_trials": "ten"}}),
+         400, "invalid_argument", "scheduler.options.max_trials"),
+        ("options not object", "POST", S, {}, study(scheduler={"name": "random", "options": 3}), 400,
+         "invalid_argument", PREFIX("scheduler.options")),
+        ("bad goal", "POST", S, {}, study(objective={"metric": "loss", "goal": "up"}), 400, "invalid_argument",
+         "objective.goal"),
+        ("goal number", "POST", S, {}, study(objective={"metric": "loss", "goal": 1}), 400, "invalid_argument",
+         "objective.goal"),
+        ("metric number", "POST", S, {}, study(objective={"metric": 5, "goal": "minimize"}), 400,
+         "invalid_argument", "objective.metric"),
+        ("resource min > max", "POST", S, {}, study(resource={"name": "epochs", "min": 10, "max": 1}), 400,
+         "invalid_argument", PREFIX("resource")),
+        # ---- media type ----
+        ("text/plain", "POST", S, {"Content-Type": "text/plain"}, study(), 415, "unsupported_media_type", ANY),
+        ("form encoded", "POST", S, {"Content-Type": "application/x-www-form-urlencoded"}, "name=a", 415,
+         "unsupported_media_type", ANY),
+        ("text/plain measurement", "POST", M, {"Content-Type": "text/plain"}, J({"step": 1, "value": 1}), 415,
+         "unsupported_media_type", ANY),
+        # ---- authentication ----
+        ("no token", "POST", S, {"Authorization": None}, study(), 401, "unauthenticated", ANY),
+        ("no token GET", "GET", S, {"Authorization": None}, None, 401, "unauthenticated", ANY),
+        ("garbage token", "GET", S, {"Authorization": "Bearer garbage"}, None, 401, "unauthenticated", ANY),
+        ("bdt_ garbage", "GET", S, {"Authorization": "Bearer bdt_0000000000000000"}, None, 401,
+         "unauthenticated", ANY),
+        ("empty bearer", "GET", S, {"Authorization": "Bearer "}, None, 401, "unauthenticated", ANY),
+        ("basic auth", "GET", S, {"Authorization": "Basic dXNlcjpwYXNz"}, None, 401, "unauthenticated", ANY),
+        ("token without scheme", "GET", S, {"Authorization": user}, None, 401, "unauthenticated", ANY),
+        ("revoked token", "GET", S, {"Authorization": "Bearer " + revoked}, None, 401, "unauthenticated", ANY),
+        ("revoked token POST", "POST", SUG, {"Authorization": "Bearer " + revoked}, "{}", 401,
+         "unauthenticated", ANY),
+        # ---- routes and methods ----
+        ("unknown route", "GET", "/v1/nope", {}, None, 404, "not_found", ANY),
+        ("unknown top route", "GET", "/nope", {"Authorization": None}, None, 404, "not_found", ANY),
+        ("unknown study subroute", "GET", "/v1/studies/%d/nope" % sid, {}, None, 404, "not_found", ANY),
+        ("unknown trial subroute", "POST", "/v1/trials/%d/bogus" % tid, {}, "{}", 404, "not_found", ANY),
+        ("PUT studies", "PUT", S, {}, study(), 405, "method_not_allowed", ANY),
+        ("PATCH study", "PATCH", "/v1/studies/%d" % sid, {}, "{}", 405, "method_not_allowed", ANY),
+        ("DELETE trial", "DELETE", "/v1/trials/%d" % tid, {}, None, 405, "method_not_allowed", ANY),
+        ("GET suggest", "GET", SUG, {}, None, 405, "method_not_allowed", ANY),
+        ("GET measurements", "GET", M, {}, None, 405, "method_not_allowed", ANY),
+        ("GET complete", "GET", C, {}, None, 405, "method_not_allowed", ANY),
+        ("POST trials list", "POST", TR, {}, "{}", 405, "method_not_allowed", ANY),
+        ("GET users", "GET", "/v1/users", {}, None, 405, "method_not_allowed", ANY),
+        ("DELETE me", "DELETE", "/v1/me", {}, None, 405, "method_not_allowed", ANY),
+        ("POST healthz", "POST", "/healthz", {"Authorization": None}, None, 405, "method_not_allowed", ANY),
+        # ---- ids that are not (existing) integers ----
+        ("study id word", "GET", "/v1/studies/abc", {}, None, 404, "not_found", ANY),
+        ("study id 1x", "GET", "/v1/studies/%dx" % sid, {}, None, 404, "not_found", ANY),
+        ("study id negative", "GET", "/v1/studies/-%d" % sid, {}, None, 404, "not_found", ANY),
+        ("study id zero", "GET", "/v1/studies/0", {}, None, 404, "not_found", ANY),
+        ("study id float", "GET", "/v1/studies/%d.0" % sid, {}, None, 404, "not_found", ANY),
+        ("study id unknown", "GET", "/v1/studies/99999999", {}, None, 404, "not_found", ANY),
+        ("study id overflow", "GET", "/v1/studies/99999999999999999999999", {}, None, 404, "not_found", ANY),
+        ("study id wraps to real id", "GET", "/v1/studies/%d" % (sid + 2 ** 64), {}, None, 404, "not_found", ANY),
+        ("suggest id word", "POST", "/v1/studies/abc/suggest", {}, "{}", 404, "not_found", ANY),
+        ("trial id word", "GET", "/v1/trials/abc", {}, None, 404, "not_found", ANY),
+        ("trial id float", "POST", "/v1/trials/1.5/complete", {}, J({"value": 1}), 404, "not_found", ANY),
+        ("trial unknown measurement", "POST", "/v1/trials/99999999/measurements", {}, J({"step": 1, "value": 1}),
+         404, "not_found", ANY),
+        ("token id word", "DELETE", "/v1/tokens/abc", {}, None, 404, "not_found", ANY),
+        ("token id unknown", "DELETE", "/v1/tokens/99999999", {}, None, 404, "not_found", ANY),
+        # ---- suggest body ----
+        ("count 0", "POST", SUG, {}, J({"count": 0}), 400, "invalid_argument", "count"),
+        ("count 101", "POST", SUG, {}, J({"count": 101}), 400, "invalid_argument", "count"),
+        ("count 1000", "POST", SUG, {}, J({"count": 1000}), 400, "invalid_argument", "count"),
+        ("count -1", "POST", SUG, {}, J({"count": -1}), 400, "invalid_argument", "count"),
+        ("count string", "POST", SUG, {}, J({"count": "2"}), 400, "invalid_argument", "count"),
+        ("count fraction", "POST", SUG, {}, J({"count": 2.5}), 400, "invalid_argument", "count"),
+        ("worker number", "POST", SUG, {}, J({"worker": 5}), 400, "invalid_argument", "worker"),
+        # ---- trial listing query (the contract does not name query fields: ANY) ----
+        ("negative limit", "GET", TR + "?limit=-1", {}, None, 400, "invalid_argument", ANY),
+        ("limit 0", "GET", TR + "?limit=0", {}, None, 400, "invalid_argument", ANY),
+        ("limit 1001", "GET", TR + "?limit=1001", {}, None, 400, "invalid_argument", ANY),
+        ("limit word", "GET", TR + "?limit=abc", {}, None, 400, "invalid_argument", ANY),
+        ("after word", "GET", TR + "?after=abc", {}, None, 400, "invalid_argument", ANY),
+        ("unknown state", "GET", TR + "?state=bogus", {}, None, 400, "invalid_argument", ANY),
+        # ---- users ----
+        ("user name empty", "POST", "/v1/users", {"Authorization": "Bearer ADMIN"}, J({"name": ""}), 400,
+         "invalid_argument", "name"),
+        ("user name number", "POST", "/v1/users", {"Authorization": "Bearer ADMIN"}, J({"name": 5}), 400,
+         "invalid_argument", "name"),
+        ("user admin string", "POST", "/v1/users", {"Authorization": "Bearer ADMIN"},
+         J({"name": "zed", "admin": "yes"}), 400, "invalid_argument", "admin"),
+        # The contract does not list this case; conflict (409) is the documented code for a clash.
+        ("duplicate user", "POST", "/v1/users", {"Authorization": "Bearer ADMIN"}, J({"name": "dupuser"}), 409,
+         "conflict", ANY),
+        ("tokens of unknown user", "POST", "/v1/users/nosuchuser/tokens", {"Authorization": "Bearer ADMIN"},
+         None, 404, "not_found", ANY),
+    ]
+
+
+class BadInputs(bdtest.DaemonTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = bdtest.Daemon()
+        cls.user = bdtest.create_user(cls.d, "tester")
+        bdtest.expect(cls.d.request("POST", "/v1/users", {"name": "dupuser"}), 201, "create dupuser")
+        revoked, revoked_id = bdtest.create_token(cls.d, "tester")
+        bdtest.expect(cls.d.request("DELETE", "/v1/tokens/%d" % revoked_id), 200, "revoke")
+        cls.revoked = revoked
+        cls.study = create_study(cls.d, token=cls.user)
+        cls.trials = suggest(cls.d, cls.study["id"], count=3, token=cls.user)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.cleanup()
+
+    def send(self, method, path, headers, raw):
+        headers = dict(headers)
+        token = self.user
+        auth = headers.pop("Authorization", "keep")
+        if auth is None:
+            token = None
+        elif auth == "Bearer ADMIN":
+            token = self.d.token
+        elif auth != "keep":
+            token = None
+            headers["Authorization"] = auth
+        return self.d.request(method, path, token=token, headers=headers, raw_body=raw)
+
+    def check_row(self, row, got):
+        name, method, path, headers, raw, status, code, field = row
+        st, body, hdrs = got
+        what = "%s: %s %s" % (name, method, path)
+        self.assertEqual(st, status, "%s: expected %d %s, got %d %r" % (what, status, code, st, body))
+        bdtest.assert_error_shape(self, body, what)
+        self.assertEqual(body["error"]["code"], code, "%s: %r" % (what, body))
+        self.assertTrue((hdrs.get("Content-Type") or "").startswith("application/json"),
+                        "%s: Content-Type %r" % (what, hdrs.get("Content-Type")))
+        f = body["error"]["field"]
+        if field is ANY:
+            return
+        if isinstance(field, PREFIX):
+            self.assertTrue(isinstance(f, str) and f.startswith(field),
+                            "%s: field %r should start with %r" % (what, f, str(field)))
+        else:
+            self.assertEqual(f, field, "%s: field" % what)
+
+    def test_table(self):
+        sid = self.study["id"]
+        tids = [t["id"] for t in self.trials]
+        table = rows(sid, tids[0], tids[1], tids[2], self.revoked, self.user)
+        names = [r[0] for r in table]
+        self.assertEqual(len(names), len(set(names)), "row names are unique")
+        before = check_status(self, self.d.request("GET", "/v1/studies", token=self.user), 200)["studies"]
+        for row in table:
+            with self.subTest(row=row[0]):
+                got = self.send(*row[1:5])
+                self.check_row(row, got)
+            self.assertTrue(self.d.running(), "banditd died on row %r; stderr:\n%s" % (row[0], self.d.log_tail()))
+
+        # Rejected requests changed nothing.
+        after = check_status(self, self.d.request("GET", "/v1/studies", token=self.user), 200)["studies"]
+        self.assertEqual(sorted(s["id"] for s in after), sorted(s["id"] for s in before),
+                         "a rejected POST /v1/studies created a study")
+        for tid in tids:
+            t = check_status(self, self.d.request("GET", "/v1/trials/%d" % tid, token=self.user), 200)
+            self.assertEqual((t["state"], t["measurements"]), ("running", []),
+                             "a rejected request changed trial %d" % tid)
+        s = check_status(self, self.d.request("GET", "/v1/studies/%d" % sid, token=self.user), 200)
+        self.assertEqual(s["trials"]["total"], 3, "a rejected suggest created a trial")
+        self.assert_still_serving()
+
+    def test_huge_body(self):
+        body = ('{"name": "' + "a" * (2 * 1024 * 1024) + '", "parameters": []}').encode()
+        got = self.d.stream_request("POST", "/v1/studies", {"Authorization": "Bearer " + self.user,
+                                                            "Content-Type": "application/json"}, body)
+        row = ("2 MiB body", "POST", "/v1/studies", {}, None, 413, "payload_too_large", ANY)
+        self.check_row(row, got)
+        self.assertTrue(self.d.running())
+        self.assert_still_serving()
+
+    def test_json_with_charset_is_json(self):
+        # "application/json; charset=utf-8" is the application/json media type (RFC 9110
+        # media type parameters), so it must not be refused with 415.
+        st, body, _ = self.d.request("POST", "/v1/studies", token=self.user, raw_body=study(name="charset"),
+                                     headers={"Content-Type": "application/json; charset=utf-8"})
+        self.assertEqual(st, 201, body)
+
+    def assert_still_serving(self):
+        st, body, _ = self.d.request("GET", "/healthz", token=None)
+        self.assertEqual((st, body), (200, {"status": "ok"}))
+        s = create_study(self.d, token=self.user)
+        t = suggest(self.d, s["id"], token=self.user)
+        self.assertEqual(len(t), 1)
+        check_status(self, self.d.request("DELETE", "/v1/studies/%d" % s["id"], token=self.user), 200)
+
+
+class BodyLimitFlag(bdtest.DaemonTestCase):
+    """--max-body-bytes sets the limit: just under passes, just over is 413."""
+
+    def test_max_body_bytes(self):
+        d = bdtest.Daemon(extra_args=["--max-body-bytes", "2048"])
+        self.addCleanup(d.cleanup)
+        small = study(name="small")
+        small = small[:-1] + " " * (1900 - len(small)) + "}"
+        st, body, _ = d.request("POST", "/v1/studies", raw_body=small)
+        self.assertEqual(st, 201, body)
+        big = small[:-1] + " " * 300 + "}"
+        self.assertGreater(len(big), 2048)
+        st, body, _ = d.stream_request("POST", "/v1/studies", {"Authorization": "Bearer " + d.token,
+                                                              "Content-Type": "application/json"}, big.encode())
+        self.assertEqual(st, 413, body)
+        bdtest.assert_error_shape(self, body)
+        self.assertEqual(body["error"]["code"], "payload_too_large")
+        self.assertEqual(d.request("GET", "/healthz", token=None)[0], 200)
+
+
+if __name__ == "__main__":
+    unittest.main()

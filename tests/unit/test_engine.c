@@ -1,0 +1,325 @@
+/* Engine behaviour without HTTP: studies, suggest, reports, leases,
+ * idempotency, users and tokens, and replay after a restart. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/engine.h"
+
+static bd_engine *open_engine(const char *path)
+{
+    bd_engine_opts o = {.db_path = path, .default_lease_seconds = 60};
+    bd_engine *e = NULL;
+    bd_err err = {0};
+    cr_assert_eq(bd_engine_open(&o, &e, &err), 0, "open: %s", err.message);
+    return e;
+}
+
+static bd_caller admin_of(bd_engine *e)
+{
+    bd_caller c;
+    bd_err err;
+    cr_assert_not_null(bd_engine_first_admin_token(e));
+    cr_assert_eq(bd_engine_authenticate(e, bd_engine_first_admin_token(e), &c, &err), 0);
+    return c;
+}
+
+static json_t *must_parse(const char *text)
+{
+    json_t *j = json_loads(text, 0, NULL);
+    cr_assert_not_null(j, "bad test JSON: %s", text);
+    return j;
+}
+
+static const char *study_body =
+    "{\"name\": \"s\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
+    " \"resource\": {\"name\": \"epochs\", \"min\": 1, \"max\": 9, \"integer\": true},"
+    " \"scheduler\": {\"name\": \"random\", \"options\": {\"max_trials\": 3}}, \"seed\": 7}";
+
+static int64_t create_study(bd_engine *e, const bd_caller *c, const char *body)
+{
+    bd_request req = {.caller = c};
+    json_t *b = must_parse(body), *out = NULL;
+    bd_err err = {0};
+    cr_assert_eq(bd_engine_create_study(e, &req, b, &out, &err), 0, "create: %s (%s)", err.message, err.field);
+    int64_t id = json_integer_value(json_object_get(out, "id"));
+    json_decref(b);
+    json_decref(out);
+    return id;
+}
+
+static json_t *suggest(bd_engine *e, const bd_caller *c, int64_t study, const char *key)
+{
+    bd_request req = {.caller = c, .idem_key = key, .fingerprint = "POST suggest"};
+    json_t *b = must_parse("{\"worker\": \"w\"}"), *out = NULL;
+    bd_err err = {0};
+    cr_assert_eq(bd_engine_suggest(e, &req, study, b, &out, &err), 0, "suggest: %s", err.message);
+    json_decref(b);
+    return out;
+}
+
+static int64_t first_trial(json_t *answer)
+{
+    return json_integer_value(json_object_get(json_array_get(json_object_get(answer, "trials"), 0), "id"));
+}
+
+static int report(bd_engine *e, const bd_caller *c, int64_t trial, const char *kind, const char *body, bd_err *err)
+{
+    bd_request req = {.caller = c};
+    json_t *b = must_parse(body), *out = NULL;
+    int rc = strcmp(kind, "measure") == 0    ? bd_engine_measure(e, &req, trial, b, &out, err)
+             : strcmp(kind, "complete") == 0 ? bd_engine_complete(e, &req, trial, b, &out, err)
+                                             : bd_engine_fail(e, &req, trial, b, &out, err);
+    json_decref(b);
+    json_decref(out);
+    return rc;
+}
+
+Test(engine, study_validation_names_the_field)
+{
+    bd_engine *e = open_engine(":memory:");
+    bd_caller admin = admin_of(e);
+    bd_request req = {.caller = &admin};
+    struct { const char *body, *field; } cases[] = {
+        {"{\"parameters\": []}", "name"},
+        {"{\"name\": \"a\", \"scheduler\": {\"name\": \"random\"}}", "parameters"},
+        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}]}",
+         "scheduler"},
+        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
+         " \"scheduler\": {\"name\": \"nope\"}}", "scheduler.name"},
+        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
+         " \"scheduler\": {\"name\": \"random\", \"options\": {\"max_trails\": 3}}}", "scheduler.options.max_trails"},
+        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
+         " \"scheduler\": {\"name\": \"random\"}, \"objective\": {\"goal\": \"up\"}}", "objective.goal"},
+        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
+         " \"scheduler\": {\"name\": \"random\"}, \"resource\": {\"min\": 5, \"max\": 2}}", "resource.max"},
+        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
+         " \"scheduler\": {\"name\": \"random\"}, \"objectve\": {}}", "objectve"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *b = must_parse(cases[i].body), *out = NULL;
+        bd_err err = {0};
+        cr_expect_eq(bd_engine_create_study(e, &req, b, &out, &err), BD_EINVAL, "case %zu", i);
+        cr_expect_str_eq(err.field, cases[i].field, "case %zu: %s", i, err.message);
+        json_decref(b);
+    }
+    bd_engine_close(e);
+}
+
+Test(engine, random_study_lifecycle_and_incumbent)
+{
+    bd_engine *e = open_engine(":memory:");
+    bd_caller admin = admin_of(e);
+    int64_t study = create_study(e, &admin, study_body);
+    bd_err err = {0};
+    int64_t ids[3];
+    for (int i = 0; i < 3; i++) {
+        json_t *a = suggest(e, &admin, study, NULL);
+        ids[i] = first_trial(a);
+        cr_assert_gt(ids[i], 0);
+        cr_expect_eq(json_integer_value(json_object_get(json_array_get(json_object_get(a, "trials"), 0), "budget")),
+                     9, "random search trains at resource.max");
+        json_decref(a);
+    }
+    json_t *a = suggest(e, &admin, study, NULL);
+    cr_expect_eq(json_array_size(json_object_get(a, "trials")), 0);
+    cr_expect(json_is_integer(json_object_get(a, "retry_after_ms")), "running trials: retry later");
+    json_decref(a);
+
+    cr_expect_eq(report(e, &admin, ids[0], "measure", "{\"step\": 1, \"value\": 0.9}", &err), 0, "%s", err.message);
+    cr_expect_eq(report(e, &admin, ids[0], "complete", "{\"value\": 0.5}", &err), 0, "%s", err.message);
+    cr_expect_eq(report(e, &admin, ids[0], "measure", "{\"step\": 2, \"value\": 0.4}", &err), BD_ECONFLICT);
+    cr_expect_eq(report(e, &admin, ids[1], "complete", "{\"value\": null, \"reason\": \"nan loss\"}", &err), 0);
+    cr_expect_eq(report(e, &admin, ids[2], "complete", "{\"value\": 0.25}", &err), 0);
+
+    json_t *s = NULL;
+    cr_assert_eq(bd_engine_get_study(e, &admin, study, &s, &err), 0);
+    json_t *inc = json_object_get(s, "incumbent");
+    cr_expect_eq(json_integer_value(json_object_get(inc, "trial_id")), ids[2]);
+    cr_expect_float_eq(json_number_value(json_object_get(inc, "value")), 0.25, 1e-12);
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(s, "trials"), "completed")), 3);
+    cr_expect(json_is_true(json_object_get(s, "done")));
+    json_decref(s);
+
+    a = suggest(e, &admin, study, NULL);
+    cr_expect(json_is_true(json_object_get(a, "done")));
+    json_decref(a);
+    bd_engine_close(e);
+}
+
+Test(engine, idempotent_suggest_returns_the_same_trials)
+{
+    bd_engine *e = open_engine(":memory:");
+    bd_caller admin = admin_of(e);
+    int64_t study = create_study(e, &admin, study_body);
+    json_t *a = suggest(e, &admin, study, "k1");
+    json_t *b = suggest(e, &admin, study, "k1");
+    cr_expect(json_equal(a, b));
+    json_t *c = suggest(e, &admin, study, "k2");
+    cr_expect_neq(first_trial(c), first_trial(a));
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+
+    bd_request req = {.caller = &admin, .idem_key = "k1", .fingerprint = "POST something else"};
+    json_t *body = json_object(), *out = NULL;
+    bd_err err = {0};
+    cr_expect_eq(bd_engine_suggest(e, &req, study, body, &out, &err), BD_ECONFLICT);
+    json_decref(body);
+
+    json_t *s = NULL;
+    cr_assert_eq(bd_engine_get_study(e, &admin, study, &s, &err), 0);
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(s, "trials"), "total")), 2,
+                 "a replayed key must not create trials");
+    json_decref(s);
+    bd_engine_close(e);
+}
+
+Test(engine, expired_lease_frees_the_slot)
+{
+    bd_engine *e = open_engine(":memory:");
+    bd_caller admin = admin_of(e);
+    int64_t study = create_study(e, &admin, study_body);
+    json_t *a = suggest(e, &admin, study, NULL);
+    int64_t id = first_trial(a);
+    json_decref(a);
+    int n = 0;
+    bd_err err = {0};
+    cr_assert_eq(bd_engine_expire_leases(e, bd_now() + 30, &n, &err), 0);
+    cr_expect_eq(n, 0, "lease of 60 s has not ended after 30 s");
+    cr_assert_eq(bd_engine_expire_leases(e, bd_now() + 61, &n, &err), 0);
+    cr_expect_eq(n, 1);
+    cr_expect_eq(report(e, &admin, id, "complete", "{\"value\": 1}", &err), BD_ECONFLICT);
+    json_t *t = NULL;
+    cr_assert_eq(bd_engine_get_trial(e, &admin, id, &t, &err), 0);
+    cr_expect_str_eq(json_string_value(json_object_get(t, "state")), "expired");
+    json_decref(t);
+    /* max_trials is 3 and the expired trial gave its slot back. */
+    for (int i = 0; i < 3; i++) {
+        a = suggest(e, &admin, study, NULL);
+        cr_expect_gt(first_trial(a), 0, "suggestion %d", i);
+        json_decref(a);
+    }
+    bd_engine_close(e);
+}
+
+Test(engine, users_tokens_and_isolation)
+{
+    bd_engine *e = open_engine(":memory:");
+    bd_caller admin = admin_of(e), alice, bob;
+    bd_request req = {.caller = &admin};
+    bd_err err = {0};
+    json_t *out = NULL, *body;
+    const char *names[] = {"alice", "bob"};
+    bd_caller *callers[] = {&alice, &bob};
+    int64_t token_ids[2];
+    for (int i = 0; i < 2; i++) {
+        body = json_pack("{s:s}", "name", names[i]);
+        cr_assert_eq(bd_engine_create_user(e, &req, body, &out, &err), 0, "%s", err.message);
+        json_decref(body);
+        json_decref(out);
+        cr_assert_eq(bd_engine_create_token(e, &req, names[i], &out, &err), 0);
+        cr_assert_eq(bd_engine_authenticate(e, json_string_value(json_object_get(out, "token")), callers[i], &err), 0);
+        token_ids[i] = json_integer_value(json_object_get(out, "token_id"));
+        json_decref(out);
+    }
+    body = json_pack("{s:s}", "name", "alice");
+    cr_expect_eq(bd_engine_create_user(e, &req, body, &out, &err), BD_ECONFLICT);
+    bd_request as_alice = {.caller = &alice};
+    cr_expect_eq(bd_engine_create_user(e, &as_alice, body, &out, &err), BD_EFORBIDDEN);
+    json_decref(body);
+
+    int64_t study = create_study(e, &alice, study_body);
+    cr_expect_eq(bd_engine_get_study(e, &bob, study, &out, &err), BD_ENOTFOUND);
+    json_t *a = suggest(e, &alice, study, NULL);
+    int64_t trial = first_trial(a);
+    json_decref(a);
+    cr_expect_eq(bd_engine_get_trial(e, &bob, trial, &out, &err), BD_ENOTFOUND);
+    cr_expect_eq(report(e, &bob, trial, "complete", "{\"value\": 1}", &err), BD_ENOTFOUND);
+    cr_assert_eq(bd_engine_list_studies(e, &bob, &out, &err), 0);
+    cr_expect_eq(json_array_size(json_object_get(out, "studies")), 0);
+    json_decref(out);
+
+    bd_request as_bob = {.caller = &bob};
+    cr_expect_eq(bd_engine_revoke_token(e, &as_bob, token_ids[0], &out, &err), BD_ENOTFOUND,
+                 "bob cannot revoke alice's token");
+    cr_assert_eq(bd_engine_revoke_token(e, &as_alice, token_ids[0], &out, &err), 0);
+    json_decref(out);
+    bd_caller again;
+    cr_expect_eq(bd_engine_authenticate(e, "bdt_1_0000000000000000000000000000000000000000000000000000000000000000",
+                                        &again, &err), BD_EAUTH, "wrong secret");
+    cr_expect_eq(bd_engine_authenticate(e, "Bearer nonsense", &again, &err), BD_EAUTH);
+    bd_engine_close(e);
+}
+
+/* Copies a quiescent database (main file + WAL) so a second engine can
+ * replay exactly what the first one committed. */
+static void copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    char buf[65536];
+    size_t n;
+    if (in) {
+        while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+            cr_assert_eq(fwrite(buf, 1, n, out), n);
+        fclose(in);
+    }
+    fclose(out);
+}
+
+Test(engine, replay_gives_the_same_next_suggestions)
+{
+    char dir[] = "/tmp/bd_engine_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char db[256], copy[256], from[300], to[300];
+    snprintf(db, sizeof db, "%s/live.db", dir);
+    snprintf(copy, sizeof copy, "%s/copy.db", dir);
+    bd_engine *live = open_engine(db);
+    bd_caller admin = admin_of(live);
+    int64_t study = create_study(live, &admin,
+                                 "{\"name\": \"r\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", "
+                                 "\"low\": 0.001, \"high\": 1, \"log\": true}, {\"name\": \"c\", \"type\": "
+                                 "\"categorical\", \"choices\": [\"a\", \"b\", \"c\"]}], "
+                                 "\"scheduler\": {\"name\": \"random\"}, \"seed\": 11}");
+    bd_err err = {0};
+    for (int i = 0; i < 5; i++) {
+        json_t *a = suggest(live, &admin, study, NULL);
+        if (i % 2 == 0)
+            cr_assert_eq(report(live, &admin, first_trial(a), "complete", "{\"value\": 0.5}", &err), 0);
+        else
+            cr_assert_eq(report(live, &admin, first_trial(a), "fail", "{}", &err), 0);
+        json_decref(a);
+    }
+    copy_file(db, copy);
+    snprintf(from, sizeof from, "%s-wal", db);
+    snprintf(to, sizeof to, "%s-wal", copy);
+    copy_file(from, to);
+
+    bd_engine *rebuilt = open_engine(copy);
+    bd_caller admin2;
+    cr_assert_eq(bd_engine_authenticate(rebuilt, bd_engine_first_admin_token(live) ? bd_engine_first_admin_token(live) : "",
+                                        &admin2, &err), 0, "%s", err.message);
+    for (int i = 0; i < 3; i++) {
+        json_t *a = suggest(live, &admin, study, NULL), *b = suggest(rebuilt, &admin2, study, NULL);
+        json_t *ta = json_array_get(json_object_get(a, "trials"), 0), *tb = json_array_get(json_object_get(b, "trials"), 0);
+        cr_expect(json_equal(json_object_get(ta, "config"), json_object_get(tb, "config")), "suggestion %d", i);
+        cr_expect(json_equal(json_object_get(ta, "id"), json_object_get(tb, "id")));
+        json_decref(a);
+        json_decref(b);
+    }
+    json_t *sa = NULL, *sb = NULL;
+    cr_assert_eq(bd_engine_get_study(live, &admin, study, &sa, &err), 0);
+    cr_assert_eq(bd_engine_get_study(rebuilt, &admin2, study, &sb, &err), 0);
+    cr_expect(json_equal(json_object_get(sa, "trials"), json_object_get(sb, "trials")));
+    cr_expect(json_equal(json_object_get(sa, "incumbent"), json_object_get(sb, "incumbent")));
+    json_decref(sa);
+    json_decref(sb);
+    bd_engine_close(live);
+    bd_engine_close(rebuilt);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
