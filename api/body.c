@@ -52,7 +52,7 @@ int bd_api_parse_body(const char *buf, size_t len, int required, json_t **out, b
         *out = json_object();
         return 0;
     }
-    j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+    j = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!j) {
         int nonfinite = json_error_code(&jerr) == json_error_invalid_syntax &&
                         non_finite_near(buf, len, jerr.position > 0 ? (size_t)jerr.position : 0);

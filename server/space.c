@@ -23,12 +23,13 @@
 
 #define NAME_MAX_BYTES 100
 #define EXACT_INT_MAX 9007199254740992.0 /* 2^53 */
+#define EXACT_INT_MAX_I ((json_int_t)1 << 53)
 
 struct bd_space {
-    size_t n;               /* number of parameters */
-    bd_param *params;       /* n entries, in declaration order */
-    json_t *names;          /* object: name -> integer index into params */
-    json_t **choice_index;  /* n entries: for a categorical, scalar_key -> index in choices; else NULL */
+    size_t n;              /* number of parameters */
+    bd_param *params;      /* n entries, in declaration order */
+    json_t *names;         /* object: name -> integer index into params */
+    json_t **choice_index; /* n entries: for a categorical, scalar_key -> index in choices; else NULL */
 };
 
 static json_t *jcheck(json_t *v)
@@ -59,18 +60,23 @@ static void jappend(json_t *array, json_t *value)
 static const char *type_name(bd_param_type t)
 {
     switch (t) {
-    case BD_PARAM_FLOAT: return "float";
-    case BD_PARAM_INT: return "int";
-    default: return "categorical";
+    case BD_PARAM_FLOAT:
+        return "float";
+    case BD_PARAM_INT:
+        return "int";
+    default:
+        return "categorical";
     }
 }
 
-/* The shortest decimal text that reads back as x. */
+/* The shortest decimal text that reads back as x, without an exponent for
+ * magnitudes in [1e-4, 1e16) ("100", not "1e+02"). */
 static const char *fmt_num(double x, char buf[32])
 {
+    int plain = fabs(x) >= 1e-4 && fabs(x) < 1e16;
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, 32, "%.*g", prec, x);
-        if (strtod(buf, NULL) == x)
+        if (strtod(buf, NULL) == x && !(plain && strchr(buf, 'e')))
             break;
     }
     return buf;
@@ -150,9 +156,8 @@ static long index_choices(const json_t *choices, json_t **index, size_t *dup_of)
 {
     json_t *ix = jcheck(json_object());
     size_t k, len;
-    json_t *v;
-    json_array_foreach(choices, k, v) {
-        char *key = scalar_key(v, &len);
+    for (k = 0; k < json_array_size(choices); k++) {
+        char *key = scalar_key(json_array_get(choices, k), &len);
         json_t *prev;
         assert(key);
         prev = json_object_getn(ix, key, len);
@@ -171,10 +176,17 @@ static long index_choices(const json_t *choices, json_t **index, size_t *dup_of)
     return -1;
 }
 
+/* Checked on the integer itself: beyond 2^53 the conversion to double rounds. */
+static int integer_in_exact_range(const json_t *v)
+{
+    return !json_is_integer(v) ||
+           (json_integer_value(v) >= -EXACT_INT_MAX_I && json_integer_value(v) <= EXACT_INT_MAX_I);
+}
+
 /* Is v a whole number within +-2^53 (a JSON integer, or a real like 3.0)? */
 static int as_integer(const json_t *v, double *x)
 {
-    if (!json_is_number(v))
+    if (!json_is_number(v) || !integer_in_exact_range(v))
         return 0;
     *x = json_number_value(v);
     return *x == floor(*x) && fabs(*x) <= EXACT_INT_MAX;
@@ -182,17 +194,14 @@ static int as_integer(const json_t *v, double *x)
 
 static int cond_accepts(const bd_param_cond *c, const json_t *v)
 {
-    size_t k;
-    json_t *w;
-    json_array_foreach(c->values, k, w)
-        if (value_equal(v, w))
+    for (size_t k = 0; k < json_array_size(c->values); k++)
+        if (value_equal(v, json_array_get(c->values, k)))
             return 1;
     return 0;
 }
 
 /* active[j] for j < upto: all conditions of j hold and its parents are active. */
-static void compute_active(const bd_space *s, const json_t *config, unsigned char *active,
-                           size_t upto)
+static void compute_active(const bd_space *s, const json_t *config, unsigned char *active, size_t upto)
 {
     for (size_t j = 0; j < upto; j++) {
         const bd_param *p = &s->params[j];
@@ -309,13 +318,11 @@ static int parse_type(const json_t *obj, size_t i, bd_param *p, bd_err *err)
 /* Every key must be known and apply to the parameter's type. */
 static int check_keys(const json_t *obj, size_t i, bd_param_type type, bd_err *err)
 {
-    const char *key;
-    json_t *v;
     char f[128];
 
-    json_object_foreach((json_t *)obj, key, v) {
-        int numeric = strcmp(key, "low") == 0 || strcmp(key, "high") == 0 ||
-                      strcmp(key, "log") == 0;
+    for (void *it = json_object_iter((json_t *)obj); it; it = json_object_iter_next((json_t *)obj, it)) {
+        const char *key = json_object_iter_key(it);
+        int numeric = strcmp(key, "low") == 0 || strcmp(key, "high") == 0 || strcmp(key, "log") == 0;
         int choices = strcmp(key, "choices") == 0;
         if (strcmp(key, "name") == 0 || strcmp(key, "type") == 0 || strcmp(key, "when") == 0)
             continue;
@@ -323,8 +330,7 @@ static int check_keys(const json_t *obj, size_t i, bd_param_type type, bd_err *e
             continue;
         pfield(f, i, key);
         if (numeric || choices)
-            return bd_err_set(err, BD_EINVAL, f, "is not allowed for a %s parameter",
-                              type_name(type));
+            return bd_err_set(err, BD_EINVAL, f, "is not allowed for a %s parameter", type_name(type));
         return bd_err_set(err, BD_EINVAL, f,
                           "is not a parameter field (expected name, type, low, high, log, "
                           "choices or when)");
@@ -332,8 +338,7 @@ static int check_keys(const json_t *obj, size_t i, bd_param_type type, bd_err *e
     return 0;
 }
 
-static int parse_bound(const json_t *obj, size_t i, const char *key, int integer, double *x,
-                       bd_err *err)
+static int parse_bound(const json_t *obj, size_t i, const char *key, int integer, double *x, bd_err *err)
 {
     const json_t *v = json_object_get(obj, key);
     char f[128];
@@ -348,9 +353,8 @@ static int parse_bound(const json_t *obj, size_t i, const char *key, int integer
         return bd_err_set(err, BD_EINVAL, f, "must be finite");
     if (integer && *x != floor(*x))
         return bd_err_set(err, BD_EINVAL, f, "must be an integer");
-    if (integer && fabs(*x) > EXACT_INT_MAX)
-        return bd_err_set(err, BD_EINVAL, f,
-                          "must be between -9007199254740992 and 9007199254740992");
+    if (integer && (fabs(*x) > EXACT_INT_MAX || !integer_in_exact_range(v)))
+        return bd_err_set(err, BD_EINVAL, f, "must be between -9007199254740992 and 9007199254740992");
     return 0;
 }
 
@@ -369,17 +373,14 @@ static int parse_bounds(const json_t *obj, size_t i, bd_param *p, bd_err *err)
         return bd_err_set(err, BD_EINVAL, pfield(f, i, "log"), "must be true or false");
     p->log = json_is_true(log);
     if (integer && p->high < p->low)
-        return bd_err_set(err, BD_EINVAL, pfield(f, i, "high"), "must be at least low (%s)",
-                          fmt_num(p->low, num));
+        return bd_err_set(err, BD_EINVAL, pfield(f, i, "high"), "must be at least low (%s)", fmt_num(p->low, num));
     if (!integer && p->high <= p->low)
-        return bd_err_set(err, BD_EINVAL, pfield(f, i, "high"), "must be greater than low (%s)",
-                          fmt_num(p->low, num));
+        return bd_err_set(err, BD_EINVAL, pfield(f, i, "high"), "must be greater than low (%s)", fmt_num(p->low, num));
     if (!isfinite(p->high - p->low))
         return bd_err_set(err, BD_EINVAL, pfield(f, i, "high"),
                           "is too far from low: high - low is not a finite number");
     if (p->log && p->low <= 0)
-        return bd_err_set(err, BD_EINVAL, pfield(f, i, "low"),
-                          "must be greater than 0 when log is true");
+        return bd_err_set(err, BD_EINVAL, pfield(f, i, "low"), "must be greater than 0 when log is true");
     return 0;
 }
 
@@ -388,7 +389,6 @@ static int parse_choices(const json_t *obj, size_t i, bd_space *s, bd_err *err)
     const json_t *ch = json_object_get(obj, "choices");
     size_t k, dup_of = 0;
     long dup;
-    json_t *v;
     char f[128], text[64];
 
     pfield(f, i, "choices");
@@ -398,13 +398,13 @@ static int parse_choices(const json_t *obj, size_t i, bd_space *s, bd_err *err)
         return bd_err_set(err, BD_EINVAL, f, "must be an array");
     if (json_array_size(ch) == 0)
         return bd_err_set(err, BD_EINVAL, f, "must not be empty");
-    json_array_foreach(ch, k, v) {
+    for (k = 0; k < json_array_size(ch); k++) {
+        const json_t *v = json_array_get(ch, k);
         snprintf(f, sizeof f, "parameters[%zu].choices[%zu]", i, k);
         if (!is_scalar(v))
             return bd_err_set(err, BD_EINVAL, f, "must be a string, number or boolean");
-        if (json_is_integer(v) && fabs((double)json_integer_value(v)) > EXACT_INT_MAX)
-            return bd_err_set(err, BD_EINVAL, f,
-                              "must be between -9007199254740992 and 9007199254740992");
+        if (!integer_in_exact_range(v))
+            return bd_err_set(err, BD_EINVAL, f, "must be between -9007199254740992 and 9007199254740992");
     }
     dup = index_choices(ch, &s->choice_index[i], &dup_of);
     if (dup >= 0) {
@@ -429,12 +429,12 @@ static int declared_after(const json_t *params, size_t i, const char *name)
 
 /* One "when" entry: parent `key` must take one of `vals`. Fills *c (values
  * canonical, see the file comment). f is the entry's field path. */
-static int parse_cond(const bd_space *s, const json_t *params, size_t i, const char *key,
-                      const json_t *vals, bd_param_cond *c, const char *f, bd_err *err)
+static int parse_cond(const bd_space *s, const json_t *params, size_t i, const char *key, const json_t *vals,
+                      bd_param_cond *c, const char *f, bd_err *err)
 {
     const json_t *jidx = json_object_get(s->names, key);
     const bd_param *par;
-    json_t *seen = NULL, *v;
+    json_t *seen = NULL;
     char text[64], lo[32], hi[32];
     size_t k, pi;
     int rc = 0;
@@ -442,7 +442,8 @@ static int parse_cond(const bd_space *s, const json_t *params, size_t i, const c
     if (!jidx && declared_after(params, i, key))
         return bd_err_set(err, BD_EINVAL, f,
                           "names parameter \"%s\", declared after this one (parents must come "
-                          "first)", key);
+                          "first)",
+                          key);
     if (!jidx)
         return bd_err_set(err, BD_EINVAL, f, "names no parameter (there is no \"%s\")", key);
     pi = (size_t)json_integer_value(jidx);
@@ -450,15 +451,15 @@ static int parse_cond(const bd_space *s, const json_t *params, size_t i, const c
         return bd_err_set(err, BD_EINVAL, f, "a parameter cannot depend on itself");
     par = &s->params[pi];
     if (par->type == BD_PARAM_FLOAT)
-        return bd_err_set(err, BD_EINVAL, f,
-                          "names float parameter \"%s\"; a parent must be categorical or int", key);
+        return bd_err_set(err, BD_EINVAL, f, "names float parameter \"%s\"; a parent must be categorical or int", key);
     if (!json_is_array(vals) || json_array_size(vals) == 0)
         return bd_err_set(err, BD_EINVAL, f, "must be a non-empty array of values of \"%s\"", key);
 
     c->parent = pi;
     c->values = jcheck(json_array());
     seen = jcheck(json_object());
-    json_array_foreach(vals, k, v) {
+    for (k = 0; k < json_array_size(vals); k++) {
+        const json_t *v = json_array_get(vals, k);
         json_t *canon;
         char *skey;
         size_t len;
@@ -466,8 +467,7 @@ static int parse_cond(const bd_space *s, const json_t *params, size_t i, const c
         if (par->type == BD_PARAM_CATEGORICAL) {
             long ci = choice_find(s, pi, v);
             if (ci < 0) {
-                rc = bd_err_set(err, BD_EINVAL, f, "%s is not one of the choices of \"%s\"",
-                                fmt_json(v, text), key);
+                rc = bd_err_set(err, BD_EINVAL, f, "%s is not one of the choices of \"%s\"", fmt_json(v, text), key);
                 goto out;
             }
             canon = jcheck(json_deep_copy(json_array_get(par->choices, (size_t)ci)));
@@ -500,8 +500,6 @@ static int parse_when(const json_t *obj, const json_t *params, size_t i, bd_spac
 {
     const json_t *w = json_object_get(obj, "when");
     bd_param *p = &s->params[i];
-    const char *key;
-    json_t *vals;
     size_t c = 0;
     char f[128];
     int rc;
@@ -515,9 +513,10 @@ static int parse_when(const json_t *obj, const json_t *params, size_t i, bd_spac
         return 0;
     p->n_conds = json_object_size(w);
     p->conds = bd_xcalloc(p->n_conds, sizeof *p->conds);
-    json_object_foreach((json_t *)w, key, vals) {
+    for (void *it = json_object_iter((json_t *)w); it; it = json_object_iter_next((json_t *)w, it)) {
+        const char *key = json_object_iter_key(it);
         snprintf(f, sizeof f, "parameters[%zu].when.%s", i, key);
-        if ((rc = parse_cond(s, params, i, key, vals, &p->conds[c++], f, err)) != 0)
+        if ((rc = parse_cond(s, params, i, key, json_object_iter_value(it), &p->conds[c++], f, err)) != 0)
             return rc;
     }
     return 0;
@@ -669,8 +668,7 @@ json_t *bd_space_sample(const bd_space *s, bd_rng *rng)
             v = json_integer(sample_int(p, rng));
             break;
         default:
-            v = json_deep_copy(
-                json_array_get(p->choices, bd_rng_below(rng, json_array_size(p->choices))));
+            v = json_deep_copy(json_array_get(p->choices, bd_rng_below(rng, json_array_size(p->choices))));
             break;
         }
         jset(config, p->name, v);
@@ -696,8 +694,8 @@ int bd_space_is_active(const bd_space *s, size_t i, const json_t *config)
 
 /* Message for parameter i present in config while inactive: the first
  * condition that fails. */
-static int inactive_error(const bd_space *s, size_t i, const json_t *config,
-                          const unsigned char *active, const char *f, bd_err *err)
+static int inactive_error(const bd_space *s, size_t i, const json_t *config, const unsigned char *active, const char *f,
+                          bd_err *err)
 {
     const bd_param *p = &s->params[i];
     char text[64];
@@ -705,11 +703,9 @@ static int inactive_error(const bd_space *s, size_t i, const json_t *config,
         const bd_param *par = &s->params[p->conds[c].parent];
         const json_t *v = json_object_get(config, par->name);
         if (!active[p->conds[c].parent] || !v)
-            return bd_err_set(err, BD_EINVAL, f, "must be left out: its parent \"%s\" is inactive",
-                              par->name);
+            return bd_err_set(err, BD_EINVAL, f, "must be left out: its parent \"%s\" is inactive", par->name);
         if (!cond_accepts(&p->conds[c], v))
-            return bd_err_set(err, BD_EINVAL, f,
-                              "must be left out: it is used only when \"%s\" is one of %s",
+            return bd_err_set(err, BD_EINVAL, f, "must be left out: it is used only when \"%s\" is one of %s",
                               par->name, fmt_json(p->conds[c].values, text));
     }
     return bd_err_set(err, BD_EINVAL, f, "must be left out: it is inactive");
@@ -727,13 +723,12 @@ static int check_value(const bd_space *s, size_t i, const json_t *v, const char 
             return bd_err_set(err, BD_EINVAL, f, "must be a number");
         x = json_number_value(v);
         if (!(x >= p->low && x <= p->high))
-            return bd_err_set(err, BD_EINVAL, f, "must be in [%s, %s]", fmt_num(p->low, lo),
-                              fmt_num(p->high, hi));
+            return bd_err_set(err, BD_EINVAL, f, "must be in [%s, %s]", fmt_num(p->low, lo), fmt_num(p->high, hi));
         return 0;
     case BD_PARAM_INT:
         if (!as_integer(v, &x) || x < p->low || x > p->high)
-            return bd_err_set(err, BD_EINVAL, f, "must be an integer in [%s, %s]",
-                              fmt_num(p->low, lo), fmt_num(p->high, hi));
+            return bd_err_set(err, BD_EINVAL, f, "must be an integer in [%s, %s]", fmt_num(p->low, lo),
+                              fmt_num(p->high, hi));
         return 0;
     default:
         if (choice_find(s, i, v) < 0)
@@ -745,14 +740,14 @@ static int check_value(const bd_space *s, size_t i, const json_t *v, const char 
 int bd_space_validate_config(const bd_space *s, const json_t *config, bd_err *err)
 {
     unsigned char *active = NULL;
-    const char *key;
     json_t *v;
     char f[128];
     int rc = 0;
 
     if (!json_is_object(config))
         return bd_err_set(err, BD_EINVAL, "config", "must be an object");
-    json_object_foreach((json_t *)config, key, v) {
+    for (void *it = json_object_iter((json_t *)config); it; it = json_object_iter_next((json_t *)config, it)) {
+        const char *key = json_object_iter_key(it);
         if (!json_object_get(s->names, key)) {
             snprintf(f, sizeof f, "config.%s", key);
             return bd_err_set(err, BD_EINVAL, f, "is not a parameter of this search space");
@@ -883,8 +878,7 @@ static void copy_param(bd_param *dst, const bd_param *src, size_t removed, const
 /* The name's own conditions, if any, are not carried into the sub-space: it
  * describes the parameters given that `name` is active and equals value. A
  * sub-space may be empty (an algorithm without hyperparameters). */
-int bd_space_subspace(const bd_space *s, const char *name, const json_t *value,
-                      bd_space **out, bd_err *err)
+int bd_space_subspace(const bd_space *s, const char *name, const json_t *value, bd_space **out, bd_err *err)
 {
     const size_t dropped = (size_t)-1;
     size_t *newidx = NULL, count = 0, dup_of;
@@ -896,13 +890,11 @@ int bd_space_subspace(const bd_space *s, const char *name, const json_t *value,
     assert(out);
     *out = NULL;
     if (p < 0 || s->params[p].type != BD_PARAM_CATEGORICAL) {
-        rc = bd_err_set(err, BD_EINVAL, NULL, "there is no categorical parameter \"%s\"",
-                        name ? name : "(null)");
+        rc = bd_err_set(err, BD_EINVAL, NULL, "there is no categorical parameter \"%s\"", name ? name : "(null)");
         goto out;
     }
     if (choice_find(s, (size_t)p, value) < 0) {
-        rc = bd_err_set(err, BD_EINVAL, NULL, "%s is not one of the choices of \"%s\"",
-                        fmt_json(value, text), name);
+        rc = bd_err_set(err, BD_EINVAL, NULL, "%s is not one of the choices of \"%s\"", fmt_json(value, text), name);
         goto out;
     }
     newidx = bd_xcalloc(s->n, sizeof *newidx);
@@ -911,8 +903,7 @@ int bd_space_subspace(const bd_space *s, const char *name, const json_t *value,
         int keep = j != (size_t)p;
         for (size_t c = 0; c < q->n_conds && keep; c++) {
             size_t parent = q->conds[c].parent;
-            keep = parent == (size_t)p ? cond_accepts(&q->conds[c], value)
-                                       : newidx[parent] != dropped;
+            keep = parent == (size_t)p ? cond_accepts(&q->conds[c], value) : newidx[parent] != dropped;
         }
         newidx[j] = keep ? count++ : dropped;
     }

@@ -1,6 +1,7 @@
 /* sqlite_events.c: the event log in the SQLite backend, the ordered history
- * each scheduler is rebuilt from. Event ids are AUTOINCREMENT, so the global
- * order is the id order and ids are never reused. Types are stored by name. */
+ * each scheduler is rebuilt from. A new event's id is larger than every
+ * stored one, so id order is the global order of appends. Types are stored by
+ * name, so the enum's order is not part of the file format. */
 #include <string.h>
 
 #include "sqlite_internal.h"

@@ -7,10 +7,12 @@
  * A database at a version above this build's is refused (an older binary must
  * not write a schema it does not know).
  *
- * Conventions of version 1: times are REAL seconds since the epoch; optional
- * references (resume_from, finished_at, events.trial_id) are NULL when absent;
- * a final value or measurement reported as null (diverged) is stored as
- * value NULL with has_value = 1; states and event types are stored by name. */
+ * Conventions of version 1: ids that clients see (users, tokens, studies,
+ * trials) are AUTOINCREMENT, so a deleted study's ids are never reused; times
+ * are REAL seconds since the epoch; optional references (resume_from,
+ * finished_at, events.trial_id) are NULL when absent; a final value or
+ * measurement reported as null (diverged) is stored as value NULL with
+ * has_value = 1; states and event types are stored by name. */
 #include <stdio.h>
 
 #include "sqlite_internal.h"
@@ -71,8 +73,11 @@ static const char *const migrations[] = {
     "  UPDATE trials SET config_id = NEW.id WHERE id = NEW.id;"
     "END;"
 
+    /* No AUTOINCREMENT here: event ids are never handed out, and a plain rowid
+     * is still larger than every existing one, so the order holds; it saves a
+     * sqlite_sequence page write on every measurement. */
     "CREATE TABLE events ("
-    "  id              INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  id              INTEGER PRIMARY KEY,"
     "  study_id        INTEGER NOT NULL REFERENCES studies (id) ON DELETE CASCADE,"
     "  trial_id        INTEGER REFERENCES trials (id) ON DELETE CASCADE,"
     "  type            TEXT NOT NULL CHECK (type IN ('created', 'measurement', 'completed', 'failed',"

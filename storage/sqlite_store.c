@@ -176,6 +176,8 @@ static void destroy(bd_store *s)
 
 int bd_store_open(const char *path, const bd_store_opts *opts, bd_store **out, bd_err *err)
 {
+    if (!path || !*path)
+        return bd_err_set(err, BD_EINVAL, "db", "no database path");
     bd_store *s = bd_xcalloc(1, sizeof *s);
     int ret = 0;
     if (pthread_mutex_init(&s->mu, NULL) != 0) {

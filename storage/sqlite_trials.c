@@ -82,6 +82,12 @@ static double value_of(int has_value, double value)
     return has_value ? value : NAN;
 }
 
+/* finished_at: 0 ("not finished") is stored as NULL. */
+static double finished_or_null(double finished_at)
+{
+    return finished_at != 0 ? finished_at : NAN;
+}
+
 int bd_store_trial_insert(bd_store *s, const bd_trial_row *row, int64_t *id, bd_err *err)
 {
     int ret = check_state(row->state, err);
@@ -100,7 +106,7 @@ int bd_store_trial_insert(bd_store *s, const bd_trial_row *row, int64_t *id, bd_
     bd_sqlite_bind_text(st, 8, row->worker, &rc);
     bd_sqlite_bind_double(st, 9, row->created_at, &rc);
     bd_sqlite_bind_double(st, 10, row->lease_expires_at, &rc);
-    bd_sqlite_bind_double(st, 11, row->finished_at ? row->finished_at : NAN, &rc);
+    bd_sqlite_bind_double(st, 11, finished_or_null(row->finished_at), &rc);
     bd_sqlite_bind_i64(st, 12, row->has_value ? 1 : 0, &rc);
     bd_sqlite_bind_double(st, 13, value_of(row->has_value, row->value), &rc);
     bd_sqlite_bind_i64(st, 14, row->timeout ? 1 : 0, &rc);
@@ -157,7 +163,7 @@ int bd_store_trial_finish(bd_store *s, const bd_trial_row *row, bd_err *err)
     int rc = SQLITE_OK;
     bd_sqlite_bind_i64(st, 1, row->id, &rc);
     bd_sqlite_bind_text(st, 2, state_names[row->state], &rc);
-    bd_sqlite_bind_double(st, 3, row->finished_at, &rc);
+    bd_sqlite_bind_double(st, 3, finished_or_null(row->finished_at), &rc);
     bd_sqlite_bind_i64(st, 4, row->has_value ? 1 : 0, &rc);
     bd_sqlite_bind_double(st, 5, value_of(row->has_value, row->value), &rc);
     bd_sqlite_bind_i64(st, 6, row->timeout ? 1 : 0, &rc);

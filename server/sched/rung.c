@@ -23,6 +23,48 @@ int bd_rank_before(double loss_a, int64_t id_a, double loss_b, int64_t id_b)
     return id_a < id_b;
 }
 
+double bd_budget_round(double x, double r_min, double r_max, int integer)
+{
+    double lo = r_min, hi = r_max;
+    if (integer) {
+        x = floor(x * (1 + 1e-9));
+        lo = ceil(r_min * (1 - 1e-9));
+        hi = floor(r_max * (1 + 1e-9));
+    }
+    if (x > hi)
+        x = hi;
+    if (x < lo)
+        x = lo;
+    return x;
+}
+
+int bd_budget_levels(double r_min, double r_max, unsigned eta, int cap)
+{
+    int s = 0;
+    if (r_min == floor(r_min) && r_max == floor(r_max) && r_max < 9e15) {
+        uint64_t p = (uint64_t)r_min, hi = (uint64_t)r_max;
+        while (s < cap && p <= hi / eta && p * eta <= hi) {
+            p *= eta;
+            s++;
+        }
+        return s;
+    }
+    double p = r_min;
+    while (s < cap && p * eta <= r_max * (1 + 1e-9)) {
+        p *= eta;
+        s++;
+    }
+    return s;
+}
+
+double bd_pow(unsigned eta, int k)
+{
+    double p = 1;
+    while (k-- > 0)
+        p *= eta;
+    return p;
+}
+
 static int before(const bd_rung_entry *a, const bd_rung_entry *b)
 {
     return bd_rank_before(a->loss, a->config_id, b->loss, b->config_id);

@@ -15,6 +15,22 @@
 /* 1 if (loss_a, id_a) ranks strictly before (loss_b, id_b). */
 int bd_rank_before(double loss_a, int64_t id_a, double loss_b, int64_t id_b);
 
+/* Puts a budget onto the study's resource. Integer resources round down to a
+ * whole number (Hyperband paper, Figure 10: r_k = floor(R eta^(k-s))), but
+ * never below ceil(r_min) and never above floor(r_max); real resources are
+ * clamped to [r_min, r_max]. A 1e-9 relative slack absorbs rounding error, so
+ * 81/27*9 gives 27, not 26. */
+double bd_budget_round(double x, double r_min, double r_max, int integer);
+
+/* The largest s with r_min * eta^s <= r_max, at most cap (s_max of
+ * Hyperband). Exact integer arithmetic when r_min and r_max are whole
+ * numbers (floating-point log(243)/log(3) is 4.9999...), else a 1e-9
+ * relative slack. r_min > 0, eta >= 2. */
+int bd_budget_levels(double r_min, double r_max, unsigned eta, int cap);
+
+/* eta^k in double (exact while below 2^53). */
+double bd_pow(unsigned eta, int k);
+
 typedef struct bd_rung_entry {
     int64_t config_id;
     int64_t trial_id;        /* the completed trial that produced loss */

@@ -8,7 +8,8 @@
  * the end. Calls finishing during the warm-up are not counted.
  *
  * A call is an error when the transport fails, the status is not 2xx, or the
- * answer cannot be read; the first few are printed. The last line of the
+ * answer cannot be read; the first few are printed. Only successful calls
+ * count in calls/s and the latency figures. The last line of the
  * output is machine-readable:
  *   RESULT calls_per_s=... trials_per_s=... p50_ms=... p90_ms=... p99_ms=... max_ms=... errors=...
  * Exit status: 0 when every call succeeded, 1 when some failed, 2 when the
@@ -431,8 +432,8 @@ typedef struct worker {
     uint64_t rng;
     hist all;
     hist kind[CALL_KINDS];
-    long calls;         /* counted (measure phase) calls, successful or not */
-    long errors;        /* counted calls that failed */
+    long calls;         /* successful calls in the measured window */
+    long errors;        /* failed calls in the measured window */
     long errors_total;  /* including warm-up */
     long trials_done;   /* completes counted in the window */
     long trials_stopped;
@@ -457,13 +458,13 @@ static int call(worker *w, conn *c, int kind, const char *path, const char *body
     uint64_t t1 = now_ns();
     int ok = rc == 0 && c->status >= 200 && c->status < 300;
     int counted = atomic_load_explicit(&phase, memory_order_relaxed) == PHASE_MEASURE;
-    if (counted) {
+    if (counted && ok) {
         w->calls++;
         hist_add(&w->all, t1 - t0);
         hist_add(&w->kind[kind], t1 - t0);
         w->last_end = t1;
-        if (!ok)
-            w->errors++;
+    } else if (counted) {
+        w->errors++;
     }
     if (!ok) {
         w->errors_total++;
@@ -810,7 +811,7 @@ int main(int argc, char **argv)
 
     printf("bd_loadgen: %s:%s study %lld, %d workers, warm-up %.1f s, measured %.2f s%s\n", opt.host, opt.port,
            study_id, started, opt.warmup, secs, interrupted ? " (interrupted)" : "");
-    printf("calls          %ld (errors %ld; %ld including warm-up; reconnects %ld)\n", calls, errors,
+    printf("calls          %ld ok (errors %ld; %ld including warm-up; reconnects %ld)\n", calls, errors,
            errors_total, reconnects);
     printf("calls/s        %.1f\n", cps);
     printf("trials/s       %.1f (%ld completed, %ld stopped, %ld empty suggests)\n", tps, done, stopped, empty);

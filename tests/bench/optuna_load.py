@@ -10,7 +10,8 @@ NopPruner by default (random search never stops a trial; --pruner hyperband give
 the set-up of the reference figures in PEERS.md), stored in an RDBStorage on a fresh
 sqlite:/// file in a temporary directory (Optuna's defaults: rollback journal,
 synchronous=FULL, 5 s busy timeout). Calls finishing in the warm-up are not counted;
-an exception (e.g. "database is locked") is an error.
+an exception (e.g. "database is locked") is an error; only successful calls count in
+calls/s and the latency figures.
 
 --runs lists the configurations tried, each on a fresh database, e.g.
 "threads:32,threads:1,processes:2". Each prints a RUN line; the last line is
@@ -91,7 +92,7 @@ def worker_loop(study, measure, stop, stats, seed, measurements):
             result, ok = exc, False
         t1 = time.perf_counter()
         counted = measure.is_set() and not stop.is_set()
-        if counted:
+        if counted and ok:
             stats.calls += 1
             stats.lat[kind].append((t1 - t0) * 1000.0)
         if not ok:
@@ -224,7 +225,7 @@ def summarize(mode, workers, stats, secs, args):
     print("optuna_load: optuna %s, sqlite (%s), %s x %d, RandomSampler + %s pruner, warm-up %.1f s, measured %.2f s"
           % (optuna.__version__, "WAL" if args.wal else "rollback journal", mode, workers, args.pruner, args.warmup,
              secs))
-    print("calls          %d (errors %d; %d including warm-up)" % (stats.calls, stats.errors, stats.errors_total))
+    print("calls          %d ok (errors %d; %d including warm-up)" % (stats.calls, stats.errors, stats.errors_total))
     print("calls/s        %.1f" % r["calls_per_s"])
     print("trials/s       %.1f (%d completed)" % (r["trials_per_s"], stats.trials))
     print("latency ms     p50 %.3f  p90 %.3f  p99 %.3f  max %.3f" % (r["p50_ms"], r["p90_ms"], r["p99_ms"], r["max_ms"]))

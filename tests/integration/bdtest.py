@@ -150,7 +150,7 @@ class Client:
 class Daemon:
     """A banditd process with its own temporary database directory."""
 
-    def __init__(self, extra_args=(), lease_seconds=300, env=None, start=True, db_path=None):
+    def __init__(self, extra_args=(), lease_seconds=300, env=None, start=True, db_path=None, umask=None):
         binary = os.environ.get("BANDITD")
         if not binary:
             raise unittest.SkipTest("BANDITD is not set (run through ctest)")
@@ -163,6 +163,7 @@ class Daemon:
         self.lease_seconds = lease_seconds
         self.extra_args = list(extra_args)
         self.env = env
+        self.umask = umask
         self.proc = None
         self.token = None
         self.history = collections.deque(maxlen=40)
@@ -192,8 +193,10 @@ class Daemon:
         self._log = open(self.log_path, "ab")
         self._log.write(("==== start #%d: %s\n" % (self.starts, " ".join(self.args()))).encode())
         self._log.flush()
+        umask = self.umask
         self.proc = subprocess.Popen(self.args(), stdin=subprocess.DEVNULL, stdout=self._log,
-                                     stderr=self._log, env=env, cwd=self.tmpdir)
+                                     stderr=self._log, env=env, cwd=self.tmpdir,
+                                     preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
         deadline = time.monotonic() + timeout
         last = None
         while True:

@@ -274,6 +274,18 @@ def rows(sid, tid, ctid, ftid, revoked, user):
         ("limit word", "GET", TR + "?limit=abc", {}, None, 400, "invalid_argument", ANY),
         ("after word", "GET", TR + "?after=abc", {}, None, 400, "invalid_argument", ANY),
         ("unknown state", "GET", TR + "?state=bogus", {}, None, 400, "invalid_argument", ANY),
+        ("state without value", "GET", TR + "?state", {}, None, 400, "invalid_argument", ANY),
+        # A bad limit must not slip through because other query parameters came first.
+        ("negative limit after 20 others", "GET", TR + "?" + "&".join("x%d=1" % i for i in range(20)) + "&limit=-1",
+         {}, None, 400, "invalid_argument", ANY),
+        # ---- Idempotency-Key format and duplicate JSON keys (api/openapi.yaml: a key is
+        # 1..200 printable ASCII characters; duplicate keys are invalid JSON) ----
+        ("idempotency key too long", "POST", SUG, {"Idempotency-Key": "k" * 201}, "{}", 400, "invalid_argument",
+         ANY),
+        ("idempotency key empty", "POST", SUG, {"Idempotency-Key": ""}, "{}", 400, "invalid_argument", ANY),
+        ("idempotency key control char", "POST", SUG, {"Idempotency-Key": "a\tb"}, "{}", 400, "invalid_argument",
+         ANY),
+        ("duplicate JSON keys", "POST", SUG, {}, '{"count": 1, "count": 2}', 400, "invalid_argument", ANY),
         # ---- users ----
         ("user name empty", "POST", "/v1/users", {"Authorization": "Bearer ADMIN"}, J({"name": ""}), 400,
          "invalid_argument", "name"),
@@ -327,6 +339,11 @@ class BadInputs(bdtest.DaemonTestCase):
         self.assertEqual(body["error"]["code"], code, "%s: %r" % (what, body))
         self.assertTrue((hdrs.get("Content-Type") or "").startswith("application/json"),
                         "%s: Content-Type %r" % (what, hdrs.get("Content-Type")))
+        if status == 405:  # RFC 9110 15.5.6: a 405 MUST carry Allow
+            self.assertTrue(hdrs.get("Allow"), "%s: 405 without an Allow header" % what)
+        if status == 401:  # RFC 9110 15.5.2: a 401 MUST carry WWW-Authenticate
+            self.assertIn("bearer", (hdrs.get("WWW-Authenticate") or "").lower(),
+                          "%s: 401 without WWW-Authenticate: Bearer" % what)
         f = body["error"]["field"]
         if field is ANY:
             return

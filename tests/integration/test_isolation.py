@@ -151,6 +151,41 @@ class Isolation(bdtest.DaemonTestCase):
         check_status(self, self.req("DELETE", "/v1/tokens/%d" % t2_id), 200)
         self.assertError(self.req("GET", "/v1/me", token=t2), 401, "unauthenticated", check_field=False)
 
+    def test_idempotency_keys_are_per_user(self):
+        # Bob sending the key alice used must never get alice's stored answer.
+        sa = create_study(self.d, token=self.alice)
+        sb = create_study(self.d, token=self.bob)
+        key = {"Idempotency-Key": "shared-key-1"}
+        st, a, _ = self.req("POST", "/v1/studies/%d/suggest" % sa["id"], {}, token=self.alice, headers=key)
+        self.assertEqual(st, 200, a)
+        st, b, _ = self.req("POST", "/v1/studies/%d/suggest" % sb["id"], {}, token=self.bob, headers=key)
+        self.assertNotEqual(b, a, "bob received alice's stored answer")
+        self.assertEqual(st, 200, "bob's own request with a key alice used: %r" % (b,))
+        self.assertEqual(b["trials"][0]["study_id"], sb["id"])
+        # The same key on alice's own route, sent by bob, is still 404.
+        self.assertError(self.req("POST", "/v1/studies/%d/suggest" % sa["id"], {}, token=self.bob, headers=key),
+                         404, "not_found", check_field=False, what="bob replays alice's request and key")
+
+    def test_admin_created_admin(self):
+        st, u, _ = self.req("POST", "/v1/users", {"name": "root2", "admin": True})
+        self.assertEqual(st, 201, u)
+        self.assertIs(u["admin"], True)
+        tok = bdtest.create_token(self.d, "root2")[0]
+        self.assertIs(check_status(self, self.req("GET", "/v1/me", token=tok), 200)["admin"], True)
+        check_status(self, self.req("POST", "/v1/users", {"name": "dave"}, token=tok), 201, "a second admin")
+        dave = bdtest.create_token(self.d, "dave", token=tok)[0]
+        self.assertEqual(check_status(self, self.req("GET", "/v1/me", token=dave), 200)["name"], "dave")
+
+    def test_user_cannot_revoke_others_tokens(self):
+        alice2, alice2_tid = bdtest.create_token(self.d, "alice")
+        # The admin's token was made first (id 1 when ids count from 1); ids are
+        # guessable, so a user must not be able to revoke it or alice's.
+        for token_id in (1, alice2_tid):
+            st, body, _ = self.req("DELETE", "/v1/tokens/%d" % token_id, token=self.bob)
+            self.assertIn(st, (403, 404), "bob revoking token %d: %d %r" % (token_id, st, body))
+        check_status(self, self.req("GET", "/v1/me"), 200, "the admin token still works")
+        check_status(self, self.req("GET", "/v1/me", token=alice2), 200, "alice's token still works")
+
     def test_revocation_survives_restart(self):
         token, token_id = bdtest.create_token(self.d, "bob", token=self.bob)
         check_status(self, self.req("DELETE", "/v1/tokens/%d" % token_id, token=self.bob), 200)

@@ -149,7 +149,7 @@ class Lifecycle(bdtest.DaemonTestCase):
         self.assertLess(t1["id"], t2["id"])
         self.assertNotEqual(t1["config_id"], t2["config_id"])
 
-        self.assertEqual(self.measure(t1["id"], 1, 0.5, elapsed_seconds=12.5), {"action": "continue"})
+        self.assertEqual(self.measure(t1["id"], 1, 0.5, elapsed_seconds=12.5)["action"], "continue")
         self.assertEqual(self.measure(t1["id"], 2, 0.4)["action"], "continue")
         st, hb, _ = self.req("POST", "/v1/trials/%d/heartbeat" % t1["id"])
         self.assertEqual(st, 200, hb)
@@ -408,6 +408,157 @@ class Lifecycle(bdtest.DaemonTestCase):
                          what="second DELETE")
         ids = [x["id"] for x in check_status(self, self.req("GET", "/v1/studies"), 200)["studies"]]
         self.assertNotIn(sid, ids)
+
+
+class SpacesAndSemantics(bdtest.DaemonTestCase):
+    """What suggestions look like for richer spaces, timestamps, idempotency edge
+    cases and metrics values."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = bdtest.Daemon()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.cleanup()
+
+    def req(self, *a, **kw):
+        return self.d.request(*a, **kw)
+
+    def test_configs_follow_the_space(self):
+        params = [
+            {"name": "algo", "type": "categorical", "choices": ["svm", 3, True]},
+            {"name": "C", "type": "float", "low": 0.01, "high": 100, "log": True, "when": {"algo": ["svm"]}},
+            {"name": "layers", "type": "int", "low": 1, "high": 8},
+            {"name": "width", "type": "int", "low": 2, "high": 1024, "log": True, "when": {"algo": [3]}},
+            {"name": "lr", "type": "float", "low": 1e-5, "high": 1, "log": True},
+        ]
+        s = create_study(self.d, name="espace 日本 ✓", parameters=params,
+                         resource={"name": "epochs", "min": 1, "max": 81, "integer": True})
+        self.assertEqual(s["name"], "espace 日本 ✓", "UTF-8 names round-trip")
+        self.assertEqual(s["parameters"][0]["choices"], ["svm", 3, True])
+        self.assertEqual(s["parameters"][1]["when"], {"algo": ["svm"]})
+        trials = suggest(self.d, s["id"], count=100)
+        self.assertEqual(len(trials), 100)
+        seen_algo = set()
+        for t in trials:
+            c = t["config"]
+            self.assertEqual(t["budget"], 81, "random search runs every trial at resource.max")
+            algo = c["algo"]
+            kind = {"'svm'": "svm", "3": "3", "True": "true"}.get(repr(algo))
+            self.assertIsNotNone(kind, "choice %r is not one of the declared (types kept)" % (algo,))
+            seen_algo.add(kind)
+            want = {"algo", "layers", "lr"} | ({"C"} if kind == "svm" else set()) | \
+                ({"width"} if kind == "3" else set())
+            self.assertEqual(set(c), want, "exactly the active parameters: %r" % c)
+            self.assertIs(type(c["layers"]), int, c)
+            self.assertTrue(1 <= c["layers"] <= 8, c)
+            self.assertTrue(1e-5 <= c["lr"] <= 1, c)
+            if "C" in c:
+                self.assertTrue(0.01 <= c["C"] <= 100, c)
+            if "width" in c:
+                self.assertIs(type(c["width"]), int, c)
+                self.assertTrue(2 <= c["width"] <= 1024, c)
+        self.assertEqual(len(seen_algo), 3, "100 draws cover all three choices")
+        lrs = sorted(t["config"]["lr"] for t in trials)
+        self.assertLess(lrs[50], 0.05, "log-uniform over [1e-5, 1]: the median is near 3e-3, got %g" % lrs[50])
+
+    def test_timestamps_are_unix_seconds(self):
+        before = time.time()
+        s = create_study(self.d, lease_seconds=60)
+        (t,) = suggest(self.d, s["id"])
+        after = time.time()
+        for what, v in (("study created_at", s["created_at"]), ("trial created_at", t["created_at"])):
+            self.assertTrue(before - 2 <= v <= after + 2, "%s %r not within [%r, %r]" % (what, v, before, after))
+        self.assertAlmostEqual(t["lease_expires_at"] - t["created_at"], 60, delta=1)
+        c = check_status(self, self.req("POST", "/v1/trials/%d/complete" % t["id"], {"value": 1}), 200)
+        self.assertTrue(c["created_at"] <= c["finished_at"] <= time.time() + 2, c)
+
+    def test_measurement_renews_lease(self):
+        s = create_study(self.d, lease_seconds=20)
+        (t,) = suggest(self.d, s["id"])
+        time.sleep(0.3)
+        check_status(self, self.req("POST", "/v1/trials/%d/measurements" % t["id"], {"step": 1, "value": 1}), 200)
+        g = check_status(self, self.req("GET", "/v1/trials/%d" % t["id"]), 200)
+        self.assertGreater(g["lease_expires_at"], t["lease_expires_at"] + 0.2, "a measurement renews the lease")
+
+    def test_idempotent_create_study(self):
+        key = {"Idempotency-Key": bdtest.unique_name("create")}
+        body = bdtest.study_body()
+        a = self.req("POST", "/v1/studies", body, headers=key)
+        b = self.req("POST", "/v1/studies", body, headers=key)
+        self.assertEqual(a[0], 201, a[1])
+        self.assertEqual(b[:2], a[:2], "a retried create returns the first answer")
+        named = [x for x in check_status(self, self.req("GET", "/v1/studies"), 200)["studies"]
+                 if x["name"] == body["name"]]
+        self.assertEqual(len(named), 1, "the retry created no second study")
+
+    def test_idempotency_key_after_an_error_answer(self):
+        # engine.h: "the first *successful* response is stored"; a request that was
+        # refused did not act, so fixing it and retrying with the same key acts.
+        s = create_study(self.d)
+        key = {"Idempotency-Key": bdtest.unique_name("fixme")}
+        path = "/v1/studies/%d/suggest" % s["id"]
+        self.assertError(self.req("POST", path, {"count": 0}, headers=key), 400, "invalid_argument", "count")
+        st, body, _ = self.req("POST", path, {"count": 1}, headers=key)
+        self.assertEqual(st, 200, body)
+        self.assertEqual(len(body["trials"]), 1)
+
+    def test_idempotency_key_on_another_route(self):
+        s = create_study(self.d)
+        (t,) = suggest(self.d, s["id"])
+        key = {"Idempotency-Key": bdtest.unique_name("route")}
+        check_status(self, self.req("POST", "/v1/trials/%d/measurements" % t["id"], {"step": 1, "value": 1},
+                                    headers=key), 200)
+        self.assertError(self.req("POST", "/v1/trials/%d/heartbeat" % t["id"], {}, headers=key), 409, "conflict",
+                         check_field=False, what="same key on another route")
+        self.assertError(self.req("POST", "/v1/studies/%d/suggest" % s["id"], {}, headers=key), 409, "conflict",
+                         check_field=False, what="same key on another route")
+        self.assertEqual(check_status(self, self.req("GET", "/v1/studies/%d" % s["id"]), 200)["trials"]["total"], 1)
+
+    def test_large_listing(self):
+        s = create_study(self.d)
+        made = []
+        for _ in range(3):
+            made += [t["id"] for t in suggest(self.d, s["id"], count=100)]
+        got = check_status(self, self.req("GET", "/v1/studies/%d/trials?limit=1000" % s["id"]), 200)
+        self.assertEqual([t["id"] for t in got["trials"]], made)
+        self.assertIsNone(got["next_after"])
+        self.assertEqual([t["id"] for t in bdtest.list_all_trials(self.d, s["id"], limit=7)], made)
+
+    def test_metrics_values(self):
+        d = bdtest.Daemon()
+        self.addCleanup(d.cleanup)
+        s = create_study(d)
+        a, b, c, _ = suggest(d, s["id"], count=4)
+        check_status(self, d.request("POST", "/v1/trials/%d/complete" % a["id"], {"value": 1}), 200)
+        check_status(self, d.request("POST", "/v1/trials/%d/fail" % b["id"], {}), 200)
+
+        def metrics():
+            st, text, _ = d.request("GET", "/metrics", token=None)
+            self.assertEqual(st, 200)
+            samples = {}
+            for line in text.splitlines():
+                if line and not line.startswith("#"):
+                    k, _, v = line.rpartition(" ")
+                    samples[k] = float(v)
+            return samples
+        m = metrics()
+        by_state = {}
+        for k, v in m.items():
+            if k.startswith("banditd_trials{"):
+                for st in STATES:
+                    if '"%s"' % st in k:
+                        by_state[st] = v
+        self.assertEqual(by_state, {"running": 2, "completed": 1, "stopped": 0, "failed": 1, "expired": 0},
+                         "banditd_trials by state: %r" % {k: v for k, v in m.items() if "trials" in k})
+
+        def total_requests(samples):
+            return sum(v for k, v in samples.items() if k.startswith("banditd_http_requests_total"))
+        before = total_requests(m)
+        for _ in range(5):
+            d.request("GET", "/v1/studies/%d" % s["id"])
+        self.assertGreaterEqual(total_requests(metrics()) - before, 5)
 
 
 class LeaseDefaults(bdtest.DaemonTestCase):

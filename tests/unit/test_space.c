@@ -28,14 +28,16 @@ static const char *CASH =
     "  \"when\": {\"algorithm\": [\"rf\"]}},"
     " {\"name\": \"k\", \"type\": \"int\", \"low\": 1, \"high\": 50, \"when\": {\"algorithm\": [\"knn\"]}}]";
 
-/* Nested conditions: gamma needs kernel == rbf, and kernel exists only for svm;
- * units3 hangs off an int parent; both_trees is shared by two algorithms. */
+/* Nested conditions: kernel exists only for svm; gamma needs svm and rbf;
+ * degree names only kernel, so it is active only while kernel is; units3
+ * hangs off an int parent; both_trees is shared by two algorithms. */
 static const char *NESTED =
     "[{\"name\": \"algorithm\", \"type\": \"categorical\", \"choices\": [\"svm\", \"rf\", \"et\"]},"
     " {\"name\": \"kernel\", \"type\": \"categorical\", \"choices\": [\"rbf\", \"linear\"],"
     "  \"when\": {\"algorithm\": [\"svm\"]}},"
     " {\"name\": \"gamma\", \"type\": \"float\", \"low\": 1e-4, \"high\": 10, \"log\": true,"
     "  \"when\": {\"algorithm\": [\"svm\"], \"kernel\": [\"rbf\"]}},"
+    " {\"name\": \"degree\", \"type\": \"int\", \"low\": 2, \"high\": 5, \"when\": {\"kernel\": [\"linear\"]}},"
     " {\"name\": \"layers\", \"type\": \"int\", \"low\": 1, \"high\": 4},"
     " {\"name\": \"units3\", \"type\": \"int\", \"low\": 8, \"high\": 64, \"when\": {\"layers\": [3, 4]}},"
     " {\"name\": \"both_trees\", \"type\": \"int\", \"low\": 2, \"high\": 9,"
@@ -101,12 +103,11 @@ static int keys_are(const json_t *config, const char *const *names, size_t n)
 
 Test(space_parse, accepts_the_contract_example)
 {
-    bd_space *s = space_of(
-        "[{\"name\":\"lr\",\"type\":\"float\",\"low\":1e-5,\"high\":1,\"log\":true},"
-        " {\"name\":\"layers\",\"type\":\"int\",\"low\":1,\"high\":8},"
-        " {\"name\":\"algo\",\"type\":\"categorical\",\"choices\":[\"svm\",\"rf\"]},"
-        " {\"name\":\"C\",\"type\":\"float\",\"low\":0.01,\"high\":100,\"log\":true,"
-        "  \"when\":{\"algo\":[\"svm\"]}}]");
+    bd_space *s = space_of("[{\"name\":\"lr\",\"type\":\"float\",\"low\":1e-5,\"high\":1,\"log\":true},"
+                           " {\"name\":\"layers\",\"type\":\"int\",\"low\":1,\"high\":8},"
+                           " {\"name\":\"algo\",\"type\":\"categorical\",\"choices\":[\"svm\",\"rf\"]},"
+                           " {\"name\":\"C\",\"type\":\"float\",\"low\":0.01,\"high\":100,\"log\":true,"
+                           "  \"when\":{\"algo\":[\"svm\"]}}]");
     const bd_param *p;
     json_t *svm = json_string("svm");
 
@@ -142,10 +143,12 @@ Test(space_parse, accepts_the_contract_example)
     bd_space_free(s);
 }
 
+/* Parameters are copied into the test worker (a separate process image with
+ * its own addresses), so cases hold their text inline, not as pointers. */
 struct bad_case {
-    const char *json;
-    const char *field;
-    const char *message; /* exact, or NULL to check the field only */
+    char json[640];
+    char field[64];
+    char message[128]; /* exact, or "" to check the field only */
 };
 
 ParameterizedTestParameters(space_parse, rejects_with_exact_field)
@@ -153,17 +156,15 @@ ParameterizedTestParameters(space_parse, rejects_with_exact_field)
     static struct bad_case cases[] = {
         /* the list itself */
         {"{}", "parameters", "must be an array of parameter objects"},
-        {"null", "parameters", NULL},
-        {"\"lr\"", "parameters", NULL},
+        {"null", "parameters", ""},
+        {"\"lr\"", "parameters", ""},
         {"[]", "parameters", "must not be empty"},
         {"[1]", "parameters[0]", "must be an object"},
-        {"[{\"name\":\"a\",\"type\":\"int\",\"low\":0,\"high\":1}, []]", "parameters[1]", NULL},
+        {"[{\"name\":\"a\",\"type\":\"int\",\"low\":0,\"high\":1}, []]", "parameters[1]", ""},
         /* name */
         {"[{\"type\":\"float\",\"low\":0,\"high\":1}]", "parameters[0].name", "is required"},
-        {"[{\"name\":3,\"type\":\"float\",\"low\":0,\"high\":1}]", "parameters[0].name",
-         "must be a string"},
-        {"[{\"name\":\"\",\"type\":\"float\",\"low\":0,\"high\":1}]", "parameters[0].name",
-         "must not be empty"},
+        {"[{\"name\":3,\"type\":\"float\",\"low\":0,\"high\":1}]", "parameters[0].name", "must be a string"},
+        {"[{\"name\":\"\",\"type\":\"float\",\"low\":0,\"high\":1}]", "parameters[0].name", "must not be empty"},
         {"[{\"name\":\"a\",\"type\":\"int\",\"low\":0,\"high\":1},"
          " {\"name\":\"b\",\"type\":\"int\",\"low\":0,\"high\":1},"
          " {\"name\":\"c\",\"type\":\"int\",\"low\":0,\"high\":1},"
@@ -173,79 +174,63 @@ ParameterizedTestParameters(space_parse, rejects_with_exact_field)
         {"[{\"name\":\"x\",\"low\":0,\"high\":1}]", "parameters[0].type", "is required"},
         {"[{\"name\":\"x\",\"type\":\"double\",\"low\":0,\"high\":1}]", "parameters[0].type",
          "must be \"float\", \"int\" or \"categorical\""},
-        {"[{\"name\":\"x\",\"type\":1,\"low\":0,\"high\":1}]", "parameters[0].type", NULL},
-        {"[{\"name\":\"x\",\"type\":\"Float\",\"low\":0,\"high\":1}]", "parameters[0].type", NULL},
+        {"[{\"name\":\"x\",\"type\":1,\"low\":0,\"high\":1}]", "parameters[0].type", ""},
+        {"[{\"name\":\"x\",\"type\":\"Float\",\"low\":0,\"high\":1}]", "parameters[0].type", ""},
         /* unknown or inapplicable keys */
-        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":0,\"high\":1,\"step\":0.1}]",
-         "parameters[0].step", NULL},
-        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":0,\"high\":1,\"default\":0.5}]",
-         "parameters[0].default", NULL},
-        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":0,\"high\":1,\"choices\":[1]}]",
-         "parameters[0].choices", "is not allowed for a float parameter"},
-        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[1],\"low\":0}]",
-         "parameters[0].low", "is not allowed for a categorical parameter"},
-        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[1],\"log\":false}]",
-         "parameters[0].log", NULL},
+        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":0,\"high\":1,\"step\":0.1}]", "parameters[0].step", ""},
+        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":0,\"high\":1,\"default\":0.5}]", "parameters[0].default", ""},
+        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":0,\"high\":1,\"choices\":[1]}]", "parameters[0].choices",
+         "is not allowed for a float parameter"},
+        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[1],\"low\":0}]", "parameters[0].low",
+         "is not allowed for a categorical parameter"},
+        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[1],\"log\":false}]", "parameters[0].log", ""},
         /* bounds */
         {"[{\"name\":\"x\",\"type\":\"float\",\"high\":1}]", "parameters[0].low", "is required"},
         {"[{\"name\":\"x\",\"type\":\"float\",\"low\":0}]", "parameters[0].high", "is required"},
-        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":\"0\",\"high\":1}]", "parameters[0].low",
-         "must be a number"},
-        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":0,\"high\":null}]", "parameters[0].high", NULL},
-        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":true,\"high\":1}]", "parameters[0].low", NULL},
+        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":\"0\",\"high\":1}]", "parameters[0].low", "must be a number"},
+        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":0,\"high\":null}]", "parameters[0].high", ""},
+        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":true,\"high\":1}]", "parameters[0].low", ""},
         {"[{\"name\":\"x\",\"type\":\"float\",\"low\":5,\"high\":5}]", "parameters[0].high",
          "must be greater than low (5)"},
         {"[{\"name\":\"a\",\"type\":\"int\",\"low\":0,\"high\":1},"
          " {\"name\":\"b\",\"type\":\"int\",\"low\":0,\"high\":1},"
          " {\"name\":\"c\",\"type\":\"float\",\"low\":0.25,\"high\":0.125}]",
          "parameters[2].high", "must be greater than low (0.25)"},
-        {"[{\"name\":\"x\",\"type\":\"int\",\"low\":5,\"high\":4}]", "parameters[0].high",
-         "must be at least low (5)"},
-        {"[{\"name\":\"x\",\"type\":\"int\",\"low\":1.5,\"high\":4}]", "parameters[0].low",
-         "must be an integer"},
-        {"[{\"name\":\"x\",\"type\":\"int\",\"low\":1,\"high\":4.01}]", "parameters[0].high", NULL},
+        {"[{\"name\":\"x\",\"type\":\"int\",\"low\":5,\"high\":4}]", "parameters[0].high", "must be at least low (5)"},
+        {"[{\"name\":\"x\",\"type\":\"int\",\"low\":1.5,\"high\":4}]", "parameters[0].low", "must be an integer"},
+        {"[{\"name\":\"x\",\"type\":\"int\",\"low\":1,\"high\":4.01}]", "parameters[0].high", ""},
         {"[{\"name\":\"x\",\"type\":\"int\",\"low\":1,\"high\":1e16}]", "parameters[0].high",
          "must be between -9007199254740992 and 9007199254740992"},
-        {"[{\"name\":\"x\",\"type\":\"int\",\"low\":-9007199254740993,\"high\":0}]",
-         "parameters[0].low", NULL},
-        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":-1.7e308,\"high\":1.7e308}]",
-         "parameters[0].high", "is too far from low: high - low is not a finite number"},
+        {"[{\"name\":\"x\",\"type\":\"int\",\"low\":-9007199254740993,\"high\":0}]", "parameters[0].low", ""},
+        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":-1.7e308,\"high\":1.7e308}]", "parameters[0].high",
+         "is too far from low: high - low is not a finite number"},
         /* log */
-        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":0,\"high\":1,\"log\":true}]",
-         "parameters[0].low", "must be greater than 0 when log is true"},
-        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":-1,\"high\":1,\"log\":true}]",
-         "parameters[0].low", NULL},
-        {"[{\"name\":\"x\",\"type\":\"int\",\"low\":0,\"high\":10,\"log\":true}]",
-         "parameters[0].low", NULL},
-        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":1,\"high\":2,\"log\":\"yes\"}]",
-         "parameters[0].log", "must be true or false"},
-        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":1,\"high\":2,\"log\":1}]",
-         "parameters[0].log", NULL},
+        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":0,\"high\":1,\"log\":true}]", "parameters[0].low",
+         "must be greater than 0 when log is true"},
+        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":-1,\"high\":1,\"log\":true}]", "parameters[0].low", ""},
+        {"[{\"name\":\"x\",\"type\":\"int\",\"low\":0,\"high\":10,\"log\":true}]", "parameters[0].low", ""},
+        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":1,\"high\":2,\"log\":\"yes\"}]", "parameters[0].log",
+         "must be true or false"},
+        {"[{\"name\":\"x\",\"type\":\"float\",\"low\":1,\"high\":2,\"log\":1}]", "parameters[0].log", ""},
         /* choices */
         {"[{\"name\":\"x\",\"type\":\"categorical\"}]", "parameters[0].choices", "is required"},
-        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":{\"a\":1}}]",
-         "parameters[0].choices", "must be an array"},
-        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":\"a\"}]", "parameters[0].choices",
-         NULL},
-        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[]}]", "parameters[0].choices",
-         "must not be empty"},
-        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[\"a\",null]}]",
-         "parameters[0].choices[1]", "must be a string, number or boolean"},
-        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[\"a\",\"b\",[1]]}]",
-         "parameters[0].choices[2]", NULL},
-        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[{\"k\":1}]}]",
-         "parameters[0].choices[0]", NULL},
+        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":{\"a\":1}}]", "parameters[0].choices",
+         "must be an array"},
+        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":\"a\"}]", "parameters[0].choices", ""},
+        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[]}]", "parameters[0].choices", "must not be empty"},
+        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[\"a\",null]}]", "parameters[0].choices[1]",
+         "must be a string, number or boolean"},
+        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[\"a\",\"b\",[1]]}]", "parameters[0].choices[2]", ""},
+        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[{\"k\":1}]}]", "parameters[0].choices[0]", ""},
         {"[{\"name\":\"a\",\"type\":\"int\",\"low\":0,\"high\":1},"
          " {\"name\":\"x\",\"type\":\"categorical\",\"choices\":[\"a\",\"b\",\"c\",\"b\"]}]",
          "parameters[1].choices[3]", "duplicates choices[1] (\"b\")"},
-        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[1,2,1.0]}]",
-         "parameters[0].choices[2]", "duplicates choices[0] (1)"},
-        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[0,-0.0]}]",
-         "parameters[0].choices[1]", NULL},
-        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[true,false,true]}]",
-         "parameters[0].choices[2]", NULL},
-        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[1152921504606846976]}]",
-         "parameters[0].choices[0]", NULL},
+        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[1,2,1.0]}]", "parameters[0].choices[2]",
+         "duplicates choices[0] (1)"},
+        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[0,-0.0]}]", "parameters[0].choices[1]", ""},
+        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[true,false,true]}]", "parameters[0].choices[2]", ""},
+        {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[1152921504606846976]}]", "parameters[0].choices[0]",
+         ""},
         /* when */
         {"[{\"name\":\"a\",\"type\":\"categorical\",\"choices\":[\"s\"]},"
          " {\"name\":\"x\",\"type\":\"int\",\"low\":0,\"high\":1,\"when\":[\"a\"]}]",
@@ -255,14 +240,12 @@ ParameterizedTestParameters(space_parse, rejects_with_exact_field)
          "parameters[1].when.algo", "names no parameter (there is no \"algo\")"},
         {"[{\"name\":\"x\",\"type\":\"int\",\"low\":0,\"high\":1,\"when\":{\"algo\":[\"s\"]}},"
          " {\"name\":\"algo\",\"type\":\"categorical\",\"choices\":[\"s\"]}]",
-         "parameters[0].when.algo",
-         "names parameter \"algo\", declared after this one (parents must come first)"},
+         "parameters[0].when.algo", "names parameter \"algo\", declared after this one (parents must come first)"},
         {"[{\"name\":\"x\",\"type\":\"categorical\",\"choices\":[\"s\"],\"when\":{\"x\":[\"s\"]}}]",
          "parameters[0].when.x", "a parameter cannot depend on itself"},
         {"[{\"name\":\"lr\",\"type\":\"float\",\"low\":0,\"high\":1},"
          " {\"name\":\"x\",\"type\":\"int\",\"low\":0,\"high\":1,\"when\":{\"lr\":[0.5]}}]",
-         "parameters[1].when.lr",
-         "names float parameter \"lr\"; a parent must be categorical or int"},
+         "parameters[1].when.lr", "names float parameter \"lr\"; a parent must be categorical or int"},
         {"[{\"name\":\"a\",\"type\":\"int\",\"low\":0,\"high\":1},"
          " {\"name\":\"b\",\"type\":\"int\",\"low\":0,\"high\":1},"
          " {\"name\":\"algo\",\"type\":\"categorical\",\"choices\":[\"svm\",\"rf\"]},"
@@ -271,13 +254,13 @@ ParameterizedTestParameters(space_parse, rejects_with_exact_field)
          "parameters[4].when.algo", "\"xgb\" is not one of the choices of \"algo\""},
         {"[{\"name\":\"algo\",\"type\":\"categorical\",\"choices\":[\"svm\",1]},"
          " {\"name\":\"x\",\"type\":\"int\",\"low\":0,\"high\":1,\"when\":{\"algo\":[true]}}]",
-         "parameters[1].when.algo", NULL},
+         "parameters[1].when.algo", ""},
         {"[{\"name\":\"algo\",\"type\":\"categorical\",\"choices\":[\"svm\"]},"
          " {\"name\":\"x\",\"type\":\"int\",\"low\":0,\"high\":1,\"when\":{\"algo\":[]}}]",
          "parameters[1].when.algo", "must be a non-empty array of values of \"algo\""},
         {"[{\"name\":\"algo\",\"type\":\"categorical\",\"choices\":[\"svm\"]},"
          " {\"name\":\"x\",\"type\":\"int\",\"low\":0,\"high\":1,\"when\":{\"algo\":\"svm\"}}]",
-         "parameters[1].when.algo", NULL},
+         "parameters[1].when.algo", ""},
         {"[{\"name\":\"algo\",\"type\":\"categorical\",\"choices\":[\"svm\",\"rf\"]},"
          " {\"name\":\"x\",\"type\":\"int\",\"low\":0,\"high\":1,\"when\":{\"algo\":[\"svm\",\"svm\"]}}]",
          "parameters[1].when.algo", "lists \"svm\" more than once"},
@@ -286,10 +269,10 @@ ParameterizedTestParameters(space_parse, rejects_with_exact_field)
          "parameters[1].when.layers", "9 is not an integer in [1, 8], the range of \"layers\""},
         {"[{\"name\":\"layers\",\"type\":\"int\",\"low\":1,\"high\":8},"
          " {\"name\":\"x\",\"type\":\"int\",\"low\":0,\"high\":1,\"when\":{\"layers\":[2.5]}}]",
-         "parameters[1].when.layers", NULL},
+         "parameters[1].when.layers", ""},
         {"[{\"name\":\"layers\",\"type\":\"int\",\"low\":1,\"high\":8},"
          " {\"name\":\"x\",\"type\":\"int\",\"low\":0,\"high\":1,\"when\":{\"layers\":[\"3\"]}}]",
-         "parameters[1].when.layers", NULL},
+         "parameters[1].when.layers", ""},
         {"[{\"name\":\"layers\",\"type\":\"int\",\"low\":1,\"high\":8},"
          " {\"name\":\"x\",\"type\":\"int\",\"low\":0,\"high\":1,\"when\":{\"layers\":[3,3.0]}}]",
          "parameters[1].when.layers", "lists 3.0 more than once"},
@@ -297,13 +280,13 @@ ParameterizedTestParameters(space_parse, rejects_with_exact_field)
          " {\"name\":\"layers\",\"type\":\"int\",\"low\":1,\"high\":8},"
          " {\"name\":\"x\",\"type\":\"int\",\"low\":0,\"high\":1,"
          "  \"when\":{\"algo\":[\"svm\"],\"nope\":[1]}}]",
-         "parameters[2].when.nope", NULL},
+         "parameters[2].when.nope", ""},
         /* a later error in an otherwise valid list is still found */
         {"[{\"name\":\"algo\",\"type\":\"categorical\",\"choices\":[\"svm\",\"rf\"]},"
          " {\"name\":\"C\",\"type\":\"float\",\"low\":0.01,\"high\":100,\"log\":true,"
          "  \"when\":{\"algo\":[\"svm\"]}},"
          " {\"name\":\"n\",\"type\":\"int\",\"low\":1,\"high\":10,\"lg\":true}]",
-         "parameters[2].lg", NULL},
+         "parameters[2].lg", ""},
     };
     return cr_make_param_array(struct bad_case, cases, sizeof cases / sizeof cases[0]);
 }
@@ -311,11 +294,10 @@ ParameterizedTestParameters(space_parse, rejects_with_exact_field)
 ParameterizedTest(struct bad_case *c, space_parse, rejects_with_exact_field)
 {
     bd_err err = parse_fails(c->json);
-    cr_expect_str_eq(err.field, c->field, "input %s: field \"%s\", message \"%s\"", c->json,
-                     err.field, err.message);
+    cr_expect_str_eq(err.field, c->field, "input %s: field \"%s\", message \"%s\"", c->json, err.field, err.message);
     cr_expect_neq(err.message[0], '\0', "input %s: empty message", c->json);
-    if (c->message)
-        cr_expect_str_eq(err.message, c->message, "input %s", c->json);
+    if (c->message[0])
+        cr_expect_str_eq(err.message, c->message, "input %s: got \"%s\"", c->json, err.message);
 }
 
 Test(space_parse, name_length_limit_and_nul)
@@ -337,8 +319,7 @@ Test(space_parse, name_length_limit_and_nul)
     err = parse_fails(text);
     cr_expect_str_eq(err.field, "parameters[0].name");
 
-    params = json_loads("[{\"name\":\"a\\u0000b\",\"type\":\"int\",\"low\":0,\"high\":1}]",
-                        JSON_ALLOW_NUL, NULL);
+    params = json_loads("[{\"name\":\"a\\u0000b\",\"type\":\"int\",\"low\":0,\"high\":1}]", JSON_ALLOW_NUL, NULL);
     cr_assert_not_null(params);
     s = (bd_space *)1;
     rc = bd_space_parse(params, &s, &err);
@@ -362,12 +343,11 @@ Test(space_parse, accepts_edge_values)
 {
     /* int low == high, integral reals as int bounds, an empty "when", mixed
      * scalar choices where 1 and true differ, a subnormal log bound. */
-    bd_space *s = space_of(
-        "[{\"name\":\"one\",\"type\":\"int\",\"low\":3,\"high\":3},"
-        " {\"name\":\"r\",\"type\":\"int\",\"low\":1.0,\"high\":8.0,\"log\":false,\"when\":{}},"
-        " {\"name\":\"c\",\"type\":\"categorical\",\"choices\":[1,true,\"1\",\"\",1.5,false,0]},"
-        " {\"name\":\"big\",\"type\":\"int\",\"low\":-9007199254740992,\"high\":9007199254740992},"
-        " {\"name\":\"sub\",\"type\":\"float\",\"low\":5e-324,\"high\":1e308,\"log\":true}]");
+    bd_space *s = space_of("[{\"name\":\"one\",\"type\":\"int\",\"low\":3,\"high\":3},"
+                           " {\"name\":\"r\",\"type\":\"int\",\"low\":1.0,\"high\":8.0,\"log\":false,\"when\":{}},"
+                           " {\"name\":\"c\",\"type\":\"categorical\",\"choices\":[1,true,\"1\",\"\",1.5,false,0]},"
+                           " {\"name\":\"big\",\"type\":\"int\",\"low\":-9007199254740992,\"high\":9007199254740992},"
+                           " {\"name\":\"sub\",\"type\":\"float\",\"low\":5e-324,\"high\":1e308,\"log\":true}]");
     cr_expect_eq(bd_space_size(s), 5);
     cr_expect_eq(bd_space_param(s, 1)->n_conds, 0);
     cr_expect_eq(bd_space_param(s, 1)->low, 1.0);
@@ -398,23 +378,21 @@ Test(space_parse, free_is_null_safe)
 
 Test(space_json, canonical_form_makes_defaults_explicit)
 {
-    bd_space *s = space_of(
-        "[{\"name\":\"lr\",\"type\":\"float\",\"low\":1e-5,\"high\":1,\"log\":true},"
-        " {\"name\":\"layers\",\"type\":\"int\",\"low\":1.0,\"high\":8},"
-        " {\"name\":\"algo\",\"type\":\"categorical\",\"choices\":[\"svm\",\"rf\",1]},"
-        " {\"name\":\"C\",\"type\":\"float\",\"low\":0.01,\"high\":100,\"log\":true,"
-        "  \"when\":{\"algo\":[\"svm\", 1.0]}},"
-        " {\"name\":\"w\",\"type\":\"float\",\"low\":0,\"high\":1,\"when\":{\"layers\":[2.0, 3]}},"
-        " {\"name\":\"u\",\"type\":\"int\",\"low\":0,\"high\":1,\"when\":{}}]");
-    json_t *expected = J(
-        "[{\"name\":\"lr\",\"type\":\"float\",\"low\":1e-5,\"high\":1.0,\"log\":true},"
-        " {\"name\":\"layers\",\"type\":\"int\",\"low\":1,\"high\":8,\"log\":false},"
-        " {\"name\":\"algo\",\"type\":\"categorical\",\"choices\":[\"svm\",\"rf\",1]},"
-        " {\"name\":\"C\",\"type\":\"float\",\"low\":0.01,\"high\":100.0,\"log\":true,"
-        "  \"when\":{\"algo\":[\"svm\", 1]}},"
-        " {\"name\":\"w\",\"type\":\"float\",\"low\":0.0,\"high\":1.0,\"log\":false,"
-        "  \"when\":{\"layers\":[2, 3]}},"
-        " {\"name\":\"u\",\"type\":\"int\",\"low\":0,\"high\":1,\"log\":false}]");
+    bd_space *s = space_of("[{\"name\":\"lr\",\"type\":\"float\",\"low\":1e-5,\"high\":1,\"log\":true},"
+                           " {\"name\":\"layers\",\"type\":\"int\",\"low\":1.0,\"high\":8},"
+                           " {\"name\":\"algo\",\"type\":\"categorical\",\"choices\":[\"svm\",\"rf\",1]},"
+                           " {\"name\":\"C\",\"type\":\"float\",\"low\":0.01,\"high\":100,\"log\":true,"
+                           "  \"when\":{\"algo\":[\"svm\", 1.0]}},"
+                           " {\"name\":\"w\",\"type\":\"float\",\"low\":0,\"high\":1,\"when\":{\"layers\":[2.0, 3]}},"
+                           " {\"name\":\"u\",\"type\":\"int\",\"low\":0,\"high\":1,\"when\":{}}]");
+    json_t *expected = J("[{\"name\":\"lr\",\"type\":\"float\",\"low\":1e-5,\"high\":1.0,\"log\":true},"
+                         " {\"name\":\"layers\",\"type\":\"int\",\"low\":1,\"high\":8,\"log\":false},"
+                         " {\"name\":\"algo\",\"type\":\"categorical\",\"choices\":[\"svm\",\"rf\",1]},"
+                         " {\"name\":\"C\",\"type\":\"float\",\"low\":0.01,\"high\":100.0,\"log\":true,"
+                         "  \"when\":{\"algo\":[\"svm\", 1]}},"
+                         " {\"name\":\"w\",\"type\":\"float\",\"low\":0.0,\"high\":1.0,\"log\":false,"
+                         "  \"when\":{\"layers\":[2, 3]}},"
+                         " {\"name\":\"u\",\"type\":\"int\",\"low\":0,\"high\":1,\"log\":false}]");
     json_t *got = bd_space_to_json(s);
     char *text = json_dumps(got, JSON_COMPACT);
     /* json_equal distinguishes 1 from 1.0, so this also checks the number types. */
@@ -432,8 +410,7 @@ Test(space_json, round_trips_through_parse)
         bd_space *s = space_of(spaces[k]), *again = NULL;
         json_t *first = bd_space_to_json(s), *second;
         bd_err err = {0};
-        cr_assert_eq(bd_space_parse(first, &again, &err), 0, "space %zu: %s %s", k, err.field,
-                     err.message);
+        cr_assert_eq(bd_space_parse(first, &again, &err), 0, "space %zu: %s %s", k, err.field, err.message);
         second = bd_space_to_json(again);
         cr_expect(json_equal(first, second), "space %zu", k);
         cr_expect_eq(bd_space_size(again), bd_space_size(s));
@@ -516,8 +493,7 @@ Test(space_sample, float_log_median_near_geometric_mean)
     /* geometric mean sqrt(1e-5 * 1) = 10^-2.5; a uniform draw would put the median near 0.5 */
     cr_expect(fabs(log10(median) + 2.5) < 0.1, "median %g", median);
     /* P(x < 1e-3) = 2/5 for log-uniform */
-    cr_expect(fabs((double)below_1e3 / N_DRAWS - 0.4) < 0.02, "fraction %g",
-              (double)below_1e3 / N_DRAWS);
+    cr_expect(fabs((double)below_1e3 / N_DRAWS - 0.4) < 0.02, "fraction %g", (double)below_1e3 / N_DRAWS);
     cr_expect(v[0] < 2e-5 && v[N_DRAWS - 1] > 0.5);
     bd_space_free(s);
 }
@@ -572,10 +548,9 @@ Test(space_sample, int_log_follows_the_documented_rule)
 
 Test(space_sample, int_edge_ranges)
 {
-    bd_space *s = space_of(
-        "[{\"name\":\"one\",\"type\":\"int\",\"low\":-4,\"high\":-4},"
-        " {\"name\":\"onelog\",\"type\":\"int\",\"low\":6,\"high\":6,\"log\":true},"
-        " {\"name\":\"big\",\"type\":\"int\",\"low\":-9007199254740992,\"high\":9007199254740992}]");
+    bd_space *s = space_of("[{\"name\":\"one\",\"type\":\"int\",\"low\":-4,\"high\":-4},"
+                           " {\"name\":\"onelog\",\"type\":\"int\",\"low\":6,\"high\":6,\"log\":true},"
+                           " {\"name\":\"big\",\"type\":\"int\",\"low\":-9007199254740992,\"high\":9007199254740992}]");
     bd_rng rng;
     int positive = 0;
     bd_rng_seed(&rng, 5, 0);
@@ -595,8 +570,7 @@ Test(space_sample, int_edge_ranges)
 
 Test(space_sample, categorical_uniform_and_copied_as_given)
 {
-    bd_space *s = single(
-        "{\"name\":\"c\",\"type\":\"categorical\",\"choices\":[\"svm\",3,true,2.5,false,\"\"]}");
+    bd_space *s = single("{\"name\":\"c\",\"type\":\"categorical\",\"choices\":[\"svm\",3,true,2.5,false,\"\"]}");
     const json_t *choices = bd_space_param(s, 0)->choices;
     size_t count[6] = {0};
     bd_rng rng;
@@ -605,12 +579,12 @@ Test(space_sample, categorical_uniform_and_copied_as_given)
         json_t *c = bd_space_sample(s, &rng);
         json_t *x = json_object_get(c, "c");
         size_t k, hit = 6;
-        json_t *ch;
-        json_array_foreach(choices, k, ch)
-            if (json_equal(x, ch)) /* json_equal: same type and value */
+        for (k = 0; k < json_array_size(choices); k++)
+            if (json_equal(x, json_array_get(choices, k))) /* json_equal: same type and value */
                 hit = k;
         cr_assert_lt(hit, 6, "sampled value is not a choice");
-        cr_assert_neq(x, ch, "the config must not share the space's choice objects");
+        if (!json_is_boolean(x)) /* jansson's true and false are shared singletons */
+            cr_assert_neq(x, json_array_get(choices, hit), "the config must not share the space's choice objects");
         count[hit]++;
         json_decref(c);
     }
@@ -702,8 +676,7 @@ Test(space_conditions, cash_configs_hold_exactly_the_active_parameters)
             count[2]++;
         }
         for (size_t p = 0; p < bd_space_size(s); p++)
-            cr_assert_eq(bd_space_is_active(s, p, c),
-                         json_object_get(c, bd_space_param(s, p)->name) != NULL);
+            cr_assert_eq(bd_space_is_active(s, p, c), json_object_get(c, bd_space_param(s, p)->name) != NULL);
         cr_assert_eq(bd_space_validate_config(s, c, &err), 0, "%s %s", err.field, err.message);
         json_decref(c);
     }
@@ -717,16 +690,22 @@ Test(space_conditions, nested_parents_must_be_active)
     bd_space *s = space_of(NESTED);
     long gamma = bd_space_find(s, "gamma"), kernel = bd_space_find(s, "kernel");
     long units3 = bd_space_find(s, "units3"), trees = bd_space_find(s, "both_trees");
+    long degree = bd_space_find(s, "degree");
     json_t *c;
     size_t with_gamma = 0, svm_linear = 0, deep = 0;
     bd_rng rng;
 
-    cr_assert(gamma > 0 && kernel > 0 && units3 > 0 && trees > 0);
+    cr_assert(gamma > 0 && kernel > 0 && units3 > 0 && trees > 0 && degree > 0);
     c = J("{\"algorithm\":\"svm\",\"kernel\":\"rbf\"}");
     cr_expect(bd_space_is_active(s, (size_t)gamma, c));
     json_decref(c);
     c = J("{\"algorithm\":\"svm\",\"kernel\":\"linear\"}");
     cr_expect_not(bd_space_is_active(s, (size_t)gamma, c));
+    cr_expect(bd_space_is_active(s, (size_t)degree, c));
+    json_decref(c);
+    /* degree's own condition holds, but its parent kernel is inactive under rf */
+    c = J("{\"algorithm\":\"rf\",\"kernel\":\"linear\"}");
+    cr_expect_not(bd_space_is_active(s, (size_t)degree, c));
     json_decref(c);
     /* kernel is present but inactive (rf), so gamma is inactive too */
     c = J("{\"algorithm\":\"rf\",\"kernel\":\"rbf\"}");
@@ -757,6 +736,7 @@ Test(space_conditions, nested_parents_must_be_active)
         layers = json_integer_value(json_object_get(c, "layers"));
         cr_assert_eq(kern != NULL, strcmp(algo, "svm") == 0);
         cr_assert_eq(json_object_get(c, "gamma") != NULL, kern && strcmp(kern, "rbf") == 0);
+        cr_assert_eq(json_object_get(c, "degree") != NULL, kern && strcmp(kern, "linear") == 0);
         cr_assert_eq(json_object_get(c, "units3") != NULL, layers >= 3);
         cr_assert_eq(json_object_get(c, "both_trees") != NULL, strcmp(algo, "svm") != 0);
         cr_assert_eq(bd_space_validate_config(s, c, &err), 0, "%s %s", err.field, err.message);
@@ -775,44 +755,39 @@ Test(space_conditions, nested_parents_must_be_active)
 /* --------------------------------------------------------------- validate */
 
 struct config_case {
-    const char *json;
-    const char *field; /* NULL: the config is valid */
-    const char *message;
+    char json[160];
+    char field[64];    /* "": the config is valid */
+    char message[128]; /* exact, or "" to check the field only */
 };
 
 ParameterizedTestParameters(space_validate, configs)
 {
     static struct config_case cases[] = {
-        {"{\"algorithm\":\"svm\",\"scaler\":\"none\",\"C\":1,\"gamma\":0.5}", NULL, NULL},
-        {"{\"algorithm\":\"rf\",\"scaler\":\"minmax\",\"n_estimators\":12.0,\"max_depth\":20}",
-         NULL, NULL},
-        {"{\"algorithm\":\"knn\",\"scaler\":\"standard\",\"k\":1}", NULL, NULL},
-        {"{\"algorithm\":\"svm\",\"scaler\":\"none\",\"C\":100.0,\"gamma\":0.0001}", NULL, NULL},
+        {"{\"algorithm\":\"svm\",\"scaler\":\"none\",\"C\":1,\"gamma\":0.5}", "", ""},
+        {"{\"algorithm\":\"rf\",\"scaler\":\"minmax\",\"n_estimators\":12.0,\"max_depth\":20}", "", ""},
+        {"{\"algorithm\":\"knn\",\"scaler\":\"standard\",\"k\":1}", "", ""},
+        {"{\"algorithm\":\"svm\",\"scaler\":\"none\",\"C\":100.0,\"gamma\":0.0001}", "", ""},
         {"[]", "config", "must be an object"},
-        {"null", "config", NULL},
+        {"null", "config", ""},
         {"{}", "config.algorithm", "is required"},
         {"{\"algorithm\":\"knn\",\"k\":3}", "config.scaler", "is required"},
         {"{\"algorithm\":\"svm\",\"scaler\":\"none\",\"C\":1}", "config.gamma", "is required"},
-        {"{\"algorithm\":\"rf\",\"scaler\":\"none\",\"C\":1,\"n_estimators\":20,\"max_depth\":3}",
-         "config.C", "must be left out: it is used only when \"algorithm\" is one of [\"svm\"]"},
+        {"{\"algorithm\":\"rf\",\"scaler\":\"none\",\"C\":1,\"n_estimators\":20,\"max_depth\":3}", "config.C",
+         "must be left out: it is used only when \"algorithm\" is one of [\"svm\"]"},
         {"{\"algorithm\":\"knn\",\"scaler\":\"none\",\"k\":3,\"foo\":1}", "config.foo",
          "is not a parameter of this search space"},
-        {"{\"algorithm\":\"svm\",\"scaler\":\"none\",\"C\":1000,\"gamma\":0.5}", "config.C",
-         "must be in [0.01, 100]"},
-        {"{\"algorithm\":\"svm\",\"scaler\":\"none\",\"C\":0.0099,\"gamma\":0.5}", "config.C", NULL},
-        {"{\"algorithm\":\"svm\",\"scaler\":\"none\",\"C\":\"1\",\"gamma\":0.5}", "config.C",
-         "must be a number"},
-        {"{\"algorithm\":\"svm\",\"scaler\":\"none\",\"C\":null,\"gamma\":0.5}", "config.C", NULL},
-        {"{\"algorithm\":\"rf\",\"scaler\":\"none\",\"n_estimators\":10.5,\"max_depth\":3}",
-         "config.n_estimators", "must be an integer in [10, 500]"},
-        {"{\"algorithm\":\"rf\",\"scaler\":\"none\",\"n_estimators\":9,\"max_depth\":3}",
-         "config.n_estimators", NULL},
-        {"{\"algorithm\":\"rf\",\"scaler\":\"none\",\"n_estimators\":\"20\",\"max_depth\":3}",
-         "config.n_estimators", NULL},
-        {"{\"algorithm\":\"xgb\",\"scaler\":\"none\"}", "config.algorithm",
-         "must be one of [\"svm\",\"rf\",\"knn\"]"},
-        {"{\"algorithm\":\"knn\",\"scaler\":1,\"k\":3}", "config.scaler", NULL},
-        {"{\"algorithm\":\"knn\",\"scaler\":[\"none\"],\"k\":3}", "config.scaler", NULL},
+        {"{\"algorithm\":\"svm\",\"scaler\":\"none\",\"C\":1000,\"gamma\":0.5}", "config.C", "must be in [0.01, 100]"},
+        {"{\"algorithm\":\"svm\",\"scaler\":\"none\",\"C\":0.0099,\"gamma\":0.5}", "config.C", ""},
+        {"{\"algorithm\":\"svm\",\"scaler\":\"none\",\"C\":\"1\",\"gamma\":0.5}", "config.C", "must be a number"},
+        {"{\"algorithm\":\"svm\",\"scaler\":\"none\",\"C\":null,\"gamma\":0.5}", "config.C", ""},
+        {"{\"algorithm\":\"rf\",\"scaler\":\"none\",\"n_estimators\":10.5,\"max_depth\":3}", "config.n_estimators",
+         "must be an integer in [10, 500]"},
+        {"{\"algorithm\":\"rf\",\"scaler\":\"none\",\"n_estimators\":9,\"max_depth\":3}", "config.n_estimators", ""},
+        {"{\"algorithm\":\"rf\",\"scaler\":\"none\",\"n_estimators\":\"20\",\"max_depth\":3}", "config.n_estimators",
+         ""},
+        {"{\"algorithm\":\"xgb\",\"scaler\":\"none\"}", "config.algorithm", "must be one of [\"svm\",\"rf\",\"knn\"]"},
+        {"{\"algorithm\":\"knn\",\"scaler\":1,\"k\":3}", "config.scaler", ""},
+        {"{\"algorithm\":\"knn\",\"scaler\":[\"none\"],\"k\":3}", "config.scaler", ""},
     };
     return cr_make_param_array(struct config_case, cases, sizeof cases / sizeof cases[0]);
 }
@@ -823,14 +798,14 @@ ParameterizedTest(struct config_case *c, space_validate, configs)
     json_t *config = J(c->json);
     bd_err err = {0};
     int rc = bd_space_validate_config(s, config, &err);
-    if (!c->field) {
+    if (!c->field[0]) {
         cr_expect_eq(rc, 0, "%s: %s %s", c->json, err.field, err.message);
     } else {
         cr_expect_eq(rc, BD_EINVAL, "%s", c->json);
         cr_expect_eq(err.code, BD_EINVAL);
         cr_expect_str_eq(err.field, c->field, "%s: %s", c->json, err.message);
-        if (c->message)
-            cr_expect_str_eq(err.message, c->message, "%s", c->json);
+        if (c->message[0])
+            cr_expect_str_eq(err.message, c->message, "%s: got \"%s\"", c->json, err.message);
     }
     json_decref(config);
     bd_space_free(s);
@@ -849,6 +824,15 @@ Test(space_validate, nested_inactive_child_is_named)
     cr_expect_eq(bd_space_validate_config(s, c, &err), BD_EINVAL);
     cr_expect_str_eq(err.field, "config.kernel");
     json_decref(c);
+    c = J("{\"algorithm\":\"rf\",\"kernel\":\"linear\",\"degree\":3,\"layers\":1,\"both_trees\":2}");
+    cr_expect_eq(bd_space_validate_config(s, c, &err), BD_EINVAL);
+    cr_expect_str_eq(err.field, "config.kernel");
+    json_decref(c);
+    c = J("{\"algorithm\":\"svm\",\"kernel\":\"rbf\",\"gamma\":1,\"degree\":3,\"layers\":1}");
+    cr_expect_eq(bd_space_validate_config(s, c, &err), BD_EINVAL);
+    cr_expect_str_eq(err.field, "config.degree");
+    cr_expect_str_eq(err.message, "must be left out: it is used only when \"kernel\" is one of [\"linear\"]");
+    json_decref(c);
     c = J("{\"algorithm\":\"rf\",\"layers\":4,\"both_trees\":2}");
     cr_expect_eq(bd_space_validate_config(s, c, &err), BD_EINVAL);
     cr_expect_str_eq(err.field, "config.units3");
@@ -863,11 +847,10 @@ Test(space_validate, nested_inactive_child_is_named)
 
 static void expect_same_config(const json_t *a, const json_t *b)
 {
-    const char *key;
-    json_t *va;
     cr_assert_eq(json_object_size(a), json_object_size(b));
-    json_object_foreach((json_t *)a, key, va) {
-        json_t *vb = json_object_get(b, key);
+    for (void *it = json_object_iter((json_t *)a); it; it = json_object_iter_next((json_t *)a, it)) {
+        const char *key = json_object_iter_key(it);
+        json_t *va = json_object_iter_value(it), *vb = json_object_get(b, key);
         cr_assert_not_null(vb, "%s lost", key);
         if (json_is_real(va)) {
             double x = json_real_value(va), y = json_real_value(vb);
@@ -929,14 +912,13 @@ Test(space_encode, log_float_round_trip_across_many_decades)
 
 Test(space_encode, documented_coordinates)
 {
-    bd_space *s = space_of(
-        "[{\"name\":\"f\",\"type\":\"float\",\"low\":0,\"high\":10},"
-        " {\"name\":\"lf\",\"type\":\"float\",\"low\":1e-4,\"high\":1,\"log\":true},"
-        " {\"name\":\"i\",\"type\":\"int\",\"low\":1,\"high\":9},"
-        " {\"name\":\"li\",\"type\":\"int\",\"low\":1,\"high\":100,\"log\":true},"
-        " {\"name\":\"c\",\"type\":\"categorical\",\"choices\":[\"a\",\"b\",\"c\"]},"
-        " {\"name\":\"child\",\"type\":\"float\",\"low\":0,\"high\":1,\"when\":{\"c\":[\"c\"]}},"
-        " {\"name\":\"one\",\"type\":\"int\",\"low\":5,\"high\":5}]");
+    bd_space *s = space_of("[{\"name\":\"f\",\"type\":\"float\",\"low\":0,\"high\":10},"
+                           " {\"name\":\"lf\",\"type\":\"float\",\"low\":1e-4,\"high\":1,\"log\":true},"
+                           " {\"name\":\"i\",\"type\":\"int\",\"low\":1,\"high\":9},"
+                           " {\"name\":\"li\",\"type\":\"int\",\"low\":1,\"high\":100,\"log\":true},"
+                           " {\"name\":\"c\",\"type\":\"categorical\",\"choices\":[\"a\",\"b\",\"c\"]},"
+                           " {\"name\":\"child\",\"type\":\"float\",\"low\":0,\"high\":1,\"when\":{\"c\":[\"c\"]}},"
+                           " {\"name\":\"one\",\"type\":\"int\",\"low\":5,\"high\":5}]");
     json_t *c = J("{\"f\":2.5,\"lf\":0.01,\"i\":5,\"li\":10,\"c\":\"a\",\"one\":5}");
     double u[7];
     cr_assert_eq(bd_space_encode(s, c, u), 0);
@@ -976,12 +958,12 @@ Test(space_encode, rejects_configs_that_do_not_fit)
 
 Test(space_decode, clamps_rounds_and_drops_inactive)
 {
-    bd_space *s = space_of(
-        "[{\"name\":\"f\",\"type\":\"float\",\"low\":-1,\"high\":1},"
-        " {\"name\":\"i\",\"type\":\"int\",\"low\":0,\"high\":4},"
-        " {\"name\":\"c\",\"type\":\"categorical\",\"choices\":[\"a\",2,false]},"
-        " {\"name\":\"child\",\"type\":\"int\",\"low\":1,\"high\":3,\"when\":{\"c\":[2]}},"
-        " {\"name\":\"grandchild\",\"type\":\"float\",\"low\":1,\"high\":3,\"when\":{\"child\":[3]}}]");
+    bd_space *s =
+        space_of("[{\"name\":\"f\",\"type\":\"float\",\"low\":-1,\"high\":1},"
+                 " {\"name\":\"i\",\"type\":\"int\",\"low\":0,\"high\":4},"
+                 " {\"name\":\"c\",\"type\":\"categorical\",\"choices\":[\"a\",2,false]},"
+                 " {\"name\":\"child\",\"type\":\"int\",\"low\":1,\"high\":3,\"when\":{\"c\":[2]}},"
+                 " {\"name\":\"grandchild\",\"type\":\"float\",\"low\":1,\"high\":3,\"when\":{\"child\":[3]}}]");
     double u1[] = {-5, 0.374, 1.0, 0.9, 0.2};
     double u2[] = {7, 0.376, 0.5, 1.0, NAN};
     double u3[] = {NAN, 2, 0.0, 0.5, 0.5};
@@ -1098,21 +1080,23 @@ Test(space_subspace, keeps_other_conditions_renumbered)
     bd_space *s = space_of(NESTED);
     bd_space *svm = sub_of(s, "algorithm", "\"svm\"");
     bd_space *et = sub_of(s, "algorithm", "\"et\"");
-    const char *svm_names[] = {"kernel", "gamma", "layers", "units3"};
+    const char *svm_names[] = {"kernel", "gamma", "degree", "layers", "units3"};
     const char *et_names[] = {"layers", "units3", "both_trees"};
     const bd_param *gamma, *units3;
     json_t *json;
     bd_space *again = NULL;
 
-    expect_names(svm, svm_names, 4);
+    expect_names(svm, svm_names, 5);
     expect_names(et, et_names, 3);
     cr_expect_eq(bd_space_param(svm, 0)->n_conds, 0, "kernel's condition on algorithm is gone");
     gamma = bd_space_param(svm, 1);
     cr_assert_eq(gamma->n_conds, 1, "gamma keeps its condition on kernel only");
     cr_expect_eq(gamma->conds[0].parent, 0);
-    units3 = bd_space_param(svm, 3);
+    cr_assert_eq(bd_space_param(svm, 2)->n_conds, 1);
+    cr_expect_eq(bd_space_param(svm, 2)->conds[0].parent, 0, "degree -> kernel");
+    units3 = bd_space_param(svm, 4);
     cr_assert_eq(units3->n_conds, 1);
-    cr_expect_eq(units3->conds[0].parent, 2);
+    cr_expect_eq(units3->conds[0].parent, 3, "units3 -> layers");
     cr_expect_eq(bd_space_param(et, 2)->n_conds, 0);
     units3 = bd_space_param(et, 1);
     cr_expect_eq(units3->conds[0].parent, 0);
@@ -1133,9 +1117,10 @@ Test(space_subspace, can_split_on_a_nested_categorical)
     bd_space *rbf = sub_of(s, "kernel", "\"rbf\"");
     bd_space *lin = sub_of(s, "kernel", "\"linear\"");
     const char *rbf_names[] = {"algorithm", "gamma", "layers", "units3", "both_trees"};
-    const char *lin_names[] = {"algorithm", "layers", "units3", "both_trees"};
+    const char *lin_names[] = {"algorithm", "degree", "layers", "units3", "both_trees"};
     expect_names(rbf, rbf_names, 5);
-    expect_names(lin, lin_names, 4);
+    expect_names(lin, lin_names, 5);
+    cr_expect_eq(bd_space_param(lin, 1)->n_conds, 0, "degree's only condition was on kernel");
     cr_assert_eq(bd_space_param(rbf, 1)->n_conds, 1, "gamma keeps its condition on algorithm");
     cr_expect_eq(bd_space_param(rbf, 1)->conds[0].parent, 0);
     bd_space_free(rbf);
@@ -1145,9 +1130,8 @@ Test(space_subspace, can_split_on_a_nested_categorical)
 
 Test(space_subspace, matches_numbers_by_value_and_may_be_empty)
 {
-    bd_space *s = space_of(
-        "[{\"name\":\"algo\",\"type\":\"categorical\",\"choices\":[1,2,\"nb\"]},"
-        " {\"name\":\"x\",\"type\":\"float\",\"low\":0,\"high\":1,\"when\":{\"algo\":[1]}}]");
+    bd_space *s = space_of("[{\"name\":\"algo\",\"type\":\"categorical\",\"choices\":[1,2,\"nb\"]},"
+                           " {\"name\":\"x\",\"type\":\"float\",\"low\":0,\"high\":1,\"when\":{\"algo\":[1]}}]");
     bd_space *one = sub_of(s, "algo", "1.0");
     bd_space *nb = sub_of(s, "algo", "\"nb\"");
     json_t *c, *json;
@@ -1176,16 +1160,19 @@ Test(space_subspace, matches_numbers_by_value_and_may_be_empty)
 Test(space_subspace, rejects_bad_name_or_value)
 {
     bd_space *s = space_of(CASH);
-    struct { const char *name, *value; } bad[] = {
-        {"C", "0.5"}, {"k", "3"}, {"nope", "\"svm\""}, {"algorithm", "\"xgb\""},
-        {"algorithm", "1"}, {"algorithm", "[\"svm\"]"}, {"algorithm", "null"},
+    struct {
+        const char *name, *value;
+    } bad[] = {
+        {"C", "0.5"},          {"k", "3"},
+        {"nope", "\"svm\""},   {"algorithm", "\"xgb\""},
+        {"algorithm", "1"},    {"algorithm", "[\"svm\"]"},
+        {"algorithm", "null"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         bd_space *sub = (bd_space *)1;
         bd_err err = {0};
         json_t *v = J(bad[i].value);
-        cr_expect_eq(bd_space_subspace(s, bad[i].name, v, &sub, &err), BD_EINVAL, "%s=%s",
-                     bad[i].name, bad[i].value);
+        cr_expect_eq(bd_space_subspace(s, bad[i].name, v, &sub, &err), BD_EINVAL, "%s=%s", bad[i].name, bad[i].value);
         cr_expect_null(sub);
         cr_expect_eq(err.code, BD_EINVAL);
         cr_expect_neq(err.message[0], '\0');

@@ -1,0 +1,39 @@
+/* http_server.h: the HTTP front end: a libmicrohttpd daemon with a pool of
+ * polling threads (epoll where available) feeding bd_api_dispatch, plus the
+ * request log line and metrics of every request.
+ *
+ * Bodies: accumulated up to max_body_bytes; a larger Content-Length is
+ * answered 413 before any body is read, a larger chunked body is discarded
+ * and answered 413 at its end. Connections are HTTP/1.1 keep-alive. */
+#ifndef BD_API_HTTP_SERVER_H
+#define BD_API_HTTP_SERVER_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "../server/common.h"
+#include "../server/engine.h"
+
+typedef struct bd_http_server bd_http_server;
+
+typedef struct bd_http_opts {
+    const struct sockaddr *addr; /* where to listen: sockaddr_in or sockaddr_in6; port 0 picks a free one */
+    int threads;                 /* polling threads, >= 1 */
+    size_t max_body_bytes;       /* >= 1 */
+    unsigned timeout_seconds;    /* idle connections are closed after this; 0: 60 */
+} bd_http_opts;
+
+/* Starts serving; engine is borrowed and must outlive the server. *out is
+ * new (bd_http_server_stop). BD_EINTERNAL when the daemon cannot start (port
+ * in use, ...), with the reason in err. */
+int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_server **out, bd_err *err) BD_MUST_CHECK;
+
+/* The port actually bound (useful after port 0). */
+unsigned bd_http_server_port(const bd_http_server *s);
+
+/* Graceful stop: stops accepting connections, answers 503 to requests that
+ * start from now on, waits up to grace_seconds for requests in progress to
+ * be answered and sent, then closes every connection and frees s. NULL-safe. */
+void bd_http_server_stop(bd_http_server *s, double grace_seconds);
+
+#endif

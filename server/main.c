@@ -1,0 +1,94 @@
+/* main.c: the banditd daemon: parse the configuration, open the engine,
+ * serve HTTP until SIGINT or SIGTERM, then stop gracefully (requests in
+ * progress are answered, new ones get 503) and close the engine.
+ *
+ * Signals are blocked before any thread starts, so every thread inherits the
+ * mask and only the main thread's sigwait() sees them. */
+#include <gsl/gsl_errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../api/http_server.h"
+#include "config.h"
+#include "engine.h"
+#include "log.h"
+
+#define REAPER_INTERVAL 0.5 /* seconds between lease-expiry sweeps */
+#define STOP_GRACE 10.0     /* seconds in-flight requests get to finish */
+
+int main(int argc, char **argv)
+{
+    bd_config cfg;
+    bd_err err;
+    bd_engine *engine = NULL;
+    bd_http_server *http = NULL;
+    bd_engine_opts eopts;
+    bd_http_opts hopts;
+    sigset_t stop_signals;
+    const char *first_token;
+    int rc, sig;
+
+    bd_err_clear(&err);
+    rc = bd_config_parse(&cfg, argc, argv, NULL, &err);
+    if (rc == BD_CONFIG_HELP) {
+        bd_config_usage(stdout);
+        return 0;
+    }
+    if (rc == BD_CONFIG_VERSION) {
+        printf("banditd %s\n", BD_VERSION);
+        return 0;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "banditd: %s\nTry 'banditd --help'.\n", err.message);
+        return 2;
+    }
+
+    bd_log_set_level(cfg.log_level);
+    gsl_set_error_handler_off();
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+
+    memset(&eopts, 0, sizeof eopts);
+    eopts.db_path = cfg.db_path;
+    eopts.sync_full = cfg.sync_full;
+    eopts.default_lease_seconds = cfg.lease_seconds;
+    eopts.admin_token_path = NULL;
+    eopts.reaper_interval = REAPER_INTERVAL;
+    rc = bd_engine_open(&eopts, &engine, &err);
+    if (rc < 0) {
+        bd_log(BD_LOG_ERROR, "cannot open the database %s: %s", cfg.db_path, err.message);
+        return 1;
+    }
+    first_token = bd_engine_first_admin_token(engine); /* non-NULL only when this start created the admin */
+    if (first_token && strcmp(cfg.db_path, ":memory:") == 0)
+        bd_log(BD_LOG_WARN, "in-memory database: the admin token is %s (nothing is saved)", first_token);
+    else if (first_token)
+        bd_log(BD_LOG_INFO, "created the admin user; its token is in %s.admin-token (mode 0600)", cfg.db_path);
+
+    memset(&hopts, 0, sizeof hopts);
+    hopts.addr = (const struct sockaddr *)&cfg.listen_addr;
+    hopts.threads = cfg.threads;
+    hopts.max_body_bytes = cfg.max_body_bytes;
+    rc = bd_http_server_start(&hopts, engine, &http, &err);
+    if (rc < 0) {
+        bd_log(BD_LOG_ERROR, "cannot listen on %s: %s", cfg.listen, err.message);
+        bd_engine_close(engine);
+        return 1;
+    }
+    bd_log(BD_LOG_INFO, "banditd %s listening on %s (port %u, %d threads, db %s, sync %s)", BD_VERSION, cfg.listen,
+           bd_http_server_port(http), cfg.threads, cfg.db_path, cfg.sync_full ? "full" : "normal");
+
+    do {
+        rc = sigwait(&stop_signals, &sig);
+    } while (rc != 0);
+    bd_log(BD_LOG_INFO, "received %s; stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+
+    bd_http_server_stop(http, STOP_GRACE);
+    bd_engine_close(engine);
+    bd_log(BD_LOG_INFO, "stopped");
+    return 0;
+}

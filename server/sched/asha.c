@@ -1,0 +1,305 @@
+/* asha.c: ASHA, asynchronous successive halving (Li, Jamieson,
+ * Rostamizadeh, Gonina, Ben-Tzur, Hardt, Recht, Talwalkar, MLSys 2020,
+ * Algorithm 2), and asynchronous Hyperband as several ASHA brackets.
+ *
+ * A bracket with minimum early-stopping rate s has rungs k = 0..K,
+ * K = s_max - s, at budget r_min * eta^(s+k), where s_max is the largest s
+ * with r_min*eta^s <= resource.max (integer arithmetic, rung.h). As in the
+ * paper, the top rung is r_min*eta^s_max: it equals resource.max only when
+ * resource.max / r_min is a power of eta (ALGORITHMS.md writes "top rung at
+ * R", which assumes that). get_job: for k = K-1 down to 0, the candidates are
+ * the best floor(|completed in rung k| / eta) configs of rung k; the best one
+ * not yet promoted gets a trial in rung k+1 (same config, resume_from = its
+ * rung-k trial). Otherwise a new config starts in rung 0. ASHA never waits,
+ * except that option max_trials (default 0 = unlimited) caps the trials
+ * created: then it answers WAIT while trials run and DONE after.
+ *
+ * Asynchronous Hyperband (option brackets, default 1): brackets with
+ * s = s_min, s_min+1, ..., s_min+brackets-1 share the workers; job number j
+ * (counting every trial created) goes to bracket j mod brackets, round robin.
+ * Option "s" is s_min, the minimum early-stopping rate (default 0).
+ *
+ * A trial that fails, expires or is stopped leaves no result: its config is
+ * simply not in that rung (and is never offered again); a promotion stays
+ * counted as done, so the same config is not promoted twice. A diverged
+ * result (+INFINITY) ranks last. Ties go to the lower config_id.
+ * extra = {"bracket": s, "rung": k}.
+ *
+ * Cost: suggest is O(rungs) (each rung answers its candidate in O(1)),
+ * observe O(log n) amortized (rung.h), lookups through hash maps. */
+#include "sched.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "idmap.h"
+#include "rung.h"
+
+extern const struct bd_sched_ops bd_sched_asha;
+
+#define ASHA_MAX_RUNGS 64
+
+typedef struct asha_bracket {
+    int s;
+    int nrungs;                         /* K + 1 */
+    double budget[ASHA_MAX_RUNGS];
+    bd_rung rungs[ASHA_MAX_RUNGS];
+    long long created[ASHA_MAX_RUNGS];  /* trials created per rung */
+    long long running[ASHA_MAX_RUNGS];
+    long long failed[ASHA_MAX_RUNGS];   /* failed, expired or stopped */
+} asha_bracket;
+
+typedef struct asha_config {
+    int64_t id;
+    json_t *config;        /* own reference */
+    int bracket;           /* index into brackets */
+    int top_rung;          /* highest rung with a trial */
+    int entry_rung;        /* rung of entry, -1 while none */
+    bd_rung_entry *entry;  /* its result in its highest completed rung (borrowed from that rung) */
+} asha_config;
+
+typedef struct asha_trial {
+    asha_config *cfg;
+    int rung;
+    int running;
+} asha_trial;
+
+typedef struct asha_sched {
+    bd_sched base;
+    const bd_study_def *def;
+    unsigned eta;
+    double r_min;
+    int s_max;
+    int s_min;
+    long long max_trials;  /* 0 = unlimited */
+    long long created;     /* CREATED events taken in: the round-robin counter */
+    long long running;
+    int n_brackets;
+    asha_bracket *brackets;
+    bd_idmap configs;      /* config_id -> asha_config (owned) */
+    bd_idmap trials;       /* trial_id -> asha_trial (owned) */
+} asha_sched;
+
+static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
+{
+    static const char *const known[] = {"eta", "r_min", "s", "brackets", "max_trials", NULL};
+    const json_t *o = def->options;
+    long long eta, s, brackets, max_trials;
+    double r_min;
+    int rc;
+    if ((rc = bd_opt_known(o, known, err)) || (rc = bd_opt_int(o, "eta", 3, 2, 1000, &eta, err)) ||
+        (rc = bd_opt_number(o, "r_min", def->r_min, def->r_min, def->r_max, &r_min, err)) ||
+        (rc = bd_opt_int(o, "max_trials", 0, 0, 1000000000000LL, &max_trials, err)))
+        return rc;
+    if (!(r_min > 0))
+        return bd_err_set(err, BD_EINVAL, "resource.min", "ASHA needs a resource minimum above 0");
+    int s_max = bd_budget_levels(r_min, def->r_max, (unsigned)eta, ASHA_MAX_RUNGS - 1);
+    if ((rc = bd_opt_int(o, "s", 0, 0, s_max, &s, err)) ||
+        (rc = bd_opt_int(o, "brackets", 1, 1, s_max - s + 1, &brackets, err)))
+        return rc;
+
+    asha_sched *a = bd_xcalloc(1, sizeof *a);
+    a->base.ops = &bd_sched_asha;
+    a->def = def;
+    a->eta = (unsigned)eta;
+    a->r_min = r_min;
+    a->s_max = s_max;
+    a->s_min = (int)s;
+    a->max_trials = max_trials;
+    a->n_brackets = (int)brackets;
+    a->brackets = bd_xcalloc((size_t)brackets, sizeof *a->brackets);
+    for (int b = 0; b < a->n_brackets; b++) {
+        asha_bracket *br = &a->brackets[b];
+        br->s = a->s_min + b;
+        br->nrungs = s_max - br->s + 1;
+        for (int k = 0; k < br->nrungs; k++) {
+            br->budget[k] = bd_budget_round(r_min * bd_pow(a->eta, br->s + k), r_min, def->r_max,
+                                            def->resource_integer);
+            bd_rung_init(&br->rungs[k], a->eta);
+        }
+    }
+    *out = &a->base;
+    return 0;
+}
+
+static json_t *extra_json(int s, int rung)
+{
+    return json_pack("{s:i, s:i}", "bracket", s, "rung", rung);
+}
+
+static int asha_suggest(bd_sched *sched, const bd_suggest_ctx *ctx, bd_suggestion *out, bd_err *err)
+{
+    asha_sched *a = (asha_sched *)sched;
+    (void)err;
+    if (a->max_trials && a->created >= a->max_trials)
+        return a->running ? BD_SUGGEST_WAIT : BD_SUGGEST_DONE;
+    const asha_bracket *br = &a->brackets[a->created % a->n_brackets];
+    for (int k = br->nrungs - 2; k >= 0; k--) {
+        const bd_rung_entry *e = bd_rung_candidate(&br->rungs[k]);
+        if (!e)
+            continue;
+        const asha_config *cfg = bd_idmap_get(&a->configs, e->config_id);
+        out->config = json_incref(cfg->config);
+        out->config_id = cfg->id;
+        out->budget = br->budget[k + 1];
+        out->resume_from = e->trial_id;
+        out->extra = extra_json(br->s, k + 1);
+        return BD_SUGGEST_TRIAL;
+    }
+    bd_rng rng = ctx->rng;
+    out->config = bd_space_sample(a->def->space, &rng);
+    out->budget = br->budget[0];
+    out->extra = extra_json(br->s, 0);
+    return BD_SUGGEST_TRIAL;
+}
+
+static long long extra_int(const json_t *extra, const char *key, long long dflt)
+{
+    const json_t *v = json_object_get(extra, key);
+    if (json_is_integer(v))
+        return json_integer_value(v);
+    if (json_is_real(v))
+        return (long long)json_real_value(v);
+    return dflt;
+}
+
+static void on_created(asha_sched *a, const bd_event *ev)
+{
+    int64_t config_id = ev->config_id ? ev->config_id : ev->trial_id;
+    long long s = extra_int(ev->extra, "bracket", -1), k = extra_int(ev->extra, "rung", -1);
+    long long b = s - a->s_min;
+    if (b < 0 || b >= a->n_brackets || k < 0 || k >= a->brackets[b].nrungs)
+        return;
+    asha_bracket *br = &a->brackets[b];
+    asha_config *cfg = bd_idmap_get(&a->configs, config_id);
+    if (!cfg) {
+        if (k != 0 || !ev->config)
+            return;
+        cfg = bd_xcalloc(1, sizeof *cfg);
+        cfg->id = config_id;
+        cfg->config = json_incref((json_t *)ev->config);
+        cfg->bracket = (int)b;
+        cfg->entry_rung = -1;
+        bd_idmap_put(&a->configs, config_id, cfg);
+    } else if (cfg->bracket != b) {
+        return;
+    }
+    if (k > 0 && cfg->entry && cfg->entry_rung == k - 1)
+        bd_rung_promote(&br->rungs[k - 1], cfg->entry);
+    if (k > cfg->top_rung)
+        cfg->top_rung = (int)k;
+    asha_trial *t = bd_xcalloc(1, sizeof *t);
+    t->cfg = cfg;
+    t->rung = (int)k;
+    t->running = 1;
+    bd_idmap_put(&a->trials, ev->trial_id, t);
+    br->created[k]++;
+    br->running[k]++;
+    a->running++;
+}
+
+static asha_trial *end_trial(asha_sched *a, int64_t trial_id)
+{
+    asha_trial *t = bd_idmap_get(&a->trials, trial_id);
+    if (!t || !t->running)
+        return NULL;
+    t->running = 0;
+    a->running--;
+    a->brackets[t->cfg->bracket].running[t->rung]--;
+    return t;
+}
+
+static int asha_observe(bd_sched *sched, const bd_event *ev, bd_decision *out, bd_err *err)
+{
+    asha_sched *a = (asha_sched *)sched;
+    asha_trial *t;
+    (void)out;
+    (void)err;
+    switch (ev->type) {
+    case BD_SEV_CREATED:
+        a->created++;
+        on_created(a, ev);
+        break;
+    case BD_SEV_COMPLETED:
+        if ((t = end_trial(a, ev->trial_id)) && t->rung > t->cfg->entry_rung) {
+            asha_bracket *br = &a->brackets[t->cfg->bracket];
+            t->cfg->entry = bd_rung_add(&br->rungs[t->rung], t->cfg->id, ev->trial_id, ev->loss);
+            t->cfg->entry_rung = t->rung;
+        }
+        break;
+    case BD_SEV_FAILED:
+    case BD_SEV_EXPIRED:
+    case BD_SEV_STOPPED:
+        if ((t = end_trial(a, ev->trial_id)))
+            a->brackets[t->cfg->bracket].failed[t->rung]++;
+        break;
+    case BD_SEV_MEASUREMENT:
+        break;
+    }
+    return 0;
+}
+
+static json_t *bracket_json(const asha_bracket *br)
+{
+    json_t *rungs = json_array();
+    for (int k = 0; k < br->nrungs; k++) {
+        const bd_rung *r = &br->rungs[k];
+        json_t *best = json_null();
+        if (r->best)
+            best = json_pack("{s:I, s:o}", "config_id", (json_int_t)r->best->config_id, "loss",
+                             isfinite(r->best->loss) ? json_real(r->best->loss) : json_null());
+        json_array_append_new(
+            rungs, json_pack("{s:i, s:f, s:I, s:I, s:I, s:I, s:I, s:o}", "rung", k, "budget", br->budget[k],
+                             "created", (json_int_t)br->created[k], "running", (json_int_t)br->running[k],
+                             "completed", (json_int_t)r->count, "failed", (json_int_t)br->failed[k], "promoted",
+                             (json_int_t)r->n_promoted, "best", best));
+    }
+    return json_pack("{s:i, s:o}", "bracket", br->s, "rungs", rungs);
+}
+
+static int asha_describe(const bd_sched *sched, json_t **out)
+{
+    const asha_sched *a = (const asha_sched *)sched;
+    json_t *list = json_array();
+    for (int b = 0; b < a->n_brackets; b++)
+        json_array_append_new(list, bracket_json(&a->brackets[b]));
+    *out = json_pack("{s:i, s:f, s:i, s:I, s:I, s:I, s:o}", "eta", (int)a->eta, "r_min", a->r_min, "s_max",
+                     a->s_max, "max_trials", (json_int_t)a->max_trials, "created", (json_int_t)a->created,
+                     "running", (json_int_t)a->running, "brackets", list);
+    return 0;
+}
+
+static void asha_destroy(bd_sched *sched)
+{
+    asha_sched *a = (asha_sched *)sched;
+    if (!a)
+        return;
+    for (int b = 0; b < a->n_brackets; b++)
+        for (int k = 0; k < a->brackets[b].nrungs; k++)
+            bd_rung_free(&a->brackets[b].rungs[k]);
+    for (size_t i = 0; i < a->configs.cap; i++) {
+        asha_config *c = a->configs.slots[i].value;
+        if (a->configs.slots[i].key && c) {
+            json_decref(c->config);
+            free(c);
+        }
+    }
+    for (size_t i = 0; i < a->trials.cap; i++)
+        if (a->trials.slots[i].key)
+            free(a->trials.slots[i].value);
+    bd_idmap_clear(&a->configs);
+    bd_idmap_clear(&a->trials);
+    free(a->brackets);
+    free(a);
+}
+
+const struct bd_sched_ops bd_sched_asha = {
+    .abi = BD_SCHED_ABI,
+    .name = "asha",
+    .create = asha_create,
+    .suggest = asha_suggest,
+    .observe = asha_observe,
+    .describe = asha_describe,
+    .destroy = asha_destroy,
+};

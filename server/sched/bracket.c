@@ -1,0 +1,542 @@
+/* bracket.c: synchronous successive-halving brackets (see bracket.h).
+ *
+ * Invariants, restored at the end of every observe:
+ * - a member is WAITING (needs a trial), RUNNING (its trial runs) or DONE;
+ *   a config has at most one WAITING member (cfg->pending);
+ * - only a bracket's active rung has WAITING or RUNNING members; rungs before
+ *   it are complete and ranked, rungs after it are empty;
+ * - in every bracket the retry queue head and the active rung's cursor point
+ *   at WAITING members (settle()), so "has work" is O(1);
+ * - the root of the ready heap is a bracket with work (settle_ready()). */
+#include "bracket.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rung.h"
+
+enum { MB_WAITING = 0, MB_RUNNING, MB_DONE };
+
+struct bd_bk_config {
+    int64_t id;
+    json_t *config;          /* own reference */
+    int64_t last_trial;      /* latest completed trial: the resume point (0 = none) */
+    double trained;          /* budget of last_trial */
+    double last_loss;        /* loss of last_trial */
+    struct bk_member *pending; /* the member waiting for a trial of this config */
+};
+
+typedef struct bk_member {
+    bd_bk_config *cfg;
+    bd_bracket *bracket;
+    int rung;
+    unsigned char state;      /* MB_* */
+    unsigned char queued;     /* in the bracket's retry queue */
+    unsigned char reused;     /* result carried over without a trial */
+    int retries;              /* attempts given again so far */
+    int64_t trial;            /* current (or last) trial, 0 = none */
+    int64_t resume_from;      /* for every attempt of this member */
+    double loss;              /* when DONE */
+} bk_member;
+
+typedef struct bk_rung {
+    bk_member **m;            /* owned members (each owned), in placement order */
+    long long count, cap;
+    long long finished;       /* DONE members */
+    long long created;        /* trials created, retries included */
+    long long running;        /* trials running now */
+    long long failed;         /* attempts that failed, expired or were stopped */
+    long long reused;
+    long long next;           /* cursor: members before it were handed out at least once */
+    bk_member **ranked;       /* owned, set when the rung is complete: best first */
+} bk_rung;
+
+struct bd_bracket {
+    bd_bk_spec spec;
+    size_t index;             /* position in plan order */
+    bk_rung rungs[BD_BK_MAX_RUNGS];
+    int active;               /* the rung being run */
+    long long fresh_left;     /* rung-0 places still waiting for a new config */
+    bk_member **rq;           /* retry queue (FIFO ring) */
+    size_t rq_head, rq_n, rq_cap;
+    int done;
+    int in_ready;
+};
+
+static const double BUDGET_TOL = 1e-9;
+
+static int64_t label_key(int64_t iteration, int s)
+{
+    return iteration * 256 + s + 1;
+}
+
+/* ------------------------------------------------------------- plumbing */
+
+static bk_member *rung_add(bk_rung *r, bd_bracket *b, int rung, bd_bk_config *cfg)
+{
+    if (r->count == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 8;
+        r->m = bd_xrealloc(r->m, (size_t)r->cap * sizeof *r->m);
+    }
+    bk_member *m = bd_xcalloc(1, sizeof *m);
+    m->cfg = cfg;
+    m->bracket = b;
+    m->rung = rung;
+    m->state = MB_WAITING;
+    r->m[r->count++] = m;
+    return m;
+}
+
+static void rq_push(bd_bracket *b, bk_member *m)
+{
+    if (m->queued)
+        return;
+    if (b->rq_n == b->rq_cap) {
+        size_t cap = b->rq_cap ? 2 * b->rq_cap : 8;
+        bk_member **q = bd_xmalloc(cap * sizeof *q);
+        for (size_t i = 0; i < b->rq_n; i++)
+            q[i] = b->rq[(b->rq_head + i) % b->rq_cap];
+        free(b->rq);
+        b->rq = q;
+        b->rq_cap = cap;
+        b->rq_head = 0;
+    }
+    b->rq[(b->rq_head + b->rq_n) % b->rq_cap] = m;
+    b->rq_n++;
+    m->queued = 1;
+}
+
+/* Drops handed-out members from the retry queue head and the cursor. */
+static void settle(bd_bracket *b)
+{
+    while (b->rq_n && b->rq[b->rq_head]->state != MB_WAITING) {
+        b->rq[b->rq_head]->queued = 0;
+        b->rq_head = (b->rq_head + 1) % b->rq_cap;
+        b->rq_n--;
+    }
+    bk_rung *r = &b->rungs[b->active];
+    while (r->next < r->count && r->m[r->next]->state != MB_WAITING)
+        r->next++;
+}
+
+static int has_work(const bd_bracket *b)
+{
+    const bk_rung *r = &b->rungs[b->active];
+    return !b->done && (b->rq_n || r->next < r->count || b->fresh_left > 0);
+}
+
+static void ready_push(bd_bkset *set, size_t idx)
+{
+    if (set->n_ready == set->cap_ready) {
+        set->cap_ready = set->cap_ready ? 2 * set->cap_ready : 16;
+        set->ready = bd_xrealloc(set->ready, set->cap_ready * sizeof *set->ready);
+    }
+    size_t i = set->n_ready++;
+    while (i > 0 && set->ready[(i - 1) / 2] > idx) {
+        set->ready[i] = set->ready[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    set->ready[i] = idx;
+}
+
+static void ready_pop(bd_bkset *set)
+{
+    size_t last = set->ready[--set->n_ready], i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= set->n_ready)
+            break;
+        if (c + 1 < set->n_ready && set->ready[c + 1] < set->ready[c])
+            c++;
+        if (set->ready[c] >= last)
+            break;
+        set->ready[i] = set->ready[c];
+        i = c;
+    }
+    if (set->n_ready)
+        set->ready[i] = last;
+}
+
+static void mark_ready(bd_bkset *set, bd_bracket *b)
+{
+    settle(b);
+    if (has_work(b) && !b->in_ready) {
+        b->in_ready = 1;
+        ready_push(set, b->index);
+    }
+}
+
+static void settle_ready(bd_bkset *set)
+{
+    while (set->n_ready) {
+        bd_bracket *b = set->brackets[set->ready[0]];
+        settle(b);
+        if (has_work(b))
+            break;
+        b->in_ready = 0;
+        ready_pop(set);
+    }
+}
+
+/* ------------------------------------------------------ rung transitions */
+
+static int cmp_rank(const void *pa, const void *pb)
+{
+    const bk_member *a = *(bk_member *const *)pa, *b = *(bk_member *const *)pb;
+    if (bd_rank_before(a->loss, a->cfg->id, b->loss, b->cfg->id))
+        return -1;
+    return bd_rank_before(b->loss, b->cfg->id, a->loss, a->cfg->id);
+}
+
+/* Places cfg in rung i of b: carried over when already trained that far,
+ * else waiting for a trial that resumes from its latest checkpoint. */
+static void place(bd_bracket *b, int i, bd_bk_config *cfg)
+{
+    bk_rung *r = &b->rungs[i];
+    bk_member *m = rung_add(r, b, i, cfg);
+    double target = b->spec.budget[i];
+    if (cfg->last_trial && cfg->trained + BUDGET_TOL * fmax(1.0, target) >= target) {
+        m->state = MB_DONE;
+        m->reused = 1;
+        m->loss = cfg->last_loss;
+        r->finished++;
+        r->reused++;
+        return;
+    }
+    m->resume_from = cfg->last_trial;
+    cfg->pending = m;
+}
+
+/* Ranks every complete rung from the active one on and promotes its best
+ * n[i+1] configs; stops at a rung still waiting for results. */
+static void advance(bd_bracket *b)
+{
+    while (!b->done) {
+        int i = b->active;
+        bk_rung *r = &b->rungs[i];
+        if (r->finished < b->spec.n[i])
+            return;
+        r->ranked = bd_xmalloc((size_t)r->count * sizeof *r->ranked);
+        memcpy(r->ranked, r->m, (size_t)r->count * sizeof *r->ranked);
+        qsort(r->ranked, (size_t)r->count, sizeof *r->ranked, cmp_rank);
+        if (i + 1 == b->spec.nrungs) {
+            b->done = 1;
+            return;
+        }
+        b->active = i + 1;
+        long long keep = b->spec.n[i + 1] < r->count ? b->spec.n[i + 1] : r->count;
+        for (long long j = 0; j < keep; j++)
+            place(b, i + 1, r->ranked[j]->cfg);
+        if (keep < b->spec.n[i + 1])
+            b->spec.n[i + 1] = keep; /* cannot happen with a well-formed plan */
+    }
+}
+
+static bd_bracket *open_bracket(bd_bkset *set, const bd_bk_spec *spec)
+{
+    bd_bracket *b = bd_xcalloc(1, sizeof *b);
+    b->spec = *spec;
+    b->index = set->n_brackets;
+    if (set->n_brackets == set->cap_brackets) {
+        set->cap_brackets = set->cap_brackets ? 2 * set->cap_brackets : 16;
+        set->brackets = bd_xrealloc(set->brackets, set->cap_brackets * sizeof *set->brackets);
+    }
+    set->brackets[set->n_brackets++] = b;
+    bd_idmap_put(&set->by_label, label_key(spec->iteration, spec->s), b);
+    bd_bk_spec after;
+    set->has_next = set->plan(set->plan_ud, spec, &after);
+    if (set->has_next)
+        set->next = after;
+    if (spec->reuse_arms && set->n_brackets > 1) {
+        const bk_rung *first = &set->brackets[0]->rungs[0];
+        for (long long j = 0; j < first->count; j++)
+            place(b, 0, first->m[j]->cfg);
+        b->spec.n[0] = first->count;
+        advance(b);
+    } else {
+        b->fresh_left = spec->n[0];
+    }
+    mark_ready(set, b);
+    return b;
+}
+
+/* After b ended: open the doubling trick's next rounds, which need no trial
+ * to start (each may end at once when every config is already trained). */
+static void open_followers(bd_bkset *set, bd_bracket *b)
+{
+    while (b->done && set->has_next && set->next.reuse_arms) {
+        bd_bk_spec spec = set->next;
+        b = open_bracket(set, &spec);
+    }
+}
+
+static void member_done(bd_bkset *set, bk_member *m, double loss)
+{
+    bd_bracket *b = m->bracket;
+    m->state = MB_DONE;
+    m->loss = isnan(loss) ? INFINITY : loss;
+    b->rungs[m->rung].finished++;
+    advance(b);
+    mark_ready(set, b);
+    open_followers(set, b);
+}
+
+/* -------------------------------------------------------------- the API */
+
+void bd_bk_init(bd_bkset *set, const bd_study_def *def, int max_retries, int with_iteration,
+                bd_bk_plan_fn plan, const void *ud)
+{
+    memset(set, 0, sizeof *set);
+    set->def = def;
+    set->max_retries = max_retries;
+    set->with_iteration = with_iteration;
+    set->plan = plan;
+    set->plan_ud = ud;
+    set->has_next = plan(ud, NULL, &set->next);
+}
+
+void bd_bk_free(bd_bkset *set)
+{
+    for (size_t i = 0; i < set->n_brackets; i++) {
+        bd_bracket *b = set->brackets[i];
+        for (int k = 0; k < b->spec.nrungs; k++) {
+            for (long long j = 0; j < b->rungs[k].count; j++)
+                free(b->rungs[k].m[j]);
+            free(b->rungs[k].m);
+            free(b->rungs[k].ranked);
+        }
+        free(b->rq);
+        free(b);
+    }
+    free(set->brackets);
+    free(set->ready);
+    for (size_t i = 0; i < set->configs.cap; i++) {
+        bd_bk_config *c = set->configs.slots[i].value;
+        if (set->configs.slots[i].key && c) {
+            json_decref(c->config);
+            free(c);
+        }
+    }
+    bd_idmap_clear(&set->configs);
+    bd_idmap_clear(&set->trials);
+    bd_idmap_clear(&set->by_label);
+    memset(set, 0, sizeof *set);
+}
+
+static json_t *extra_json(const bd_bkset *set, int64_t iteration, int s, int rung)
+{
+    json_t *x = json_pack("{s:i, s:i}", "bracket", s, "rung", rung);
+    if (set->with_iteration)
+        json_object_set_new(x, "iteration", json_integer(iteration));
+    return x;
+}
+
+int bd_bk_suggest(const bd_bkset *set, const bd_suggest_ctx *ctx, bd_suggestion *out)
+{
+    if (set->n_ready) {
+        const bd_bracket *b = set->brackets[set->ready[0]];
+        const bk_rung *r = &b->rungs[b->active];
+        const bk_member *m = NULL;
+        if (b->rq_n)
+            m = b->rq[b->rq_head];
+        else if (r->next < r->count)
+            m = r->m[r->next];
+        if (m) {
+            out->config = json_incref(m->cfg->config);
+            out->config_id = m->cfg->id;
+            out->budget = b->spec.budget[m->rung];
+            out->resume_from = m->resume_from;
+            out->extra = extra_json(set, b->spec.iteration, b->spec.s, m->rung);
+            return BD_SUGGEST_TRIAL;
+        }
+        assert(b->fresh_left > 0 && b->active == 0);
+        bd_rng rng = ctx->rng;
+        out->config = bd_space_sample(set->def->space, &rng);
+        out->budget = b->spec.budget[0];
+        out->extra = extra_json(set, b->spec.iteration, b->spec.s, 0);
+        return BD_SUGGEST_TRIAL;
+    }
+    if (set->has_next && !set->next.reuse_arms && !set->running) {
+        bd_rng rng = ctx->rng;
+        out->config = bd_space_sample(set->def->space, &rng);
+        out->budget = set->next.budget[0];
+        out->extra = extra_json(set, set->next.iteration, set->next.s, 0);
+        return BD_SUGGEST_TRIAL;
+    }
+    return set->running ? BD_SUGGEST_WAIT : BD_SUGGEST_DONE;
+}
+
+static long long extra_int(const json_t *extra, const char *key, long long dflt)
+{
+    const json_t *v = json_object_get(extra, key);
+    if (json_is_integer(v))
+        return json_integer_value(v);
+    if (json_is_real(v))
+        return (long long)json_real_value(v);
+    return dflt;
+}
+
+/* The member a CREATED event starts, or NULL if it matches nothing planned. */
+static bk_member *member_for_created(bd_bkset *set, const bd_event *ev)
+{
+    int64_t config_id = ev->config_id ? ev->config_id : ev->trial_id;
+    if (config_id != ev->trial_id) {
+        bd_bk_config *cfg = bd_idmap_get(&set->configs, config_id);
+        bk_member *m = cfg ? cfg->pending : NULL;
+        if (m)
+            cfg->pending = NULL;
+        return m;
+    }
+    if (!ev->config || bd_idmap_get(&set->configs, config_id))
+        return NULL;
+    int64_t iteration = extra_int(ev->extra, "iteration", 1);
+    long long s = extra_int(ev->extra, "bracket", -1);
+    if (extra_int(ev->extra, "rung", 0) != 0 || s < 0 || s >= BD_BK_MAX_RUNGS)
+        return NULL;
+    bd_bracket *b = bd_idmap_get(&set->by_label, label_key(iteration, (int)s));
+    if (!b && set->has_next && !set->next.reuse_arms && set->next.iteration == iteration && set->next.s == s) {
+        bd_bk_spec spec = set->next;
+        b = open_bracket(set, &spec);
+    }
+    if (!b || b->fresh_left <= 0)
+        return NULL;
+    bd_bk_config *cfg = bd_xcalloc(1, sizeof *cfg);
+    cfg->id = config_id;
+    cfg->config = json_incref((json_t *)ev->config);
+    bd_idmap_put(&set->configs, config_id, cfg);
+    b->fresh_left--;
+    return rung_add(&b->rungs[0], b, 0, cfg);
+}
+
+static void on_created(bd_bkset *set, const bd_event *ev)
+{
+    bk_member *m = member_for_created(set, ev);
+    if (!m)
+        return;
+    m->state = MB_RUNNING;
+    m->trial = ev->trial_id;
+    bd_idmap_put(&set->trials, ev->trial_id, m);
+    m->bracket->rungs[m->rung].created++;
+    m->bracket->rungs[m->rung].running++;
+    set->running++;
+    settle(m->bracket);
+}
+
+static bk_member *running_member(bd_bkset *set, int64_t trial_id)
+{
+    bk_member *m = bd_idmap_get(&set->trials, trial_id);
+    if (!m || m->state != MB_RUNNING || m->trial != trial_id)
+        return NULL;
+    m->bracket->rungs[m->rung].running--;
+    set->running--;
+    return m;
+}
+
+static void on_completed(bd_bkset *set, const bd_event *ev)
+{
+    bk_member *m = running_member(set, ev->trial_id);
+    if (!m)
+        return;
+    bd_bk_config *cfg = m->cfg;
+    cfg->last_trial = ev->trial_id;
+    cfg->trained = ev->budget;
+    cfg->last_loss = isnan(ev->loss) ? INFINITY : ev->loss;
+    member_done(set, m, ev->loss);
+}
+
+static void on_ended(bd_bkset *set, const bd_event *ev)
+{
+    bk_member *m = running_member(set, ev->trial_id);
+    if (!m)
+        return;
+    m->bracket->rungs[m->rung].failed++;
+    if (m->retries < set->max_retries) {
+        m->retries++;
+        m->state = MB_WAITING;
+        m->cfg->pending = m;
+        rq_push(m->bracket, m);
+        mark_ready(set, m->bracket);
+        return;
+    }
+    member_done(set, m, INFINITY);
+}
+
+void bd_bk_observe(bd_bkset *set, const bd_event *ev)
+{
+    switch (ev->type) {
+    case BD_SEV_CREATED:
+        set->created++;
+        on_created(set, ev);
+        break;
+    case BD_SEV_COMPLETED:
+        on_completed(set, ev);
+        break;
+    case BD_SEV_FAILED:
+    case BD_SEV_EXPIRED:
+    case BD_SEV_STOPPED:
+        on_ended(set, ev);
+        break;
+    case BD_SEV_MEASUREMENT:
+        break;
+    }
+    settle_ready(set);
+}
+
+/* ------------------------------------------------------------- describe */
+
+json_t *bd_bk_spec_json(const bd_bk_spec *spec)
+{
+    json_t *n = json_array(), *budget = json_array();
+    for (int i = 0; i < spec->nrungs; i++) {
+        json_array_append_new(n, json_integer(spec->n[i]));
+        json_array_append_new(budget, json_real(spec->budget[i]));
+    }
+    return json_pack("{s:I, s:i, s:o, s:o}", "iteration", (json_int_t)spec->iteration, "bracket", spec->s, "n", n,
+                     "budget", budget);
+}
+
+static json_t *bracket_json(const bd_bracket *b)
+{
+    json_t *rungs = json_array();
+    for (int i = 0; i < b->spec.nrungs; i++) {
+        const bk_rung *r = &b->rungs[i];
+        json_t *rj = json_pack("{s:i, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I}", "rung", i, "n",
+                               (json_int_t)b->spec.n[i], "budget", b->spec.budget[i], "placed", (json_int_t)r->count,
+                               "created", (json_int_t)r->created, "running", (json_int_t)r->running, "finished",
+                               (json_int_t)r->finished, "failed", (json_int_t)r->failed, "reused",
+                               (json_int_t)r->reused);
+        if (r->ranked && i + 1 < b->spec.nrungs) {
+            json_t *surv = json_array();
+            long long keep = b->spec.n[i + 1];
+            for (long long j = 0; j < keep && j < r->count; j++)
+                json_array_append_new(surv, json_integer(r->ranked[j]->cfg->id));
+            json_object_set_new(rj, "survivors", surv);
+        }
+        json_array_append_new(rungs, rj);
+    }
+    const bk_rung *last = &b->rungs[b->spec.nrungs - 1];
+    json_t *winner = json_null();
+    if (b->done && last->count) {
+        const bk_member *w = last->ranked[0];
+        winner = json_pack("{s:I, s:o, s:f}", "config_id", (json_int_t)w->cfg->id, "loss",
+                           isfinite(w->loss) ? json_real(w->loss) : json_null(), "budget",
+                           b->spec.budget[b->spec.nrungs - 1]);
+    }
+    return json_pack("{s:I, s:i, s:s, s:i, s:o, s:o}", "iteration", (json_int_t)b->spec.iteration, "bracket",
+                     b->spec.s, "state", b->done ? "done" : "running", "active_rung", b->active, "rungs", rungs,
+                     "winner", winner);
+}
+
+json_t *bd_bk_describe(const bd_bkset *set, size_t limit)
+{
+    json_t *list = json_array();
+    size_t from = set->n_brackets > limit ? set->n_brackets - limit : 0;
+    for (size_t i = from; i < set->n_brackets; i++)
+        json_array_append_new(list, bracket_json(set->brackets[i]));
+    json_t *next = set->has_next ? bd_bk_spec_json(&set->next) : json_null();
+    return json_pack("{s:I, s:I, s:I, s:o, s:o}", "running", (json_int_t)set->running, "created",
+                     (json_int_t)set->created, "brackets_total", (json_int_t)set->n_brackets, "next", next,
+                     "brackets", list);
+}

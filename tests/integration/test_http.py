@@ -1,0 +1,216 @@
+"""HTTP-level robustness of banditd over raw sockets: chunked bodies (and the
+body limit on them), pipelining, keep-alive reuse, clients that vanish
+mid-request, idle connections, malformed request lines, oversized URLs and
+headers. Whatever happens, the daemon answers with a 4xx or closes that one
+connection, never a 5xx, and keeps serving everyone else."""
+
+import http.client
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import unittest
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bdtest  # noqa: E402
+from bdtest import check_status, create_study  # noqa: E402
+
+
+class RawHTTP(bdtest.DaemonTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = bdtest.Daemon(extra_args=["--threads", "2"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.cleanup()
+
+    def setUp(self):
+        self._files = {}
+
+    def tearDown(self):
+        self.assertTrue(self.d.running(), "banditd died; stderr:\n%s" % self.d.log_tail())
+        st, body, _ = self.d.request("GET", "/healthz", token=None)
+        self.assertEqual(st, 200, "banditd stopped serving: %r" % (body,))
+
+    def connect(self, timeout=5):
+        s = socket.create_connection(("127.0.0.1", self.d.port), timeout=timeout)
+        self.addCleanup(s.close)
+        return s
+
+    def read_response(self, s, method="GET"):
+        """Reads one response from socket s. Responses are read through one
+        buffered file per socket, so pipelined answers are not lost between calls."""
+        f = self._files.get(s)
+        if f is None:
+            f = self._files[s] = s.makefile("rb")
+
+        class Unclosable:  # HTTPResponse closes its file after the body
+            def __getattr__(self, name):
+                return getattr(f, name)
+
+            def close(self):
+                pass
+
+        class OneFile:
+            def makefile(self, *a, **kw):
+                return Unclosable()
+        r = http.client.HTTPResponse(OneFile(), method=method)
+        r.begin()
+        return r.status, r.read(), r
+
+    def head(self, method, path, extra=""):
+        return ("%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n%s\r\n"
+                % (method, path, self.d.token, extra)).encode()
+
+    def test_chunked_body(self):
+        body = json.dumps(bdtest.study_body(name="chunked")).encode()
+        s = self.connect()
+        chunks = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + 50]), body[i:i + 50]) for i in range(0, len(body), 50))
+        s.sendall(self.head("POST", "/v1/studies", "Content-Type: application/json\r\n"
+                            "Transfer-Encoding: chunked\r\n") + chunks + b"0\r\n\r\n")
+        st, data, _ = self.read_response(s, "POST")
+        self.assertEqual(st, 201, data)
+        self.assertEqual(json.loads(data)["name"], "chunked")
+
+    def test_chunked_body_over_the_limit(self):
+        # No Content-Length to check up front: the limit must still hold.
+        s = self.connect(10)
+        s.sendall(self.head("POST", "/v1/studies", "Content-Type: application/json\r\n"
+                            "Transfer-Encoding: chunked\r\nConnection: close\r\n"))
+        chunk = b"a" * 65536
+
+        def send():
+            try:
+                for _ in range(40):  # 2.5 MiB
+                    s.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                s.sendall(b"0\r\n\r\n")
+            except OSError:
+                pass
+        t = threading.Thread(target=send, daemon=True)
+        t.start()
+        st, data, _ = self.read_response(s, "POST")
+        self.assertEqual(st, 413, data)
+        self.assertEqual(json.loads(data)["error"]["code"], "payload_too_large")
+
+    def test_pipelined_requests(self):
+        s = self.connect()
+        s.sendall(self.head("GET", "/healthz") + self.head("GET", "/v1/me") + self.head("GET", "/v1/nope") +
+                  self.head("GET", "/v1/me", "Connection: close\r\n"))
+        got = [self.read_response(s)[:2] for _ in range(4)]
+        self.assertEqual([g[0] for g in got], [200, 200, 404, 200])
+        self.assertEqual(json.loads(got[1][1])["admin"], True)
+
+    def test_keep_alive_reuse(self):
+        c = self.d.client()
+        s = create_study(self.d)
+        for i in range(300):
+            st, body, _ = c.request("GET", "/v1/studies/%d" % s["id"])
+            self.assertEqual(st, 200, (i, body))
+        self.assertTrue(c.used and c.conn is not None and c.conn.sock is not None,
+                        "the connection stayed open across 300 requests")
+        c.close()
+
+    def test_clients_vanishing_mid_request(self):
+        for i in range(40):
+            s = socket.create_connection(("127.0.0.1", self.d.port))
+            if i % 4 == 0:
+                s.sendall(b"POST /v1/stu")
+            elif i % 4 == 1:
+                s.sendall(self.head("POST", "/v1/studies", "Content-Type: application/json\r\n"
+                                    "Content-Length: 1000\r\n") + b'{"name": "x"')
+            elif i % 4 == 2:
+                s.sendall(self.head("POST", "/v1/studies", "Content-Type: application/json\r\n"
+                                    "Transfer-Encoding: chunked\r\n") + b"10\r\n0123")
+            else:
+                s.sendall(self.head("GET", "/v1/studies"))  # leave without reading the answer
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            s.close()  # with linger 0: a reset
+        self.assertEqual(check_status(self, self.d.request("GET", "/v1/me"), 200)["admin"], True)
+
+    def test_idle_connections_do_not_block_others(self):
+        idle = []
+        for i in range(64):
+            s = socket.create_connection(("127.0.0.1", self.d.port))
+            if i % 2:
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # headers never finished
+            idle.append(s)
+        try:
+            c = self.d.client(timeout=3)
+            t0 = time.monotonic()
+            st, body, _ = c.request("POST", "/v1/studies", bdtest.study_body())
+            took = time.monotonic() - t0
+            c.close()
+            self.assertEqual(st, 201, body)
+            self.assertLess(took, 2.0, "64 idle connections delayed a request by %.1f s" % took)
+        finally:
+            for s in idle:
+                s.close()
+
+    def test_malformed_request_lines(self):
+        for raw in (b"GARBAGE\r\n\r\n", b"GET\r\n\r\n", b"GET / HTTP/9.9\r\nHost: x\r\n\r\n",
+                    b"\x00\x01\x02\x03\r\n\r\n", b"GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n",
+                    b"POST /v1/studies HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+                    b"POST /v1/studies HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n"):
+            with self.subTest(raw=raw):
+                s = self.connect(2)
+                s.sendall(raw)
+                try:
+                    data = s.recv(4096)
+                except (socket.timeout, ConnectionResetError):
+                    data = b""
+                if data:
+                    status = int(data.split(b" ", 2)[1])
+                    ok = 400 <= status < 500 or (status == 505 and b"HTTP/9.9" in raw)
+                    self.assertTrue(ok, "%r -> %r" % (raw, data[:200]))
+                self.assertTrue(self.d.running())
+
+    def test_long_url_and_big_headers(self):
+        cases = [
+            ("GET", "/v1/studies/" + "1" * 20000, {}),
+            ("GET", "/v1/studies?" + "&".join("k%d=v" % i for i in range(2000)), {}),
+            ("GET", "/v1/me", {"X-Big": "a" * 100000}),
+            ("GET", "/v1/me", {"X-H%d" % i: "v" for i in range(500)}),
+            ("POST", "/v1/users/" + "u" * 5000 + "/tokens", {}),
+            ("GET", "/v1/me", {"Authorization": "Bearer " + "t" * 50000}),
+        ]
+        for method, path, headers in cases:
+            with self.subTest(path=path[:40], headers=list(headers)[:2]):
+                c = self.d.client(timeout=5)
+                try:
+                    st, body, _ = c.request(method, path, headers=headers)
+                except (OSError, http.client.HTTPException):
+                    st = None  # the daemon may drop such a connection
+                finally:
+                    c.close()
+                if st is not None:
+                    self.assertTrue(400 <= st < 500 or (st == 200 and method == "GET" and "?" in path),
+                                    "%s %s... -> %r %r" % (method, path[:40], st, body if st else None))
+                self.assertTrue(self.d.running())
+
+    def test_many_connections_in_parallel(self):
+        errors = []
+
+        def run(i):
+            try:
+                c = self.d.client(timeout=10)
+                for _ in range(20):
+                    st, body, _ = c.request("GET", "/v1/me")
+                    if st != 200:
+                        errors.append((i, st, body))
+                c.close()
+            except Exception as e:
+                errors.append((i, repr(e)))
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(48)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        self.assertEqual(errors, [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,398 @@
+/* sched_harness.h: an in-memory engine for scheduler unit tests. It drives
+ * a bd_sched_ops vtable the way server/engine*.c does: suggest with the rng
+ * seeded from (study seed, trials created), give the trial the next id, feed
+ * BD_SEV_CREATED, and later COMPLETED / FAILED / EXPIRED. A callback decides
+ * each trial's outcome; running trials finish in FIFO, reversed (newest
+ * first) or random order across several workers. Every event is logged so
+ * hn_replay() can rebuild a fresh scheduler through observe(replay = 1).
+ *
+ * Header-only (static functions) so each test_<x>.c stays one executable;
+ * include it after <criterion/criterion.h>. Checks every suggestion the way
+ * the engine does (budget in range and whole for integer resources, config
+ * valid, config_id / resume_from naming earlier trials of the same config)
+ * and, when check_pure is set, that suggest() twice gives the same answer. */
+#ifndef BD_SCHED_HARNESS_H
+#define BD_SCHED_HARNESS_H
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/common.h"
+#include "server/rng.h"
+#include "server/sched/sched.h"
+#include "server/space.h"
+
+#define HN_FN static __attribute__((unused))
+
+enum { HN_RUNNING = 0, HN_COMPLETED, HN_FAILED, HN_EXPIRED };  /* trial states */
+enum { HN_FIFO = 0, HN_LIFO, HN_RANDOM };                     /* completion orders */
+enum { HN_DONE = 0, HN_LIMIT, HN_STUCK };                     /* hn_run results */
+
+typedef struct hn_trial {
+    int64_t id, config_id, resume_from;
+    double budget;
+    json_t *config;      /* owned */
+    json_t *extra;       /* owned, may be NULL */
+    long long iteration; /* extra "iteration", else 1 */
+    int bracket, rung;   /* extra "bracket" / "rung", else -1 */
+    int state;           /* HN_* state */
+    double loss;         /* when completed */
+    int worker;
+} hn_trial;
+
+typedef struct hn hn;
+/* Decides a finished trial: returns HN_COMPLETED (and sets *loss), HN_FAILED or HN_EXPIRED. */
+typedef int (*hn_outcome_fn)(const hn *h, const hn_trial *t, void *ud, double *loss);
+
+typedef struct hn_logged {
+    bd_event ev;         /* config / extra point at the owned copies below */
+    json_t *config, *extra;
+} hn_logged;
+
+struct hn {
+    const struct bd_sched_ops *ops;
+    bd_sched *s;
+    bd_study_def def;
+    bd_space *space;
+    json_t *options;
+    bd_err err;             /* from create */
+    hn_trial *trials;       /* trials[id - 1] */
+    size_t n_trials, cap_trials;
+    hn_logged *log;
+    size_t n_log, cap_log;
+    hn_outcome_fn outcome;  /* NULL: hn_loss_default */
+    void *ud;
+    int check_pure;         /* 1 (default): suggest twice and compare */
+    /* hn_run statistics */
+    long long waits;        /* WAIT answers */
+    long long first_wait_at;/* trials created at the first WAIT, -1 if none */
+    int64_t *running;       /* running trial ids started by hn_run, oldest first */
+    size_t n_running, cap_running;
+    bd_rng order_rng;
+};
+
+/* Default outcome: loss = x + 1/budget, x being the config's "x". */
+HN_FN int hn_loss_default(const hn *h, const hn_trial *t, void *ud, double *loss)
+{
+    (void)h;
+    (void)ud;
+    *loss = json_number_value(json_object_get(t->config, "x")) + 1.0 / t->budget;
+    return HN_COMPLETED;
+}
+
+/* Opens a study with one float parameter x in [0, 1] and the given
+ * scheduler options (JSON text). Returns create()'s code (h->err says why). */
+HN_FN int hn_open(hn *h, const struct bd_sched_ops *ops, const char *options, double r_min, double r_max,
+                  int integer)
+{
+    json_error_t jerr;
+    memset(h, 0, sizeof *h);
+    json_t *params = json_loads("[{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}]", 0, &jerr);
+    cr_assert(params);
+    cr_assert_eq(bd_space_parse(params, &h->space, &h->err), 0);
+    json_decref(params);
+    h->options = json_loads(options ? options : "{}", 0, &jerr);
+    cr_assert(h->options, "bad options JSON in test: %s", jerr.text);
+    h->ops = ops;
+    h->def = (bd_study_def){.id = 1, .name = "t", .space = h->space, .metric = "loss", .resource_name = "units",
+                            .r_min = r_min, .r_max = r_max, .resource_integer = integer, .options = h->options,
+                            .seed = 42, .lease_seconds = 300};
+    h->check_pure = 1;
+    h->first_wait_at = -1;
+    bd_rng_seed(&h->order_rng, 7, 7);
+    return ops->create(&h->def, &h->s, &h->err);
+}
+
+HN_FN void hn_close(hn *h)
+{
+    if (h->s)
+        h->ops->destroy(h->s);
+    for (size_t i = 0; i < h->n_trials; i++) {
+        json_decref(h->trials[i].config);
+        json_decref(h->trials[i].extra);
+    }
+    for (size_t i = 0; i < h->n_log; i++) {
+        json_decref(h->log[i].config);
+        json_decref(h->log[i].extra);
+    }
+    free(h->trials);
+    free(h->log);
+    free(h->running);
+    json_decref(h->options);
+    bd_space_free(h->space);
+    memset(h, 0, sizeof *h);
+}
+
+HN_FN hn_trial *hn_get(hn *h, int64_t id)
+{
+    cr_assert(id >= 1 && (size_t)id <= h->n_trials, "no trial %lld", (long long)id);
+    return &h->trials[id - 1];
+}
+
+static void hn_feed(hn *h, const bd_event *ev, json_t *config, json_t *extra)
+{
+    bd_decision d = {0};
+    bd_err err;
+    if (h->n_log == h->cap_log) {
+        h->cap_log = h->cap_log ? 2 * h->cap_log : 256;
+        h->log = realloc(h->log, h->cap_log * sizeof *h->log);
+    }
+    hn_logged *l = &h->log[h->n_log++];
+    l->ev = *ev;
+    l->config = config ? json_incref(config) : NULL;
+    l->extra = extra ? json_incref(extra) : NULL;
+    cr_assert_eq(h->ops->observe(h->s, ev, &d, &err), 0);
+}
+
+static void hn_ctx(const hn *h, bd_suggest_ctx *ctx)
+{
+    ctx->trials_created = (int64_t)h->n_trials;
+    ctx->worker = "";
+    bd_rng_seed(&ctx->rng, h->def.seed, (uint64_t)h->n_trials);
+}
+
+static long long hn_extra_int(const json_t *extra, const char *key, long long dflt)
+{
+    const json_t *v = json_object_get(extra, key);
+    return json_is_number(v) ? (long long)json_number_value(v) : dflt;
+}
+
+static void hn_check_suggestion(hn *h, const bd_suggestion *s)
+{
+    bd_err err;
+    cr_assert(json_is_object(s->config));
+    cr_assert_eq(bd_space_validate_config(h->space, s->config, &err), 0, "invalid config: %s", err.message);
+    cr_assert(s->budget >= h->def.r_min - 1e-9 && s->budget <= h->def.r_max + 1e-9, "budget %g outside [%g, %g]",
+              s->budget, h->def.r_min, h->def.r_max);
+    if (h->def.resource_integer)
+        cr_assert(s->budget == floor(s->budget), "integer resource got budget %g", s->budget);
+    if (s->config_id) {
+        hn_trial *first = hn_get(h, s->config_id);
+        cr_assert_eq(first->config_id, s->config_id, "config_id %lld is not a config", (long long)s->config_id);
+        cr_assert(json_equal(first->config, s->config), "config differs from config %lld", (long long)s->config_id);
+    }
+    if (s->resume_from) {
+        cr_assert(s->config_id, "resume_from without config_id");
+        cr_assert_eq(hn_get(h, s->resume_from)->config_id, s->config_id, "resume_from names another config");
+    }
+}
+
+static int hn_same_suggestion(const bd_suggestion *a, const bd_suggestion *b)
+{
+    return json_equal(a->config, b->config) && a->config_id == b->config_id && a->budget == b->budget &&
+           a->resume_from == b->resume_from &&
+           ((!a->extra && !b->extra) || (a->extra && b->extra && json_equal(a->extra, b->extra)));
+}
+
+/* Stores a suggestion as trial (next id) and feeds CREATED. Steals s's references. */
+static int64_t hn_create(hn *h, bd_suggestion *s, int worker)
+{
+    if (h->n_trials == h->cap_trials) {
+        h->cap_trials = h->cap_trials ? 2 * h->cap_trials : 256;
+        h->trials = realloc(h->trials, h->cap_trials * sizeof *h->trials);
+    }
+    int64_t id = (int64_t)h->n_trials + 1;
+    hn_trial *t = &h->trials[h->n_trials++];
+    memset(t, 0, sizeof *t);
+    t->id = id;
+    t->config_id = s->config_id ? s->config_id : id;
+    t->resume_from = s->resume_from;
+    t->budget = s->budget;
+    t->config = s->config;
+    t->extra = s->extra;
+    t->iteration = hn_extra_int(s->extra, "iteration", 1);
+    t->bracket = (int)hn_extra_int(s->extra, "bracket", -1);
+    t->rung = (int)hn_extra_int(s->extra, "rung", -1);
+    t->state = HN_RUNNING;
+    t->worker = worker;
+    bd_event ev = {.type = BD_SEV_CREATED, .trial_id = id, .config_id = t->config_id, .budget = t->budget,
+                   .config = t->config, .resume_from = t->resume_from, .extra = t->extra, .loss = NAN,
+                   .elapsed_seconds = NAN};
+    hn_feed(h, &ev, t->config, t->extra);
+    return id;
+}
+
+/* One suggest; on a trial, records it (for worker) and returns its id in *id. */
+HN_FN int hn_suggest(hn *h, int worker, int64_t *id)
+{
+    bd_suggest_ctx ctx;
+    bd_suggestion s = {0};
+    bd_err err;
+    hn_ctx(h, &ctx);
+    int rc = h->ops->suggest(h->s, &ctx, &s, &err);
+    cr_assert(rc >= 0, "suggest failed: %s", err.message);
+    if (h->check_pure) {
+        bd_suggestion again = {0};
+        bd_suggest_ctx ctx2;
+        hn_ctx(h, &ctx2);
+        int rc2 = h->ops->suggest(h->s, &ctx2, &again, &err);
+        cr_assert_eq(rc, rc2, "suggest is not pure");
+        if (rc == BD_SUGGEST_TRIAL)
+            cr_assert(hn_same_suggestion(&s, &again), "suggest is not pure");
+        json_decref(again.config);
+        json_decref(again.extra);
+    }
+    if (rc != BD_SUGGEST_TRIAL) {
+        json_decref(s.config);
+        json_decref(s.extra);
+        return rc;
+    }
+    hn_check_suggestion(h, &s);
+    *id = hn_create(h, &s, worker);
+    return rc;
+}
+
+static void hn_end(hn *h, int64_t id, bd_sched_event_type type, double loss)
+{
+    hn_trial *t = hn_get(h, id);
+    cr_assert_eq(t->state, HN_RUNNING, "trial %lld is not running", (long long)id);
+    t->state = type == BD_SEV_COMPLETED ? HN_COMPLETED : type == BD_SEV_FAILED ? HN_FAILED : HN_EXPIRED;
+    t->loss = loss;
+    for (size_t i = 0; i < h->n_running; i++)
+        if (h->running[i] == id) {
+            memmove(&h->running[i], &h->running[i + 1], (h->n_running - i - 1) * sizeof *h->running);
+            h->n_running--;
+            break;
+        }
+    bd_event ev = {.type = type, .trial_id = id, .config_id = t->config_id, .budget = t->budget,
+                   .loss = type == BD_SEV_COMPLETED ? loss : NAN, .elapsed_seconds = NAN};
+    hn_feed(h, &ev, NULL, NULL);
+}
+
+HN_FN void hn_complete(hn *h, int64_t id, double loss) { hn_end(h, id, BD_SEV_COMPLETED, loss); }
+HN_FN void hn_fail(hn *h, int64_t id) { hn_end(h, id, BD_SEV_FAILED, NAN); }
+HN_FN void hn_expire(hn *h, int64_t id) { hn_end(h, id, BD_SEV_EXPIRED, NAN); }
+
+/* Ends trial id as the outcome callback says. */
+HN_FN void hn_finish(hn *h, int64_t id)
+{
+    double loss = NAN;
+    const hn_trial *t = hn_get(h, id);
+    int what = (h->outcome ? h->outcome : hn_loss_default)(h, t, h->ud, &loss);
+    if (what == HN_COMPLETED)
+        hn_complete(h, id, loss);
+    else if (what == HN_FAILED)
+        hn_fail(h, id);
+    else
+        hn_expire(h, id);
+}
+
+/* Keeps `workers` workers busy: every idle worker asks for a trial, then
+ * one running trial (chosen by order) ends through the outcome callback.
+ * Stops when the scheduler is DONE with nothing running (HN_DONE), when
+ * max_trials trials exist (HN_LIMIT, 0 = no limit), or when it answers WAIT
+ * with nothing running (HN_STUCK, a bug). */
+HN_FN int hn_run(hn *h, int workers, int order, long long max_trials)
+{
+    if ((size_t)workers > h->cap_running) {
+        h->cap_running = (size_t)workers;
+        h->running = realloc(h->running, h->cap_running * sizeof *h->running);
+    }
+    for (;;) {
+        int answer = BD_SUGGEST_TRIAL;
+        while ((int)h->n_running < workers) {
+            if (max_trials && (long long)h->n_trials >= max_trials)
+                return HN_LIMIT;
+            int64_t id;
+            answer = hn_suggest(h, (int)h->n_running, &id);
+            if (answer != BD_SUGGEST_TRIAL) {
+                if (answer == BD_SUGGEST_WAIT) {
+                    h->waits++;
+                    if (h->first_wait_at < 0)
+                        h->first_wait_at = (long long)h->n_trials;
+                }
+                break;
+            }
+            h->running[h->n_running++] = id;
+        }
+        if (!h->n_running)
+            return answer == BD_SUGGEST_DONE ? HN_DONE : HN_STUCK;
+        size_t pick = order == HN_FIFO ? 0
+                      : order == HN_LIFO ? h->n_running - 1
+                                         : (size_t)bd_rng_below(&h->order_rng, h->n_running);
+        hn_finish(h, h->running[pick]);
+    }
+}
+
+/* Trials with this bracket label and budget (iteration < 0: any iteration). */
+HN_FN long long hn_count(const hn *h, long long iteration, int bracket, double budget)
+{
+    long long n = 0;
+    for (size_t i = 0; i < h->n_trials; i++) {
+        const hn_trial *t = &h->trials[i];
+        if ((iteration < 0 || t->iteration == iteration) && t->bracket == bracket &&
+            fabs(t->budget - budget) <= 1e-9 * fmax(1, budget))
+            n++;
+    }
+    return n;
+}
+
+/* A fresh scheduler rebuilt by replaying every logged event. New (destroy). */
+HN_FN bd_sched *hn_replay(hn *h)
+{
+    bd_sched *r = NULL;
+    bd_err err;
+    cr_assert_eq(h->ops->create(&h->def, &r, &err), 0);
+    for (size_t i = 0; i < h->n_log; i++) {
+        bd_event ev = h->log[i].ev;
+        bd_decision d = {0};
+        ev.config = h->log[i].config;
+        ev.extra = h->log[i].extra;
+        ev.replay = 1;
+        cr_assert_eq(h->ops->observe(r, &ev, &d, &err), 0);
+    }
+    return r;
+}
+
+/* Do h's scheduler and other propose the same next k trials? Each one is
+ * created in both (other gets the same CREATED event). Also compares
+ * describe() before the first suggestion. */
+HN_FN int hn_same_next(hn *h, bd_sched *other, int k)
+{
+    json_t *d1 = NULL, *d2 = NULL;
+    cr_assert_eq(h->ops->describe(h->s, &d1), 0);
+    cr_assert_eq(h->ops->describe(other, &d2), 0);
+    int same = json_equal(d1, d2);
+    json_decref(d1);
+    json_decref(d2);
+    for (int i = 0; i < k && same; i++) {
+        bd_suggest_ctx ctx;
+        bd_suggestion a = {0}, b = {0};
+        bd_err err;
+        hn_ctx(h, &ctx);
+        int ra = h->ops->suggest(h->s, &ctx, &a, &err);
+        hn_ctx(h, &ctx);
+        int rb = h->ops->suggest(other, &ctx, &b, &err);
+        same = ra == rb && (ra != BD_SUGGEST_TRIAL || hn_same_suggestion(&a, &b));
+        json_decref(b.config);
+        json_decref(b.extra);
+        if (!same || ra != BD_SUGGEST_TRIAL) {
+            json_decref(a.config);
+            json_decref(a.extra);
+            break;
+        }
+        int64_t id = hn_create(h, &a, 0);
+        bd_decision d = {0};
+        const hn_trial *t = hn_get(h, id);
+        bd_event ev = {.type = BD_SEV_CREATED, .trial_id = id, .config_id = t->config_id, .budget = t->budget,
+                       .config = t->config, .resume_from = t->resume_from, .extra = t->extra, .loss = NAN,
+                       .elapsed_seconds = NAN};
+        cr_assert_eq(h->ops->observe(other, &ev, &d, &err), 0);
+    }
+    return same;
+}
+
+/* The scheduler's describe() (new reference). */
+HN_FN json_t *hn_describe(hn *h)
+{
+    json_t *d = NULL;
+    cr_assert_eq(h->ops->describe(h->s, &d), 0);
+    cr_assert(d);
+    return d;
+}
+
+#endif

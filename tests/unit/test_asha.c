@@ -1,0 +1,454 @@
+/* test_asha.c: ASHA (server/sched/asha.c; Li et al., MLSys 2020) and the
+ * asynchronous rung index (server/sched/rung.c), driven through
+ * tests/unit/sched_harness.h. */
+#include <criterion/criterion.h>
+#include <time.h>
+
+#include "sched_harness.h"
+#include "server/sched/rung.h"
+
+extern const struct bd_sched_ops bd_sched_asha;
+
+#define ASHA (&bd_sched_asha)
+
+static void open_ok(hn *h, const char *options, double r_min, double r_max, int integer)
+{
+    int rc = hn_open(h, ASHA, options, r_min, r_max, integer);
+    cr_assert_eq(rc, 0, "create failed: %s (%s)", h->err.message, h->err.field);
+}
+
+Test(asha, rung_vector_from_algorithms_md)
+{
+    /* rung-0 losses [5, 1, 4, 2, 6, 3], eta = 3: top floor(6/3) = 2 -> losses 1 and 2 */
+    static const double losses[] = {5, 1, 4, 2, 6, 3};
+    bd_rung r;
+    bd_rung_init(&r, 3);
+    bd_rung_entry *e[6];
+    for (int i = 0; i < 6; i++)
+        e[i] = bd_rung_add(&r, i + 1, 100 + i, losses[i]);
+    const bd_rung_entry *c = bd_rung_candidate(&r);
+    cr_assert(c);
+    cr_expect_eq(c->loss, 1);
+    cr_expect_eq(c->config_id, 2);
+    bd_rung_promote(&r, e[1]);
+    c = bd_rung_candidate(&r);
+    cr_assert(c);
+    cr_expect_eq(c->loss, 2);
+    bd_rung_promote(&r, e[3]);
+    cr_expect_null(bd_rung_candidate(&r));
+    /* a seventh result better than all: top stays at 2, the new one enters */
+    bd_rung_entry *g = bd_rung_add(&r, 7, 106, 0.5);
+    c = bd_rung_candidate(&r);
+    cr_assert(c);
+    cr_expect_eq(c, g);
+    cr_expect_eq(r.best, g);
+    bd_rung_free(&r);
+}
+
+Test(asha, rung_index_matches_a_brute_force_ranking)
+{
+    bd_rng rng;
+    bd_rng_seed(&rng, 1, 2);
+    for (unsigned eta = 2; eta <= 5; eta++) {
+        bd_rung r;
+        bd_rung_init(&r, eta);
+        enum { N = 151 };
+        bd_rung_entry *e[N];
+        double loss[N];
+        int promoted[N] = {0};
+        for (int i = 0; i < N; i++) {
+            loss[i] = bd_rng_below(&rng, 10) == 0 ? INFINITY : (double)bd_rng_below(&rng, 50);
+            e[i] = bd_rung_add(&r, i + 1, i + 1, loss[i]);
+            /* brute force: best unpromoted among the top floor((i+1)/eta) */
+            int k = (i + 1) / (int)eta, want = -1;
+            for (int rank = 0; rank < k; rank++) {
+                int best = -1;
+                for (int j = 0; j <= i; j++) {
+                    int better = 0;
+                    for (int m = 0; m <= i; m++)
+                        better += bd_rank_before(loss[m], m + 1, loss[j], j + 1);
+                    if (better == rank)
+                        best = j;
+                }
+                if (!promoted[best]) {
+                    want = best;
+                    break;
+                }
+            }
+            const bd_rung_entry *c = bd_rung_candidate(&r);
+            if (want < 0) {
+                cr_assert_null(c, "eta %u after %d: candidate %lld, expected none", eta, i + 1,
+                               c ? (long long)c->config_id : 0LL);
+            } else {
+                cr_assert(c && c->config_id == want + 1, "eta %u after %d: candidate %lld, expected %d", eta, i + 1,
+                          c ? (long long)c->config_id : 0LL, want + 1);
+                if (bd_rng_below(&rng, 2)) {
+                    bd_rung_promote(&r, e[want]);
+                    promoted[want] = 1;
+                }
+            }
+        }
+        bd_rung_free(&r);
+    }
+}
+
+/* Outcome: loss by config id from a table (ids 1..6), else x + 1/budget. */
+static int vector_loss(const hn *h, const hn_trial *t, void *ud, double *loss)
+{
+    static const double losses[] = {0, 5, 1, 4, 2, 6, 3};
+    (void)ud;
+    if (t->config_id <= 6 && t->rung == 0) {
+        *loss = losses[t->config_id];
+        return HN_COMPLETED;
+    }
+    return hn_loss_default(h, t, NULL, loss);
+}
+
+Test(asha, promotes_the_top_third_best_first)
+{
+    hn h;
+    int64_t ids[6], id;
+    open_ok(&h, "{}", 1, 9, 1); /* rungs 1, 3, 9 */
+    h.outcome = vector_loss;
+    for (int i = 0; i < 6; i++) {
+        cr_assert_eq(hn_suggest(&h, i, &ids[i]), BD_SUGGEST_TRIAL);
+        cr_expect_eq(hn_get(&h, ids[i])->rung, 0);
+        cr_expect_eq(hn_get(&h, ids[i])->budget, 1);
+    }
+    for (int i = 0; i < 6; i++)
+        hn_finish(&h, ids[i]);
+    cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+    const hn_trial *t = hn_get(&h, id);
+    cr_expect_eq(t->config_id, 2, "loss 1 first");
+    cr_expect_eq(t->rung, 1);
+    cr_expect_eq(t->budget, 3);
+    cr_expect_eq(t->resume_from, 2);
+    cr_assert_eq(hn_suggest(&h, 1, &id), BD_SUGGEST_TRIAL);
+    t = hn_get(&h, id);
+    cr_expect_eq(t->config_id, 4, "then loss 2");
+    cr_expect_eq(t->resume_from, 4);
+    cr_assert_eq(hn_suggest(&h, 2, &id), BD_SUGGEST_TRIAL);
+    t = hn_get(&h, id);
+    cr_expect_eq(t->config_id, t->id, "nothing left to promote: a new config");
+    cr_expect_eq(t->rung, 0);
+    hn_close(&h);
+}
+
+Test(asha, higher_rung_promotion_comes_first)
+{
+    hn h;
+    int64_t ids[12], id;
+    open_ok(&h, "{}", 1, 9, 1);
+    for (int i = 0; i < 9; i++)
+        cr_assert_eq(hn_suggest(&h, i, &ids[i]), BD_SUGGEST_TRIAL);
+    for (int i = 0; i < 9; i++)
+        hn_finish(&h, ids[i]); /* rung 0: 9 results, 3 promotable */
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(hn_suggest(&h, i, &ids[i]), BD_SUGGEST_TRIAL);
+        cr_assert_eq(hn_get(&h, ids[i])->rung, 1);
+    }
+    for (int i = 0; i < 3; i++)
+        hn_finish(&h, ids[i]); /* rung 1: 3 results, 1 promotable */
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(hn_suggest(&h, 0, &ids[i]), BD_SUGGEST_TRIAL);
+    cr_expect_eq(hn_get(&h, ids[0])->rung, 2, "rung 1's candidate goes to rung 2 first");
+    cr_expect_eq(hn_get(&h, ids[0])->budget, 9);
+    cr_expect_eq(hn_get(&h, ids[1])->rung, 0, "then nothing else is promotable");
+    (void)id;
+    hn_close(&h);
+}
+
+Test(asha, never_waits)
+{
+    hn h;
+    open_ok(&h, "{}", 1, 81, 1);
+    for (int i = 0; i < 2000; i++) {
+        int64_t id;
+        cr_assert_eq(hn_suggest(&h, i, &id), BD_SUGGEST_TRIAL, "suggestion %d", i);
+        if (i % 3 == 0)
+            hn_finish(&h, id);
+    }
+    hn_close(&h);
+}
+
+Test(asha, max_trials_waits_then_is_done)
+{
+    hn h;
+    int64_t ids[5], id;
+    open_ok(&h, "{\"max_trials\": 5}", 1, 9, 1);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(hn_suggest(&h, i, &ids[i]), BD_SUGGEST_TRIAL);
+    cr_expect_eq(hn_suggest(&h, 5, &id), BD_SUGGEST_WAIT);
+    for (int i = 0; i < 4; i++)
+        hn_finish(&h, ids[i]);
+    cr_expect_eq(hn_suggest(&h, 5, &id), BD_SUGGEST_WAIT);
+    hn_fail(&h, ids[4]);
+    cr_expect_eq(hn_suggest(&h, 5, &id), BD_SUGGEST_DONE);
+    hn_close(&h);
+}
+
+Test(asha, multiple_brackets_round_robin)
+{
+    hn h;
+    open_ok(&h, "{\"brackets\": 3}", 1, 27, 1); /* s = 0: 1,3,9,27; s = 1: 3,9,27; s = 2: 9,27 */
+    cr_assert_eq(hn_run(&h, 4, HN_RANDOM, 3000), HN_LIMIT);
+    static const double bottom[] = {1, 3, 9};
+    long long per_bracket[3] = {0};
+    for (size_t i = 0; i < h.n_trials; i++) {
+        const hn_trial *t = &h.trials[i];
+        cr_assert(t->bracket >= 0 && t->bracket <= 2);
+        cr_expect_eq(t->bracket, (int)(i % 3), "trial %zu in bracket %d", i + 1, t->bracket);
+        cr_expect_eq(t->budget, bottom[t->bracket] * bd_pow(3, t->rung));
+        per_bracket[t->bracket]++;
+        if (t->rung > 0) {
+            const hn_trial *prev = hn_get(&h, t->resume_from);
+            cr_expect_eq(prev->config_id, t->config_id);
+            cr_expect_eq(prev->rung, t->rung - 1);
+            cr_expect_eq(prev->bracket, t->bracket);
+        }
+    }
+    cr_expect_eq(per_bracket[0], 1000);
+    cr_expect_eq(hn_count(&h, -1, 2, 27) > 0, 1);
+    json_t *d = hn_describe(&h);
+    cr_expect_eq(json_array_size(json_object_get(d, "brackets")), 3);
+    json_decref(d);
+    hn_close(&h);
+}
+
+Test(asha, s_sets_the_minimum_early_stopping_rate)
+{
+    hn h;
+    open_ok(&h, "{\"s\": 1}", 1, 27, 1);
+    cr_assert_eq(hn_run(&h, 2, HN_FIFO, 200), HN_LIMIT);
+    for (size_t i = 0; i < h.n_trials; i++) {
+        cr_expect_eq(h.trials[i].bracket, 1);
+        cr_expect_geq(h.trials[i].budget, 3);
+    }
+    hn_close(&h);
+}
+
+Test(asha, top_rung_follows_the_paper_when_r_is_not_a_power)
+{
+    hn h;
+    open_ok(&h, "{}", 1, 100, 1); /* rungs 1, 3, 9, 27, 81 */
+    cr_assert_eq(hn_run(&h, 3, HN_RANDOM, 2000), HN_LIMIT);
+    double top = 0;
+    for (size_t i = 0; i < h.n_trials; i++)
+        top = h.trials[i].budget > top ? h.trials[i].budget : top;
+    cr_expect_eq(top, 81);
+    hn_close(&h);
+}
+
+/* Outcome: every trial of an odd config fails at rung 0. */
+static int fail_odd(const hn *h, const hn_trial *t, void *ud, double *loss)
+{
+    (void)ud;
+    if (t->rung == 0 && t->config_id % 2)
+        return HN_FAILED;
+    return hn_loss_default(h, t, NULL, loss);
+}
+
+Test(asha, failed_trials_are_not_in_the_rung)
+{
+    hn h;
+    open_ok(&h, "{}", 1, 9, 1);
+    h.outcome = fail_odd;
+    cr_assert_eq(hn_run(&h, 1, HN_FIFO, 300), HN_LIMIT);
+    for (size_t i = 0; i < h.n_trials; i++) {
+        const hn_trial *t = &h.trials[i];
+        if (t->rung > 0)
+            cr_expect_eq(t->config_id % 2, 0, "config %lld failed yet was promoted", (long long)t->config_id);
+        if (t->config_id % 2 && t->config_id != t->id)
+            cr_assert_fail("failed config %lld offered again", (long long)t->config_id);
+    }
+    json_t *d = hn_describe(&h);
+    json_t *rung0 = json_array_get(json_object_get(json_array_get(json_object_get(d, "brackets"), 0), "rungs"), 0);
+    cr_expect_eq(json_integer_value(json_object_get(rung0, "completed")) +
+                     json_integer_value(json_object_get(rung0, "failed")),
+                 json_integer_value(json_object_get(rung0, "created")));
+    cr_expect_gt(json_integer_value(json_object_get(rung0, "failed")), 0);
+    json_decref(d);
+    hn_close(&h);
+}
+
+/* Outcome: ids divisible by 5 diverge. */
+static int diverge_some(const hn *h, const hn_trial *t, void *ud, double *loss)
+{
+    (void)ud;
+    hn_loss_default(h, t, NULL, loss);
+    if (t->config_id % 5 == 0)
+        *loss = INFINITY;
+    return HN_COMPLETED;
+}
+
+Test(asha, diverged_configs_are_promoted_only_after_finite_ones)
+{
+    hn h;
+    open_ok(&h, "{}", 1, 9, 1);
+    h.outcome = diverge_some;
+    cr_assert_eq(hn_run(&h, 2, HN_FIFO, 500), HN_LIMIT);
+    for (size_t i = 0; i < h.n_trials; i++)
+        if (h.trials[i].rung > 0)
+            cr_expect_neq(h.trials[i].config_id % 5, 0);
+    hn_close(&h);
+}
+
+/* The promotion ASHA's get_job must make right now in bracket 0 (single
+ * bracket, nrungs rungs), by brute force over the record: the highest rung
+ * k <= nrungs-2 whose top floor(completed/eta) holds an unpromoted config
+ * gives its best such config; 0 when none (a new config is due). */
+static int64_t expected_promotion(const hn *h, int nrungs, unsigned eta, int *rung_out)
+{
+    for (int k = nrungs - 2; k >= 0; k--) {
+        size_t n = 0;
+        const hn_trial **done = calloc(h->n_trials + 1, sizeof *done);
+        for (size_t i = 0; i < h->n_trials; i++)
+            if (h->trials[i].rung == k && h->trials[i].state == HN_COMPLETED)
+                done[n++] = &h->trials[i];
+        /* selection sort is fine at this size */
+        size_t top = n / eta;
+        for (size_t a = 0; a < top; a++)
+            for (size_t b = a + 1; b < n; b++)
+                if (bd_rank_before(done[b]->loss, done[b]->config_id, done[a]->loss, done[a]->config_id)) {
+                    const hn_trial *tmp = done[a];
+                    done[a] = done[b];
+                    done[b] = tmp;
+                }
+        for (size_t a = 0; a < top; a++) {
+            int promoted = 0;
+            for (size_t i = 0; i < h->n_trials && !promoted; i++)
+                promoted = h->trials[i].rung == k + 1 && h->trials[i].config_id == done[a]->config_id;
+            if (!promoted) {
+                int64_t id = done[a]->config_id;
+                free(done);
+                *rung_out = k + 1;
+                return id;
+            }
+        }
+        free(done);
+    }
+    *rung_out = 0;
+    return 0;
+}
+
+Test(asha, every_decision_follows_get_job)
+{
+    for (unsigned eta = 2; eta <= 3; eta++) {
+        hn h;
+        char opts[32];
+        snprintf(opts, sizeof opts, "{\"eta\": %u}", eta);
+        open_ok(&h, opts, 1, 27, 1);
+        int nrungs = eta == 2 ? 5 : 4;
+        bd_rng pick;
+        bd_rng_seed(&pick, 3, eta);
+        int64_t running[4];
+        size_t n_running = 0;
+        h.outcome = diverge_some;
+        for (int step = 0; step < 700; step++) {
+            while (n_running < 4) {
+                int rung;
+                int64_t want = expected_promotion(&h, nrungs, eta, &rung), id;
+                cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+                const hn_trial *t = hn_get(&h, id);
+                cr_assert_eq(t->rung, rung, "eta %u trial %lld: rung %d, expected %d", eta, (long long)id, t->rung,
+                             rung);
+                if (want)
+                    cr_assert_eq(t->config_id, want, "eta %u trial %lld: config %lld, expected %lld", eta,
+                                 (long long)id, (long long)t->config_id, (long long)want);
+                running[n_running++] = id;
+            }
+            size_t i = (size_t)bd_rng_below(&pick, n_running);
+            int64_t id = running[i];
+            running[i] = running[--n_running];
+            if (id % 7 == 0)
+                hn_fail(&h, id);
+            else
+                hn_finish(&h, id);
+        }
+        hn_close(&h);
+    }
+}
+
+static int mixed_outcomes(const hn *h, const hn_trial *t, void *ud, double *loss)
+{
+    (void)ud;
+    if (t->id % 11 == 0)
+        return HN_FAILED;
+    if (t->id % 23 == 0)
+        return HN_EXPIRED;
+    return hn_loss_default(h, t, NULL, loss);
+}
+
+Test(asha, replay_gives_identical_next_suggestions)
+{
+    static const char *const options[] = {"{}", "{\"brackets\": 3, \"eta\": 2}", "{\"max_trials\": 90}"};
+    for (size_t k = 0; k < 3; k++)
+        for (long long stop = 10; stop < 300; stop += 71) {
+            hn h;
+            open_ok(&h, options[k], 1, 27, 1);
+            h.outcome = mixed_outcomes;
+            hn_run(&h, 5, HN_RANDOM, stop);
+            bd_sched *r = hn_replay(&h);
+            cr_expect(hn_same_next(&h, r, 40), "%s: replay after %lld trials differs", options[k], stop);
+            ASHA->destroy(r);
+            hn_close(&h);
+        }
+}
+
+Test(asha, options_are_validated)
+{
+    static const struct { const char *options; const char *field; } bad[] = {
+        {"{\"bracket\": 2}", "scheduler.options.bracket"},
+        {"{\"eta\": 1}", "scheduler.options.eta"},
+        {"{\"s\": 5}", "scheduler.options.s"},
+        {"{\"brackets\": 6}", "scheduler.options.brackets"},
+        {"{\"s\": 3, \"brackets\": 3}", "scheduler.options.brackets"},
+        {"{\"max_trials\": -1}", "scheduler.options.max_trials"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        hn h;
+        cr_expect_eq(hn_open(&h, ASHA, bad[i].options, 1, 81, 1), BD_EINVAL, "%s accepted", bad[i].options);
+        cr_expect_str_eq(h.err.field, bad[i].field, "%s", bad[i].options);
+        hn_close(&h);
+    }
+}
+
+Test(asha, scale_100k_trials)
+{
+    hn h;
+    open_ok(&h, "{\"brackets\": 2}", 1, 81, 1);
+    h.check_pure = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cr_assert_eq(hn_run(&h, 8, HN_RANDOM, 100000), HN_LIMIT);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    fprintf(stderr, "asha: 100000 trials (2 brackets, 8 workers, random order) in %.3f s\n",
+            (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+    /* correctness: promotions resume the config's previous rung, a config
+     * is promoted at most once out of each rung, and a rung promotes at most
+     * as many configs as it completed (ASHA may promote more than 1/eta of
+     * them: a config promoted early can later fall out of the top) */
+    long long created[2][5] = {{0}}, completed[2][5] = {{0}};
+    unsigned char *seen = calloc(h.n_trials + 1, 1);
+    for (size_t i = 0; i < h.n_trials; i++) {
+        const hn_trial *t = &h.trials[i];
+        int b = t->bracket;
+        created[b][t->rung]++;
+        completed[b][t->rung] += t->state == HN_COMPLETED;
+        cr_assert_eq(seen[t->config_id] & (1u << t->rung), 0, "config %lld twice in rung %d",
+                     (long long)t->config_id, t->rung);
+        seen[t->config_id] |= (unsigned char)(1u << t->rung);
+        if (t->rung > 0) {
+            const hn_trial *prev = hn_get(&h, t->resume_from);
+            cr_assert_eq(prev->config_id, t->config_id);
+            cr_assert_eq(prev->rung, t->rung - 1);
+            cr_assert_eq(prev->state, HN_COMPLETED);
+        }
+    }
+    free(seen);
+    for (int b = 0; b < 2; b++)
+        for (int k = 0; k + 1 < 5 - b; k++)
+            cr_expect_leq(created[b][k + 1], completed[b][k], "bracket %d rung %d", b, k);
+    cr_expect_gt(created[0][4], 0);
+    hn_close(&h);
+}

@@ -1,0 +1,248 @@
+/* Daemon configuration: defaults, flags in both spellings, environment
+ * variables, flag-over-environment precedence, and a clear error for every
+ * kind of bad value. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/config.h"
+
+static char *const no_env[] = {NULL};
+
+#define ARGV(...) ((char *const[]){"banditd", __VA_ARGS__, NULL})
+#define ARGC(...) ((int)(sizeof((char *[]){"banditd", __VA_ARGS__}) / sizeof(char *)))
+#define PARSE(cfg, env, err, ...) bd_config_parse(cfg, ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), env, err)
+
+static unsigned port_of(const bd_config *cfg)
+{
+    if (cfg->listen_addr.ss_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)&cfg->listen_addr)->sin6_port);
+    return ntohs(((const struct sockaddr_in *)&cfg->listen_addr)->sin_port);
+}
+
+static const char *host_of(const bd_config *cfg, char *buf, size_t cap)
+{
+    if (cfg->listen_addr.ss_family == AF_INET6)
+        return inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&cfg->listen_addr)->sin6_addr, buf, cap);
+    return inet_ntop(AF_INET, &((const struct sockaddr_in *)&cfg->listen_addr)->sin_addr, buf, (socklen_t)cap);
+}
+
+Test(config, defaults)
+{
+    bd_config cfg;
+    bd_err err;
+    char host[64];
+    char *const argv[] = {"banditd", NULL};
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+    cr_assert_eq(bd_config_parse(&cfg, 1, argv, no_env, &err), BD_CONFIG_RUN);
+    cr_assert_str_eq(cfg.listen, "127.0.0.1:8080");
+    cr_assert_str_eq(host_of(&cfg, host, sizeof host), "127.0.0.1");
+    cr_assert_eq(port_of(&cfg), 8080);
+    cr_assert_str_eq(cfg.db_path, "./banditd.db");
+    cr_assert_eq(cfg.threads, 2 * (cores < 1 ? 1 : cores));
+    cr_assert_eq(cfg.log_level, BD_LOG_INFO);
+    cr_assert_float_eq(cfg.lease_seconds, 300.0, 1e-9);
+    cr_assert_eq(cfg.sync_full, 0);
+    cr_assert_eq(cfg.max_body_bytes, 1048576);
+}
+
+Test(config, every_flag_with_space_or_equals)
+{
+    bd_config cfg;
+    bd_err err;
+    char host[64];
+
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "--listen", "0.0.0.0:9000", "--db=/tmp/x.db", "--threads", "3",
+                       "--log-level=debug", "--lease-seconds", "12.5", "--sync=full", "--max-body-bytes", "4096"),
+                 BD_CONFIG_RUN, "%s", err.message);
+    cr_assert_str_eq(host_of(&cfg, host, sizeof host), "0.0.0.0");
+    cr_assert_eq(port_of(&cfg), 9000);
+    cr_assert_str_eq(cfg.db_path, "/tmp/x.db");
+    cr_assert_eq(cfg.threads, 3);
+    cr_assert_eq(cfg.log_level, BD_LOG_DEBUG);
+    cr_assert_float_eq(cfg.lease_seconds, 12.5, 1e-9);
+    cr_assert_eq(cfg.sync_full, 1);
+    cr_assert_eq(cfg.max_body_bytes, 4096);
+}
+
+Test(config, environment_variables)
+{
+    bd_config cfg;
+    bd_err err;
+    char *const env[] = {"HOME=/root",
+                         "BANDITD_LISTEN=127.0.0.1:7000",
+                         "BANDITD_DB=:memory:",
+                         "BANDITD_THREADS=5",
+                         "BANDITD_LOG_LEVEL=warn",
+                         "BANDITD_LEASE_SECONDS=60",
+                         "BANDITD_SYNC=full",
+                         "BANDITD_MAX_BODY_BYTES=100",
+                         "BANDITD_LISTENX=nonsense",
+                         NULL};
+    char *const argv[] = {"banditd", NULL};
+
+    cr_assert_eq(bd_config_parse(&cfg, 1, argv, env, &err), BD_CONFIG_RUN, "%s", err.message);
+    cr_assert_eq(port_of(&cfg), 7000);
+    cr_assert_str_eq(cfg.db_path, ":memory:");
+    cr_assert_eq(cfg.threads, 5);
+    cr_assert_eq(cfg.log_level, BD_LOG_WARN);
+    cr_assert_float_eq(cfg.lease_seconds, 60.0, 1e-9);
+    cr_assert_eq(cfg.sync_full, 1);
+    cr_assert_eq(cfg.max_body_bytes, 100);
+}
+
+Test(config, flags_win_over_environment)
+{
+    bd_config cfg;
+    bd_err err;
+    char *const env[] = {"BANDITD_THREADS=5", "BANDITD_SYNC=full", "BANDITD_DB=/env.db", NULL};
+
+    cr_assert_eq(PARSE(&cfg, env, &err, "--threads", "7", "--db", "/flag.db"), BD_CONFIG_RUN);
+    cr_assert_eq(cfg.threads, 7);
+    cr_assert_str_eq(cfg.db_path, "/flag.db");
+    cr_assert_eq(cfg.sync_full, 1, "the environment still applies where no flag is given");
+}
+
+Test(config, empty_environment_variable_is_unset)
+{
+    bd_config cfg;
+    bd_err err;
+    char *const env[] = {"BANDITD_THREADS=", "BANDITD_LOG_LEVEL=", NULL};
+    char *const argv[] = {"banditd", NULL};
+
+    cr_assert_eq(bd_config_parse(&cfg, 1, argv, env, &err), BD_CONFIG_RUN);
+    cr_assert_eq(cfg.log_level, BD_LOG_INFO);
+}
+
+Test(config, later_flag_wins)
+{
+    bd_config cfg;
+    bd_err err;
+
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "--threads", "2", "--threads=9"), BD_CONFIG_RUN);
+    cr_assert_eq(cfg.threads, 9);
+}
+
+Test(config, ipv6_and_wildcard_listen)
+{
+    bd_config cfg;
+    bd_err err;
+    char host[64];
+
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "--listen", "[::1]:8081"), BD_CONFIG_RUN, "%s", err.message);
+    cr_assert_eq(cfg.listen_addr.ss_family, AF_INET6);
+    cr_assert_str_eq(host_of(&cfg, host, sizeof host), "::1");
+    cr_assert_eq(port_of(&cfg), 8081);
+
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "--listen", ":0"), BD_CONFIG_RUN, "%s", err.message);
+    cr_assert_str_eq(host_of(&cfg, host, sizeof host), "0.0.0.0");
+    cr_assert_eq(port_of(&cfg), 0, "port 0: any free port");
+
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "--listen", "localhost:8082"), BD_CONFIG_RUN, "%s", err.message);
+    cr_assert_eq(port_of(&cfg), 8082);
+}
+
+static void expect_bad(const char *flag, const char *value, const char *needle)
+{
+    bd_config cfg;
+    bd_err err;
+    char *const argv[] = {"banditd", (char *)flag, (char *)value, NULL};
+
+    bd_err_clear(&err);
+    cr_expect_eq(bd_config_parse(&cfg, 3, argv, no_env, &err), BD_EINVAL, "%s %s accepted", flag, value);
+    cr_expect_eq(err.code, BD_EINVAL);
+    cr_expect(strstr(err.message, flag), "%s %s: message does not name the flag: %s", flag, value, err.message);
+    cr_expect(strstr(err.message, needle), "%s %s: message lacks '%s': %s", flag, value, needle, err.message);
+    cr_expect_str_eq(err.field, flag);
+}
+
+Test(config, bad_values_are_rejected_with_the_flag_named)
+{
+    expect_bad("--threads", "0", "1..1024");
+    expect_bad("--threads", "-2", "1..1024");
+    expect_bad("--threads", "two", "1..1024");
+    expect_bad("--threads", "4x", "1..1024");
+    expect_bad("--threads", "99999999999999999999999", "1..1024");
+    expect_bad("--threads", "", "1..1024");
+    expect_bad("--log-level", "verbose", "debug, info, warn, error");
+    expect_bad("--log-level", "INFO", "debug, info");
+    expect_bad("--sync", "off", "normal, full");
+    expect_bad("--lease-seconds", "0", "seconds");
+    expect_bad("--lease-seconds", "-5", "seconds");
+    expect_bad("--lease-seconds", "nan", "seconds");
+    expect_bad("--lease-seconds", "inf", "seconds");
+    expect_bad("--lease-seconds", "1e99", "seconds");
+    expect_bad("--lease-seconds", " 5", "seconds");
+    expect_bad("--lease-seconds", "5s", "seconds");
+    expect_bad("--max-body-bytes", "0", "byte count");
+    expect_bad("--max-body-bytes", "1MB", "byte count");
+    expect_bad("--max-body-bytes", "2147483648", "byte count");
+    expect_bad("--listen", "8080", "HOST:PORT");
+    expect_bad("--listen", "127.0.0.1:65536", "port");
+    expect_bad("--listen", "127.0.0.1:", "port");
+    expect_bad("--listen", "127.0.0.1:http", "port");
+    expect_bad("--listen", "::1:8080", "brackets");
+    expect_bad("--listen", "[::1]8080", "[IPv6]:PORT");
+    expect_bad("--db", "", "empty");
+}
+
+Test(config, bad_environment_value_names_the_variable)
+{
+    bd_config cfg;
+    bd_err err;
+    char *const env[] = {"BANDITD_SYNC=sometimes", NULL};
+    char *const argv[] = {"banditd", NULL};
+
+    cr_assert_eq(bd_config_parse(&cfg, 1, argv, env, &err), BD_EINVAL);
+    cr_assert(strstr(err.message, "BANDITD_SYNC"), "%s", err.message);
+    cr_assert_str_eq(err.field, "BANDITD_SYNC");
+}
+
+Test(config, unknown_option_missing_value_and_stray_argument)
+{
+    bd_config cfg;
+    bd_err err;
+
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "--thread", "3"), BD_EINVAL);
+    cr_assert(strstr(err.message, "unknown option '--thread'"), "%s", err.message);
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "--db"), BD_EINVAL);
+    cr_assert(strstr(err.message, "--db needs a value"), "%s", err.message);
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "serve"), BD_EINVAL);
+    cr_assert(strstr(err.message, "unexpected argument 'serve'"), "%s", err.message);
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "-t", "3"), BD_EINVAL);
+}
+
+Test(config, help_and_version)
+{
+    bd_config cfg;
+    bd_err err;
+
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "--help"), BD_CONFIG_HELP);
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "-h"), BD_CONFIG_HELP);
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "--threads", "2", "--version"), BD_CONFIG_VERSION);
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "-V"), BD_CONFIG_VERSION);
+}
+
+Test(config, help_documents_every_flag_and_variable)
+{
+    static const char *const names[] = {
+        "--listen",        "BANDITD_LISTEN",        "127.0.0.1:8080", "--db",      "BANDITD_DB",     "./banditd.db",
+        "--threads",       "BANDITD_THREADS",       "2 x",            "--log-level", "BANDITD_LOG_LEVEL", "--lease-seconds",
+        "BANDITD_LEASE_SECONDS", "300",             "--sync",         "BANDITD_SYNC", "--max-body-bytes",
+        "BANDITD_MAX_BODY_BYTES", "1048576",        "--help",         "--version",
+    };
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+
+    bd_config_usage(f);
+    fclose(f);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        cr_expect(strstr(text, names[i]), "--help does not mention %s", names[i]);
+    free(text);
+}

@@ -1,0 +1,907 @@
+/* test_store.c: the SQLite backend of storage/store.h, through the interface
+ * only: schema versioning, every table's calls, NAN round trips, transactions,
+ * callbacks that call back into the store, and several threads committing. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "storage/store.h"
+
+/* ---- helpers ---- */
+
+struct tmpdb {
+    char dir[64];
+    char path[128];
+};
+
+static void tmpdb_make(struct tmpdb *t)
+{
+    snprintf(t->dir, sizeof t->dir, "%s", "/tmp/bd_test_store_XXXXXX");
+    cr_assert_not_null(mkdtemp(t->dir));
+    snprintf(t->path, sizeof t->path, "%s/test.db", t->dir);
+}
+
+static void tmpdb_remove(struct tmpdb *t)
+{
+    char p[160];
+    const char *suffixes[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s%s", t->path, suffixes[i]);
+        unlink(p);
+    }
+    rmdir(t->dir);
+}
+
+static bd_store *open_at(const char *path, bd_sync_mode sync)
+{
+    bd_store_opts opts = {.sync = sync};
+    bd_store *s = NULL;
+    bd_err err = {0};
+    int rc = bd_store_open(path, &opts, &s, &err);
+    cr_assert_eq(rc, 0, "open %s: %s", path, err.message);
+    cr_assert_not_null(s);
+    return s;
+}
+
+static bd_store *open_mem(void)
+{
+    return open_at(":memory:", BD_SYNC_NORMAL);
+}
+
+static int64_t make_user(bd_store *s, const char *name)
+{
+    int64_t id = 0;
+    bd_err err = {0};
+    cr_assert_eq(bd_store_user_create(s, name, 0, 100.0, &id, &err), 0, "%s", err.message);
+    return id;
+}
+
+static int64_t make_study(bd_store *s, int64_t user_id, const char *name)
+{
+    bd_study_row row = {.user_id = user_id, .name = (char *)name, .definition = "{\"k\":1}", .created_at = 5.0};
+    int64_t id = 0;
+    bd_err err = {0};
+    cr_assert_eq(bd_store_study_insert(s, &row, &id, &err), 0, "%s", err.message);
+    return id;
+}
+
+static int64_t make_trial(bd_store *s, int64_t study_id, double lease)
+{
+    bd_trial_row row = {.study_id = study_id, .config = "{\"x\":0.5}", .budget = 3, .state = BD_TRIAL_RUNNING,
+                        .created_at = 10.0, .lease_expires_at = lease};
+    int64_t id = 0;
+    bd_err err = {0};
+    cr_assert_eq(bd_store_trial_insert(s, &row, &id, &err), 0, "%s", err.message);
+    return id;
+}
+
+static void finish_trial(bd_store *s, int64_t id, bd_trial_state state, double value)
+{
+    bd_trial_row row = {.id = id, .state = state, .finished_at = 20.0, .has_value = 1, .value = value};
+    bd_err err = {0};
+    cr_assert_eq(bd_store_trial_finish(s, &row, &err), 0, "%s", err.message);
+}
+
+static int64_t append_event(bd_store *s, int64_t study_id, int64_t trial_id, bd_event_type type, double value)
+{
+    bd_event_row row = {.study_id = study_id, .trial_id = trial_id, .type = type, .step = 1, .has_value = 1,
+                        .value = value, .elapsed_seconds = NAN, .created_at = 30.0};
+    int64_t id = 0;
+    bd_err err = {0};
+    cr_assert_eq(bd_store_event_append(s, &row, &id, &err), 0, "%s", err.message);
+    return id;
+}
+
+/* Collects ids from any each-call. */
+struct ids {
+    int64_t v[1024];
+    int n;
+    int stop_at; /* return 7 after this many rows; 0 = never */
+};
+
+static int push_id(struct ids *c, int64_t id)
+{
+    cr_assert_lt(c->n, 1024);
+    c->v[c->n++] = id;
+    return c->stop_at && c->n == c->stop_at ? 7 : 0;
+}
+
+static int collect_study(const bd_study_row *row, void *arg)
+{
+    return push_id(arg, row->id);
+}
+
+static int collect_trial(const bd_trial_row *row, void *arg)
+{
+    return push_id(arg, row->id);
+}
+
+static int collect_event(const bd_event_row *row, void *arg)
+{
+    return push_id(arg, row->id);
+}
+
+static int count_trials(bd_store *s, int64_t study_id, int state)
+{
+    struct ids c = {0};
+    bd_err err = {0};
+    cr_assert_eq(bd_store_trial_each(s, study_id, state, 0, 0, collect_trial, &c, &err), 0, "%s", err.message);
+    return c.n;
+}
+
+static int count_events(bd_store *s, int64_t study_id)
+{
+    struct ids c = {0};
+    bd_err err = {0};
+    cr_assert_eq(bd_store_event_each(s, study_id, collect_event, &c, &err), 0, "%s", err.message);
+    return c.n;
+}
+
+static off_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+/* Overwrites the big-endian 32-bit field of the SQLite header at offset. */
+static void poke_header(const char *path, long offset, uint32_t v)
+{
+    unsigned char b[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16), (unsigned char)(v >> 8),
+                          (unsigned char)v};
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f);
+    cr_assert_eq(fseek(f, offset, SEEK_SET), 0);
+    cr_assert_eq(fwrite(b, 1, 4, f), 4);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* ---- schema ---- */
+
+Test(store, memory_database_is_at_current_version)
+{
+    bd_store *s = open_mem();
+    cr_assert_eq(bd_store_schema_version(s), 1);
+    cr_assert_eq(bd_store_schema_version(NULL), 1);
+    bd_store_close(s);
+}
+
+Test(store, reopen_keeps_data_and_version)
+{
+    struct tmpdb t;
+    tmpdb_make(&t);
+    bd_store *s = open_at(t.path, BD_SYNC_FULL);
+    int64_t uid = make_user(s, "alice");
+    int64_t sid = make_study(s, uid, "first");
+    int64_t tid = make_trial(s, sid, 99.0);
+    cr_assert_gt(file_size(t.path), 0);
+    bd_store_close(s);
+
+    char wal[160];
+    snprintf(wal, sizeof wal, "%s-wal", t.path);
+    cr_assert(file_size(wal) <= 0, "the WAL is checkpointed and emptied on close");
+
+    s = open_at(t.path, BD_SYNC_NORMAL);
+    cr_assert_eq(bd_store_schema_version(s), 1);
+    bd_user u;
+    bd_err err = {0};
+    cr_assert_eq(bd_store_user_by_name(s, "alice", &u, &err), 0);
+    cr_assert_eq(u.id, uid);
+    bd_trial_row tr = {0};
+    cr_assert_eq(bd_store_trial_get(s, tid, &tr, &err), 0);
+    cr_assert_eq(tr.study_id, sid);
+    bd_store_trial_row_clear(&tr);
+    bd_store_close(s);
+    tmpdb_remove(&t);
+}
+
+Test(store, file_database_uses_wal)
+{
+    struct tmpdb t;
+    tmpdb_make(&t);
+    bd_store *s = open_at(t.path, BD_SYNC_NORMAL);
+    make_user(s, "alice");
+    char wal[160];
+    snprintf(wal, sizeof wal, "%s-wal", t.path);
+    cr_assert_gt(file_size(wal), 0, "an open WAL database writes to <db>-wal");
+    bd_store_close(s);
+    tmpdb_remove(&t);
+}
+
+Test(store, newer_schema_is_refused)
+{
+    struct tmpdb t;
+    tmpdb_make(&t);
+    bd_store_close(open_at(t.path, BD_SYNC_NORMAL));
+    poke_header(t.path, 60, 99); /* user_version */
+    bd_store *s = NULL;
+    bd_err err = {0};
+    cr_assert_eq(bd_store_open(t.path, NULL, &s, &err), BD_ESTORAGE);
+    cr_assert_null(s);
+    cr_assert_not_null(strstr(err.message, "newer"), "%s", err.message);
+    tmpdb_remove(&t);
+}
+
+Test(store, foreign_database_is_refused)
+{
+    struct tmpdb t;
+    tmpdb_make(&t);
+    bd_store_close(open_at(t.path, BD_SYNC_NORMAL));
+    poke_header(t.path, 68, 0x12345678); /* application_id */
+    bd_store *s = NULL;
+    bd_err err = {0};
+    cr_assert_eq(bd_store_open(t.path, NULL, &s, &err), BD_ESTORAGE);
+    cr_assert_not_null(strstr(err.message, "not a banditd database"), "%s", err.message);
+    tmpdb_remove(&t);
+}
+
+Test(store, garbage_file_is_a_storage_error)
+{
+    struct tmpdb t;
+    tmpdb_make(&t);
+    FILE *f = fopen(t.path, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 200; i++)
+        fputs("this is not a database\n", f);
+    fclose(f);
+    bd_store *s = NULL;
+    bd_err err = {0};
+    cr_assert_eq(bd_store_open(t.path, NULL, &s, &err), BD_ESTORAGE);
+    cr_assert_eq(err.code, BD_ESTORAGE);
+    cr_assert_neq(err.message[0], '\0');
+    tmpdb_remove(&t);
+}
+
+/* ---- users and tokens ---- */
+
+Test(store, users_create_find_count_and_conflict)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t count = -1, admin_id = 0;
+    cr_assert_eq(bd_store_user_count(s, &count, &err), 0);
+    cr_assert_eq(count, 0);
+    cr_assert_eq(bd_store_user_create(s, "root", 1, 42.5, &admin_id, &err), 0);
+    int64_t bob = make_user(s, "bob");
+    cr_assert_neq(admin_id, bob);
+    cr_assert_eq(bd_store_user_count(s, &count, &err), 0);
+    cr_assert_eq(count, 2);
+
+    bd_user u;
+    cr_assert_eq(bd_store_user_by_name(s, "root", &u, &err), 0);
+    cr_assert_eq(u.id, admin_id);
+    cr_assert_str_eq(u.name, "root");
+    cr_assert_eq(u.is_admin, 1);
+    cr_assert_float_eq(u.created_at, 42.5, 1e-9);
+    cr_assert_eq(bd_store_user_by_id(s, bob, &u, &err), 0);
+    cr_assert_str_eq(u.name, "bob");
+    cr_assert_eq(u.is_admin, 0);
+
+    cr_assert_eq(bd_store_user_create(s, "bob", 0, 1, NULL, &err), BD_ECONFLICT);
+    cr_assert_eq(err.code, BD_ECONFLICT);
+    cr_assert_not_null(strstr(err.message, "UNIQUE"), "%s", err.message);
+    cr_assert_eq(bd_store_user_by_name(s, "carol", &u, &err), BD_ENOTFOUND);
+    cr_assert_eq(bd_store_user_by_id(s, 9999, &u, &err), BD_ENOTFOUND);
+    char longname[80];
+    memset(longname, 'a', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    cr_assert_eq(bd_store_user_create(s, longname, 0, 1, NULL, &err), BD_EINVAL);
+    bd_store_close(s);
+}
+
+Test(store, tokens_add_get_and_revoke_hides)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t uid = make_user(s, "alice"), tid = 0, owner = 0;
+    uint8_t hash[32], got[32];
+    for (int i = 0; i < 32; i++)
+        hash[i] = (uint8_t)(i * 7 + 1);
+    cr_assert_eq(bd_store_token_add(s, uid, hash, 1.0, &tid, &err), 0, "%s", err.message);
+    cr_assert_gt(tid, 0);
+    cr_assert_eq(bd_store_token_get(s, tid, got, &owner, &err), 0);
+    cr_assert_eq(memcmp(hash, got, 32), 0);
+    cr_assert_eq(owner, uid);
+
+    cr_assert_eq(bd_store_token_revoke(s, tid, &err), 0);
+    cr_assert_eq(bd_store_token_get(s, tid, got, &owner, &err), BD_ENOTFOUND);
+    cr_assert_eq(bd_store_token_revoke(s, tid + 100, &err), BD_ENOTFOUND);
+    cr_assert_eq(bd_store_token_add(s, uid + 100, hash, 1.0, &tid, &err), BD_ENOTFOUND, "unknown user");
+    bd_store_close(s);
+}
+
+/* ---- studies ---- */
+
+Test(store, study_insert_get_each_by_user)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t alice = make_user(s, "alice"), bob = make_user(s, "bob");
+    int64_t a1 = make_study(s, alice, "a1");
+    int64_t b1 = make_study(s, bob, "b1");
+    int64_t a2 = make_study(s, alice, "a2");
+
+    bd_study_row row = {0};
+    cr_assert_eq(bd_store_study_get(s, a2, &row, &err), 0);
+    cr_assert_eq(row.id, a2);
+    cr_assert_eq(row.user_id, alice);
+    cr_assert_str_eq(row.name, "a2");
+    cr_assert_str_eq(row.definition, "{\"k\":1}");
+    cr_assert_float_eq(row.created_at, 5.0, 1e-9);
+    bd_store_study_row_clear(&row);
+    cr_assert_null(row.name);
+    cr_assert_eq(bd_store_study_get(s, 4242, &row, &err), BD_ENOTFOUND);
+
+    struct ids all = {0}, mine = {0}, first = {.stop_at = 1};
+    cr_assert_eq(bd_store_study_each(s, 0, collect_study, &all, &err), 0);
+    cr_assert_eq(all.n, 3);
+    cr_assert(all.v[0] == a1 && all.v[1] == b1 && all.v[2] == a2);
+    cr_assert_eq(bd_store_study_each(s, alice, collect_study, &mine, &err), 0);
+    cr_assert_eq(mine.n, 2);
+    cr_assert(mine.v[0] == a1 && mine.v[1] == a2);
+    cr_assert_eq(bd_store_study_each(s, 0, collect_study, &first, &err), 7, "fn's value stops the scan");
+    cr_assert_eq(first.n, 1);
+
+    cr_assert_eq(bd_store_study_insert(s, &(bd_study_row){.user_id = 999, .name = "x", .definition = "{}"}, NULL,
+                                       &err),
+                 BD_ENOTFOUND, "unknown owner");
+    bd_store_close(s);
+}
+
+Test(store, study_delete_cascades_to_trials_and_events)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t uid = make_user(s, "alice");
+    int64_t doomed = make_study(s, uid, "doomed"), kept = make_study(s, uid, "kept");
+    int64_t t1 = make_trial(s, doomed, 50), t2 = make_trial(s, kept, 50);
+    append_event(s, doomed, t1, BD_EV_CREATED, 0);
+    append_event(s, doomed, t1, BD_EV_MEASUREMENT, 0.5);
+    append_event(s, kept, t2, BD_EV_CREATED, 0);
+
+    cr_assert_eq(bd_store_study_delete(s, doomed, &err), 0, "%s", err.message);
+    bd_study_row sr = {0};
+    cr_assert_eq(bd_store_study_get(s, doomed, &sr, &err), BD_ENOTFOUND);
+    bd_trial_row tr = {0};
+    cr_assert_eq(bd_store_trial_get(s, t1, &tr, &err), BD_ENOTFOUND);
+    cr_assert_eq(count_events(s, doomed), 0);
+    struct ids c = {0};
+    cr_assert_eq(bd_store_event_each_of_trial(s, t1, collect_event, &c, &err), 0);
+    cr_assert_eq(c.n, 0);
+
+    cr_assert_eq(bd_store_trial_get(s, t2, &tr, &err), 0);
+    bd_store_trial_row_clear(&tr);
+    cr_assert_eq(count_events(s, kept), 1);
+    cr_assert_eq(bd_store_study_delete(s, doomed, &err), BD_ENOTFOUND);
+
+    int64_t again = make_study(s, uid, "again");
+    cr_assert_gt(again, kept, "ids of deleted studies are not reused");
+    cr_assert_gt(make_trial(s, again, 1), t2);
+    bd_store_close(s);
+}
+
+/* ---- trials ---- */
+
+Test(store, trial_state_names_round_trip)
+{
+    for (int i = 0; i < BD_TRIAL_NSTATES; i++)
+        cr_assert_eq(bd_trial_state_parse(bd_trial_state_name((bd_trial_state)i)), i);
+    cr_assert_str_eq(bd_trial_state_name(BD_TRIAL_RUNNING), "running");
+    cr_assert_str_eq(bd_trial_state_name(BD_TRIAL_EXPIRED), "expired");
+    cr_assert_eq(bd_trial_state_parse("Running"), -1);
+    cr_assert_eq(bd_trial_state_parse(""), -1);
+    cr_assert_eq(bd_trial_state_parse(NULL), -1);
+}
+
+Test(store, trial_insert_defaults_config_id_and_round_trips)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t sid = make_study(s, make_user(s, "alice"), "st");
+    int64_t first = make_trial(s, sid, 60);
+
+    bd_trial_row in = {.study_id = sid, .config_id = first, .config = "{\"x\":0.5}", .budget = 9,
+                       .resume_from = first, .extra = "{\"rung\":1}", .state = BD_TRIAL_RUNNING,
+                       .worker = "w1", .created_at = 11.25, .lease_expires_at = 71.5};
+    int64_t second = 0;
+    cr_assert_eq(bd_store_trial_insert(s, &in, &second, &err), 0, "%s", err.message);
+
+    bd_trial_row out = {0};
+    cr_assert_eq(bd_store_trial_get(s, first, &out, &err), 0);
+    cr_assert_eq(out.config_id, first, "config_id 0 becomes the trial's own id");
+    cr_assert_eq(out.resume_from, 0);
+    cr_assert_null(out.extra);
+    cr_assert_null(out.worker);
+    cr_assert_null(out.reason);
+    cr_assert_eq(out.finished_at, 0.0);
+    cr_assert_eq(out.has_value, 0);
+    bd_store_trial_row_clear(&out);
+
+    cr_assert_eq(bd_store_trial_get(s, second, &out, &err), 0);
+    cr_assert_eq(out.id, second);
+    cr_assert_eq(out.study_id, sid);
+    cr_assert_eq(out.config_id, first);
+    cr_assert_str_eq(out.config, "{\"x\":0.5}");
+    cr_assert_float_eq(out.budget, 9, 1e-12);
+    cr_assert_eq(out.resume_from, first);
+    cr_assert_str_eq(out.extra, "{\"rung\":1}");
+    cr_assert_eq(out.state, BD_TRIAL_RUNNING);
+    cr_assert_str_eq(out.worker, "w1");
+    cr_assert_float_eq(out.created_at, 11.25, 1e-12);
+    cr_assert_float_eq(out.lease_expires_at, 71.5, 1e-12);
+    bd_store_trial_row_clear(&out);
+
+    cr_assert_eq(bd_store_trial_get(s, second + 5, &out, &err), BD_ENOTFOUND);
+    in.study_id = sid + 100;
+    cr_assert_eq(bd_store_trial_insert(s, &in, NULL, &err), BD_ENOTFOUND, "unknown study");
+    in.study_id = sid;
+    in.state = (bd_trial_state)17;
+    cr_assert_eq(bd_store_trial_insert(s, &in, NULL, &err), BD_EINVAL);
+    bd_store_close(s);
+}
+
+Test(store, trial_finish_values_round_trip)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t sid = make_study(s, make_user(s, "alice"), "st");
+    int64_t diverged = make_trial(s, sid, 60), plain = make_trial(s, sid, 60), timed = make_trial(s, sid, 60);
+
+    bd_trial_row fin = {.id = diverged, .state = BD_TRIAL_COMPLETED, .finished_at = 77.0, .has_value = 1,
+                        .value = NAN, .reason = "diverged"};
+    cr_assert_eq(bd_store_trial_finish(s, &fin, &err), 0, "%s", err.message);
+    finish_trial(s, plain, BD_TRIAL_COMPLETED, 0.31);
+    fin = (bd_trial_row){.id = timed, .state = BD_TRIAL_COMPLETED, .finished_at = 78.0, .timeout = 1};
+    cr_assert_eq(bd_store_trial_finish(s, &fin, &err), 0, "%s", err.message);
+
+    bd_trial_row out = {0};
+    cr_assert_eq(bd_store_trial_get(s, diverged, &out, &err), 0);
+    cr_assert_eq(out.state, BD_TRIAL_COMPLETED);
+    cr_assert_eq(out.has_value, 1);
+    cr_assert(isnan(out.value), "NAN survives as NULL + has_value");
+    cr_assert_str_eq(out.reason, "diverged");
+    cr_assert_float_eq(out.finished_at, 77.0, 1e-12);
+    bd_store_trial_row_clear(&out);
+
+    cr_assert_eq(bd_store_trial_get(s, plain, &out, &err), 0);
+    cr_assert_eq(out.has_value, 1);
+    cr_assert_eq(out.value, 0.31, "the exact double comes back");
+    cr_assert_null(out.reason);
+    bd_store_trial_row_clear(&out);
+
+    cr_assert_eq(bd_store_trial_get(s, timed, &out, &err), 0);
+    cr_assert_eq(out.has_value, 0);
+    cr_assert_eq(out.timeout, 1);
+    cr_assert_eq(out.value, 0.0);
+    bd_store_trial_row_clear(&out);
+
+    fin = (bd_trial_row){.id = plain, .state = BD_TRIAL_FAILED, .finished_at = 90.0};
+    cr_assert_eq(bd_store_trial_finish(s, &fin, &err), BD_ECONFLICT, "a trial finishes once");
+    cr_assert_not_null(strstr(err.message, "completed"), "%s", err.message);
+    fin.id = 5555;
+    cr_assert_eq(bd_store_trial_finish(s, &fin, &err), BD_ENOTFOUND);
+    fin.state = BD_TRIAL_RUNNING;
+    cr_assert_eq(bd_store_trial_finish(s, &fin, &err), BD_EINVAL);
+    bd_store_close(s);
+}
+
+Test(store, trial_lease_update)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t tid = make_trial(s, make_study(s, make_user(s, "alice"), "st"), 60);
+    cr_assert_eq(bd_store_trial_set_lease(s, tid, 1234.5, &err), 0);
+    bd_trial_row out = {0};
+    cr_assert_eq(bd_store_trial_get(s, tid, &out, &err), 0);
+    cr_assert_float_eq(out.lease_expires_at, 1234.5, 1e-12);
+    bd_store_trial_row_clear(&out);
+    cr_assert_eq(bd_store_trial_set_lease(s, tid + 1, 1.0, &err), BD_ENOTFOUND);
+    bd_store_close(s);
+}
+
+Test(store, trial_each_filters_state_and_paginates)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t uid = make_user(s, "alice");
+    int64_t a = make_study(s, uid, "a"), b = make_study(s, uid, "b");
+    int64_t ids[10];
+    for (int i = 0; i < 10; i++) {
+        ids[i] = make_trial(s, a, 60);
+        make_trial(s, b, 60); /* interleaved: must not show up */
+    }
+    finish_trial(s, ids[2], BD_TRIAL_COMPLETED, 1);
+    finish_trial(s, ids[5], BD_TRIAL_COMPLETED, 2);
+    finish_trial(s, ids[8], BD_TRIAL_STOPPED, 3);
+
+    struct ids c = {0};
+    cr_assert_eq(bd_store_trial_each(s, a, -1, 0, 100, collect_trial, &c, &err), 0);
+    cr_assert_eq(c.n, 10);
+    for (int i = 0; i < 10; i++)
+        cr_assert_eq(c.v[i], ids[i]);
+
+    c = (struct ids){0};
+    cr_assert_eq(bd_store_trial_each(s, a, BD_TRIAL_COMPLETED, 0, 100, collect_trial, &c, &err), 0);
+    cr_assert_eq(c.n, 2);
+    cr_assert(c.v[0] == ids[2] && c.v[1] == ids[5]);
+
+    c = (struct ids){0};
+    cr_assert_eq(bd_store_trial_each(s, a, -1, ids[3], 4, collect_trial, &c, &err), 0);
+    cr_assert_eq(c.n, 4);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(c.v[i], ids[4 + i]);
+
+    c = (struct ids){0};
+    cr_assert_eq(bd_store_trial_each(s, a, BD_TRIAL_RUNNING, ids[1], 3, collect_trial, &c, &err), 0);
+    cr_assert_eq(c.n, 3);
+    cr_assert(c.v[0] == ids[3] && c.v[1] == ids[4] && c.v[2] == ids[6]);
+
+    c = (struct ids){.stop_at = 2};
+    cr_assert_eq(bd_store_trial_each(s, a, -1, 0, 0, collect_trial, &c, &err), 7);
+    cr_assert_eq(c.n, 2);
+
+    cr_assert_eq(count_trials(s, a, BD_TRIAL_RUNNING), 7);
+    cr_assert_eq(count_trials(s, a + b + 10, -1), 0);
+    c = (struct ids){0};
+    cr_assert_eq(bd_store_trial_each(s, a, BD_TRIAL_NSTATES, 0, 0, collect_trial, &c, &err), BD_EINVAL);
+    bd_store_close(s);
+}
+
+Test(store, trial_each_expired_picks_running_with_old_lease)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t uid = make_user(s, "alice");
+    int64_t a = make_study(s, uid, "a"), b = make_study(s, uid, "b");
+    int64_t old_a = make_trial(s, a, 10);
+    int64_t fresh = make_trial(s, a, 500);
+    int64_t done = make_trial(s, a, 10);
+    int64_t old_b = make_trial(s, b, 99.9);
+    int64_t edge = make_trial(s, b, 100);
+    finish_trial(s, done, BD_TRIAL_COMPLETED, 1);
+    (void)fresh;
+    (void)edge;
+
+    struct ids c = {0};
+    cr_assert_eq(bd_store_trial_each_expired(s, 100, collect_trial, &c, &err), 0);
+    cr_assert_eq(c.n, 2);
+    cr_assert(c.v[0] == old_a && c.v[1] == old_b);
+    bd_store_close(s);
+}
+
+static int expire_it(const bd_trial_row *row, void *arg)
+{
+    bd_store *s = arg;
+    bd_err err = {0};
+    bd_trial_row fin = {.id = row->id, .state = BD_TRIAL_EXPIRED, .finished_at = 100};
+    bd_event_row ev = {.study_id = row->study_id, .trial_id = row->id, .type = BD_EV_EXPIRED,
+                       .elapsed_seconds = NAN, .created_at = 100};
+    cr_assert_eq(bd_store_trial_finish(s, &fin, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_event_append(s, &ev, NULL, &err), 0, "%s", err.message);
+    return 0;
+}
+
+Test(store, expiry_callback_may_write_inside_a_transaction, .timeout = 20)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t sid = make_study(s, make_user(s, "alice"), "a");
+    for (int i = 0; i < 600; i++) /* more than one scan batch */
+        make_trial(s, sid, i % 2 ? 10 : 500);
+    cr_assert_eq(bd_store_begin(s, &err), 0);
+    cr_assert_eq(bd_store_trial_each_expired(s, 100, expire_it, s, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_commit(s, &err), 0, "%s", err.message);
+    cr_assert_eq(count_trials(s, sid, BD_TRIAL_EXPIRED), 300);
+    cr_assert_eq(count_trials(s, sid, BD_TRIAL_RUNNING), 300);
+    cr_assert_eq(count_events(s, sid), 300);
+    bd_store_close(s);
+}
+
+/* ---- events ---- */
+
+static int keep_event(const bd_event_row *row, void *arg)
+{
+    bd_event_row *out = arg;
+    out[row->id % 8] = *row;
+    return 0;
+}
+
+Test(store, events_append_in_order_with_nan_round_trip)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t sid = make_study(s, make_user(s, "alice"), "a");
+    int64_t t1 = make_trial(s, sid, 60), t2 = make_trial(s, sid, 60);
+    int64_t e[4];
+    e[0] = append_event(s, sid, t1, BD_EV_CREATED, 0);
+    e[1] = append_event(s, sid, t2, BD_EV_CREATED, 0);
+    bd_event_row m = {.study_id = sid, .trial_id = t1, .type = BD_EV_MEASUREMENT, .step = 3, .has_value = 1,
+                      .value = NAN, .elapsed_seconds = NAN, .created_at = 31};
+    cr_assert_eq(bd_store_event_append(s, &m, &e[2], &err), 0, "%s", err.message);
+    m = (bd_event_row){.study_id = sid, .trial_id = t1, .type = BD_EV_COMPLETED, .has_value = 0, .timeout = 1,
+                       .elapsed_seconds = 12.5, .created_at = 32};
+    cr_assert_eq(bd_store_event_append(s, &m, &e[3], &err), 0, "%s", err.message);
+    for (int i = 1; i < 4; i++)
+        cr_assert_gt(e[i], e[i - 1]);
+
+    struct ids c = {0};
+    cr_assert_eq(bd_store_event_each(s, sid, collect_event, &c, &err), 0);
+    cr_assert_eq(c.n, 4);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(c.v[i], e[i]);
+    c = (struct ids){0};
+    cr_assert_eq(bd_store_event_each_of_trial(s, t1, collect_event, &c, &err), 0);
+    cr_assert_eq(c.n, 3);
+    cr_assert(c.v[0] == e[0] && c.v[1] == e[2] && c.v[2] == e[3]);
+
+    bd_event_row got[8];
+    memset(got, 0, sizeof got);
+    cr_assert_eq(bd_store_event_each_of_trial(s, t1, keep_event, got, &err), 0);
+    const bd_event_row *meas = &got[e[2] % 8], *comp = &got[e[3] % 8], *created = &got[e[0] % 8];
+    cr_assert_eq(meas->type, BD_EV_MEASUREMENT);
+    cr_assert_eq(meas->trial_id, t1);
+    cr_assert_eq(meas->study_id, sid);
+    cr_assert_float_eq(meas->step, 3, 1e-12);
+    cr_assert_eq(meas->has_value, 1);
+    cr_assert(isnan(meas->value));
+    cr_assert(isnan(meas->elapsed_seconds));
+    cr_assert_float_eq(meas->created_at, 31, 1e-12);
+    cr_assert_eq(comp->type, BD_EV_COMPLETED);
+    cr_assert_eq(comp->has_value, 0);
+    cr_assert_eq(comp->timeout, 1);
+    cr_assert_float_eq(comp->elapsed_seconds, 12.5, 1e-12);
+    cr_assert_eq(created->type, BD_EV_CREATED);
+    cr_assert_eq(created->value, 0.0);
+
+    m.trial_id = t2 + 50;
+    cr_assert_eq(bd_store_event_append(s, &m, NULL, &err), BD_ENOTFOUND, "unknown trial");
+    m.trial_id = t1;
+    m.type = (bd_event_type)42;
+    cr_assert_eq(bd_store_event_append(s, &m, NULL, &err), BD_EINVAL);
+    bd_store_close(s);
+}
+
+Test(store, event_scan_crosses_batches_in_order)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t sid = make_study(s, make_user(s, "alice"), "a");
+    int64_t tid = make_trial(s, sid, 60);
+    int64_t ids[700];
+    cr_assert_eq(bd_store_begin(s, &err), 0);
+    for (int i = 0; i < 700; i++)
+        ids[i] = append_event(s, sid, tid, BD_EV_MEASUREMENT, i);
+    cr_assert_eq(bd_store_commit(s, &err), 0);
+
+    struct ids c = {0};
+    cr_assert_eq(bd_store_event_each(s, sid, collect_event, &c, &err), 0);
+    cr_assert_eq(c.n, 700);
+    for (int i = 0; i < 700; i++)
+        cr_assert_eq(c.v[i], ids[i]);
+    c = (struct ids){.stop_at = 300};
+    cr_assert_eq(bd_store_event_each_of_trial(s, tid, collect_event, &c, &err), 7);
+    cr_assert_eq(c.n, 300);
+    bd_store_close(s);
+}
+
+/* A callback that reads the store while a scan is in progress, outside a transaction. */
+struct nested {
+    bd_store *s;
+    int studies, events;
+};
+
+static int count_nested_event(const bd_event_row *row, void *arg)
+{
+    struct nested *n = arg;
+    bd_trial_row tr = {0};
+    bd_err err = {0};
+    cr_assert_eq(bd_store_trial_get(n->s, row->trial_id, &tr, &err), 0, "%s", err.message);
+    bd_store_trial_row_clear(&tr);
+    n->events++;
+    return 0;
+}
+
+static int replay_study(const bd_study_row *row, void *arg)
+{
+    struct nested *n = arg;
+    bd_err err = {0};
+    n->studies++;
+    cr_assert_eq(bd_store_event_each(n->s, row->id, count_nested_event, n, &err), 0, "%s", err.message);
+    return 0;
+}
+
+Test(store, callbacks_may_call_the_store_outside_a_transaction, .timeout = 20)
+{
+    bd_store *s = open_mem();
+    int64_t uid = make_user(s, "alice");
+    for (int i = 0; i < 3; i++) {
+        int64_t sid = make_study(s, uid, "st");
+        int64_t tid = make_trial(s, sid, 60);
+        for (int j = 0; j < 5; j++)
+            append_event(s, sid, tid, BD_EV_MEASUREMENT, j);
+    }
+    struct nested n = {.s = s};
+    bd_err err = {0};
+    cr_assert_eq(bd_store_study_each(s, 0, replay_study, &n, &err), 0, "%s", err.message);
+    cr_assert_eq(n.studies, 3);
+    cr_assert_eq(n.events, 15);
+    bd_store_close(s);
+}
+
+/* ---- idempotency ---- */
+
+Test(store, idempotency_get_put_prune)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t alice = make_user(s, "alice"), bob = make_user(s, "bob");
+    char *fp = NULL, *resp = NULL;
+    cr_assert_eq(bd_store_idem_get(s, alice, "k1", &fp, &resp, &err), BD_ENOTFOUND);
+    cr_assert_eq(bd_store_idem_put(s, alice, "k1", "POST /v1/x 1234", "{\"ok\":1}", 100, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(bd_store_idem_put(s, bob, "k1", "other", "{\"ok\":2}", 200, &err), 0, "same key, other user");
+    cr_assert_eq(bd_store_idem_put(s, alice, "k1", "again", "{}", 300, &err), BD_ECONFLICT);
+
+    cr_assert_eq(bd_store_idem_get(s, alice, "k1", &fp, &resp, &err), 0);
+    cr_assert_str_eq(fp, "POST /v1/x 1234");
+    cr_assert_str_eq(resp, "{\"ok\":1}");
+    free(fp);
+    free(resp);
+
+    cr_assert_eq(bd_store_idem_prune(s, 150, &err), 0);
+    cr_assert_eq(bd_store_idem_get(s, alice, "k1", &fp, &resp, &err), BD_ENOTFOUND);
+    cr_assert_eq(bd_store_idem_get(s, bob, "k1", &fp, NULL, &err), 0);
+    cr_assert_str_eq(fp, "other");
+    free(fp);
+    bd_store_close(s);
+}
+
+/* ---- transactions ---- */
+
+Test(store, rollback_discards_changes)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t uid = make_user(s, "alice");
+    cr_assert_eq(bd_store_begin(s, &err), 0, "%s", err.message);
+    make_user(s, "ghost");
+    int64_t sid = make_study(s, uid, "ghost study");
+    bd_store_rollback(s);
+
+    bd_user u;
+    cr_assert_eq(bd_store_user_by_name(s, "ghost", &u, &err), BD_ENOTFOUND);
+    bd_study_row row = {0};
+    cr_assert_eq(bd_store_study_get(s, sid, &row, &err), BD_ENOTFOUND);
+    bd_store_rollback(s); /* no transaction: a no-op */
+    make_user(s, "after");
+    bd_store_close(s);
+}
+
+Test(store, conflict_inside_a_transaction_keeps_it_usable)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    make_user(s, "alice");
+    cr_assert_eq(bd_store_begin(s, &err), 0);
+    make_user(s, "bob");
+    cr_assert_eq(bd_store_user_create(s, "alice", 0, 1, NULL, &err), BD_ECONFLICT);
+    cr_assert_eq(bd_store_commit(s, &err), 0, "%s", err.message);
+    int64_t count = 0;
+    cr_assert_eq(bd_store_user_count(s, &count, &err), 0);
+    cr_assert_eq(count, 2);
+    bd_store_close(s);
+}
+
+Test(store, transaction_misuse_is_reported)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    cr_assert_eq(bd_store_commit(s, &err), BD_EINTERNAL);
+    cr_assert_eq(bd_store_begin(s, &err), 0);
+    cr_assert_eq(bd_store_begin(s, &err), BD_EINTERNAL, "no nested transactions (it would deadlock)");
+    make_user(s, "alice");
+    cr_assert_eq(bd_store_commit(s, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_begin(s, &err), 0);
+    bd_store_close(s); /* rolls back the open transaction */
+}
+
+Test(store, commit_persists_across_close_and_reopen)
+{
+    struct tmpdb t;
+    tmpdb_make(&t);
+    bd_store *s = open_at(t.path, BD_SYNC_NORMAL);
+    bd_err err = {0};
+    cr_assert_eq(bd_store_begin(s, &err), 0);
+    int64_t sid = make_study(s, make_user(s, "alice"), "kept");
+    int64_t tid = make_trial(s, sid, 60);
+    append_event(s, sid, tid, BD_EV_CREATED, 0);
+    cr_assert_eq(bd_store_commit(s, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_begin(s, &err), 0);
+    make_user(s, "uncommitted");
+    bd_store_close(s);
+
+    s = open_at(t.path, BD_SYNC_NORMAL);
+    cr_assert_eq(count_trials(s, sid, -1), 1);
+    cr_assert_eq(count_events(s, sid), 1);
+    bd_user u;
+    cr_assert_eq(bd_store_user_by_name(s, "uncommitted", &u, &err), BD_ENOTFOUND);
+    bd_store_close(s);
+    tmpdb_remove(&t);
+}
+
+/* ---- threads ---- */
+
+#define NTHREADS 4
+#define PER_THREAD 250
+
+struct worker {
+    bd_store *s;
+    int64_t study_id;
+    int failures;
+};
+
+static void *worker_loop(void *arg)
+{
+    struct worker *w = arg;
+    for (int i = 0; i < PER_THREAD; i++) {
+        bd_err err = {0};
+        bd_trial_row row = {.study_id = w->study_id, .config = "{}", .budget = 1, .state = BD_TRIAL_RUNNING,
+                            .created_at = 1, .lease_expires_at = 2};
+        int64_t tid = 0;
+        if (bd_store_begin(w->s, &err)) {
+            w->failures++;
+            continue;
+        }
+        bd_event_row ev = {.study_id = w->study_id, .type = BD_EV_CREATED, .elapsed_seconds = NAN};
+        int ret = bd_store_trial_insert(w->s, &row, &tid, &err);
+        ev.trial_id = tid;
+        if (!ret)
+            ret = bd_store_event_append(w->s, &ev, NULL, &err);
+        if (ret) {
+            bd_store_rollback(w->s);
+            w->failures++;
+            continue;
+        }
+        if (bd_store_commit(w->s, &err))
+            w->failures++;
+        bd_trial_row back = {0};
+        if (bd_store_trial_get(w->s, tid, &back, &err) || back.config_id != tid) /* outside a transaction */
+            w->failures++;
+        bd_store_trial_row_clear(&back);
+    }
+    return NULL;
+}
+
+Test(store, four_threads_commit_concurrently, .timeout = 60)
+{
+    struct tmpdb t;
+    tmpdb_make(&t);
+    bd_store *s = open_at(t.path, BD_SYNC_NORMAL);
+    int64_t sid = make_study(s, make_user(s, "alice"), "busy");
+    pthread_t th[NTHREADS];
+    struct worker w[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++) {
+        w[i] = (struct worker){.s = s, .study_id = sid};
+        cr_assert_eq(pthread_create(&th[i], NULL, worker_loop, &w[i]), 0);
+    }
+    for (int i = 0; i < NTHREADS; i++) {
+        cr_assert_eq(pthread_join(th[i], NULL), 0);
+        cr_assert_eq(w[i].failures, 0, "thread %d had %d failures", i, w[i].failures);
+    }
+    bd_store_close(s);
+
+    s = open_at(t.path, BD_SYNC_NORMAL);
+    struct ids c = {0};
+    bd_err err = {0};
+    cr_assert_eq(bd_store_trial_each(s, sid, BD_TRIAL_RUNNING, 0, 0, collect_trial, &c, &err), 0);
+    cr_assert_eq(c.n, NTHREADS * PER_THREAD);
+    for (int i = 1; i < c.n; i++)
+        cr_assert_gt(c.v[i], c.v[i - 1]);
+    cr_assert_eq(count_events(s, sid), NTHREADS * PER_THREAD);
+    bd_store_close(s);
+    tmpdb_remove(&t);
+}
