@@ -23,10 +23,6 @@ static int prepare(const bd_api *api, bd_http_req *req, bd_http_resp *resp, bd_e
     const bd_route *r = req->route;
     int rc;
 
-    if (atomic_load_explicit(&api->stopping, memory_order_relaxed)) {
-        resp->close = 1;
-        return bd_err_set(err, BD_EUNAVAILABLE, NULL, "the server is shutting down; retry later");
-    }
     if (!r && req->pattern_id >= 0) {
         memcpy(resp->allow, req->allow, sizeof resp->allow);
         return bd_err_set(err, BD_EMETHOD, NULL, "%s is not allowed on %s (allowed: %s)", req->method_name,

@@ -1,5 +1,5 @@
 /* dispatch.h: one request from routing to answer, in a fixed order:
- *   503 while stopping; 404/405 from the router; 401 without a valid bearer
+ *   404/405 from the router; 401 without a valid bearer
  *   token; 415 for a body that is not application/json; 400 for a bad body
  *   or Idempotency-Key; then the route's handler. Every failure becomes the
  *   JSON error answer of errors.h. */

@@ -24,16 +24,12 @@ const char *bd_http_method_name(bd_http_method m)
 
 const char *bd_http_query(const bd_http_req *req, const char *key, int *present)
 {
-    for (int i = 0; i < req->query_count; i++) {
-        if (strcmp(req->query[i].key, key) == 0) {
-            if (present)
-                *present = 1;
-            return req->query[i].value;
-        }
-    }
+    int found = 0;
+    const char *value = req->query ? req->query(req->query_ctx, key, &found) : NULL;
+
     if (present)
-        *present = 0;
-    return NULL;
+        *present = found;
+    return value;
 }
 
 void bd_http_resp_clear(bd_http_resp *resp)

@@ -10,7 +10,6 @@
 #define BD_API_HTTP_H
 
 #include <jansson.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,7 +35,6 @@ const char *bd_http_method_name(bd_http_method m);
 
 #define BD_PATH_PARAMS_MAX 2
 #define BD_PATH_PARAM_TEXT_MAX 128
-#define BD_QUERY_MAX 16
 #define BD_FINGERPRINT_MAX 512
 
 /* Values of the {placeholders} of a matched route, in pattern order. */
@@ -48,10 +46,9 @@ typedef struct bd_path_params {
     } v[BD_PATH_PARAMS_MAX];
 } bd_path_params;
 
-typedef struct bd_query_arg {
-    const char *key;
-    const char *value; /* NULL for "?key" without '=' */
-} bd_query_arg;
+/* Looks up query parameter key: returns its value (borrowed; NULL for
+ * "?key" without '=') and sets *present (never NULL) to whether it appeared. */
+typedef const char *(*bd_query_fn)(void *ctx, const char *key, int *present);
 
 struct bd_api;
 struct bd_route;
@@ -88,8 +85,8 @@ typedef struct bd_http_req {
     const char *idem_key;
     const char *body;          /* raw body, body_len bytes (not NUL-terminated) */
     size_t body_len;
-    bd_query_arg query[BD_QUERY_MAX];
-    int query_count;
+    bd_query_fn query;         /* NULL: the request has no query parameters */
+    void *query_ctx;
 
     /* filled by bd_api_route */
     const bd_route *route;     /* NULL: no route (404) or wrong method (405) */
@@ -123,7 +120,6 @@ typedef struct bd_http_resp {
 typedef struct bd_api {
     bd_engine *engine;
     struct bd_metrics *metrics;
-    atomic_int stopping;       /* 1 once a graceful stop began: new requests get 503 */
 } bd_api;
 
 /* Query value for key (borrowed), NULL if absent; *present (may be NULL) is

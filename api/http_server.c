@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <sodium.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -35,6 +36,7 @@ struct bd_http_server {
     bd_api api;
     size_t max_body;
     atomic_int in_flight;              /* requests between their first call and on_completed */
+    atomic_int stopping;               /* a graceful stop began: requests starting now get 503 */
     unsigned port;
 };
 
@@ -45,6 +47,7 @@ typedef struct request_ctx {
     size_t len, cap;
     size_t discarded;                  /* body bytes dropped after the limit was passed */
     int too_large;
+    int late;                          /* began after the stop did: answered 503 */
     int answered;                      /* a response is queued */
     char inline_body[INLINE_BODY];
 } request_ctx;
@@ -55,17 +58,13 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     bd_logv(BD_LOG_WARN, fmt, ap);
 }
 
-static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+/* bd_query_fn over the connection's parsed query string. */
+static const char *lookup_query(void *conn, const char *key, int *present)
 {
-    bd_http_req *req = cls;
+    const char *value = NULL;
 
-    (void)kind;
-    if (req->query_count >= BD_QUERY_MAX)
-        return MHD_NO;
-    req->query[req->query_count].key = key;
-    req->query[req->query_count].value = value;
-    req->query_count++;
-    return MHD_YES;
+    *present = MHD_lookup_connection_value_n(conn, MHD_GET_ARGUMENT_KIND, key, strlen(key), &value, NULL) == MHD_YES;
+    return value;
 }
 
 /* Serializes resp into an MHD response; NULL only if MHD cannot allocate. */
@@ -83,6 +82,8 @@ static struct MHD_Response *make_response(bd_http_resp *resp)
             if (!s)
                 s = bd_xstrdup("{\"error\":{\"code\":\"internal\",\"message\":\"unserializable answer\",\"field\":null}}");
             mr = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+            if (!mr)
+                free(s);
         }
     } else {
         mr = MHD_create_response_from_buffer(resp->text_len, resp->text, MHD_RESPMEM_MUST_FREE);
@@ -155,6 +156,7 @@ static enum MHD_Result begin(bd_http_server *s, struct MHD_Connection *conn, con
     ctx->req.path = url;
     *con_cls = ctx;
     atomic_fetch_add_explicit(&s->in_flight, 1, memory_order_relaxed);
+    ctx->late = atomic_load(&s->stopping);
     bd_api_route(&ctx->req);
 
     cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -210,6 +212,8 @@ static enum MHD_Result finish(bd_http_server *s, struct MHD_Connection *conn, re
 
     if (ctx->answered)
         return MHD_YES;
+    if (ctx->late)
+        return answer_error(s, conn, ctx, BD_EUNAVAILABLE, "the server is shutting down; retry later");
     if (ctx->too_large) {
         char msg[128];
         snprintf(msg, sizeof msg, "the body is larger than the limit of %zu bytes", s->max_body);
@@ -220,8 +224,8 @@ static enum MHD_Result finish(bd_http_server *s, struct MHD_Connection *conn, re
     req->idem_key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key");
     req->body = ctx->body;
     req->body_len = ctx->len;
-    if (req->route && req->method == BD_HTTP_GET)
-        MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_query, req);
+    req->query = lookup_query;
+    req->query_ctx = conn;
     bd_api_dispatch(&s->api, req, &resp);
     return answer(s, conn, ctx, &resp);
 }
@@ -328,8 +332,13 @@ void bd_http_server_stop(bd_http_server *s, double grace_seconds)
 
     if (!s)
         return;
-    atomic_store(&s->api.stopping, 1);
+    atomic_store(&s->stopping, 1);
     listen_fd = MHD_quiesce_daemon(s->daemon);
+    /* MHD no longer accepts, but the kernel would still queue connections
+     * that then hang until the stop; shutting the socket down refuses them
+     * now. It stays open (MHD threads may still hold it) until after stop. */
+    if (listen_fd != MHD_INVALID_SOCKET)
+        shutdown(listen_fd, SHUT_RDWR);
     deadline = bd_monotonic() + grace_seconds;
     while (atomic_load(&s->in_flight) > 0 && bd_monotonic() < deadline) {
         struct timespec ts = {0, 5 * 1000 * 1000};

@@ -31,9 +31,10 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
 /* The port actually bound (useful after port 0). */
 unsigned bd_http_server_port(const bd_http_server *s);
 
-/* Graceful stop: stops accepting connections, answers 503 to requests that
- * start from now on, waits up to grace_seconds for requests in progress to
- * be answered and sent, then closes every connection and frees s. NULL-safe. */
+/* Graceful stop: stops accepting connections, answers 503 (and closes the
+ * connection) to requests that start from now on on kept-alive connections,
+ * waits up to grace_seconds for the requests already started to be answered
+ * normally and sent, then closes every connection and frees s. NULL-safe. */
 void bd_http_server_stop(bd_http_server *s, double grace_seconds);
 
 #endif

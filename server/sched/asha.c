@@ -4,10 +4,13 @@
  *
  * A bracket with minimum early-stopping rate s has rungs k = 0..K,
  * K = s_max - s, at budget r_min * eta^(s+k), where s_max is the largest s
- * with r_min*eta^s <= resource.max (integer arithmetic, rung.h). As in the
- * paper, the top rung is r_min*eta^s_max: it equals resource.max only when
- * resource.max / r_min is a power of eta (ALGORITHMS.md writes "top rung at
- * R", which assumes that). get_job: for k = K-1 down to 0, the candidates are
+ * with r_min*eta^s <= resource.max (integer arithmetic, rung.h), except that
+ * the top rung is always at resource.max (ALGORITHMS.md: "top rung at R").
+ * When resource.max / r_min is a power of eta this is the paper's schedule;
+ * otherwise (R = 50, eta = 3: rungs 1, 3, 9, 50) the last promotion is by
+ * less than eta, but survivors are trained to the full budget instead of
+ * stopping at 27, which is what a user asking for R = 50 expects and what
+ * the anytime "best fully trained config" needs. get_job: for k = K-1 down to 0, the candidates are
  * the best floor(|completed in rung k| / eta) configs of rung k; the best one
  * not yet promoted gets a trial in rung k+1 (same config, resume_from = its
  * rung-k trial). Otherwise a new config starts in rung 0. ASHA never waits,
@@ -42,21 +45,21 @@ extern const struct bd_sched_ops bd_sched_asha;
 
 typedef struct asha_bracket {
     int s;
-    int nrungs;                         /* K + 1 */
+    int nrungs; /* K + 1 */
     double budget[ASHA_MAX_RUNGS];
     bd_rung rungs[ASHA_MAX_RUNGS];
-    long long created[ASHA_MAX_RUNGS];  /* trials created per rung */
+    long long created[ASHA_MAX_RUNGS]; /* trials created per rung */
     long long running[ASHA_MAX_RUNGS];
-    long long failed[ASHA_MAX_RUNGS];   /* failed, expired or stopped */
+    long long failed[ASHA_MAX_RUNGS]; /* failed, expired or stopped */
 } asha_bracket;
 
 typedef struct asha_config {
     int64_t id;
-    json_t *config;        /* own reference */
-    int bracket;           /* index into brackets */
-    int top_rung;          /* highest rung with a trial */
-    int entry_rung;        /* rung of entry, -1 while none */
-    bd_rung_entry *entry;  /* its result in its highest completed rung (borrowed from that rung) */
+    json_t *config;       /* own reference */
+    int bracket;          /* index into brackets */
+    int top_rung;         /* highest rung with a trial */
+    int entry_rung;       /* rung of entry, -1 while none */
+    bd_rung_entry *entry; /* its result in its highest completed rung (borrowed from that rung) */
 } asha_config;
 
 typedef struct asha_trial {
@@ -72,13 +75,13 @@ typedef struct asha_sched {
     double r_min;
     int s_max;
     int s_min;
-    long long max_trials;  /* 0 = unlimited */
-    long long created;     /* CREATED events taken in: the round-robin counter */
+    long long max_trials; /* 0 = unlimited */
+    long long created;    /* CREATED events taken in: the round-robin counter */
     long long running;
     int n_brackets;
     asha_bracket *brackets;
-    bd_idmap configs;      /* config_id -> asha_config (owned) */
-    bd_idmap trials;       /* trial_id -> asha_trial (owned) */
+    bd_idmap configs; /* config_id -> asha_config (owned) */
+    bd_idmap trials;  /* trial_id -> asha_trial (owned) */
 } asha_sched;
 
 static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
@@ -114,10 +117,11 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
         br->s = a->s_min + b;
         br->nrungs = s_max - br->s + 1;
         for (int k = 0; k < br->nrungs; k++) {
-            br->budget[k] = bd_budget_round(r_min * bd_pow(a->eta, br->s + k), r_min, def->r_max,
-                                            def->resource_integer);
+            br->budget[k] =
+                bd_budget_round(r_min * bd_pow(a->eta, br->s + k), r_min, def->r_max, def->resource_integer);
             bd_rung_init(&br->rungs[k], a->eta);
         }
+        br->budget[br->nrungs - 1] = def->r_max;
     }
     *out = &a->base;
     return 0;
@@ -249,11 +253,11 @@ static json_t *bracket_json(const asha_bracket *br)
         if (r->best)
             best = json_pack("{s:I, s:o}", "config_id", (json_int_t)r->best->config_id, "loss",
                              isfinite(r->best->loss) ? json_real(r->best->loss) : json_null());
-        json_array_append_new(
-            rungs, json_pack("{s:i, s:f, s:I, s:I, s:I, s:I, s:I, s:o}", "rung", k, "budget", br->budget[k],
-                             "created", (json_int_t)br->created[k], "running", (json_int_t)br->running[k],
-                             "completed", (json_int_t)r->count, "failed", (json_int_t)br->failed[k], "promoted",
-                             (json_int_t)r->n_promoted, "best", best));
+        json_array_append_new(rungs,
+                              json_pack("{s:i, s:f, s:I, s:I, s:I, s:I, s:I, s:o}", "rung", k, "budget", br->budget[k],
+                                        "created", (json_int_t)br->created[k], "running", (json_int_t)br->running[k],
+                                        "completed", (json_int_t)r->count, "failed", (json_int_t)br->failed[k],
+                                        "promoted", (json_int_t)r->n_promoted, "best", best));
     }
     return json_pack("{s:i, s:o}", "bracket", br->s, "rungs", rungs);
 }
@@ -264,9 +268,9 @@ static int asha_describe(const bd_sched *sched, json_t **out)
     json_t *list = json_array();
     for (int b = 0; b < a->n_brackets; b++)
         json_array_append_new(list, bracket_json(&a->brackets[b]));
-    *out = json_pack("{s:i, s:f, s:i, s:I, s:I, s:I, s:o}", "eta", (int)a->eta, "r_min", a->r_min, "s_max",
-                     a->s_max, "max_trials", (json_int_t)a->max_trials, "created", (json_int_t)a->created,
-                     "running", (json_int_t)a->running, "brackets", list);
+    *out = json_pack("{s:i, s:f, s:i, s:I, s:I, s:I, s:o}", "eta", (int)a->eta, "r_min", a->r_min, "s_max", a->s_max,
+                     "max_trials", (json_int_t)a->max_trials, "created", (json_int_t)a->created, "running",
+                     (json_int_t)a->running, "brackets", list);
     return 0;
 }
 

@@ -21,10 +21,10 @@ enum { MB_WAITING = 0, MB_RUNNING, MB_DONE };
 
 struct bd_bk_config {
     int64_t id;
-    json_t *config;          /* own reference */
-    int64_t last_trial;      /* latest completed trial: the resume point (0 = none) */
-    double trained;          /* budget of last_trial */
-    double last_loss;        /* loss of last_trial */
+    json_t *config;            /* own reference */
+    int64_t last_trial;        /* latest completed trial: the resume point (0 = none) */
+    double trained;            /* budget of last_trial */
+    double last_loss;          /* loss of last_trial */
     struct bk_member *pending; /* the member waiting for a trial of this config */
 };
 
@@ -32,37 +32,37 @@ typedef struct bk_member {
     bd_bk_config *cfg;
     bd_bracket *bracket;
     int rung;
-    unsigned char state;      /* MB_* */
-    unsigned char queued;     /* in the bracket's retry queue */
-    unsigned char reused;     /* result carried over without a trial */
-    int retries;              /* attempts given again so far */
-    int64_t trial;            /* current (or last) trial, 0 = none */
-    int64_t resume_from;      /* for every attempt of this member */
-    double loss;              /* when DONE */
+    unsigned char state;  /* MB_* */
+    unsigned char queued; /* in the bracket's retry queue */
+    unsigned char reused; /* result carried over without a trial */
+    int retries;          /* attempts given again so far */
+    int64_t trial;        /* current (or last) trial, 0 = none */
+    int64_t resume_from;  /* for every attempt of this member */
+    double loss;          /* when DONE */
 } bk_member;
 
 typedef struct bk_rung {
-    bk_member **m;            /* owned members (each owned), in placement order */
+    bk_member **m; /* owned members (each owned), in placement order */
     long long count, cap;
-    long long finished;       /* DONE members */
-    long long created;        /* trials created, retries included */
-    long long running;        /* trials running now */
-    long long failed;         /* attempts that failed, expired or were stopped */
+    long long finished; /* DONE members */
+    long long created;  /* trials created, retries included */
+    long long running;  /* trials running now */
+    long long failed;   /* attempts that failed, expired or were stopped */
     long long reused;
-    long long next;           /* cursor: members before it were handed out at least once */
-    bk_member **ranked;       /* owned, set when the rung is complete: best first */
+    long long next;     /* cursor: members before it were handed out at least once */
+    bk_member **ranked; /* owned, set when the rung is complete: best first */
 } bk_rung;
 
 struct bd_bracket {
     bd_bk_spec spec;
-    size_t index;             /* position in plan order */
-    bk_rung rungs[BD_BK_MAX_RUNGS];
-    int active;               /* the rung being run */
-    long long fresh_left;     /* rung-0 places still waiting for a new config */
-    bk_member **rq;           /* retry queue (FIFO ring) */
+    size_t index;         /* position in plan order */
+    int active;           /* the rung being run */
+    long long fresh_left; /* rung-0 places still waiting for a new config */
+    bk_member **rq;       /* retry queue (FIFO ring) */
     size_t rq_head, rq_n, rq_cap;
     int done;
     int in_ready;
+    bk_rung rungs[]; /* spec.nrungs of them */
 };
 
 static const double BUDGET_TOL = 1e-9;
@@ -236,7 +236,7 @@ static void advance(bd_bracket *b)
 
 static bd_bracket *open_bracket(bd_bkset *set, const bd_bk_spec *spec)
 {
-    bd_bracket *b = bd_xcalloc(1, sizeof *b);
+    bd_bracket *b = bd_xcalloc(1, sizeof *b + (size_t)spec->nrungs * sizeof b->rungs[0]);
     b->spec = *spec;
     b->index = set->n_brackets;
     if (set->n_brackets == set->cap_brackets) {
@@ -285,8 +285,8 @@ static void member_done(bd_bkset *set, bk_member *m, double loss)
 
 /* -------------------------------------------------------------- the API */
 
-void bd_bk_init(bd_bkset *set, const bd_study_def *def, int max_retries, int with_iteration,
-                bd_bk_plan_fn plan, const void *ud)
+void bd_bk_init(bd_bkset *set, const bd_study_def *def, int max_retries, int with_iteration, bd_bk_plan_fn plan,
+                const void *ud)
 {
     memset(set, 0, sizeof *set);
     set->def = def;
@@ -358,7 +358,7 @@ int bd_bk_suggest(const bd_bkset *set, const bd_suggest_ctx *ctx, bd_suggestion 
         out->extra = extra_json(set, b->spec.iteration, b->spec.s, 0);
         return BD_SUGGEST_TRIAL;
     }
-    if (set->has_next && !set->next.reuse_arms && !set->running) {
+    if (set->has_next && !set->next.reuse_arms) {
         bd_rng rng = ctx->rng;
         out->config = bd_space_sample(set->def->space, &rng);
         out->budget = set->next.budget[0];
@@ -502,11 +502,11 @@ static json_t *bracket_json(const bd_bracket *b)
     json_t *rungs = json_array();
     for (int i = 0; i < b->spec.nrungs; i++) {
         const bk_rung *r = &b->rungs[i];
-        json_t *rj = json_pack("{s:i, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I}", "rung", i, "n",
-                               (json_int_t)b->spec.n[i], "budget", b->spec.budget[i], "placed", (json_int_t)r->count,
-                               "created", (json_int_t)r->created, "running", (json_int_t)r->running, "finished",
-                               (json_int_t)r->finished, "failed", (json_int_t)r->failed, "reused",
-                               (json_int_t)r->reused);
+        json_t *rj =
+            json_pack("{s:i, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I}", "rung", i, "n", (json_int_t)b->spec.n[i],
+                      "budget", b->spec.budget[i], "placed", (json_int_t)r->count, "created", (json_int_t)r->created,
+                      "running", (json_int_t)r->running, "finished", (json_int_t)r->finished, "failed",
+                      (json_int_t)r->failed, "reused", (json_int_t)r->reused);
         if (r->ranked && i + 1 < b->spec.nrungs) {
             json_t *surv = json_array();
             long long keep = b->spec.n[i + 1];
@@ -524,9 +524,8 @@ static json_t *bracket_json(const bd_bracket *b)
                            isfinite(w->loss) ? json_real(w->loss) : json_null(), "budget",
                            b->spec.budget[b->spec.nrungs - 1]);
     }
-    return json_pack("{s:I, s:i, s:s, s:i, s:o, s:o}", "iteration", (json_int_t)b->spec.iteration, "bracket",
-                     b->spec.s, "state", b->done ? "done" : "running", "active_rung", b->active, "rungs", rungs,
-                     "winner", winner);
+    return json_pack("{s:I, s:i, s:s, s:i, s:o, s:o}", "iteration", (json_int_t)b->spec.iteration, "bracket", b->spec.s,
+                     "state", b->done ? "done" : "running", "active_rung", b->active, "rungs", rungs, "winner", winner);
 }
 
 json_t *bd_bk_describe(const bd_bkset *set, size_t limit)
@@ -537,6 +536,6 @@ json_t *bd_bk_describe(const bd_bkset *set, size_t limit)
         json_array_append_new(list, bracket_json(set->brackets[i]));
     json_t *next = set->has_next ? bd_bk_spec_json(&set->next) : json_null();
     return json_pack("{s:I, s:I, s:I, s:o, s:o}", "running", (json_int_t)set->running, "created",
-                     (json_int_t)set->created, "brackets_total", (json_int_t)set->n_brackets, "next", next,
-                     "brackets", list);
+                     (json_int_t)set->created, "brackets_total", (json_int_t)set->n_brackets, "next", next, "brackets",
+                     list);
 }

@@ -35,13 +35,13 @@
 #define BD_BK_MAX_RUNGS 64
 
 typedef struct bd_bk_spec {
-    int64_t iteration;                 /* label >= 1: Hyperband repetition, infinite-horizon k, SH doubling round */
-    int s;                             /* label 0..63: Hyperband s, infinite-horizon l, 0 for SH */
-    int nrungs;                        /* 1..BD_BK_MAX_RUNGS */
-    long long n[BD_BK_MAX_RUNGS];      /* configs per rung; n[i+1] <= n[i], n[0] >= 1 */
-    double budget[BD_BK_MAX_RUNGS];    /* cumulative budget per rung, non-decreasing, within the resource */
-    int reuse_arms;                    /* rung 0 = the first bracket's configs; such a bracket opens
-                                          by itself when the one before it ends */
+    int64_t iteration;              /* label >= 1: Hyperband repetition, infinite-horizon k, SH doubling round */
+    int s;                          /* label 0..63: Hyperband s, infinite-horizon l, 0 for SH */
+    int nrungs;                     /* 1..BD_BK_MAX_RUNGS */
+    long long n[BD_BK_MAX_RUNGS];   /* configs per rung; n[i+1] <= n[i], n[0] >= 1 */
+    double budget[BD_BK_MAX_RUNGS]; /* cumulative budget per rung, non-decreasing, within the resource */
+    int reuse_arms;                 /* rung 0 = the first bracket's configs; such a bracket opens
+                                       by itself when the one before it ends */
 } bd_bk_spec;
 
 /* Fills *next with the plan's bracket after prev (prev NULL: the first one).
@@ -52,28 +52,28 @@ typedef struct bd_bk_config bd_bk_config;
 typedef struct bd_bracket bd_bracket;
 
 typedef struct bd_bkset {
-    const bd_study_def *def;     /* borrowed */
+    const bd_study_def *def; /* borrowed */
     int max_retries;
-    int with_iteration;          /* extra carries "iteration" */
+    int with_iteration; /* extra carries "iteration" */
     bd_bk_plan_fn plan;
-    const void *plan_ud;         /* borrowed */
-    bd_bk_spec next;             /* the next bracket to open, when has_next */
+    const void *plan_ud; /* borrowed */
+    bd_bk_spec next;     /* the next bracket to open, when has_next */
     int has_next;
-    bd_bracket **brackets;       /* owned, opened brackets in plan order */
+    bd_bracket **brackets; /* owned, opened brackets in plan order */
     size_t n_brackets, cap_brackets;
-    size_t *ready;               /* min-heap of indices of brackets with work (lazy) */
+    size_t *ready; /* min-heap of indices of brackets with work (lazy) */
     size_t n_ready, cap_ready;
-    bd_idmap by_label;           /* (iteration, s) key -> bd_bracket */
-    bd_idmap configs;            /* config_id -> bd_bk_config (owned through the map) */
-    bd_idmap trials;             /* trial_id -> its member */
-    long long running;           /* trials created and not ended */
-    long long created;           /* CREATED events taken in */
+    bd_idmap by_label; /* (iteration, s) key -> bd_bracket */
+    bd_idmap configs;  /* config_id -> bd_bk_config (owned through the map) */
+    bd_idmap trials;   /* trial_id -> its member */
+    long long running; /* trials created and not ended */
+    long long created; /* CREATED events taken in */
 } bd_bkset;
 
 /* Starts an empty set whose first bracket is plan(ud, NULL). def and ud are
  * borrowed for the set's life. */
-void bd_bk_init(bd_bkset *set, const bd_study_def *def, int max_retries, int with_iteration,
-                bd_bk_plan_fn plan, const void *ud);
+void bd_bk_init(bd_bkset *set, const bd_study_def *def, int max_retries, int with_iteration, bd_bk_plan_fn plan,
+                const void *ud);
 /* Frees everything the set owns (NULL-safe on an initialized set). */
 void bd_bk_free(bd_bkset *set);
 /* The next trial (BD_SUGGEST_TRIAL, *out filled with new references) or

@@ -14,8 +14,10 @@
  * brackets s >= s_min (the paper phrases it as n_min, s = floor(log_eta n_min));
  * exploratory_only keeps the s = s_max bracket alone. iterations (default 1,
  * 0 = forever) repeats the outer loop; the paper recommends repeating it
- * indefinitely, banditd ends a study after one pass unless asked, so that a
- * study finishes by default. Repetitions are labelled "iteration" in extra.
+ * indefinitely and ALGORITHMS.md repeats "while the study has budget left"
+ * (a study has no total budget in the API), banditd ends a study after one
+ * pass unless asked, so that a study finishes by default. Repetitions are
+ * labelled "iteration" in extra.
  *
  * Infinite (mode "infinite", Figure 9): for k = 1, 2, ..., for l = 1, 2, ...
  * with k - l >= log2(l) (tested as 2^(k-l) >= l), run SH with B = 2^k and
@@ -39,8 +41,8 @@
 
 extern const struct bd_sched_ops bd_sched_hyperband;
 
-#define HB_MAX_K 60          /* infinite horizon: 2^k must fit in 64 bits */
-#define HB_MAX_CONFIGS 1e9   /* most exploratory bracket; more needs n_max */
+#define HB_MAX_K 60        /* infinite horizon: 2^k must fit in 64 bits */
+#define HB_MAX_CONFIGS 1e9 /* most exploratory bracket; more needs n_max */
 
 typedef struct hb_sched {
     bd_sched base;
@@ -133,8 +135,8 @@ static int reject_in_infinite(const json_t *opts, const char *key, bd_err *err)
 
 static int hb_options(hb_sched *h, const bd_study_def *def, bd_err *err)
 {
-    static const char *const known[] = {"eta", "r_min", "n_max", "s_min", "exploratory_only", "iterations",
-                                        "mode", "max_retries", NULL};
+    static const char *const known[] = {"eta",        "r_min", "n_max",       "s_min", "exploratory_only",
+                                        "iterations", "mode",  "max_retries", NULL};
     static const char *const modes[] = {"finite", "infinite", NULL};
     const json_t *o = def->options;
     const char *mode;

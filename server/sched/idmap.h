@@ -9,8 +9,8 @@
 #include <stdint.h>
 
 typedef struct bd_idmap_slot {
-    int64_t key;  /* 0 = empty */
-    void *value;  /* borrowed */
+    int64_t key; /* 0 = empty */
+    void *value; /* borrowed */
 } bd_idmap_slot;
 
 typedef struct bd_idmap {

@@ -7,9 +7,15 @@
 #include <string.h>
 
 extern const struct bd_sched_ops bd_sched_random;
+extern const struct bd_sched_ops bd_sched_successive_halving;
+extern const struct bd_sched_ops bd_sched_hyperband;
+extern const struct bd_sched_ops bd_sched_asha;
 
 static const struct bd_sched_ops *const registry[] = {
     &bd_sched_random,
+    &bd_sched_successive_halving,
+    &bd_sched_hyperband,
+    &bd_sched_asha,
 };
 
 #define N_REGISTERED (sizeof registry / sizeof registry[0])

@@ -33,10 +33,10 @@ double bd_pow(unsigned eta, int k);
 
 typedef struct bd_rung_entry {
     int64_t config_id;
-    int64_t trial_id;        /* the completed trial that produced loss */
+    int64_t trial_id; /* the completed trial that produced loss */
     double loss;
-    unsigned char in_top;    /* among the best floor(count/eta) right now */
-    unsigned char promoted;  /* a trial of this config exists in the next rung */
+    unsigned char in_top;   /* among the best floor(count/eta) right now */
+    unsigned char promoted; /* a trial of this config exists in the next rung */
 } bd_rung_entry;
 
 typedef struct bd_rung_heap {
@@ -49,13 +49,13 @@ typedef struct bd_rung_heap {
  * stale ones below the root, dropped lazily) and its root is always valid. */
 typedef struct bd_rung {
     unsigned eta;
-    size_t count;                 /* results added */
+    size_t count; /* results added */
     size_t n_promoted;
-    bd_rung_heap top;             /* the best floor(count/eta); worst of them at the root */
-    bd_rung_heap rest;            /* the others; best at the root */
-    bd_rung_heap cand;            /* promotion candidates; best at the root */
-    const bd_rung_entry *best;    /* best result so far, NULL when empty */
-    bd_rung_entry **all;          /* owned entries, in arrival order */
+    bd_rung_heap top;          /* the best floor(count/eta); worst of them at the root */
+    bd_rung_heap rest;         /* the others; best at the root */
+    bd_rung_heap cand;         /* promotion candidates; best at the root */
+    const bd_rung_entry *best; /* best result so far, NULL when empty */
+    bd_rung_entry **all;       /* owned entries, in arrival order */
     size_t all_cap;
 } bd_rung;
 

@@ -50,8 +50,8 @@ typedef struct sh_sched {
     const bd_study_def *def;
     unsigned eta;
     long long n;
-    int rounds;        /* K = ceil(log_eta n) */
-    double budget;     /* B of the first (or only) run */
+    int rounds;    /* K = ceil(log_eta n) */
+    double budget; /* B of the first (or only) run */
     int doubling;
     int max_retries;
     bd_bkset set;

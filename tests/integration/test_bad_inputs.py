@@ -214,6 +214,9 @@ def rows(sid, tid, ctid, ftid, revoked, user):
         ("text/plain", "POST", S, {"Content-Type": "text/plain"}, study(), 415, "unsupported_media_type", ANY),
         ("form encoded", "POST", S, {"Content-Type": "application/x-www-form-urlencoded"}, "name=a", 415,
          "unsupported_media_type", ANY),
+        ("no content type", "POST", S, {"Content-Type": None}, study(), 415, "unsupported_media_type", ANY),
+        ("json-like content type", "POST", S, {"Content-Type": "application/jsonx"}, study(), 415,
+         "unsupported_media_type", ANY),
         ("text/plain measurement", "POST", M, {"Content-Type": "text/plain"}, J({"step": 1, "value": 1}), 415,
          "unsupported_media_type", ANY),
         # ---- authentication ----
@@ -388,11 +391,13 @@ class BadInputs(bdtest.DaemonTestCase):
         self.assert_still_serving()
 
     def test_json_with_charset_is_json(self):
-        # "application/json; charset=utf-8" is the application/json media type (RFC 9110
-        # media type parameters), so it must not be refused with 415.
-        st, body, _ = self.d.request("POST", "/v1/studies", token=self.user, raw_body=study(name="charset"),
-                                     headers={"Content-Type": "application/json; charset=utf-8"})
-        self.assertEqual(st, 201, body)
+        # These are all the application/json media type (RFC 9110 8.3.1: parameters
+        # are allowed, type and subtype are case-insensitive), so none is a 415.
+        for ct in ("application/json; charset=utf-8", "application/JSON", "Application/Json;charset=UTF-8"):
+            with self.subTest(content_type=ct):
+                st, body, _ = self.d.request("POST", "/v1/studies", token=self.user, raw_body=study(name="ct"),
+                                             headers={"Content-Type": ct})
+                self.assertEqual(st, 201, body)
 
     def assert_still_serving(self):
         st, body, _ = self.d.request("GET", "/healthz", token=None)

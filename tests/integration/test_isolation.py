@@ -176,6 +176,21 @@ class Isolation(bdtest.DaemonTestCase):
         dave = bdtest.create_token(self.d, "dave", token=tok)[0]
         self.assertEqual(check_status(self, self.req("GET", "/v1/me", token=dave), 200)["name"], "dave")
 
+    def test_idempotent_user_and_token_creation(self):
+        key = {"Idempotency-Key": "make-erin"}
+        a = self.req("POST", "/v1/users", {"name": "erin"}, headers=key)
+        b = self.req("POST", "/v1/users", {"name": "erin"}, headers=key)
+        self.assertEqual(a[0], 201, a[1])
+        self.assertEqual(b[:2], a[:2], "a retried user creation returns the first answer, not 409")
+        self.assertError(self.req("POST", "/v1/users", {"name": "erin"}), 409, "conflict", check_field=False,
+                         what="the name is taken")
+        tkey = {"Idempotency-Key": "erin-token"}
+        t1 = self.req("POST", "/v1/users/erin/tokens", headers=tkey)
+        t2 = self.req("POST", "/v1/users/erin/tokens", headers=tkey)
+        self.assertEqual(t1[0], 201, t1[1])
+        self.assertEqual(t2[:2], t1[:2], "a retried token creation returns the same token")
+        self.assertEqual(check_status(self, self.req("GET", "/v1/me", token=t1[1]["token"]), 200)["name"], "erin")
+
     def test_user_cannot_revoke_others_tokens(self):
         alice2, alice2_tid = bdtest.create_token(self.d, "alice")
         # The admin's token was made first (id 1 when ids count from 1); ids are

@@ -388,6 +388,26 @@ class Lifecycle(bdtest.DaemonTestCase):
         self.assertEqual([t["id"] for t in exp["trials"]], [a["id"]])
         self.complete(b["id"], {"value": 0.4})
 
+    def test_late_measurement_after_lease_end(self):
+        # The lease has run out: the trial is expired even if no sweep ran yet.
+        s = create_study(self.d, lease_seconds=1)
+        (t,) = suggest(self.d, s["id"])
+        time.sleep(max(0.0, t["lease_expires_at"] - time.time()) + 0.15)
+        self.assertError(self.req("POST", "/v1/trials/%d/measurements" % t["id"], {"step": 1, "value": 0.3}),
+                         409, "conflict", check_field=False, what="measurement 0.15 s after the lease ended")
+        self.assertError(self.req("POST", "/v1/trials/%d/heartbeat" % t["id"]), 409, "conflict",
+                         check_field=False, what="heartbeat after the lease ended")
+        self.assertEqual(self.get_trial(t["id"])["measurements"], [])
+
+    def test_idempotent_delete(self):
+        # api/openapi.yaml: "Any POST or DELETE may carry Idempotency-Key".
+        s = create_study(self.d)
+        key = {"Idempotency-Key": bdtest.unique_name("del")}
+        a = self.req("DELETE", "/v1/studies/%d" % s["id"], headers=key)
+        b = self.req("DELETE", "/v1/studies/%d" % s["id"], headers=key)
+        self.assertEqual(a[:2], (200, {"deleted": True, "id": s["id"]}))
+        self.assertEqual(b[:2], a[:2], "a retried DELETE returns the first answer")
+
     def test_delete_study(self):
         s = create_study(self.d)
         sid = s["id"]

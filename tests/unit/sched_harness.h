@@ -28,7 +28,7 @@
 
 #define HN_FN static __attribute__((unused))
 
-enum { HN_RUNNING = 0, HN_COMPLETED, HN_FAILED, HN_EXPIRED };  /* trial states */
+enum { HN_RUNNING = 0, HN_COMPLETED, HN_FAILED, HN_EXPIRED }; /* trial states */
 enum { HN_FIFO = 0, HN_LIFO, HN_RANDOM };                     /* completion orders */
 enum { HN_DONE = 0, HN_LIMIT, HN_STUCK };                     /* hn_run results */
 
@@ -49,7 +49,7 @@ typedef struct hn hn;
 typedef int (*hn_outcome_fn)(const hn *h, const hn_trial *t, void *ud, double *loss);
 
 typedef struct hn_logged {
-    bd_event ev;         /* config / extra point at the owned copies below */
+    bd_event ev; /* config / extra point at the owned copies below */
     json_t *config, *extra;
 } hn_logged;
 
@@ -59,18 +59,18 @@ struct hn {
     bd_study_def def;
     bd_space *space;
     json_t *options;
-    bd_err err;             /* from create */
-    hn_trial *trials;       /* trials[id - 1] */
+    bd_err err;       /* from create */
+    hn_trial *trials; /* trials[id - 1] */
     size_t n_trials, cap_trials;
     hn_logged *log;
     size_t n_log, cap_log;
-    hn_outcome_fn outcome;  /* NULL: hn_loss_default */
+    hn_outcome_fn outcome; /* NULL: hn_loss_default */
     void *ud;
-    int check_pure;         /* 1 (default): suggest twice and compare */
+    int check_pure; /* 1 (default): suggest twice and compare */
     /* hn_run statistics */
-    long long waits;        /* WAIT answers */
-    long long first_wait_at;/* trials created at the first WAIT, -1 if none */
-    int64_t *running;       /* running trial ids started by hn_run, oldest first */
+    long long waits;         /* WAIT answers */
+    long long first_wait_at; /* trials created at the first WAIT, -1 if none */
+    int64_t *running;        /* running trial ids started by hn_run, oldest first */
     size_t n_running, cap_running;
     bd_rng order_rng;
 };
@@ -86,8 +86,7 @@ HN_FN int hn_loss_default(const hn *h, const hn_trial *t, void *ud, double *loss
 
 /* Opens a study with one float parameter x in [0, 1] and the given
  * scheduler options (JSON text). Returns create()'s code (h->err says why). */
-HN_FN int hn_open(hn *h, const struct bd_sched_ops *ops, const char *options, double r_min, double r_max,
-                  int integer)
+HN_FN int hn_open(hn *h, const struct bd_sched_ops *ops, const char *options, double r_min, double r_max, int integer)
 {
     json_error_t jerr;
     memset(h, 0, sizeof *h);
@@ -98,9 +97,17 @@ HN_FN int hn_open(hn *h, const struct bd_sched_ops *ops, const char *options, do
     h->options = json_loads(options ? options : "{}", 0, &jerr);
     cr_assert(h->options, "bad options JSON in test: %s", jerr.text);
     h->ops = ops;
-    h->def = (bd_study_def){.id = 1, .name = "t", .space = h->space, .metric = "loss", .resource_name = "units",
-                            .r_min = r_min, .r_max = r_max, .resource_integer = integer, .options = h->options,
-                            .seed = 42, .lease_seconds = 300};
+    h->def = (bd_study_def){.id = 1,
+                            .name = "t",
+                            .space = h->space,
+                            .metric = "loss",
+                            .resource_name = "units",
+                            .r_min = r_min,
+                            .r_max = r_max,
+                            .resource_integer = integer,
+                            .options = h->options,
+                            .seed = 42,
+                            .lease_seconds = 300};
     h->check_pure = 1;
     h->first_wait_at = -1;
     bd_rng_seed(&h->order_rng, 7, 7);
@@ -209,8 +216,14 @@ static int64_t hn_create(hn *h, bd_suggestion *s, int worker)
     t->rung = (int)hn_extra_int(s->extra, "rung", -1);
     t->state = HN_RUNNING;
     t->worker = worker;
-    bd_event ev = {.type = BD_SEV_CREATED, .trial_id = id, .config_id = t->config_id, .budget = t->budget,
-                   .config = t->config, .resume_from = t->resume_from, .extra = t->extra, .loss = NAN,
+    bd_event ev = {.type = BD_SEV_CREATED,
+                   .trial_id = id,
+                   .config_id = t->config_id,
+                   .budget = t->budget,
+                   .config = t->config,
+                   .resume_from = t->resume_from,
+                   .extra = t->extra,
+                   .loss = NAN,
                    .elapsed_seconds = NAN};
     hn_feed(h, &ev, t->config, t->extra);
     return id;
@@ -258,14 +271,27 @@ static void hn_end(hn *h, int64_t id, bd_sched_event_type type, double loss)
             h->n_running--;
             break;
         }
-    bd_event ev = {.type = type, .trial_id = id, .config_id = t->config_id, .budget = t->budget,
-                   .loss = type == BD_SEV_COMPLETED ? loss : NAN, .elapsed_seconds = NAN};
+    bd_event ev = {.type = type,
+                   .trial_id = id,
+                   .config_id = t->config_id,
+                   .budget = t->budget,
+                   .loss = type == BD_SEV_COMPLETED ? loss : NAN,
+                   .elapsed_seconds = NAN};
     hn_feed(h, &ev, NULL, NULL);
 }
 
-HN_FN void hn_complete(hn *h, int64_t id, double loss) { hn_end(h, id, BD_SEV_COMPLETED, loss); }
-HN_FN void hn_fail(hn *h, int64_t id) { hn_end(h, id, BD_SEV_FAILED, NAN); }
-HN_FN void hn_expire(hn *h, int64_t id) { hn_end(h, id, BD_SEV_EXPIRED, NAN); }
+HN_FN void hn_complete(hn *h, int64_t id, double loss)
+{
+    hn_end(h, id, BD_SEV_COMPLETED, loss);
+}
+HN_FN void hn_fail(hn *h, int64_t id)
+{
+    hn_end(h, id, BD_SEV_FAILED, NAN);
+}
+HN_FN void hn_expire(hn *h, int64_t id)
+{
+    hn_end(h, id, BD_SEV_EXPIRED, NAN);
+}
 
 /* Ends trial id as the outcome callback says. */
 HN_FN void hn_finish(hn *h, int64_t id)
@@ -311,7 +337,7 @@ HN_FN int hn_run(hn *h, int workers, int order, long long max_trials)
         }
         if (!h->n_running)
             return answer == BD_SUGGEST_DONE ? HN_DONE : HN_STUCK;
-        size_t pick = order == HN_FIFO ? 0
+        size_t pick = order == HN_FIFO   ? 0
                       : order == HN_LIFO ? h->n_running - 1
                                          : (size_t)bd_rng_below(&h->order_rng, h->n_running);
         hn_finish(h, h->running[pick]);
@@ -378,8 +404,14 @@ HN_FN int hn_same_next(hn *h, bd_sched *other, int k)
         int64_t id = hn_create(h, &a, 0);
         bd_decision d = {0};
         const hn_trial *t = hn_get(h, id);
-        bd_event ev = {.type = BD_SEV_CREATED, .trial_id = id, .config_id = t->config_id, .budget = t->budget,
-                       .config = t->config, .resume_from = t->resume_from, .extra = t->extra, .loss = NAN,
+        bd_event ev = {.type = BD_SEV_CREATED,
+                       .trial_id = id,
+                       .config_id = t->config_id,
+                       .budget = t->budget,
+                       .config = t->config,
+                       .resume_from = t->resume_from,
+                       .extra = t->extra,
+                       .loss = NAN,
                        .elapsed_seconds = NAN};
         cr_assert_eq(h->ops->observe(other, &ev, &d, &err), 0);
     }

@@ -137,24 +137,25 @@ Test(asha, promotes_the_top_third_best_first)
 Test(asha, higher_rung_promotion_comes_first)
 {
     hn h;
-    int64_t ids[12], id;
+    int64_t ids[9], more[6], id;
     open_ok(&h, "{}", 1, 9, 1);
     for (int i = 0; i < 9; i++)
         cr_assert_eq(hn_suggest(&h, i, &ids[i]), BD_SUGGEST_TRIAL);
     for (int i = 0; i < 9; i++)
         hn_finish(&h, ids[i]); /* rung 0: 9 results, 3 promotable */
-    for (int i = 0; i < 3; i++) {
-        cr_assert_eq(hn_suggest(&h, i, &ids[i]), BD_SUGGEST_TRIAL);
-        cr_assert_eq(hn_get(&h, ids[i])->rung, 1);
+    for (int i = 0; i < 6; i++) {
+        cr_assert_eq(hn_suggest(&h, i, &more[i]), BD_SUGGEST_TRIAL);
+        cr_assert_eq(hn_get(&h, more[i])->rung, i < 3 ? 1 : 0);
     }
-    for (int i = 0; i < 3; i++)
-        hn_finish(&h, ids[i]); /* rung 1: 3 results, 1 promotable */
-    for (int i = 0; i < 3; i++)
-        cr_assert_eq(hn_suggest(&h, 0, &ids[i]), BD_SUGGEST_TRIAL);
-    cr_expect_eq(hn_get(&h, ids[0])->rung, 2, "rung 1's candidate goes to rung 2 first");
-    cr_expect_eq(hn_get(&h, ids[0])->budget, 9);
-    cr_expect_eq(hn_get(&h, ids[1])->rung, 0, "then nothing else is promotable");
-    (void)id;
+    for (int i = 0; i < 6; i++)
+        hn_finish(&h, more[i]); /* rung 1: 3 results, 1 candidate; rung 0: 12 results, top 4, 1 candidate */
+    cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+    cr_expect_eq(hn_get(&h, id)->rung, 2, "rung 1's candidate goes to rung 2 first");
+    cr_expect_eq(hn_get(&h, id)->budget, 9);
+    cr_assert_eq(hn_suggest(&h, 1, &id), BD_SUGGEST_TRIAL);
+    cr_expect_eq(hn_get(&h, id)->rung, 1, "then rung 0's candidate");
+    cr_assert_eq(hn_suggest(&h, 2, &id), BD_SUGGEST_TRIAL);
+    cr_expect_eq(hn_get(&h, id)->rung, 0, "then nothing else is promotable: a new config");
     hn_close(&h);
 }
 
@@ -227,15 +228,20 @@ Test(asha, s_sets_the_minimum_early_stopping_rate)
     hn_close(&h);
 }
 
-Test(asha, top_rung_follows_the_paper_when_r_is_not_a_power)
+Test(asha, top_rung_is_at_r_when_r_is_not_a_power)
 {
     hn h;
-    open_ok(&h, "{}", 1, 100, 1); /* rungs 1, 3, 9, 27, 81 */
+    open_ok(&h, "{}", 1, 100, 1); /* rungs 1, 3, 9, 27, 100 */
     cr_assert_eq(hn_run(&h, 3, HN_RANDOM, 2000), HN_LIMIT);
-    double top = 0;
-    for (size_t i = 0; i < h.n_trials; i++)
-        top = h.trials[i].budget > top ? h.trials[i].budget : top;
-    cr_expect_eq(top, 81);
+    double budgets[] = {1, 3, 9, 27, 100};
+    int seen[5] = {0};
+    for (size_t i = 0; i < h.n_trials; i++) {
+        int k = h.trials[i].rung;
+        cr_assert(k >= 0 && k < 5);
+        cr_expect_eq(h.trials[i].budget, budgets[k], "rung %d", k);
+        seen[k] = 1;
+    }
+    cr_expect(seen[4], "some config reached the top rung at R = 100");
     hn_close(&h);
 }
 
@@ -341,11 +347,11 @@ Test(asha, every_decision_follows_get_job)
         int nrungs = eta == 2 ? 5 : 4;
         bd_rng pick;
         bd_rng_seed(&pick, 3, eta);
-        int64_t running[4];
+        int64_t running[8];
         size_t n_running = 0;
         h.outcome = diverge_some;
-        for (int step = 0; step < 700; step++) {
-            while (n_running < 4) {
+        for (int step = 0; step < 400; step++) {
+            while (n_running < 8) {
                 int rung;
                 int64_t want = expected_promotion(&h, nrungs, eta, &rung), id;
                 cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
@@ -357,13 +363,16 @@ Test(asha, every_decision_follows_get_job)
                                  (long long)id, (long long)t->config_id, (long long)want);
                 running[n_running++] = id;
             }
-            size_t i = (size_t)bd_rng_below(&pick, n_running);
-            int64_t id = running[i];
-            running[i] = running[--n_running];
-            if (id % 7 == 0)
-                hn_fail(&h, id);
-            else
-                hn_finish(&h, id);
+            /* end 1..5 trials at once, so several rungs can hold candidates together */
+            for (int burst = 1 + (int)bd_rng_below(&pick, 5); burst > 0; burst--) {
+                size_t i = (size_t)bd_rng_below(&pick, n_running);
+                int64_t id = running[i];
+                running[i] = running[--n_running];
+                if (id % 7 == 0)
+                    hn_fail(&h, id);
+                else
+                    hn_finish(&h, id);
+            }
         }
         hn_close(&h);
     }
@@ -397,7 +406,10 @@ Test(asha, replay_gives_identical_next_suggestions)
 
 Test(asha, options_are_validated)
 {
-    static const struct { const char *options; const char *field; } bad[] = {
+    static const struct {
+        const char *options;
+        const char *field;
+    } bad[] = {
         {"{\"bracket\": 2}", "scheduler.options.bracket"},
         {"{\"eta\": 1}", "scheduler.options.eta"},
         {"{\"s\": 5}", "scheduler.options.s"},
@@ -435,8 +447,8 @@ Test(asha, scale_100k_trials)
         int b = t->bracket;
         created[b][t->rung]++;
         completed[b][t->rung] += t->state == HN_COMPLETED;
-        cr_assert_eq(seen[t->config_id] & (1u << t->rung), 0, "config %lld twice in rung %d",
-                     (long long)t->config_id, t->rung);
+        cr_assert_eq(seen[t->config_id] & (1u << t->rung), 0, "config %lld twice in rung %d", (long long)t->config_id,
+                     t->rung);
         seen[t->config_id] |= (unsigned char)(1u << t->rung);
         if (t->rung > 0) {
             const hn_trial *prev = hn_get(&h, t->resume_from);

@@ -1,6 +1,6 @@
 /* The error mapping (every BD_E* code -> status and body shape) and the
  * answers bd_api_dispatch gives before any engine call: 404, 405 with
- * Allow, 401 with WWW-Authenticate, 503 while stopping. */
+ * Allow, 401 with WWW-Authenticate. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -192,19 +192,5 @@ Test(dispatch, healthz_needs_no_token)
     cr_assert_eq(resp.status, 200);
     cr_assert_str_eq(json_string_value(json_object_get(resp.json, "status")), "ok");
     cr_assert_eq(resp.err_code, 0);
-    bd_http_resp_clear(&resp);
-}
-
-Test(dispatch, stopping_answers_503_and_closes)
-{
-    bd_http_req req;
-    bd_http_resp resp;
-
-    atomic_store(&api.stopping, 1);
-    dispatch(BD_HTTP_GET, "/healthz", NULL, &req, &resp);
-    atomic_store(&api.stopping, 0);
-    cr_assert_eq(resp.status, 503);
-    cr_assert(resp.close);
-    check_body(resp.json, "unavailable", NULL);
     bd_http_resp_clear(&resp);
 }

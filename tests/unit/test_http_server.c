@@ -1,11 +1,14 @@
 /* The HTTP front end over real sockets: keep-alive, JSON answers and
  * headers, 413 from Content-Length before the body is sent and from an
- * oversized chunked body, and a graceful stop. The engine is NULL: every
+ * oversized chunked body, and a graceful stop (requests already started
+ * are answered normally, requests starting later get 503). The engine is NULL: every
  * request here is answered before the engine would be called. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <netinet/in.h>
+#include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +34,7 @@ static void start(size_t max_body)
     opts.addr = (const struct sockaddr *)&sa;
     opts.threads = 2;
     opts.max_body_bytes = max_body;
-    bd_log_set_level(BD_LOG_WARN);
+    bd_log_set_level(getenv("BD_TEST_LOG") ? BD_LOG_DEBUG : BD_LOG_WARN);
     cr_assert_eq(bd_http_server_start(&opts, NULL, &server, &err), 0, "%s", err.message);
     cr_assert_gt(bd_http_server_port(server), 0);
 }
@@ -254,4 +257,68 @@ Test(http_server, stop_closes_idle_keep_alive_connections)
     stop();
     cr_assert_eq(recv(fd, &byte, 1, 0), 0, "the idle connection is closed by the stop");
     close(fd);
+}
+
+static void *stop_thread(void *arg)
+{
+    (void)arg;
+    bd_http_server_stop(server, 5.0);
+    return NULL;
+}
+
+/* Returns once the server refuses new connections, i.e. the stop began. */
+static void wait_until_refused(unsigned port)
+{
+    for (int i = 0; i < 500; i++) {
+        struct sockaddr_in sa;
+        int fd = socket(AF_INET, SOCK_STREAM, 0), rc;
+
+        memset(&sa, 0, sizeof sa);
+        sa.sin_family = AF_INET;
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        sa.sin_port = htons((uint16_t)port);
+        rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+        close(fd);
+        if (rc != 0 && errno == ECONNREFUSED)
+            return;
+        usleep(10 * 1000);
+    }
+    cr_assert_fail("the server still accepts connections 5 s after the stop began");
+}
+
+Test(http_server, graceful_stop_finishes_started_requests_and_refuses_new_ones)
+{
+    static const char head[] =
+        "POST /v1/studies HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n";
+    response r;
+    pthread_t th;
+    unsigned port;
+    int started, idle;
+
+    start(1 << 20);
+    port = bd_http_server_port(server);
+    idle = connect_server();
+    request(idle, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", &r);
+    cr_assert_eq(r.status, 200);
+    started = connect_server();
+    send_all(started, head, strlen(head));
+    send_all(started, "{\"na", 4); /* in flight: headers and part of the body */
+    usleep(50 * 1000);
+
+    pthread_create(&th, NULL, stop_thread, NULL);
+    wait_until_refused(port);
+
+    request(idle, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", &r);
+    cr_assert_eq(r.status, 503, "a request starting after the stop");
+    cr_assert(strstr(r.body, "\"code\":\"unavailable\""), "%s", r.body);
+    cr_assert(find_ci(r.head, "\r\nConnection: close\r\n"), "%s", r.head);
+
+    send_all(started, "me\":1}\n", 7);
+    read_response(started, &r);
+    cr_assert_eq(r.status, 401, "the started request is processed normally, not 503");
+
+    pthread_join(th, NULL);
+    server = NULL;
+    close(idle);
+    close(started);
 }

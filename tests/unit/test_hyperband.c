@@ -38,8 +38,7 @@ static void check_resume_chain(const hn *h)
                           t->budget, r->budget);
             }
         }
-        if (t->state == HN_COMPLETED &&
-            (!last[t->config_id] || h->trials[last[t->config_id] - 1].budget < t->budget))
+        if (t->state == HN_COMPLETED && (!last[t->config_id] || h->trials[last[t->config_id] - 1].budget < t->budget))
             last[t->config_id] = t->id;
     }
     free(last);
@@ -57,12 +56,13 @@ static long long total_count(const hn *h, int bracket)
 
 Test(hyperband, bracket_table_r81_eta3)
 {
-    static const struct { int s; double r; long long n; } table[] = {
-        {4, 1, 81}, {4, 3, 27}, {4, 9, 9}, {4, 27, 3}, {4, 81, 1},
-        {3, 3, 34}, {3, 9, 11}, {3, 27, 3}, {3, 81, 1},
-        {2, 9, 15}, {2, 27, 5}, {2, 81, 1},
-        {1, 27, 8}, {1, 81, 2},
-        {0, 81, 5},
+    static const struct {
+        int s;
+        double r;
+        long long n;
+    } table[] = {
+        {4, 1, 81}, {4, 3, 27}, {4, 9, 9},  {4, 27, 3}, {4, 81, 1}, {3, 3, 34}, {3, 9, 11}, {3, 27, 3},
+        {3, 81, 1}, {2, 9, 15}, {2, 27, 5}, {2, 81, 1}, {1, 27, 8}, {1, 81, 2}, {0, 81, 5},
     };
     hn h;
     open_ok(&h, "{\"eta\": 3}", 1, 81, 1);
@@ -100,12 +100,13 @@ static void run_case(const char *dir, int workers, int order)
     json_t *res = json_object_get(study, "resource");
     char *options = json_dumps(json_object_get(study, "options"), JSON_COMPACT);
     hn h;
-    open_ok(&h, options, json_number_value(json_object_get(res, "min")),
-            json_number_value(json_object_get(res, "max")), json_is_true(json_object_get(res, "integer")));
+    open_ok(&h, options, json_number_value(json_object_get(res, "min")), json_number_value(json_object_get(res, "max")),
+            json_is_true(json_object_get(res, "integer")));
     cr_assert_eq(hn_run(&h, workers, order, 100000), HN_DONE, "%s did not finish", dir);
     size_t i;
     json_t *row;
-    json_array_foreach(json_object_get(expected, "table"), i, row) {
+    json_array_foreach(json_object_get(expected, "table"), i, row)
+    {
         int with_it = json_array_size(row) == 4;
         long long it = with_it ? json_integer_value(json_array_get(row, 0)) : -1;
         int s = (int)json_integer_value(json_array_get(row, with_it));
@@ -210,8 +211,8 @@ Test(hyperband, integer_rounding_floors_and_stays_in_range)
         double b = h.trials[i].budget;
         cr_assert(b == floor(b) && b >= 2 && b <= 100, "budget %g", b);
     }
-    cr_expect_eq(hn_count(&h, -1, 3, 3), 27);  /* floor(100/27) */
-    cr_expect_eq(hn_count(&h, -1, 3, 11), 9);  /* floor(100/9) */
+    cr_expect_eq(hn_count(&h, -1, 3, 3), 27); /* floor(100/27) */
+    cr_expect_eq(hn_count(&h, -1, 3, 11), 9); /* floor(100/9) */
     cr_expect_eq(hn_count(&h, -1, 3, 33), 3);
     cr_expect_eq(hn_count(&h, -1, 3, 100), 1);
     hn_close(&h);
@@ -528,7 +529,10 @@ Test(hyperband, iterations_zero_repeats_forever)
 
 Test(hyperband, options_are_validated)
 {
-    static const struct { const char *options; const char *field; } bad[] = {
+    static const struct {
+        const char *options;
+        const char *field;
+    } bad[] = {
         {"{\"etaa\": 3}", "scheduler.options.etaa"},
         {"{\"eta\": 1}", "scheduler.options.eta"},
         {"{\"eta\": 2.5}", "scheduler.options.eta"},

@@ -221,7 +221,10 @@ Test(successive_halving, replay_gives_identical_next_suggestions)
 
 Test(successive_halving, options_are_validated)
 {
-    static const struct { const char *options; const char *field; } bad[] = {
+    static const struct {
+        const char *options;
+        const char *field;
+    } bad[] = {
         {"{\"n\": 8, \"budget\": 23}", "scheduler.options.budget"}, /* below n * K = 24 */
         {"{\"n\": 1}", "scheduler.options.n"},
         {"{\"eta\": 1}", "scheduler.options.eta"},
