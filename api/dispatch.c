@@ -25,8 +25,8 @@ static int prepare(const bd_api *api, bd_http_req *req, bd_http_resp *resp, bd_e
 
     if (!r && req->pattern_id >= 0) {
         memcpy(resp->allow, req->allow, sizeof resp->allow);
-        return bd_err_set(err, BD_EMETHOD, NULL, "%s is not allowed on %s (allowed: %s)", req->method_name,
-                          req->path, req->allow);
+        return bd_err_set(err, BD_EMETHOD, NULL, "%s is not allowed on %s (allowed: %s)", req->method_name, req->path,
+                          req->allow);
     }
     if (!r)
         return bd_err_set(err, BD_ENOTFOUND, NULL, "no route for %s %s", req->method_name, req->path);

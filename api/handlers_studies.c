@@ -54,8 +54,8 @@ static int query_int(const bd_http_req *req, const char *name, int64_t lo, int64
     *out = v;
     return 0;
 bad:
-    return bd_err_set(err, BD_EINVAL, name, "query parameter %s must be an integer in %lld..%lld", name,
-                      (long long)lo, (long long)hi);
+    return bd_err_set(err, BD_EINVAL, name, "query parameter %s must be an integer in %lld..%lld", name, (long long)lo,
+                      (long long)hi);
 }
 
 BD_HANDLER(bd_h_list_trials)

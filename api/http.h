@@ -41,8 +41,8 @@ const char *bd_http_method_name(bd_http_method m);
 typedef struct bd_path_params {
     int count;
     struct {
-        int64_t num;                        /* {id}: 1..INT64_MAX; 0 for text parameters */
-        char text[BD_PATH_PARAM_TEXT_MAX];  /* the segment as decoded, NUL-terminated */
+        int64_t num;                       /* {id}: 1..INT64_MAX; 0 for text parameters */
+        char text[BD_PATH_PARAM_TEXT_MAX]; /* the segment as decoded, NUL-terminated */
     } v[BD_PATH_PARAMS_MAX];
 } bd_path_params;
 
@@ -58,8 +58,7 @@ struct bd_http_resp;
 /* A route's work: on success fills resp->json (new) or resp->text and returns
  * 0 (resp->status defaults to the route's success status); on failure returns
  * a BD_E* code with err filled, and the dispatcher writes the error response. */
-typedef int (*bd_handler_fn)(const struct bd_api *api, struct bd_http_req *req, struct bd_http_resp *resp,
-                             bd_err *err);
+typedef int (*bd_handler_fn)(const struct bd_api *api, struct bd_http_req *req, struct bd_http_resp *resp, bd_err *err);
 
 enum {
     BD_ROUTE_AUTH = 1,          /* needs Authorization: Bearer <token> */
@@ -69,10 +68,10 @@ enum {
 
 typedef struct bd_route {
     bd_http_method method;
-    const char *pattern;   /* "/v1/studies/{id}/suggest": {id} is an integer >= 1, other {x} any segment */
+    const char *pattern; /* "/v1/studies/{id}/suggest": {id} is an integer >= 1, other {x} any segment */
     bd_handler_fn handler;
-    unsigned flags;        /* BD_ROUTE_* */
-    int status;            /* status of a successful answer (200 or 201) */
+    unsigned flags; /* BD_ROUTE_* */
+    int status;     /* status of a successful answer (200 or 201) */
 } bd_route;
 
 typedef struct bd_http_req {
@@ -83,37 +82,37 @@ typedef struct bd_http_req {
     const char *authorization; /* header values; NULL when absent */
     const char *content_type;
     const char *idem_key;
-    const char *body;          /* raw body, body_len bytes (not NUL-terminated) */
+    const char *body; /* raw body, body_len bytes (not NUL-terminated) */
     size_t body_len;
-    bd_query_fn query;         /* NULL: the request has no query parameters */
+    bd_query_fn query; /* NULL: the request has no query parameters */
     void *query_ctx;
 
     /* filled by bd_api_route */
-    const bd_route *route;     /* NULL: no route (404) or wrong method (405) */
-    int pattern_id;            /* index in the route table of the first route with this
-                                  pattern (metrics label); -1 when no pattern matched */
+    const bd_route *route; /* NULL: no route (404) or wrong method (405) */
+    int pattern_id;        /* index in the route table of the first route with this
+                              pattern (metrics label); -1 when no pattern matched */
     bd_path_params params;
-    char allow[64];            /* "GET, POST" when the path matched but the method did not */
+    char allow[64]; /* "GET, POST" when the path matched but the method did not */
 
     /* filled by bd_api_dispatch before the handler runs */
     bd_caller caller;
     int authenticated;
-    json_t *json;              /* the parsed body (owned by the dispatcher), NULL for bodiless routes */
-    bd_request ereq;           /* caller, idempotency key and fingerprint for state changes */
+    json_t *json;    /* the parsed body (owned by the dispatcher), NULL for bodiless routes */
+    bd_request ereq; /* caller, idempotency key and fingerprint for state changes */
     char fingerprint[BD_FINGERPRINT_MAX];
 } bd_http_req;
 
 typedef struct bd_http_resp {
     int status;
-    json_t *json;              /* new: the body, sent compactly as application/json */
-    char *text;                /* new (free()): the body when json is NULL */
+    json_t *json; /* new: the body, sent compactly as application/json */
+    char *text;   /* new (free()): the body when json is NULL */
     size_t text_len;
-    const char *content_type;  /* static; NULL means application/json */
-    char allow[64];            /* Allow header when non-empty */
-    int www_authenticate;      /* send WWW-Authenticate: Bearer */
-    int close;                 /* send Connection: close */
-    int err_code;              /* BD_E* when this is an error answer, else 0 */
-    char err_message[256];     /* its message, for the error log */
+    const char *content_type; /* static; NULL means application/json */
+    char allow[64];           /* Allow header when non-empty */
+    int www_authenticate;     /* send WWW-Authenticate: Bearer */
+    int close;                /* send Connection: close */
+    int err_code;             /* BD_E* when this is an error answer, else 0 */
+    char err_message[256];    /* its message, for the error log */
 } bd_http_resp;
 
 /* What handlers and the dispatcher share for the life of the server. */

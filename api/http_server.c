@@ -10,12 +10,13 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
-#include <stddef.h>
-#include <stdio.h>
 #include <sodium.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,29 +27,29 @@
 #include "metrics.h"
 #include "router.h"
 
-#define INLINE_BODY 1024               /* bodies this small need no second allocation */
-#define DISCARD_FACTOR 16              /* a chunked body this many times the limit closes the connection */
+#define INLINE_BODY 1024  /* bodies this small need no second allocation */
+#define DISCARD_FACTOR 16 /* a chunked body this many times the limit closes the connection */
 #define DEFAULT_TIMEOUT 60
-#define JSON_BUF 16384                 /* per-thread serialization buffer */
+#define JSON_BUF 16384 /* per-thread serialization buffer */
 
 struct bd_http_server {
     struct MHD_Daemon *daemon;
     bd_api api;
     size_t max_body;
-    atomic_int in_flight;              /* requests between their first call and on_completed */
-    atomic_int stopping;               /* a graceful stop began: requests starting now get 503 */
+    atomic_int in_flight; /* requests between their first call and on_completed */
+    atomic_int stopping;  /* a graceful stop began: requests starting now get 503 */
     unsigned port;
 };
 
 typedef struct request_ctx {
     bd_http_req req;
-    double t0;                         /* bd_monotonic() when the headers arrived */
-    char *body;                        /* inline_body or heap */
+    double t0;  /* bd_monotonic() when the headers arrived */
+    char *body; /* inline_body or heap */
     size_t len, cap;
-    size_t discarded;                  /* body bytes dropped after the limit was passed */
+    size_t discarded; /* body bytes dropped after the limit was passed */
     int too_large;
-    int late;                          /* began after the stop did: answered 503 */
-    int answered;                      /* a response is queued */
+    int late;     /* began after the stop did: answered 503 */
+    int answered; /* a response is queued */
     char inline_body[INLINE_BODY];
 } request_ctx;
 
@@ -80,7 +81,8 @@ static struct MHD_Response *make_response(bd_http_resp *resp)
         } else {
             char *s = json_dumps(resp->json, JSON_COMPACT);
             if (!s)
-                s = bd_xstrdup("{\"error\":{\"code\":\"internal\",\"message\":\"unserializable answer\",\"field\":null}}");
+                s = bd_xstrdup(
+                    "{\"error\":{\"code\":\"internal\",\"message\":\"unserializable answer\",\"field\":null}}");
             mr = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
             if (!mr)
                 free(s);
@@ -119,9 +121,9 @@ static enum MHD_Result answer(bd_http_server *s, struct MHD_Connection *conn, re
     }
     secs = bd_monotonic() - ctx->t0;
     bd_metrics_observe(s->api.metrics, req->pattern_id, req->method, resp->status, secs);
-    if (resp->status >= 500)
-        bd_log(BD_LOG_ERROR, "%s %s %d %.3fms %s %s: %s", req->method_name, req->path, resp->status, secs * 1e3,
-               user, bd_err_name(resp->err_code), resp->err_message);
+    if (resp->status >= 500) /* with the detail; 503 only happens while stopping, so it is no error */
+        bd_log(resp->status == 503 ? BD_LOG_WARN : BD_LOG_ERROR, "%s %s %d %.3fms %s %s: %s", req->method_name,
+               req->path, resp->status, secs * 1e3, user, bd_err_name(resp->err_code), resp->err_message);
     else
         bd_log(BD_LOG_INFO, "%s %s %d %.3fms %s", req->method_name, req->path, resp->status, secs * 1e3, user);
     bd_http_resp_clear(resp);
@@ -290,9 +292,8 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
     /* the pool-size option only when there is a pool: MHD warns about 1 */
     if (opts->threads > 1)
         options[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL};
-    options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
-                                           opts->timeout_seconds ? (intptr_t)opts->timeout_seconds : DEFAULT_TIMEOUT,
-                                           NULL};
+    options[n++] = (struct MHD_OptionItem){
+        MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_seconds ? (intptr_t)opts->timeout_seconds : DEFAULT_TIMEOUT, NULL};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 
@@ -301,12 +302,14 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
     s->api.metrics = bd_metrics_new(routes, nroutes);
     s->max_body = opts->max_body_bytes;
     errno = 0;
+    /* clang-format off */
     s->daemon = MHD_start_daemon(flags, port, NULL, NULL, on_request, s,
                                  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first: MHD logs nowhere else */
                                  MHD_OPTION_SOCK_ADDR, opts->addr,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                                  MHD_OPTION_ARRAY, options,
                                  MHD_OPTION_END);
+    /* clang-format on */
     if (!s->daemon) {
         int e = errno;
         bd_metrics_free(s->api.metrics);

@@ -15,8 +15,7 @@ int bd_api_check_idem_key(const char *key, bd_err *err)
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)key[i];
         if (c < 0x20 || c > 0x7e)
-            return bd_err_set(err, BD_EINVAL, "Idempotency-Key",
-                              "the Idempotency-Key header must be printable ASCII");
+            return bd_err_set(err, BD_EINVAL, "Idempotency-Key", "the Idempotency-Key header must be printable ASCII");
     }
     return 0;
 }

@@ -149,8 +149,8 @@ static void render_latency(const bd_metrics *m, buf *b)
                     route, method, bounds[i], (unsigned long long)cum);
             }
             cum += counts[N_BOUNDS];
-            put(b, "banditd_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"+Inf\"} %llu\n",
-                route, method, (unsigned long long)cum);
+            put(b, "banditd_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"+Inf\"} %llu\n", route,
+                method, (unsigned long long)cum);
             put(b, "banditd_http_request_duration_seconds_sum{route=\"%s\",method=\"%s\"} %.6f\n", route, method,
                 (double)load(&m->sum_us[r][meth]) / 1e6);
             put(b, "banditd_http_request_duration_seconds_count{route=\"%s\",method=\"%s\"} %llu\n", route, method,

@@ -17,10 +17,10 @@ extern char **environ;
 typedef int (*setter_fn)(bd_config *cfg, const char *value, const char *who, bd_err *err);
 
 typedef struct option_def {
-    const char *flag;   /* "--listen" */
-    const char *env;    /* "BANDITD_LISTEN" */
-    const char *arg;    /* placeholder in --help */
-    const char *def;    /* default value as text; NULL: computed (see help) */
+    const char *flag; /* "--listen" */
+    const char *env;  /* "BANDITD_LISTEN" */
+    const char *arg;  /* placeholder in --help */
+    const char *def;  /* default value as text; NULL: computed (see help) */
     const char *help;
     setter_fn set;
 } option_def;
@@ -176,12 +176,12 @@ static const option_def options[] = {
      "SQLite database file; the first start writes the admin token to PATH.admin-token", set_db},
     {"--threads", "BANDITD_THREADS", "N", NULL, "HTTP worker threads (default: 2 x online cores)", set_threads},
     {"--log-level", "BANDITD_LOG_LEVEL", "LEVEL", "info", "debug, info, warn or error", set_log_level},
-    {"--lease-seconds", "BANDITD_LEASE_SECONDS", "S", "300",
-     "trial lease for studies that do not set lease_seconds", set_lease},
+    {"--lease-seconds", "BANDITD_LEASE_SECONDS", "S", "300", "trial lease for studies that do not set lease_seconds",
+     set_lease},
     {"--sync", "BANDITD_SYNC", "MODE", "normal",
      "normal (survives a crash of banditd) or full (also of the OS; slower commits)", set_sync},
-    {"--max-body-bytes", "BANDITD_MAX_BODY_BYTES", "N", "1048576",
-     "largest request body accepted; larger ones get 413", set_max_body},
+    {"--max-body-bytes", "BANDITD_MAX_BODY_BYTES", "N", "1048576", "largest request body accepted; larger ones get 413",
+     set_max_body},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 

@@ -17,22 +17,22 @@
 #endif
 
 typedef struct bd_config {
-    char listen[256];                     /* "host:port" as given */
-    struct sockaddr_storage listen_addr;  /* listen resolved (numeric host or name) */
+    char listen[256];                    /* "host:port" as given */
+    struct sockaddr_storage listen_addr; /* listen resolved (numeric host or name) */
     socklen_t listen_addr_len;
-    char db_path[4096];                   /* SQLite file, or ":memory:" */
-    int threads;                          /* HTTP worker threads, >= 1 (default 2 x online cores) */
+    char db_path[4096]; /* SQLite file, or ":memory:" */
+    int threads;        /* HTTP worker threads, >= 1 (default 2 x online cores) */
     bd_log_level log_level;
-    double lease_seconds;                 /* default lease of a study, > 0 */
-    int sync_full;                        /* 1: --sync full, 0: normal */
-    size_t max_body_bytes;                /* request body limit, >= 1 */
+    double lease_seconds;  /* default lease of a study, > 0 */
+    int sync_full;         /* 1: --sync full, 0: normal */
+    size_t max_body_bytes; /* request body limit, >= 1 */
 } bd_config;
 
 /* What bd_config_parse asks the caller to do. */
 enum {
-    BD_CONFIG_RUN = 0,     /* start the daemon with *cfg */
-    BD_CONFIG_HELP = 1,    /* --help: print bd_config_usage to stdout, exit 0 */
-    BD_CONFIG_VERSION = 2  /* --version: print BD_VERSION, exit 0 */
+    BD_CONFIG_RUN = 0,    /* start the daemon with *cfg */
+    BD_CONFIG_HELP = 1,   /* --help: print bd_config_usage to stdout, exit 0 */
+    BD_CONFIG_VERSION = 2 /* --version: print BD_VERSION, exit 0 */
 };
 
 /* Fills *cfg from defaults, then envp (an array of "NAME=value" strings ending

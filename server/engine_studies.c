@@ -91,6 +91,14 @@ int bd_engine_delete_study(bd_engine *e, const bd_request *req, int64_t study_id
 {
     study_rt *st;
     int rc = bd_engine_lock_study(e, req->caller, study_id, &st, err);
+    if (rc == BD_ENOTFOUND && req->idem_key) {
+        /* A retried DELETE finds the study gone: answer what the first one did. */
+        bd_err ignored;
+        int hit = bd_engine_txn_begin(e, req, out, &ignored);
+        if (hit == 0)
+            bd_store_rollback(e->store);
+        return hit == 1 ? 0 : rc;
+    }
     if (rc)
         return rc;
     json_t *answer = json_pack("{s:b, s:I}", "deleted", 1, "id", (json_int_t)study_id);

@@ -16,12 +16,7 @@
 
 #define BD_LOG_LINE_MAX 2048
 
-typedef enum bd_log_level {
-    BD_LOG_DEBUG = 0,
-    BD_LOG_INFO = 1,
-    BD_LOG_WARN = 2,
-    BD_LOG_ERROR = 3
-} bd_log_level;
+typedef enum bd_log_level { BD_LOG_DEBUG = 0, BD_LOG_INFO = 1, BD_LOG_WARN = 2, BD_LOG_ERROR = 3 } bd_log_level;
 
 /* "debug", "info", "warn" or "error" -> *out. BD_EINVAL for anything else. */
 int bd_log_level_parse(const char *name, bd_log_level *out) BD_MUST_CHECK;

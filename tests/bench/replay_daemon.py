@@ -203,6 +203,21 @@ class Run:
                                   http_calls=self.c.calls - calls0, real_seconds=time.time() - t0)
 
 
+def available(client, method):
+    """Does the daemon know this scheduler (and accept its options)?"""
+    sched, options, _ = METHODS[method]
+    try:
+        s = client.call("POST", "/v1/studies", study_body("replay-probe-%s-%d" % (method, os.getpid()), sched,
+                                                          options, 1))
+    except ApiError as e:
+        if e.status == 400:
+            print("  %s: %s" % (method, e), file=sys.stderr)
+            return False
+        raise
+    client.call("DELETE", "/v1/studies/%d" % s["id"])
+    return True
+
+
 def parse_list(s, conv=str):
     out = []
     for part in s.split(","):
@@ -232,9 +247,14 @@ def main():
     token = open(a.token_file).read().strip()
     client = Client(a.url, token)
     results = []
+    unavailable = []
     for method in parse_list(a.methods):
         if method not in METHODS:
             sys.exit("unknown method %r (known: %s)" % (method, ", ".join(METHODS)))
+        if not available(client, method):
+            print("banditd %-19s not available in this daemon: skipped" % method, file=sys.stderr)
+            unavailable.append(method)
+            continue
         for W in parse_list(a.workers, int):
             t0 = time.time()
             for seed in parse_list(a.seeds, int):
@@ -250,7 +270,8 @@ def main():
             print("banditd %-19s W=%d: %d runs in %.1f s, %d errors, %d problems" %
                   (method, W, len(done), time.time() - t0, errs, probs), file=sys.stderr)
     with open(a.out, "w") as f:
-        json.dump({"table_best": table.best, "thresholds": table.thresholds, "runs": results}, f)
+        json.dump({"table_best": table.best, "thresholds": table.thresholds, "runs": results,
+                   "unavailable": unavailable}, f)
 
 
 if __name__ == "__main__":

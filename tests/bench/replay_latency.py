@@ -40,6 +40,7 @@ def drive(client, table, sched, options, total, checkpoints, window, inflight):
     name = "latency-%s-%d" % (sched, os.getpid())
     sid = client.call("POST", "/v1/studies", study_body(name, sched, options, 7))["id"]
     lat = {c: collections.defaultdict(list) for c in checkpoints}
+    allcalls = []
     created = 0
     running = collections.deque()
     waits = 0
@@ -55,6 +56,7 @@ def drive(client, table, sched, options, total, checkpoints, window, inflight):
         w = win()
         t = time.perf_counter()
         r = client.call(method, path, body)
+        allcalls.append(time.perf_counter() - t)
         if w is not None:
             w[kind].append(time.perf_counter() - t)
         return r
@@ -83,11 +85,15 @@ def drive(client, table, sched, options, total, checkpoints, window, inflight):
     study = client.call("GET", "/v1/studies/%d" % sid)
     out = {"scheduler": sched, "options": options, "trials": created, "inflight": inflight,
            "seconds": elapsed, "trials_per_s": created / elapsed, "study_trials": study["trials"],
-           "windows": {}}
+           "calls": len(allcalls), "mean_ms": 1e3 * sum(allcalls) / len(allcalls),
+           "p50_ms": 1e3 * pct(allcalls, 50), "p99_ms": 1e3 * pct(allcalls, 99),
+           "p999_ms": 1e3 * pct(allcalls, 99.9), "max_ms": 1e3 * max(allcalls),
+           "calls_over_10ms": sum(1 for x in allcalls if x > 0.01), "windows": {}}
     for c in checkpoints:
         out["windows"][str(c)] = {
-            kind: {"n": len(xs), "p50_ms": 1e3 * pct(xs, 50), "p99_ms": 1e3 * pct(xs, 99),
-                   "max_ms": 1e3 * max(xs)} for kind, xs in lat[c].items() if xs}
+            kind: {"n": len(xs), "mean_ms": 1e3 * sum(xs) / len(xs), "p50_ms": 1e3 * pct(xs, 50),
+                   "p99_ms": 1e3 * pct(xs, 99), "p999_ms": 1e3 * pct(xs, 99.9), "max_ms": 1e3 * max(xs)}
+            for kind, xs in lat[c].items() if xs}
     try:
         client.call("DELETE", "/v1/studies/%d" % sid)
     except Exception as e:  # noqa: BLE001 - a failed cleanup is only reported
@@ -115,13 +121,15 @@ def main():
         _, options, _ = METHODS[sched]
         r = drive(client, table, sched, options, a.trials, checkpoints, a.window, a.inflight)
         res.append(r)
-        print("latency %-10s %d trials in %.1f s (%.0f trials/s)" %
-              (sched, r["trials"], r["seconds"], r["trials_per_s"]), file=sys.stderr)
+        print("latency %-10s %d trials in %.1f s (%.0f trials/s); all calls: mean %.3f p50 %.3f p99 %.3f "
+              "p99.9 %.1f max %.0f ms, %d over 10 ms" %
+              (sched, r["trials"], r["seconds"], r["trials_per_s"], r["mean_ms"], r["p50_ms"], r["p99_ms"],
+               r["p999_ms"], r["max_ms"], r["calls_over_10ms"]), file=sys.stderr)
         for c, w in r["windows"].items():
             print("   ~%s trials: %s" % (c, "  ".join("%s p50 %.3f p99 %.3f ms" % (k, v["p50_ms"], v["p99_ms"])
                                                    for k, v in sorted(w.items()))), file=sys.stderr)
     with open(a.out, "w") as f:
-        json.dump({"runs": res}, f)
+        json.dump({"runs": res, "window": a.window, "inflight": a.inflight}, f)
 
 
 if __name__ == "__main__":

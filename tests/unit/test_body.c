@@ -29,8 +29,8 @@ Test(body, object_is_parsed)
 Test(body, nan_and_infinity_are_invalid_with_position)
 {
     static const char *const bad[] = {
-        "{\"value\": NaN}", "{\"value\": Infinity}", "{\"value\": -Infinity}", "{\"value\": nan}",
-        "{\"step\": 1,\n \"value\": inf}",
+        "{\"value\": NaN}", "{\"value\": Infinity}",           "{\"value\": -Infinity}",
+        "{\"value\": nan}", "{\"step\": 1,\n \"value\": inf}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         json_t *j;
@@ -48,7 +48,7 @@ Test(body, nan_and_infinity_are_invalid_with_position)
 Test(body, syntax_errors_say_where)
 {
     static const char *const bad[] = {
-        "{\"a\": 1",   "{\"a\": }",      "{\"a\": 1,}",   "{\"a\" 1}", "{'a': 1}",
+        "{\"a\": 1",   "{\"a\": }",      "{\"a\": 1,}",          "{\"a\" 1}",         "{'a': 1}",
         "{\"a\": 1}x", "{\"a\": 1e999}", "{\"a\": \"\\u0000\"}", "{\"a\": \"\xff\"}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -231,10 +231,11 @@ Test(config, help_and_version)
 Test(config, help_documents_every_flag_and_variable)
 {
     static const char *const names[] = {
-        "--listen",        "BANDITD_LISTEN",        "127.0.0.1:8080", "--db",      "BANDITD_DB",     "./banditd.db",
-        "--threads",       "BANDITD_THREADS",       "2 x",            "--log-level", "BANDITD_LOG_LEVEL", "--lease-seconds",
-        "BANDITD_LEASE_SECONDS", "300",             "--sync",         "BANDITD_SYNC", "--max-body-bytes",
-        "BANDITD_MAX_BODY_BYTES", "1048576",        "--help",         "--version",
+        "--listen",          "BANDITD_LISTEN",   "127.0.0.1:8080",         "--db",    "BANDITD_DB",
+        "./banditd.db",      "--threads",        "BANDITD_THREADS",        "2 x",     "--log-level",
+        "BANDITD_LOG_LEVEL", "--lease-seconds",  "BANDITD_LEASE_SECONDS",  "300",     "--sync",
+        "BANDITD_SYNC",      "--max-body-bytes", "BANDITD_MAX_BODY_BYTES", "1048576", "--help",
+        "--version",
     };
     char *text = NULL;
     size_t len = 0;

@@ -12,11 +12,11 @@ static const struct {
     int status;
     const char *name;
 } cases[] = {
-    {BD_EINVAL, 400, "invalid_argument"},         {BD_EAUTH, 401, "unauthenticated"},
-    {BD_EFORBIDDEN, 403, "forbidden"},            {BD_ENOTFOUND, 404, "not_found"},
-    {BD_EMETHOD, 405, "method_not_allowed"},      {BD_ECONFLICT, 409, "conflict"},
-    {BD_ETOOLARGE, 413, "payload_too_large"},     {BD_EMEDIA, 415, "unsupported_media_type"},
-    {BD_ESTORAGE, 500, "storage_error"},          {BD_EINTERNAL, 500, "internal"},
+    {BD_EINVAL, 400, "invalid_argument"},     {BD_EAUTH, 401, "unauthenticated"},
+    {BD_EFORBIDDEN, 403, "forbidden"},        {BD_ENOTFOUND, 404, "not_found"},
+    {BD_EMETHOD, 405, "method_not_allowed"},  {BD_ECONFLICT, 409, "conflict"},
+    {BD_ETOOLARGE, 413, "payload_too_large"}, {BD_EMEDIA, 415, "unsupported_media_type"},
+    {BD_ESTORAGE, 500, "storage_error"},      {BD_EINTERNAL, 500, "internal"},
     {BD_EUNAVAILABLE, 503, "unavailable"},
 };
 

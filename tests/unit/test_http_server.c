@@ -5,8 +5,8 @@
  * request here is answered before the engine would be called. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
-#include <netinet/in.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -191,7 +191,8 @@ Test(http_server, oversized_content_length_is_413_before_the_body)
     start(1000);
     fd = connect_server();
     /* headers only: the answer must come without the 5000 bytes being sent */
-    request(fd, "POST /v1/studies HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n",
+    request(fd,
+            "POST /v1/studies HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n",
             &r);
     cr_assert_eq(r.status, 413);
     cr_assert(strstr(r.body, "\"code\":\"payload_too_large\""), "%s", r.body);

@@ -11,15 +11,13 @@
 
 static bd_metrics *fresh(size_t *suggest_id)
 {
-    size_t n;
+    size_t n, i;
     const bd_route *t = bd_routes(&n);
 
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(t[i].pattern, "/v1/studies/{id}/suggest") == 0) {
-            *suggest_id = i;
-            break;
-        }
-    }
+    for (i = 0; i < n && strcmp(t[i].pattern, "/v1/studies/{id}/suggest") != 0; i++)
+        ;
+    cr_assert_lt(i, n, "no suggest route");
+    *suggest_id = i;
     return bd_metrics_new(t, n);
 }
 
@@ -45,9 +43,12 @@ Test(metrics, counts_by_route_pattern_method_and_status)
     bd_metrics_observe(m, -1, BD_HTTP_GET, 404, 0.0001);
     bd_metrics_observe(m, -1, BD_HTTP_OTHER, 418, 0.0001);
     text = render(m);
-    cr_expect(strstr(text, "banditd_http_requests_total{route=\"/v1/studies/{id}/suggest\",method=\"POST\",status=\"200\"} 3\n"),
-              "%s", text);
-    cr_expect(strstr(text, "banditd_http_requests_total{route=\"/v1/studies/{id}/suggest\",method=\"POST\",status=\"409\"} 1\n"));
+    cr_expect(
+        strstr(text,
+               "banditd_http_requests_total{route=\"/v1/studies/{id}/suggest\",method=\"POST\",status=\"200\"} 3\n"),
+        "%s", text);
+    cr_expect(strstr(
+        text, "banditd_http_requests_total{route=\"/v1/studies/{id}/suggest\",method=\"POST\",status=\"409\"} 1\n"));
     cr_expect(strstr(text, "banditd_http_requests_total{route=\"unmatched\",method=\"GET\",status=\"404\"} 1\n"));
     cr_expect(strstr(text, "banditd_http_requests_total{route=\"unmatched\",method=\"OTHER\",status=\"other\"} 1\n"));
     cr_expect_null(strstr(text, "status=\"201\""), "zero series are not printed");
@@ -64,12 +65,12 @@ Test(metrics, histogram_buckets_are_cumulative)
     const char *p = "banditd_http_request_duration_seconds";
     char want[256];
 
-    bd_metrics_observe(m, (int)sid, BD_HTTP_POST, 200, 0.0004);  /* le 0.0005 */
-    bd_metrics_observe(m, (int)sid, BD_HTTP_POST, 200, 0.002);   /* le 0.0025 */
-    bd_metrics_observe(m, (int)sid, BD_HTTP_POST, 200, 7.0);     /* +Inf only */
+    bd_metrics_observe(m, (int)sid, BD_HTTP_POST, 200, 0.0004); /* le 0.0005 */
+    bd_metrics_observe(m, (int)sid, BD_HTTP_POST, 200, 0.002);  /* le 0.0025 */
+    bd_metrics_observe(m, (int)sid, BD_HTTP_POST, 200, 7.0);    /* +Inf only */
     text = render(m);
-#define LINE(suffix, value)                                                                                        \
-    snprintf(want, sizeof want, "%s%s %s\n", p, suffix, value);                                                    \
+#define LINE(suffix, value)                                                                                            \
+    snprintf(want, sizeof want, "%s%s %s\n", p, suffix, value);                                                        \
     cr_expect(strstr(text, want), "missing: %s", want)
     LINE("_bucket{route=\"/v1/studies/{id}/suggest\",method=\"POST\",le=\"0.0005\"}", "1");
     LINE("_bucket{route=\"/v1/studies/{id}/suggest\",method=\"POST\",le=\"0.001\"}", "1");

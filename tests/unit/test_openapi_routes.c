@@ -2,8 +2,8 @@
  * of (method, path) pairs under `paths:` equals the route table's. The file
  * is found from BD_SOURCE_DIR, else ${BD_FIXTURES}/../.., else the compile
  * definition BD_SOURCE_DIR_DEFAULT, else the working directory. */
-#include <ctype.h>
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -70,9 +70,17 @@ Test(router, name_parameter_takes_any_segment)
 Test(router, non_integer_or_out_of_range_id_is_not_found)
 {
     static const char *const bad[] = {
-        "/v1/studies/abc",  "/v1/studies/0",    "/v1/studies/-1",   "/v1/studies/+1",
-        "/v1/studies/007",  "/v1/studies/1e3",  "/v1/studies/12x",  "/v1/studies/9223372036854775808",
-        "/v1/studies/99999999999999999999", "/v1/trials/1.5/complete", "/v1/trials/ 1",
+        "/v1/studies/abc",
+        "/v1/studies/0",
+        "/v1/studies/-1",
+        "/v1/studies/+1",
+        "/v1/studies/007",
+        "/v1/studies/1e3",
+        "/v1/studies/12x",
+        "/v1/studies/9223372036854775808",
+        "/v1/studies/99999999999999999999",
+        "/v1/trials/1.5/complete",
+        "/v1/trials/ 1",
     };
     bd_http_req req;
 
@@ -80,17 +88,25 @@ Test(router, non_integer_or_out_of_range_id_is_not_found)
         cr_expect_eq(route(BD_HTTP_GET, bad[i], &req), BD_ENOTFOUND, "%s", bad[i]);
         cr_expect_null(req.route, "%s", bad[i]);
         cr_expect_eq(req.pattern_id, -1, "%s", bad[i]);
-        cr_expect_eq(route(BD_HTTP_DELETE, bad[i], &req), BD_ENOTFOUND, "%s: 404 even under another method",
-                     bad[i]);
+        cr_expect_eq(route(BD_HTTP_DELETE, bad[i], &req), BD_ENOTFOUND, "%s: 404 even under another method", bad[i]);
     }
 }
 
 Test(router, near_misses_are_not_found)
 {
     static const char *const bad[] = {
-        "",           "/",           "/v1",          "/v1/studies/",   "/v1/studies//suggest",
-        "/v1/studiesx", "/V1/studies", "/healthz/",   "/v1/studies/1/suggest/", "/v1/studies/1/suggest/x",
-        "/v1/users//tokens", "/v1/me/",
+        "",
+        "/",
+        "/v1",
+        "/v1/studies/",
+        "/v1/studies//suggest",
+        "/v1/studiesx",
+        "/V1/studies",
+        "/healthz/",
+        "/v1/studies/1/suggest/",
+        "/v1/studies/1/suggest/x",
+        "/v1/users//tokens",
+        "/v1/me/",
     };
     bd_http_req req;
 
