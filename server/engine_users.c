@@ -222,15 +222,29 @@ int bd_engine_create_token(bd_engine *e, const bd_request *req, const char *user
         return bd_err_set(err, BD_ENOTFOUND, NULL, "no user named \"%s\"", user_name);
     if (rc)
         return rc;
-    /* No idempotent replay here: that would store the token itself. A retried
-     * request mints a second token; the lost one can be revoked. */
-    if ((rc = bd_store_begin(e->store, err)))
-        return rc;
-    if ((rc = mint_token(e, u.id, token, sizeof token, &token_id, err))) {
-        bd_store_rollback(e->store);
+    /* The token itself is never stored, not even as an idempotent answer, so a
+     * retry with the same key cannot be shown the token again: it gets 409
+     * naming the token it minted (revoke that one and mint anew). It still
+     * does not act twice. */
+    json_t *seen = NULL;
+    if ((rc = bd_engine_txn_begin(e, req, &seen, err)) == 1) {
+        rc = bd_err_set(err, BD_ECONFLICT, "Idempotency-Key",
+                        "this key already minted token %lld; a token is shown only once: revoke it and mint another",
+                        (long long)json_integer_value(json_object_get(seen, "token_id")));
+        json_decref(seen);
         return rc;
     }
-    if ((rc = bd_store_commit(e->store, err)))
+    if (rc)
+        return rc;
+    json_t *remembered = NULL;
+    if (!(rc = mint_token(e, u.id, token, sizeof token, &token_id, err))) {
+        remembered = json_pack("{s:I, s:s}", "token_id", (json_int_t)token_id, "user", u.name);
+        rc = bd_engine_txn_commit(e, req, remembered, err);
+    } else {
+        bd_store_rollback(e->store);
+    }
+    json_decref(remembered);
+    if (rc)
         return rc;
     *out = json_pack("{s:s, s:I, s:s}", "token", token, "token_id", (json_int_t)token_id, "user", u.name);
     memset(token, 0, sizeof token);

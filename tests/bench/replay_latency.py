@@ -45,6 +45,7 @@ def drive(client, table, sched, options, total, checkpoints, window, inflight):
     running = collections.deque()
     waits = 0
     t0 = time.time()
+    load0 = os.getloadavg()[0]
 
     def win():
         for c in checkpoints:
@@ -85,7 +86,7 @@ def drive(client, table, sched, options, total, checkpoints, window, inflight):
     study = client.call("GET", "/v1/studies/%d" % sid)
     out = {"scheduler": sched, "options": options, "trials": created, "inflight": inflight,
            "seconds": elapsed, "trials_per_s": created / elapsed, "study_trials": study["trials"],
-           "calls": len(allcalls), "mean_ms": 1e3 * sum(allcalls) / len(allcalls),
+           "loadavg_1min": [load0, os.getloadavg()[0]], "calls": len(allcalls), "mean_ms": 1e3 * sum(allcalls) / len(allcalls),
            "p50_ms": 1e3 * pct(allcalls, 50), "p99_ms": 1e3 * pct(allcalls, 99),
            "p999_ms": 1e3 * pct(allcalls, 99.9), "max_ms": 1e3 * max(allcalls),
            "calls_over_10ms": sum(1 for x in allcalls if x > 0.01), "windows": {}}

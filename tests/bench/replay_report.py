@@ -201,11 +201,12 @@ def latency_table(lat):
                                                                cell("suggest"), cell("complete"), n))
     lines += ["", "Whole runs (every call from the first trial to the last):", "",
               "| scheduler | trials | wall s | trials/s | calls | mean ms | p50 ms | p99 ms | p99.9 ms | max ms "
-              "| calls > 10 ms |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| calls > 10 ms | load avg (1 min) at start, end |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in lat["runs"]:
-        lines.append("| %s | %s | %.1f | %.0f | %s | %.3f | %.3f | %.2f | %.1f | %.0f | %d |" % (
+        la = r.get("loadavg_1min") or [float("nan")] * 2
+        lines.append("| %s | %s | %.1f | %.0f | %s | %.3f | %.3f | %.2f | %.1f | %.0f | %d | %.1f, %.1f |" % (
             r["scheduler"], fmt_num(r["trials"]), r["seconds"], r["trials_per_s"], fmt_num(r["calls"]),
-            r["mean_ms"], r["p50_ms"], r["p99_ms"], r["p999_ms"], r["max_ms"], r["calls_over_10ms"]))
+            r["mean_ms"], r["p50_ms"], r["p99_ms"], r["p999_ms"], r["max_ms"], r["calls_over_10ms"], la[0], la[1]))
     return lines
 
 
