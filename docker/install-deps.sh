@@ -10,7 +10,7 @@ set -eu
 build="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev \
 libsqlite3-dev libgsl-dev libsodium-dev"
 test_pkgs="libcriterion-dev curl python3"
-bench_pkgs="python3-optuna python3-matplotlib python3-sklearn python3-numpy"
+bench_pkgs="python3-optuna python3-matplotlib python3-sklearn python3-numpy dataset-fashion-mnist"
 
 want="$build"
 for arg in "$@"; do

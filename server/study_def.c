@@ -61,7 +61,7 @@ static int parse_objective(const json_t *body, json_t *norm, bd_err *err)
 {
     static const char *const known[] = {"metric", "goal", NULL};
     const json_t *obj = json_object_get(body, "objective");
-    const char *metric, *goal;
+    const char *metric = NULL, *goal = NULL;
     json_t *empty = NULL;
     int rc;
     if (!obj)
@@ -86,8 +86,8 @@ static int parse_resource(const json_t *body, json_t *norm, bd_err *err)
 {
     static const char *const known[] = {"name", "min", "max", "integer", NULL};
     const json_t *obj = json_object_get(body, "resource");
-    const char *name;
-    double lo, hi;
+    const char *name = NULL;
+    double lo = 0, hi = 0;
     int integer = 0;
     json_t *empty = NULL;
     int rc;
@@ -130,7 +130,7 @@ static int parse_scheduler(const json_t *body, json_t *norm, bd_err *err)
 {
     static const char *const known[] = {"name", "options", NULL};
     const json_t *obj = json_object_get(body, "scheduler");
-    const char *name;
+    const char *name = NULL;
     int rc;
     if (!obj)
         return bd_err_set(err, BD_EINVAL, "scheduler", "is required, e.g. {\"name\": \"random\"}");
@@ -154,7 +154,7 @@ static int parse_seed_and_lease(const json_t *body, double default_lease, json_t
 {
     const json_t *seed = json_object_get(body, "seed");
     json_int_t s;
-    double lease;
+    double lease = 0;
     int rc;
     if (seed) {
         if (!json_is_integer(seed) || json_integer_value(seed) < 0 || json_integer_value(seed) >= MAX_SEED)
@@ -199,7 +199,7 @@ int bd_study_spec_parse(const json_t *body, double default_lease, bd_study_spec 
 {
     static const char *const known[] = {"name",     "parameters", "objective",    "resource",
                                         "scheduler", "seed",      "lease_seconds", NULL};
-    const char *name;
+    const char *name = NULL;
     int rc;
     memset(out, 0, sizeof *out);
     if (!json_is_object(body))

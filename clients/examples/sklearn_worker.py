@@ -172,7 +172,7 @@ def run_trial(client, data, trial, args, stats):
     """Trains one trial to its budget; returns nothing, reports everything to the daemon."""
     tid, cfg = trial["id"], trial["config"]
     budget = int(round(trial["budget"]))
-    where = trial.get("scheduler") or {}
+    where = "".join(", %s %s" % kv for kv in (trial.get("scheduler") or {}).items())
     start, model = 0, None
     parent = trial.get("resume_from")
     if parent is not None:
@@ -187,12 +187,10 @@ def run_trial(client, data, trial, args, stats):
                 parent, ck["epochs"], budget, tid)
             model, start = ck["model"], ck["epochs"]
             stats.resumed += 1
-            log.info("resumed trial %d from %d at epoch %d (budget %d, bracket %s rung %s)",
-                     tid, parent, start, budget, where.get("bracket"), where.get("rung"))
+            log.info("resumed trial %d from %d at epoch %d (budget %d%s)", tid, parent, start, budget, where)
     if model is None:
         model = make_model(cfg, seed=trial["config_id"])
-        log.info("trial %d: new config %d, budget %d (bracket %s rung %s): %s", tid, trial["config_id"],
-                 budget, where.get("bracket"), where.get("rung"), cfg)
+        log.info("trial %d: new config %d, budget %d%s: %s", tid, trial["config_id"], budget, where, cfg)
     stats.trials += 1
     stats.budget_epochs += budget
 
@@ -256,8 +254,6 @@ def worker_loop(n, url, token, study_id, args):
                     client.fail(trial["id"], reason="%s: %s" % (type(e).__name__, e))
                     if isinstance(e, AssertionError):
                         raise
-            if args.max_trials and stats.trials >= args.max_trials:
-                return stats
     finally:
         client.close()
 
@@ -349,7 +345,7 @@ def main():
     ap.add_argument("--train-size", type=int, default=20000,
                     help="training examples (fashion-mnist default 20000 of 50000; 0 = all)")
     ap.add_argument("--max-trials", type=int, default=0,
-                    help="stop each worker after this many trials (0 = until done); random/asha: study cap")
+                    help="with --create-study random (default 50) or asha (default unlimited): the study's cap")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--log-level", default="info")
     args = ap.parse_args()

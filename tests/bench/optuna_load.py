@@ -13,9 +13,12 @@ synchronous=FULL, 5 s busy timeout). Calls finishing in the warm-up are not coun
 an exception (e.g. "database is locked") is an error; only successful calls count in
 calls/s and the latency figures.
 
---runs lists the configurations tried, each on a fresh database, e.g.
-"threads:32,threads:1,processes:2". Each prints a RUN line; the last line is
-    RESULT calls_per_s=... trials_per_s=... p50_ms=... p90_ms=... p99_ms=... max_ms=... errors=... mode=... workers=...
+--runs lists the configurations tried, each on a fresh database, as
+mode:workers[:wal], e.g. "threads:32,threads:1,threads:1:wal,processes:2". ":wal"
+switches that run's file to journal_mode=WAL with synchronous=NORMAL (what
+banditd --sync normal uses) instead of Optuna's defaults. Each prints a RUN line;
+the last line is
+    RESULT calls_per_s=... trials_per_s=... p50_ms=... p90_ms=... p99_ms=... max_ms=... errors=... mode=... workers=... journal=...
 for the configuration with the best call rate (Optuna's figure), and says so.
 """
 
@@ -30,6 +33,7 @@ import threading
 import time
 
 import optuna
+import sqlalchemy
 from optuna.trial import TrialState
 
 STUDY = "optuna-load"
@@ -73,8 +77,17 @@ PRUNERS = {
 }
 
 
-def make_storage(url):
-    return optuna.storages.RDBStorage(url)
+def make_storage(url, wal):
+    """An RDBStorage on url; with wal, every connection runs synchronous=NORMAL
+    (the file itself is put in WAL mode by run_one; that setting persists)."""
+    storage = optuna.storages.RDBStorage(url)
+    if wal:
+        def on_connect(dbapi_con, _record):
+            dbapi_con.execute("PRAGMA synchronous = NORMAL")
+
+        sqlalchemy.event.listen(storage.engine, "connect", on_connect)
+        storage.engine.dispose()  # connections opened before the listener are dropped
+    return storage
 
 
 def worker_loop(study, measure, stop, stats, seed, measurements):
@@ -137,11 +150,11 @@ def worker_loop(study, measure, stop, stats, seed, measurements):
             stats.trials += 1
 
 
-def process_main(url, measure, stop, seed, measurements, pruner, queue):
+def process_main(url, wal, measure, stop, seed, measurements, pruner, queue):
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     stats = Stats()
     try:
-        study = optuna.load_study(study_name=STUDY, storage=make_storage(url),
+        study = optuna.load_study(study_name=STUDY, storage=make_storage(url, wal),
                                   sampler=optuna.samplers.RandomSampler(seed=seed),
                                   pruner=PRUNERS[pruner]())
         worker_loop(study, measure, stop, stats, seed, measurements)
@@ -151,18 +164,18 @@ def process_main(url, measure, stop, seed, measurements, pruner, queue):
     queue.put(stats)
 
 
-def run_one(mode, workers, args):
+def run_one(mode, workers, wal, args):
     tmp = tempfile.mkdtemp(prefix="optuna-load-")
     path = os.path.join(tmp, "optuna.db")
     try:
-        if args.wal:
+        if wal:
             import sqlite3
 
             con = sqlite3.connect(path)
             con.execute("PRAGMA journal_mode=WAL")
             con.close()
         url = "sqlite:///" + path
-        storage = make_storage(url)
+        storage = make_storage(url, wal)
         study = optuna.create_study(study_name=STUDY, storage=storage, direction="minimize",
                                     sampler=optuna.samplers.RandomSampler(seed=1),
                                     pruner=PRUNERS[args.pruner]())
@@ -188,7 +201,8 @@ def run_one(mode, workers, args):
             ctx = multiprocessing.get_context("fork")
             measure, stop, queue = ctx.Event(), ctx.Event(), ctx.Queue()
             storage.engine.dispose()
-            procs = [ctx.Process(target=process_main, args=(url, measure, stop, 1000 + i, args.measurements, args.pruner, queue))
+            procs = [ctx.Process(target=process_main,
+                                 args=(url, wal, measure, stop, 1000 + i, args.measurements, args.pruner, queue))
                      for i in range(workers)]
             for p in procs:
                 p.start()
@@ -209,7 +223,7 @@ def run_one(mode, workers, args):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def summarize(mode, workers, stats, secs, args):
+def summarize(mode, workers, wal, stats, secs, args):
     lat = sorted(stats.lat["ask"] + stats.lat["report"] + stats.lat["tell"])
     r = {
         "calls_per_s": stats.calls / secs,
@@ -220,10 +234,12 @@ def summarize(mode, workers, stats, secs, args):
         "max_ms": lat[-1] if lat else 0.0,
         "errors": stats.errors,
         "mode": mode,
+        "journal": "wal" if wal else "default",
         "workers": workers,
     }
     print("optuna_load: optuna %s, sqlite (%s), %s x %d, RandomSampler + %s pruner, warm-up %.1f s, measured %.2f s"
-          % (optuna.__version__, "WAL" if args.wal else "rollback journal", mode, workers, args.pruner, args.warmup,
+          % (optuna.__version__, "WAL, synchronous=NORMAL" if wal else "defaults: rollback journal, synchronous=FULL",
+             mode, workers, args.pruner, args.warmup,
              secs))
     print("calls          %d ok (errors %d; %d including warm-up)" % (stats.calls, stats.errors, stats.errors_total))
     print("calls/s        %.1f" % r["calls_per_s"])
@@ -240,41 +256,47 @@ def summarize(mode, workers, stats, secs, args):
     return r
 
 
+def run_name(mode, workers, wal):
+    return "%s:%d%s" % (mode, workers, ":wal" if wal else "")
+
+
 def fmt(r):
-    return ("calls_per_s=%.1f trials_per_s=%.1f p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f errors=%d mode=%s workers=%d"
+    return ("calls_per_s=%.1f trials_per_s=%.1f p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f errors=%d mode=%s "
+            "workers=%d journal=%s"
             % (r["calls_per_s"], r["trials_per_s"], r["p50_ms"], r["p90_ms"], r["p99_ms"], r["max_ms"], r["errors"],
-               r["mode"], r["workers"]))
+               r["mode"], r["workers"], r["journal"]))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", default="threads:32,threads:1",
-                    help="comma-separated mode:workers, mode threads or processes (default threads:32,threads:1)")
+                    help="comma-separated mode:workers[:wal], mode threads or processes (default threads:32,threads:1)")
     ap.add_argument("--workers", type=int, help="shorthand for --runs threads:W")
     ap.add_argument("--duration", type=float, default=15.0, help="measured seconds per run (default 15)")
     ap.add_argument("--warmup", type=float, default=2.0, help="seconds not counted (default 2)")
     ap.add_argument("--measurements", type=int, default=3, help="reports per trial (default 3)")
     ap.add_argument("--pruner", choices=sorted(PRUNERS), default="nop", help="default nop (random search)")
-    ap.add_argument("--wal", action="store_true", help="put the SQLite file in WAL mode (Optuna's default is not)")
     args = ap.parse_args()
     runs = []
     spec = "threads:%d" % args.workers if args.workers else args.runs
     for item in spec.split(","):
-        mode, _, w = item.strip().partition(":")
-        if mode not in ("threads", "processes") or not w.isdigit() or int(w) < 1:
-            ap.error("bad run %r" % item)
-        runs.append((mode, int(w)))
+        parts = item.strip().split(":")
+        if (len(parts) not in (2, 3) or parts[0] not in ("threads", "processes") or not parts[1].isdigit()
+                or int(parts[1]) < 1 or (len(parts) == 3 and parts[2] != "wal")):
+            ap.error("bad run %r (mode:workers[:wal])" % item)
+        runs.append((parts[0], int(parts[1]), len(parts) == 3))
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     results = []
-    for mode, workers in runs:
-        stats, secs, n_db = run_one(mode, workers, args)
-        results.append(summarize(mode, workers, stats, secs, args))
+    for mode, workers, wal in runs:
+        stats, secs, n_db = run_one(mode, workers, wal, args)
+        results.append(summarize(mode, workers, wal, stats, secs, args))
         print("trials in db   %d" % n_db)
         print()
     best = max(results, key=lambda r: r["calls_per_s"])
-    print("optuna_load: best of %s is %s:%d (used as Optuna's figure)"
-          % (",".join("%s:%d" % r for r in runs), best["mode"], best["workers"]))
+    print("optuna_load: best of %s is %s (used as Optuna's figure)"
+          % (",".join(run_name(m, w, wal) for m, w, wal in runs),
+             run_name(best["mode"], best["workers"], best["journal"] == "wal")))
     print("RESULT " + fmt(best))
     return 0 if any(r["calls_per_s"] > 0 for r in results) else 1
 

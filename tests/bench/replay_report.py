@@ -199,14 +199,16 @@ def latency_table(lat):
             lines.append("| %s | %s +- %s | %s | %s | %d |" % (r["scheduler"], fmt_num(int(c)),
                                                                fmt_num(lat.get("window", 1000) // 2),
                                                                cell("suggest"), cell("complete"), n))
-    lines += ["", "Whole runs (every call from the first trial to the last):", "",
-              "| scheduler | trials | wall s | trials/s | calls | mean ms | p50 ms | p99 ms | p99.9 ms | max ms "
-              "| calls > 10 ms | load avg (1 min) at start, end |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "Whole runs (between the windows the client completes every running trial, then suggests up to "
+              "%d at once; every complete call counted):" % lat.get("fill", 1), "",
+              "| scheduler | trials | wall s | trials/s | complete mean / p50 / p99 / p99.9 / max ms "
+              "| completes > 10 ms | load avg (1 min) at start, end |", "|---|---|---|---|---|---|---|"]
     for r in lat["runs"]:
         la = r.get("loadavg_1min") or [float("nan")] * 2
-        lines.append("| %s | %s | %.1f | %.0f | %s | %.3f | %.3f | %.2f | %.1f | %.0f | %d | %.1f, %.1f |" % (
-            r["scheduler"], fmt_num(r["trials"]), r["seconds"], r["trials_per_s"], fmt_num(r["calls"]),
-            r["mean_ms"], r["p50_ms"], r["p99_ms"], r["p999_ms"], r["max_ms"], r["calls_over_10ms"], la[0], la[1]))
+        lines.append("| %s | %s | %.1f | %.0f | %.3f / %.3f / %.2f / %.1f / %.0f | %d of %s | %.1f, %.1f |" % (
+            r["scheduler"], fmt_num(r["trials"]), r["seconds"], r["trials_per_s"], r["complete_mean_ms"],
+            r["complete_p50_ms"], r["complete_p99_ms"], r["complete_p999_ms"], r["complete_max_ms"],
+            r["completes_over_10ms"], fmt_num(r["completes"]), la[0], la[1]))
     return lines
 
 

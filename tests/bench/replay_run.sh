@@ -11,7 +11,7 @@
 # (replay_latency.py); writes results/replay.md and results/replay_anytime.png
 # (replay_report.py) and prints the tables. See README-replay.md.
 #
-# Knobs (environment): REPLAY_SEEDS (0-19), REPLAY_WORKERS (1,8), REPLAY_CAP
+# Knobs (environment): REPLAY_SEEDS (0-39), REPLAY_WORKERS (1,8), REPLAY_CAP
 # (50000 epochs per run), REPLAY_METHODS (random,successive_halving,hyperband,asha),
 # REPLAY_OPTUNA_METHODS (optuna_hyperband,optuna_sh; empty skips Optuna),
 # REPLAY_LAT_TRIALS (100000; 0 skips the latency part), REPLAY_LAT_SCHEDULERS
@@ -26,7 +26,7 @@ build=${1:-$root/build-replay}
 bin=$build/banditd
 py=/usr/bin/python3
 
-seeds=${REPLAY_SEEDS:-0-19}
+seeds=${REPLAY_SEEDS:-0-39}
 workers=${REPLAY_WORKERS:-1,8}
 cap=${REPLAY_CAP:-50000}
 methods=${REPLAY_METHODS:-random,successive_halving,hyperband,asha}

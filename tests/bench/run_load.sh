@@ -11,7 +11,8 @@
 # Environment (all optional): BENCH_WORKERS (32), BENCH_DURATION (20), BENCH_WARMUP (2),
 # BENCH_LOG_LEVEL (warn: the per-request info log is not part of what is measured;
 # set info to include it), BENCH_THREADS (passed as --threads when set),
-# BENCH_OPTUNA_RUNS (threads:32,threads:1), BENCH_OPTUNA_DURATION (15),
+# BENCH_OPTUNA_RUNS (threads:32,threads:1,processes:2,processes:2:wal; Optuna's
+# figure is the best of them), BENCH_OPTUNA_DURATION (15),
 # BENCH_OPTUNA_PRUNER (nop), BENCH_SKIP_OPTUNA=1, BENCH_TMPDIR (/tmp; must be on
 # disk), BENCH_STRICT=1 (exit 3 when a target is missed), BENCH_KEEP=1 (keep the
 # temporary directory with logs).
@@ -30,7 +31,7 @@ WORKERS=${BENCH_WORKERS:-32}
 DURATION=${BENCH_DURATION:-20}
 WARMUP=${BENCH_WARMUP:-2}
 LOG_LEVEL=${BENCH_LOG_LEVEL:-warn}
-OPTUNA_RUNS=${BENCH_OPTUNA_RUNS:-threads:32,threads:1}
+OPTUNA_RUNS=${BENCH_OPTUNA_RUNS:-threads:32,threads:1,processes:2,processes:2:wal}
 OPTUNA_DURATION=${BENCH_OPTUNA_DURATION:-15}
 OPTUNA_PRUNER=${BENCH_OPTUNA_PRUNER:-nop}
 TARGET_CPS=5000
@@ -70,9 +71,14 @@ free_port() {
     "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# field KEY FILE: the value of KEY= on the file's RESULT line.
+# field KEY FILE [PREFIX]: the value of KEY= on the file's last line starting
+# with PREFIX (default "RESULT "); a file name of "-" reads the line from $LINE.
 field() {
-    grep '^RESULT ' "$2" | tail -n 1 | tr ' ' '\n' | sed -n "s/^$1=//p"
+    if [ "$2" = - ]; then
+        printf '%s\n' "$LINE"
+    else
+        grep "^${3:-RESULT }" "$2" | tail -n 1
+    fi | tr ' ' '\n' | sed -n "s/^$1=//p"
 }
 
 # CPU ticks (user + system) used so far by a process.
@@ -158,6 +164,7 @@ bench() {
     echo
 }
 
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 bench normal
 bench full
 
@@ -180,17 +187,23 @@ fi
 # ---- summary ----
 MISSED=0
 row() {
-    printf '%-34s %10s %9s %9s %9s %7s\n' "$1" "$(field calls_per_s "$2")" "$(field trials_per_s "$2")" \
+    printf '%-38s %10s %9s %9s %9s %7s\n' "$1" "$(field calls_per_s "$2")" "$(field trials_per_s "$2")" \
         "$(field p50_ms "$2")" "$(field p99_ms "$2")" "$(field errors "$2")"
 }
-echo "=== summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $WORKERS workers)"
-printf '%-34s %10s %9s %9s %9s %7s\n' "" "calls/s" "trials/s" "p50 ms" "p99 ms" "errors"
+echo "=== summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $WORKERS workers;" \
+    "load average before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg))"
+printf '%-38s %10s %9s %9s %9s %7s\n' "" "calls/s" "trials/s" "p50 ms" "p99 ms" "errors"
 row "banditd --sync normal (WAL)" "$TMP/loadgen-normal.out"
 row "banditd --sync full (WAL)" "$TMP/loadgen-full.out"
 OCPS=
 if [ -f "$TMP/optuna.out" ] && grep -q '^RESULT ' "$TMP/optuna.out"; then
     OCPS=$(field calls_per_s "$TMP/optuna.out")
-    row "optuna sqlite ($(field mode "$TMP/optuna.out"):$(field workers "$TMP/optuna.out"), best)" "$TMP/optuna.out"
+    while IFS= read -r LINE; do
+        name="optuna $(field mode -):$(field workers -)"
+        [ "$(field journal -)" = wal ] && name="$name WAL/NORMAL"
+        [ "$(field calls_per_s -)" = "$OCPS" ] && name="$name (best)"
+        row "$name" -
+    done < <(grep '^RUN ' "$TMP/optuna.out")
 fi
 for sync in normal full; do
     cps=$(field calls_per_s "$TMP/loadgen-$sync.out")
