@@ -5,6 +5,7 @@
  * event, the trial row update and the scheduler's observe() happen together
  * or not at all (engine.c rebuilds the scheduler if the commit fails). */
 #include "engine_internal.h"
+#include "json_util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -111,20 +112,6 @@ static void set_reason(bd_trial_row *t, const char *reason)
 
 /* ------------------------------------------------------------- parsing */
 
-static int check_members(const json_t *body, const char *const *known, bd_err *err)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)body, key, v) {
-        const char *const *k = known;
-        while (*k && strcmp(*k, key) != 0)
-            k++;
-        if (!*k)
-            return bd_err_set(err, BD_EINVAL, key, "unknown member");
-    }
-    return 0;
-}
-
 /* An optional finite number >= 0; NAN when absent. */
 static int opt_seconds(const json_t *body, const char *key, double *out, bd_err *err)
 {
@@ -203,7 +190,7 @@ int bd_engine_measure(bd_engine *e, const bd_request *req, int64_t trial_id, con
     measure_args a;
     const json_t *step = json_object_get(body, "step"), *value = json_object_get(body, "value");
     int rc;
-    if ((rc = check_members(body, known, err)))
+    if ((rc = bd_json_reject_unknown(body, "", known, err)))
         return rc;
     if (!step || !json_is_number(step) || !isfinite(json_number_value(step)) || json_number_value(step) < 0)
         return bd_err_set(err, BD_EINVAL, "step", "is required: a finite number >= 0 (epoch, iteration, ...)");
@@ -250,7 +237,7 @@ int bd_engine_complete(bd_engine *e, const bd_request *req, int64_t trial_id, co
     const json_t *value = json_object_get(body, "value"), *status = json_object_get(body, "status");
     double runtime;
     int rc;
-    if ((rc = check_members(body, known, err)) || (rc = opt_seconds(body, "runtime", &runtime, err)) ||
+    if ((rc = bd_json_reject_unknown(body, "", known, err)) || (rc = opt_seconds(body, "runtime", &runtime, err)) ||
         (rc = opt_seconds(body, "elapsed_seconds", &a.elapsed, err)) || (rc = opt_reason(body, &a.reason, err)))
         return rc;
     if (status) {
@@ -296,7 +283,7 @@ int bd_engine_fail(bd_engine *e, const bd_request *req, int64_t trial_id, const 
     static const char *const known[] = {"reason", NULL};
     const char *reason;
     int rc;
-    if ((rc = check_members(body, known, err)) || (rc = opt_reason(body, &reason, err)))
+    if ((rc = bd_json_reject_unknown(body, "", known, err)) || (rc = opt_reason(body, &reason, err)))
         return rc;
     return with_trial(e, req, trial_id, fail_op, reason, out, err);
 }

@@ -5,6 +5,7 @@
  * cache is only ever a copy of committed rows: revocation updates storage
  * first, then the cache. */
 #include "engine_internal.h"
+#include "json_util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -176,16 +177,13 @@ static json_t *user_json(const bd_user *u)
 int bd_engine_create_user(bd_engine *e, const bd_request *req, const json_t *body, json_t **out, bd_err *err)
 {
     const json_t *name = json_object_get(body, "name"), *admin = json_object_get(body, "admin");
-    const char *key;
-    json_t *v;
     bd_user u = {0};
     int rc;
     if (!req->caller->is_admin)
         return bd_err_set(err, BD_EFORBIDDEN, NULL, "only an admin may create users");
-    json_object_foreach((json_t *)body, key, v) {
-        if (strcmp(key, "name") != 0 && strcmp(key, "admin") != 0)
-            return bd_err_set(err, BD_EINVAL, key, "unknown member");
-    }
+    static const char *const known[] = {"name", "admin", NULL};
+    if ((rc = bd_json_reject_unknown(body, "", known, err)))
+        return rc;
     if (!json_is_string(name) || !valid_user_name(json_string_value(name)))
         return bd_err_set(err, BD_EINVAL, "name", "must be 1-%d characters of letters, digits, '_', '-', '.'",
                           MAX_USER_NAME);

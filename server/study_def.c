@@ -3,6 +3,8 @@
  * typo ("objectve") is an error rather than a silently ignored default. */
 #include "study_def.h"
 
+#include "json_util.h"
+
 #include <math.h>
 #include <sodium.h>
 #include <string.h>
@@ -10,23 +12,6 @@
 #define MAX_NAME 200
 /* Seeds stay within JSON's exactly representable integers. */
 #define MAX_SEED ((json_int_t)1 << 53)
-
-static int check_known(const json_t *obj, const char *prefix, const char *const *known, bd_err *err)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)obj, key, v) {
-        const char *const *k = known;
-        while (*k && strcmp(*k, key) != 0)
-            k++;
-        if (!*k) {
-            char field[128];
-            snprintf(field, sizeof field, "%s%s%s", prefix, *prefix ? "." : "", key);
-            return bd_err_set(err, BD_EINVAL, field, "unknown member");
-        }
-    }
-    return 0;
-}
 
 static int get_string(const json_t *obj, const char *key, const char *field, const char *dflt, const char **out,
                       bd_err *err)
@@ -68,7 +53,7 @@ static int parse_objective(const json_t *body, json_t *norm, bd_err *err)
         obj = empty = json_object();
     if (!json_is_object(obj))
         return bd_err_set(err, BD_EINVAL, "objective", "must be an object");
-    if ((rc = check_known(obj, "objective", known, err)) ||
+    if ((rc = bd_json_reject_unknown(obj, "objective", known, err)) ||
         (rc = get_string(obj, "metric", "objective.metric", "loss", &metric, err)) ||
         (rc = get_string(obj, "goal", "objective.goal", "minimize", &goal, err)))
         goto out;
@@ -95,7 +80,7 @@ static int parse_resource(const json_t *body, json_t *norm, bd_err *err)
         obj = empty = json_object();
     if (!json_is_object(obj))
         return bd_err_set(err, BD_EINVAL, "resource", "must be an object");
-    if ((rc = check_known(obj, "resource", known, err)) ||
+    if ((rc = bd_json_reject_unknown(obj, "resource", known, err)) ||
         (rc = get_string(obj, "name", "resource.name", "units", &name, err)) ||
         (rc = get_number(obj, "min", "resource.min", 1, &lo, err)) ||
         (rc = get_number(obj, "max", "resource.max", lo > 1 ? lo : 1, &hi, err)))
@@ -136,7 +121,7 @@ static int parse_scheduler(const json_t *body, json_t *norm, bd_err *err)
         return bd_err_set(err, BD_EINVAL, "scheduler", "is required, e.g. {\"name\": \"random\"}");
     if (!json_is_object(obj))
         return bd_err_set(err, BD_EINVAL, "scheduler", "must be an object");
-    if ((rc = check_known(obj, "scheduler", known, err)) ||
+    if ((rc = bd_json_reject_unknown(obj, "scheduler", known, err)) ||
         (rc = get_string(obj, "name", "scheduler.name", NULL, &name, err)))
         return rc;
     if (!bd_sched_find(name))
@@ -205,7 +190,7 @@ int bd_study_spec_parse(const json_t *body, double default_lease, bd_study_spec 
     if (!json_is_object(body))
         return bd_err_set(err, BD_EINVAL, NULL, "the study must be a JSON object");
     out->normalized = json_object();
-    if ((rc = check_known(body, "", known, err)) || (rc = get_string(body, "name", "name", NULL, &name, err)))
+    if ((rc = bd_json_reject_unknown(body, "", known, err)) || (rc = get_string(body, "name", "name", NULL, &name, err)))
         goto out;
     json_object_set_new(out->normalized, "name", json_string(name));
     const json_t *params = json_object_get(body, "parameters");

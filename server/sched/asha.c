@@ -31,6 +31,7 @@
  * Cost: suggest is O(rungs) (each rung answers its candidate in O(1)),
  * observe O(log n) amortized (rung.h), lookups through hash maps. */
 #include "sched.h"
+#include "../json_util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -158,20 +159,10 @@ static int asha_suggest(bd_sched *sched, const bd_suggest_ctx *ctx, bd_suggestio
     return BD_SUGGEST_TRIAL;
 }
 
-static long long extra_int(const json_t *extra, const char *key, long long dflt)
-{
-    const json_t *v = json_object_get(extra, key);
-    if (json_is_integer(v))
-        return json_integer_value(v);
-    if (json_is_real(v))
-        return (long long)json_real_value(v);
-    return dflt;
-}
-
 static void on_created(asha_sched *a, const bd_event *ev)
 {
     int64_t config_id = ev->config_id ? ev->config_id : ev->trial_id;
-    long long s = extra_int(ev->extra, "bracket", -1), k = extra_int(ev->extra, "rung", -1);
+    long long s = bd_json_int(ev->extra, "bracket", -1), k = bd_json_int(ev->extra, "rung", -1);
     long long b = s - a->s_min;
     if (b < 0 || b >= a->n_brackets || k < 0 || k >= a->brackets[b].nrungs)
         return;

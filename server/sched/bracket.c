@@ -10,6 +10,8 @@
  * - the root of the ready heap is a bracket with work (settle_ready()). */
 #include "bracket.h"
 
+#include "../json_util.h"
+
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
@@ -368,16 +370,6 @@ int bd_bk_suggest(const bd_bkset *set, const bd_suggest_ctx *ctx, bd_suggestion 
     return set->running ? BD_SUGGEST_WAIT : BD_SUGGEST_DONE;
 }
 
-static long long extra_int(const json_t *extra, const char *key, long long dflt)
-{
-    const json_t *v = json_object_get(extra, key);
-    if (json_is_integer(v))
-        return json_integer_value(v);
-    if (json_is_real(v))
-        return (long long)json_real_value(v);
-    return dflt;
-}
-
 /* The member a CREATED event starts, or NULL if it matches nothing planned. */
 static bk_member *member_for_created(bd_bkset *set, const bd_event *ev)
 {
@@ -391,9 +383,9 @@ static bk_member *member_for_created(bd_bkset *set, const bd_event *ev)
     }
     if (!ev->config || bd_idmap_get(&set->configs, config_id))
         return NULL;
-    int64_t iteration = extra_int(ev->extra, "iteration", 1);
-    long long s = extra_int(ev->extra, "bracket", -1);
-    if (extra_int(ev->extra, "rung", 0) != 0 || s < 0 || s >= BD_BK_MAX_RUNGS)
+    int64_t iteration = bd_json_int(ev->extra, "iteration", 1);
+    long long s = bd_json_int(ev->extra, "bracket", -1);
+    if (bd_json_int(ev->extra, "rung", 0) != 0 || s < 0 || s >= BD_BK_MAX_RUNGS)
         return NULL;
     bd_bracket *b = bd_idmap_get(&set->by_label, label_key(iteration, (int)s));
     if (!b && set->has_next && !set->next.reuse_arms && set->next.iteration == iteration && set->next.s == s) {

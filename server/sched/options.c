@@ -3,6 +3,8 @@
  * field "scheduler.options.<key>"). */
 #include "sched.h"
 
+#include "../json_util.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -103,17 +105,5 @@ int bd_opt_string(const json_t *opts, const char *key, const char *dflt, const c
 
 int bd_opt_known(const json_t *opts, const char *const *known, bd_err *err)
 {
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)opts, key, v) {
-        const char *const *k = known;
-        while (*k && strcmp(*k, key) != 0)
-            k++;
-        if (!*k) {
-            char field[128];
-            field_of(field, sizeof field, key);
-            return bd_err_set(err, BD_EINVAL, field, "unknown option for this scheduler");
-        }
-    }
-    return 0;
+    return bd_json_reject_unknown(opts, "scheduler.options", known, err);
 }

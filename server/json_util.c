@@ -1,0 +1,32 @@
+/* json_util.c: shared JSON member checks (see json_util.h). */
+#include "json_util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int bd_json_reject_unknown(const json_t *obj, const char *prefix, const char *const *known, bd_err *err)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        const char *const *k = known;
+        while (*k && strcmp(*k, key) != 0)
+            k++;
+        if (!*k) {
+            char field[128];
+            snprintf(field, sizeof field, "%s%s%s", prefix, *prefix ? "." : "", key);
+            return bd_err_set(err, BD_EINVAL, field, "unknown member");
+        }
+    }
+    return 0;
+}
+
+long long bd_json_int(const json_t *obj, const char *key, long long dflt)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (json_is_integer(v))
+        return json_integer_value(v);
+    if (json_is_real(v))
+        return (long long)json_real_value(v);
+    return dflt;
+}
