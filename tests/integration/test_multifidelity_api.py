@@ -26,7 +26,7 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bdtest  # noqa: E402
-from bdtest import check_status, expect, unique_name  # noqa: E402
+from bdtest import expect, unique_name  # noqa: E402
 
 SOURCE_DIR = os.environ.get("BD_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
 FIXTURES = os.path.join(SOURCE_DIR, "tests", "fixtures", "hyperband")
@@ -399,7 +399,8 @@ class HyperbandGolden(bdtest.DaemonTestCase):
 
     def test_r243_table(self):
         drv, plan = self.run_golden("r243_eta3", workers=6, seed=243)
-        first = [n for s, n in sorted(((s, len(v)) for (s, i), v in drv.by_rung().items() if i == 0), reverse=True)]
+        rungs = drv.by_rung()
+        first = [len(rungs[(s, 0)]) for s in range(5, -1, -1)]
         self.assertEqual(first, [243, 98, 41, 18, 9, 6], "R = 243: first-round n per bracket s = 5..0")
 
 
@@ -459,10 +460,11 @@ class SuccessiveHalving(bdtest.DaemonTestCase):
         cls.d.cleanup()
 
     def test_hand_made_example(self):
-        # n = 10 arms, B = 200, halving (eta 2): K = ceil(log2 10) = 4 rounds of
-        # 10, 5, 2, 1 arms; r_k = floor(200 / (|S_k| 4)) = 5, 10, 25, 50 more units,
-        # so cumulative R_k = 5, 15, 40, 90; spend 4 * 50 = 200 <= B.
-        n, B, eta = 10, 200, 2
+        # n = 10 arms, B = 230, halving (eta 2): K = ceil(log2 10) = 4 rounds of
+        # 10, 5, 2, 1 arms; r_k = floor(230 / (|S_k| 4)) = floor(5.75, 11.5, 28.75, 57.5)
+        # = 5, 11, 28, 57 more units, so cumulative R_k = 5, 16, 44, 101;
+        # spend 50 + 55 + 56 + 57 = 218 <= B.
+        n, B, eta = 10, 230, 2
         K, p = 0, 1
         while p < n:
             p *= 2
@@ -474,10 +476,10 @@ class SuccessiveHalving(bdtest.DaemonTestCase):
         for size in sizes:
             cum += B // (size * K)
             budgets.append(cum)
-        self.assertEqual((K, sizes, budgets), (4, [10, 5, 2, 1], [5, 15, 40, 90]))
+        self.assertEqual((K, sizes, budgets), (4, [10, 5, 2, 1], [5, 16, 44, 101]))
 
         study = create_study(self.d, {"name": "successive_halving", "options": {"n": n, "budget": B}},
-                             {"name": "epochs", "min": 1, "max": 100, "integer": True}, seed=3)
+                             {"name": "epochs", "min": 1, "max": 120, "integer": True}, seed=3)
         state = study["scheduler"]["state"]
         self.assertEqual(state["plan"], {"bracket": 0, "n": sizes, "budget": budgets}, "SH plan in scheduler.state")
         drv = driver(self, self.d, study["id"], workers=3, seed=3)
@@ -500,7 +502,7 @@ class SuccessiveHalving(bdtest.DaemonTestCase):
                 self.assertGreater(min(t["created_seq"] for t in rungs[(0, k + 1)]),
                                    max(t["completed_seq"] for t in rungs[(0, k)]), "round %d started early" % (k + 1))
         self.assertLessEqual(spend, B, "total spend")
-        self.assertEqual(spend, sum(sizes[k] * (budgets[k] - (budgets[k - 1] if k else 0)) for k in range(K)))
+        self.assertEqual(spend, 218, "total spend")
         check_resume_from(self, drv, "SH")
         final = get_study(self.d, study["id"])
         self.assertIs(final["done"], True)
@@ -591,10 +593,23 @@ class AshaVector(bdtest.DaemonTestCase):
             self.assertEqual((t["budget"], t["scheduler"], t["resume_from"], t["config_id"]),
                              (1, {"bracket": 0, "rung": 0}, None, t["id"]),
                              "after promoting losses 1 and 2, new rung-0 configs: %r" % t)
+        drv.running += [t["id"] for t in promoted + fresh]
         state = get_study(d, study["id"])["scheduler"]["state"]["brackets"][0]["rungs"]
         self.assertEqual([(r["budget"], r["created"], r["completed"], r["promoted"]) for r in state],
                          [(1, 9, 6, 2), (3, 2, 0, 0), (9, 0, 0, 0)], "ASHA rungs: %r" % state)
         self.assertEqual(state[0]["best"], {"config_id": by_loss[1]["id"], "loss": 1.0})
+        # Seven rung-0 results: floor(7/3) = 2 candidates, both promoted: a new config.
+        drv.complete(fresh[0]["id"], 7)
+        t = drv.ask("w1")
+        self.assertEqual((t["scheduler"], t["resume_from"]), ({"bracket": 0, "rung": 0}, None),
+                         "7 results in rung 0 make no third candidate: %r" % t)
+        # Nine: floor(9/3) = 3, the config with loss 3 is promoted.
+        drv.complete(fresh[1]["id"], 8)
+        drv.complete(fresh[2]["id"], 9)
+        t = drv.ask("w1")
+        self.assertEqual((t["config_id"], t["budget"], t["scheduler"], t["resume_from"]),
+                         (by_loss[3]["id"], 3, {"bracket": 0, "rung": 1}, by_loss[3]["id"]),
+                         "9 results in rung 0: the third best (loss 3) is promoted: %r" % t)
 
 
 if __name__ == "__main__":

@@ -118,6 +118,15 @@ class VanishingWorker(bdtest.DaemonTestCase):
         drv.running.append(t["id"])
         return t
 
+    def restart_keeps_state(self, drv, sid):
+        """A graceful restart rebuilds the study from its events (EXPIRED ones included) unchanged."""
+        before = mf.get_study(self.d, sid)
+        self.d.restart()
+        drv.reconnect()
+        after = mf.get_study(self.d, sid)
+        for key in ("scheduler", "trials", "done"):
+            self.assertEqual(after[key], before[key], "study %s changed across a restart" % key)
+
     def same_work(self, again, lost, worker):
         self.assertNotEqual(again["id"], lost["id"])
         self.assertEqual((again["config_id"], again["config"], again["budget"], again["resume_from"],
@@ -129,21 +138,26 @@ class VanishingWorker(bdtest.DaemonTestCase):
     def test_expired_promotion_is_offered_again(self):
         sid = self.sh_study()["id"]
         drv = mf.driver(self, self.d, sid, workers=0)
-        for t in [self.take(drv, "w%d" % i) for i in range(4)]:
+        rung0 = [self.take(drv, "w%d" % i) for i in range(4)]
+        for t in rung0:
             drv.complete(t["id"])
-        p1, p2 = self.take(drv, "w1"), self.take(drv, "w2")
-        for p in (p1, p2):
-            self.assertEqual((p["budget"], p["scheduler"]), (3, {"bracket": 0, "rung": 1}), "promotion %r" % p)
-        drv.complete(p1["id"])
-        self.assertEqual(drv.ask("w3"), "wait", "SH's only rung waits on w2's trial")
-        mf.wait_until_expired(self.d, p2["id"])
-        drv.running.remove(p2["id"])
-        again = self.take(drv, "w3")
-        self.same_work(again, p2, "w3")
-        self.assertIsNotNone(again["resume_from"])
+        best = sorted((drv.trials[t["id"]] for t in rung0), key=mf.rank_key)[:2]
+        p1 = self.take(drv, "w1")
+        self.assertEqual((p1["config_id"], p1["budget"], p1["scheduler"], p1["resume_from"]),
+                         (best[0]["config_id"], 3, {"bracket": 0, "rung": 1}, best[0]["id"]), "promotion %r" % p1)
+        # w1 vanishes; nobody asks until its lease has run out.
+        mf.wait_until_expired(self.d, p1["id"])
+        drv.running.remove(p1["id"])
+        # The retry goes before the rung's other, never started promotion.
+        again = self.take(drv, "w2")
+        self.same_work(again, p1, "w2")
+        p2 = self.take(drv, "w3")
+        self.assertEqual((p2["config_id"], p2["budget"], p2["resume_from"]), (best[1]["config_id"], 3, best[1]["id"]))
+        self.assertEqual(drv.ask("w4"), "wait", "SH's only rung waits on its running trials")
         # The vanished worker comes back too late.
-        late = self.d.request("POST", "/v1/trials/%d/complete" % p2["id"], {"value": 0.1})
+        late = self.d.request("POST", "/v1/trials/%d/complete" % p1["id"], {"value": 0.1})
         self.assertEqual(late[0], 409, "completing an expired trial: %r" % (late,))
+        drv.complete(p2["id"])
         drv.complete(again["id"])
         self.assertEqual(drv.ask("w3"), "done")
         study = mf.get_study(self.d, sid)
@@ -152,25 +166,35 @@ class VanishingWorker(bdtest.DaemonTestCase):
         bracket = study["scheduler"]["state"]["brackets"][0]
         rung1 = bracket["rungs"][1]
         self.assertEqual((rung1["created"], rung1["failed"], rung1["finished"]), (3, 1, 2), "rung 1: %r" % rung1)
-        best = min((drv.trials[p1["id"]], drv.trials[again["id"]]), key=mf.rank_key)
-        self.assertEqual(bracket["winner"]["config_id"], best["config_id"])
+        winner = min((drv.trials[p2["id"]], drv.trials[again["id"]]), key=mf.rank_key)
+        self.assertEqual(bracket["winner"]["config_id"], winner["config_id"])
 
     def test_repeatedly_vanishing_config_counts_as_worst(self):
         sid = self.sh_study(max_retries=2)["id"]
         drv = mf.driver(self, self.d, sid, workers=0)
-        rung0 = [self.take(drv, "w%d" % i) for i in range(4)]
+        rung0 = [self.take(drv, "w%d" % i) for i in range(3)]  # the 4th config is not started yet
         # The config that would rank first is the one whose workers keep vanishing.
         lost = min(rung0, key=lambda t: (mf.loss_of(t["config"], 1), t["config_id"]))
         others = [t for t in rung0 if t is not lost]
         for t in others:
             drv.complete(t["id"])
-        attempts = [lost]
-        for retry in range(1, 3):
-            self.assertEqual(drv.ask("x"), "wait", "rung 0 waits on attempt %d" % retry)
-            mf.wait_until_expired(self.d, attempts[-1]["id"])
-            drv.running.remove(attempts[-1]["id"])
-            attempts.append(self.take(drv, "v%d" % retry))
-            self.same_work(attempts[-1], lost, "v%d" % retry)
+        mf.wait_until_expired(self.d, lost["id"])
+        drv.running.remove(lost["id"])
+        self.restart_keeps_state(drv, sid)
+        # A retry goes before the bracket's other work (the 4th, unstarted config).
+        attempts = [lost, self.take(drv, "v1")]
+        self.same_work(attempts[1], lost, "v1")
+        fourth = self.take(drv, "w3")
+        self.assertEqual((fourth["config_id"], fourth["resume_from"], fourth["scheduler"]),
+                         (fourth["id"], None, {"bracket": 0, "rung": 0}), "the 4th config: %r" % fourth)
+        drv.complete(fourth["id"])
+        others.append(fourth)
+        self.assertEqual(drv.ask("x"), "wait", "rung 0 waits on attempt 2")
+        mf.wait_until_expired(self.d, attempts[-1]["id"])
+        drv.running.remove(attempts[-1]["id"])
+        attempts.append(self.take(drv, "v2"))
+        self.same_work(attempts[-1], lost, "v2")
+        self.assertEqual(drv.ask("x"), "wait", "rung 0 waits on attempt 3")
         mf.wait_until_expired(self.d, attempts[-1]["id"])
         drv.running.remove(attempts[-1]["id"])
         # Three attempts (max_retries 2) are used up: the config ranks last and the rung completes.
@@ -182,6 +206,7 @@ class VanishingWorker(bdtest.DaemonTestCase):
         for t in promoted:
             drv.complete(t["id"])
         self.assertEqual(drv.ask("w1"), "done")
+        self.restart_keeps_state(drv, sid)
         offered = [t for t in drv.trials.values() if t["config_id"] == lost["config_id"]]
         self.assertEqual(len(offered), 3, "the vanishing config was offered %d times" % len(offered))
         study = mf.get_study(self.d, sid)
@@ -219,6 +244,7 @@ class VanishingWorker(bdtest.DaemonTestCase):
         during = [drv.trials[tid]["scheduler"]["bracket"] for tid in drv.order
                   if lost["created_seq"] < drv.trials[tid]["created_seq"] < again["created_seq"]]
         self.assertTrue({1, 0} <= set(during), "brackets served while the lease ran: %r" % during)
+        self.restart_keeps_state(drv, study["id"])
         state = mf.get_study(self.d, study["id"])
         self.assertIs(state["done"], True)
         rung = state["scheduler"]["state"]["brackets"][0]["rungs"][1]
