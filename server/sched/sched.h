@@ -117,8 +117,9 @@ struct bd_sched_ops {
      * engine validated them, and a replay must not fail. */
     int (*observe)(bd_sched *s, const bd_event *ev, bd_decision *out, bd_err *err);
     /* The scheduler's state for GET /v1/studies/{id} (brackets, arms, testers),
-     * optionally with "incumbent": {"config_id": ...} when the scheduler defines
-     * its own answer (SPC). *out is new. */
+     * optionally with "incumbent" (same shape as the study's: trial_id,
+     * config_id, config, value, budget) when the scheduler defines its own
+     * answer, e.g. SPC's most-tested config. *out is new. */
     int (*describe)(const bd_sched *s, json_t **out);
     void (*destroy)(bd_sched *s); /* NULL-safe */
 };
