@@ -25,7 +25,6 @@ Usage: replay_daemon.py --url 127.0.0.1:PORT --token-file DB.admin-token
 import argparse
 import heapq
 import json
-import math
 import os
 import sys
 import time
@@ -41,9 +40,11 @@ METHODS = {
     "successive_halving": ("successive_halving", {"n": 81, "eta": 3, "budget": 648}, True),
     # R = 50, eta = 3 (s_max = 3, rungs floor(50*3^(i-s))), brackets repeated forever
     "hyperband": ("hyperband", {"eta": 3, "iterations": 0}, False),
-    # r_min = 50/27 so that the rungs are 2, 5, 16, 50 epochs (with r_min = 1 the
-    # top rung would be 27 and no config would ever reach 50 epochs)
-    "asha": ("asha", {"eta": 3, "r_min": 50.0 / 27.0}, False),
+    # eta 3, r_min = resource.min: rungs 1, 3, 9 and, as asha.c documents, the top
+    # rung at resource.max = 50 (not 27)
+    "asha": ("asha", {"eta": 3}, False),
+    # not run by default: r_min = 50/27, rungs 2, 5, 16, 50 (every promotion by ~3x)
+    "asha_rmin2": ("asha", {"eta": 3, "r_min": 50.0 / 27.0}, False),
 }
 
 
@@ -67,7 +68,7 @@ class Run:
         self.trial_config = {}    # trial id -> arch
         self.studies = []
         self.study_id = None
-        self.http_calls = 0
+        self.new_configs = 0      # trials without resume_from: configs started from scratch
         self.problems = []
         self.log = log
 
@@ -101,6 +102,8 @@ class Run:
             self.problem("trial %d: budget %r is not an integer in [1, 50]" % (tid, budget))
         rf = tr.get("resume_from")
         e0 = 0
+        if rf is None:
+            self.new_configs += 1
         if rf is not None:
             if rf not in self.reached:
                 self.problem("trial %d: resume_from %r is not a finished trial of this run" % (tid, rf))
@@ -200,6 +203,7 @@ class Run:
                 self.problem("DELETE study %d: %s" % (sid, e))
         return self.trace.to_json(method=self.method, source="banditd", seed=self.seed, scheduler=self.sched,
                                   options=self.options, studies=len(self.studies), problems=self.problems,
+                                  new_configs=self.new_configs,
                                   http_calls=self.c.calls - calls0, real_seconds=time.time() - t0)
 
 

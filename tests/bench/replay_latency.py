@@ -28,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from replay_common import MAX_EPOCHS, Client, Table, study_body  # noqa: E402
+from replay_common import Client, Table, study_body  # noqa: E402
 from replay_daemon import METHODS, parse_list  # noqa: E402
 
 
@@ -131,7 +131,7 @@ def main():
     ap.add_argument("--token-file", required=True)
     ap.add_argument("--schedulers", default="random,asha,hyperband")
     ap.add_argument("--trials", type=int, default=100000)
-    ap.add_argument("--checkpoints", default="1000,100000")
+    ap.add_argument("--checkpoints", default=None, help="trial counts to measure around (default 1000,TRIALS)")
     ap.add_argument("--window", type=int, default=1000)
     ap.add_argument("--inflight", type=int, default=8, help="running trials kept inside the windows")
     ap.add_argument("--fill", type=int, default=100, help="suggest count between the windows (1..100)")
@@ -140,7 +140,7 @@ def main():
     a = ap.parse_args()
     table = Table(a.table) if a.table else Table()
     client = Client(a.url, open(a.token_file).read().strip())
-    checkpoints = parse_list(a.checkpoints, int)
+    checkpoints = parse_list(a.checkpoints, int) if a.checkpoints else sorted({min(1000, a.trials), a.trials})
     res = []
     for sched in parse_list(a.schedulers):
         _, options, _ = METHODS[sched]

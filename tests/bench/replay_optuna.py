@@ -143,7 +143,8 @@ class OptunaRun:
                    for j in self.running.values())
         self.trace.close(self.now, self.epochs_now(), busy, reason)
         return self.trace.to_json(method=self.method, source="optuna " + optuna.__version__, seed=self.seed,
-                                  sampler="RandomSampler", pruner=type(self.study.pruner).__name__,
+                                  new_configs=len(self.study.trials), sampler="RandomSampler",
+                                  pruner=type(self.study.pruner).__name__,
                                   real_seconds=time.time() - t0)
 
 

@@ -25,6 +25,7 @@ root=$(cd "$here/../.." && pwd)
 build=${1:-$root/build-replay}
 bin=$build/banditd
 py=/usr/bin/python3
+export PYTHONDONTWRITEBYTECODE=1
 
 seeds=${REPLAY_SEEDS:-0-39}
 workers=${REPLAY_WORKERS:-1,8}
