@@ -135,7 +135,13 @@ static int configure(sqlite3 *db, const bd_store_opts *opts, bd_err *err)
     int rc = sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
     if (rc != SQLITE_OK)
         return bd_err_set(err, BD_ESTORAGE, NULL, "storage: busy_timeout: %s", sqlite3_errmsg(db));
-    int ret = pragma_text(db, "PRAGMA journal_mode = WAL", mode, sizeof mode, err);
+    /* The daemon is the only user of its database: exclusive locking spares
+     * every transaction its file-lock system calls and the shared-memory
+     * index (other processes cannot open the file while banditd runs). */
+    int ret = pragma_text(db, "PRAGMA locking_mode = EXCLUSIVE", mode, sizeof mode, err);
+    if (ret)
+        return ret;
+    ret = pragma_text(db, "PRAGMA journal_mode = WAL", mode, sizeof mode, err);
     if (ret)
         return ret;
     if (strcmp(mode, "wal") != 0 && strcmp(mode, "memory") != 0)
