@@ -478,6 +478,16 @@ void bd_bk_observe(bd_bkset *set, const bd_event *ev)
 
 /* ------------------------------------------------------------- describe */
 
+double bd_bk_spec_spend(const bd_bk_spec *spec)
+{
+    double spend = 0, before = 0;
+    for (int i = 0; i < spec->nrungs; i++) {
+        spend += (double)spec->n[i] * (spec->budget[i] - before);
+        before = spec->budget[i];
+    }
+    return spend;
+}
+
 json_t *bd_bk_spec_json(const bd_bk_spec *spec)
 {
     json_t *n = json_array(), *budget = json_array();

@@ -42,7 +42,12 @@ typedef struct bd_bk_spec {
     double budget[BD_BK_MAX_RUNGS]; /* cumulative budget per rung, non-decreasing, within the resource */
     int reuse_arms;                 /* rung 0 = the first bracket's configs; such a bracket opens
                                        by itself when the one before it ends */
+    double spend_before;            /* planned resource of all earlier brackets (set by plans that cap it) */
 } bd_bk_spec;
+
+/* The resource a bracket trains when promotions resume: n[0] budget[0] plus,
+ * for each later rung, n[i] (budget[i] - budget[i-1]). */
+double bd_bk_spec_spend(const bd_bk_spec *spec);
 
 /* Fills *next with the plan's bracket after prev (prev NULL: the first one).
  * Returns 1, or 0 when the plan has no more brackets. Must be pure. */

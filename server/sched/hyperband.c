@@ -17,7 +17,13 @@
  * indefinitely and ALGORITHMS.md repeats "while the study has budget left"
  * (a study has no total budget in the API), banditd ends a study after one
  * pass unless asked, so that a study finishes by default. Repetitions are
- * labelled "iteration" in extra.
+ * labelled "iteration" in extra. total_budget (resource units, default 0 =
+ * no cap; both modes) is the study's budget: the plan repeats while the next
+ * bracket's planned spend still fits, counting what brackets train when
+ * promotions resume (bd_bk_spec_spend), so the study never plans more than
+ * total_budget; a bracket is never cut short. Setting total_budget makes
+ * iterations default to 0 (repeat until the budget is spent). Retries of failed trials come
+ * on top of the plan.
  *
  * Infinite (mode "infinite", Figure 9): for k = 1, 2, ..., for l = 1, 2, ...
  * with k - l >= log2(l) (tested as 2^(k-l) >= l), run SH with B = 2^k and
@@ -54,6 +60,7 @@ typedef struct hb_sched {
     int s_top;            /* after n_max: the most exploratory bracket */
     int s_bottom;         /* after s_min / exploratory_only: the least exploratory */
     long long iterations; /* 0 = forever */
+    double total_budget;  /* 0 = no cap on the planned resource */
     int max_retries;
     bd_bkset set;
 } hb_sched;
@@ -97,9 +104,20 @@ static void infinite_spec(const hb_sched *h, int64_t k, int l, bd_bk_spec *out)
     }
 }
 
+static int next_bracket(const hb_sched *h, const bd_bk_spec *prev, bd_bk_spec *next);
+
+/* The plan: the next bracket of the schedule, while it fits total_budget. */
 static int hb_plan(const void *ud, const bd_bk_spec *prev, bd_bk_spec *next)
 {
     const hb_sched *h = ud;
+    if (!next_bracket(h, prev, next))
+        return 0;
+    next->spend_before = prev ? prev->spend_before + bd_bk_spec_spend(prev) : 0;
+    return !h->total_budget || next->spend_before + bd_bk_spec_spend(next) <= h->total_budget;
+}
+
+static int next_bracket(const hb_sched *h, const bd_bk_spec *prev, bd_bk_spec *next)
+{
     if (h->infinite) {
         int64_t k = prev ? prev->iteration : 1;
         int l = prev ? prev->s + 1 : 1;
@@ -136,7 +154,7 @@ static int reject_in_infinite(const json_t *opts, const char *key, bd_err *err)
 static int hb_options(hb_sched *h, const bd_study_def *def, bd_err *err)
 {
     static const char *const known[] = {"eta",        "r_min", "n_max",       "s_min", "exploratory_only",
-                                        "iterations", "mode",  "max_retries", NULL};
+                                        "iterations", "mode",  "max_retries", "total_budget", NULL};
     static const char *const modes[] = {"finite", "infinite", NULL};
     const json_t *o = def->options;
     const char *mode;
@@ -153,7 +171,10 @@ static int hb_options(hb_sched *h, const bd_study_def *def, bd_err *err)
         (rc = bd_opt_int(o, "n_max", 0, 1, 1000000000LL, &n_max, err)) ||
         (rc = bd_opt_int(o, "s_min", 0, 0, BD_BK_MAX_RUNGS - 1, &s_min, err)) ||
         (rc = bd_opt_bool(o, "exploratory_only", 0, &explore, err)) ||
-        (rc = bd_opt_int(o, "iterations", h->infinite ? 0 : 1, 0, 1000000000LL, &h->iterations, err)) ||
+        (rc = bd_opt_number(o, "total_budget", 0, 0, 1e18, &h->total_budget, err)) ||
+        /* With a total budget the budget ends the study, so the loop repeats by default. */
+        (rc = bd_opt_int(o, "iterations", h->infinite || h->total_budget ? 0 : 1, 0, 1000000000LL, &h->iterations,
+                         err)) ||
         (rc = bd_opt_int(o, "max_retries", 2, 0, 100, &retries, err)))
         return rc;
     if (!(h->r_min > 0))
@@ -212,6 +233,7 @@ static int hb_describe(const bd_sched *s, json_t **out)
     json_object_set_new(j, "R", json_real(h->def->r_max));
     json_object_set_new(j, "r_min", json_real(h->r_min));
     json_object_set_new(j, "iterations", json_integer(h->iterations));
+    json_object_set_new(j, "total_budget", h->total_budget ? json_real(h->total_budget) : json_null());
     if (!h->infinite) {
         json_t *plan = json_array();
         for (int b = h->s_top; b >= h->s_bottom; b--) {

@@ -527,6 +527,27 @@ Test(hyperband, iterations_zero_repeats_forever)
     hn_close(&h);
 }
 
+/* R = 9, eta = 3: brackets s = 2, 1, 0 plan 21, 21 and 27 epochs when
+ * promotions resume (9x1 + 3x2 + 1x6; 5x3 + 1x6; 3x9), 69 per pass. A budget
+ * of 150 fits two passes (138) but not the next bracket (159). */
+Test(hyperband, total_budget_repeats_the_loop_until_spent)
+{
+    hn h;
+    open_ok(&h, "{\"total_budget\": 150}", 1, 9, 1);
+    cr_assert_eq(hn_run(&h, 3, HN_RANDOM, 1000), HN_DONE, "the budget must end the study");
+    cr_expect_eq(h.n_trials, 44, "two passes of 22 trials, got %zu", h.n_trials);
+    double spend = 0;
+    long long max_it = 0;
+    for (size_t i = 0; i < h.n_trials; i++) {
+        const hn_trial *t = &h.trials[i];
+        spend += t->budget - (t->resume_from ? h.trials[t->resume_from - 1].budget : 0);
+        max_it = t->iteration > max_it ? t->iteration : max_it;
+    }
+    cr_expect_float_eq(spend, 138, 1e-9);
+    cr_expect_eq(max_it, 2);
+    hn_close(&h);
+}
+
 Test(hyperband, options_are_validated)
 {
     static const struct {
