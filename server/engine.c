@@ -30,6 +30,7 @@ study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id)
 
 int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
 {
+    bd_engine_recover_if_needed(e);
     study_rt *st = bd_engine_study(e, study_id, who->user_id);
     if (st) {
         pthread_mutex_lock(&st->mu);
@@ -279,9 +280,18 @@ out:
 
 /* ----------------------------------------------------- transactions + idem */
 
+int bd_engine_durable(bd_engine *e, uint64_t ticket, bd_err *err)
+{
+    int rc = bd_store_wait(e->store, ticket, err);
+    if (rc)
+        atomic_store(&e->needs_recovery, 1);
+    return rc;
+}
+
 int bd_engine_txn_begin(bd_engine *e, const bd_request *req, json_t **out, bd_err *err)
 {
     char *fingerprint = NULL, *response = NULL;
+    uint64_t ticket;
     int rc = bd_store_begin(e->store, err);
     if (rc || !req || !req->idem_key)
         return rc;
@@ -297,43 +307,51 @@ int bd_engine_txn_begin(bd_engine *e, const bd_request *req, json_t **out, bd_er
                         "this key was already used for a different request");
         goto fail;
     }
+    /* The stored answer may belong to a group commit still in flight: it is
+     * repeated only once that commit is on disk. */
+    if ((rc = bd_store_release(e->store, &ticket, err)) || (rc = bd_engine_durable(e, ticket, err)))
+        goto out;
     *out = json_loads(response, 0, NULL);
-    if (!*out) {
-        rc = bd_err_set(err, BD_EINTERNAL, NULL, "stored idempotent response is not JSON");
-        goto fail;
-    }
-    bd_store_rollback(e->store);
-    free(fingerprint);
-    free(response);
-    return 1;
+    rc = *out ? 1 : bd_err_set(err, BD_EINTERNAL, NULL, "stored idempotent response is not JSON");
+    goto out;
 fail:
     bd_store_rollback(e->store);
+out:
     free(fingerprint);
     free(response);
     return rc;
 }
 
+/* Stores the answer under req's key (if any) in the open transaction. */
+static int remember_answer(bd_engine *e, const bd_request *req, const json_t *answer, bd_err *err)
+{
+    if (!req || !req->idem_key)
+        return 0;
+    char *text = json_dumps(answer, JSON_COMPACT);
+    int rc = bd_store_idem_put(e->store, req->caller->user_id, req->idem_key, req->fingerprint ? req->fingerprint : "",
+                               text, bd_now(), err);
+    free(text);
+    return rc;
+}
+
 int bd_engine_txn_commit(bd_engine *e, const bd_request *req, const json_t *answer, bd_err *err)
 {
-    int rc = 0;
-    if (req && req->idem_key) {
-        char *text = json_dumps(answer, JSON_COMPACT);
-        rc = bd_store_idem_put(e->store, req->caller->user_id, req->idem_key,
-                               req->fingerprint ? req->fingerprint : "", text, bd_now(), err);
-        free(text);
-        if (rc) {
-            bd_store_rollback(e->store);
-            return rc;
-        }
+    uint64_t ticket;
+    int rc = remember_answer(e, req, answer, err);
+    if (rc) {
+        bd_store_rollback(e->store);
+        return rc;
     }
-    return bd_store_commit(e->store, err);
+    if ((rc = bd_store_release(e->store, &ticket, err)))
+        return rc;
+    return bd_engine_durable(e, ticket, err);
 }
 
 int bd_engine_study_txn_end(bd_engine *e, study_rt *st, const bd_request *req, int rc, const json_t *answer,
-                            bd_err *err)
+                            uint64_t *ticket, bd_err *err)
 {
-    if (rc == 0)
-        rc = bd_engine_txn_commit(e, req, answer, err);
+    if (rc == 0 && (rc = remember_answer(e, req, answer, err)) == 0)
+        rc = bd_store_release(e->store, ticket, err);
     else
         bd_store_rollback(e->store);
     if (rc && st->dirty) {
@@ -344,6 +362,55 @@ int bd_engine_study_txn_end(bd_engine *e, study_rt *st, const bd_request *req, i
     }
     st->dirty = 0;
     return rc;
+}
+
+/* ---------------------------------------------------------------- recovery */
+
+/* Makes st match storage again; st->mu held. */
+static void recover_study(bd_engine *e, study_rt *st)
+{
+    bd_study_row row = {0};
+    bd_err err;
+    int rc = bd_store_study_get(e->store, st->id, &row, &err);
+    bd_store_study_row_clear(&row);
+    if (rc == BD_ENOTFOUND) { /* created or undeleted by the failed commit: gone */
+        st->deleted = 1;
+        if (st->sched)
+            st->sched->ops->destroy(st->sched);
+        st->sched = NULL;
+        return;
+    }
+    st->deleted = 0; /* a delete in the failed commit did not happen */
+    if (rc || bd_engine_study_reload(e, st, &err))
+        fprintf(stderr, "banditd: study %lld could not be rebuilt: %s\n", (long long)st->id, err.message);
+}
+
+void bd_engine_recover_if_needed(bd_engine *e)
+{
+    if (!atomic_load(&e->needs_recovery))
+        return;
+    pthread_mutex_lock(&e->recover_mu);
+    if (atomic_load(&e->needs_recovery)) {
+        /* Every study is locked first, so no request sees a half-rebuilt engine. */
+        pthread_rwlock_rdlock(&e->studies_lock);
+        for (size_t i = 0; i < e->studies_cap; i++)
+            if (e->studies[i])
+                pthread_mutex_lock(&e->studies[i]->mu);
+        bd_store_recovered(e->store);
+        for (size_t i = 0; i < e->studies_cap; i++)
+            if (e->studies[i])
+                recover_study(e, e->studies[i]);
+        for (size_t i = 0; i < e->studies_cap; i++)
+            if (e->studies[i])
+                pthread_mutex_unlock(&e->studies[i]->mu);
+        pthread_rwlock_unlock(&e->studies_lock);
+        pthread_mutex_lock(&e->auth_mu);
+        bd_engine_auth_free(e);
+        pthread_mutex_unlock(&e->auth_mu);
+        atomic_store(&e->needs_recovery, 0);
+        fprintf(stderr, "banditd: recovered every study from storage after a failed commit\n");
+    }
+    pthread_mutex_unlock(&e->recover_mu);
 }
 
 /* ------------------------------------------------------------------ reaper */
@@ -407,6 +474,7 @@ int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
     pthread_mutex_init(&e->auth_mu, NULL);
     pthread_mutex_init(&e->reaper_mu, NULL);
     pthread_cond_init(&e->reaper_cv, NULL);
+    pthread_mutex_init(&e->recover_mu, NULL);
     e->default_lease = opts->default_lease_seconds > 0 ? opts->default_lease_seconds : 300;
     e->reaper_interval = opts->reaper_interval;
     if ((rc = bd_auth_init())) {
@@ -465,6 +533,7 @@ void bd_engine_close(bd_engine *e)
     pthread_mutex_destroy(&e->auth_mu);
     pthread_mutex_destroy(&e->reaper_mu);
     pthread_cond_destroy(&e->reaper_cv);
+    pthread_mutex_destroy(&e->recover_mu);
     free(e);
 }
 

@@ -1,11 +1,15 @@
 /* engine.h: studies, trials, leases, users and idempotency: everything the
  * HTTP layer asks for. The api/ layer parses HTTP and JSON syntax and maps
  * errors to statuses; the engine validates meaning, drives schedulers and
- * commits each request's state change in one storage transaction before it
- * returns, so an answered request survives a crash.
+ * makes each request's state change one storage transaction that is on disk
+ * before the function returns, so an answered request survives a crash.
  *
  * Concurrency: any number of threads may call in. Each study has a mutex held
- * around its scheduler calls and its transaction; the store serializes commits.
+ * around its scheduler calls and its transaction; the transaction then joins
+ * a group commit (storage/store.h) and the call waits for it without the
+ * study's mutex, so the study's next requests can share the same commit. If
+ * a group commit fails, its requests answer BD_ESTORAGE and every study is
+ * rebuilt from storage before the next request.
  *
  * Every function filling json_t **out gives a new reference (the response
  * body); on error *out is untouched and err says why (err->code == return). */

@@ -10,6 +10,7 @@
 #define BD_ENGINE_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "../storage/store.h"
 #include "auth.h"
@@ -65,6 +66,9 @@ struct bd_engine {
     pthread_cond_t reaper_cv;
 
     char *first_admin_token;        /* set when this open created the admin */
+
+    atomic_int needs_recovery;      /* a group commit failed: rebuild studies from storage */
+    pthread_mutex_t recover_mu;     /* one recovery at a time */
 };
 
 /* ---- engine.c ---- */
@@ -91,11 +95,21 @@ double bd_engine_loss(const study_rt *st, int has_value, double value);
 int bd_engine_txn_begin(bd_engine *e, const bd_request *req, json_t **out, bd_err *err) BD_MUST_CHECK;
 /* Stores the answer under req's key (if any) and commits. On failure rolls back. */
 int bd_engine_txn_commit(bd_engine *e, const bd_request *req, const json_t *answer, bd_err *err) BD_MUST_CHECK;
-/* Ends a study transaction: commit on rc == 0 (answer stored for req), else
- * roll back; if the commit failed or the scheduler saw rolled-back events,
- * rebuild it. Returns the final rc. */
+/* Ends a study transaction, st->mu held: on rc == 0 stores the answer for
+ * req and releases the work into the current group commit, leaving in
+ * *ticket what the caller must wait for (bd_engine_durable) after unlocking
+ * st->mu and before answering; else rolls back and, if the scheduler saw
+ * rolled-back events, rebuilds it. Returns the final rc. Unlocking before
+ * the wait lets the study's next requests join the same group commit. */
 int bd_engine_study_txn_end(bd_engine *e, study_rt *st, const bd_request *req, int rc, const json_t *answer,
-                            bd_err *err);
+                            uint64_t *ticket, bd_err *err);
+/* Waits until the group commit of ticket is on disk. On failure schedulers
+ * may hold state that was never saved, so the engine is flagged to rebuild
+ * every study before the next request (bd_engine_recover_if_needed). */
+int bd_engine_durable(bd_engine *e, uint64_t ticket, bd_err *err) BD_MUST_CHECK;
+/* After a failed group commit: rebuilds every study's scheduler (and forgets
+ * cached users and tokens) from storage. Call holding no study mutex. */
+void bd_engine_recover_if_needed(bd_engine *e);
 
 /* ---- engine_json.c ---- */
 json_t *bd_engine_trial_json(const study_rt *st, const bd_trial_row *row); /* new */

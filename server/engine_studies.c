@@ -14,6 +14,7 @@
 
 int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *body, json_t **out, bd_err *err)
 {
+    bd_engine_recover_if_needed(e);
     study_rt *st = bd_xcalloc(1, sizeof *st);
     bd_study_row row = {0};
     json_t *answer = NULL;
@@ -96,7 +97,7 @@ int bd_engine_delete_study(bd_engine *e, const bd_request *req, int64_t study_id
         bd_err ignored;
         int hit = bd_engine_txn_begin(e, req, out, &ignored);
         if (hit == 0)
-            bd_store_rollback(e->store);
+            bd_store_rollback(e->store); /* nothing stored under the key */
         return hit == 1 ? 0 : rc;
     }
     if (rc)
@@ -241,10 +242,13 @@ int bd_engine_suggest(bd_engine *e, const bd_request *req, int64_t study_id, con
         else
             json_object_set_new(result, "retry_after_ms", json_integer(RETRY_AFTER_MS));
     }
-    rc = bd_engine_study_txn_end(e, st, req, rc, result, err);
+    uint64_t ticket = 0;
+    rc = bd_engine_study_txn_end(e, st, req, rc, result, &ticket, err);
     if (!rc && answer == BD_SUGGEST_DONE)
         st->done = 1;
     pthread_mutex_unlock(&st->mu);
+    if (!rc)
+        rc = bd_engine_durable(e, ticket, err);
     if (rc) {
         json_decref(result);
         return rc;

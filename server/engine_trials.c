@@ -45,8 +45,11 @@ static int with_trial(bd_engine *e, const bd_request *req, int64_t trial_id, tri
     rc = bd_store_trial_get(e->store, trial_id, &t, err);
     if (!rc)
         rc = op(e, st, &t, args, &answer, err);
-    rc = bd_engine_study_txn_end(e, st, req, rc, answer, err);
+    uint64_t ticket = 0;
+    rc = bd_engine_study_txn_end(e, st, req, rc, answer, &ticket, err);
     pthread_mutex_unlock(&st->mu);
+    if (!rc)
+        rc = bd_engine_durable(e, ticket, err);
     bd_store_trial_row_clear(&t);
     if (rc) {
         json_decref(answer);

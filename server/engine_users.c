@@ -24,6 +24,7 @@ void bd_engine_auth_free(bd_engine *e)
     free(e->users);
     e->tokens = NULL;
     e->users = NULL;
+    e->tokens_cap = e->users_cap = 0;
 }
 
 static void grow(void **arr, size_t *cap, size_t elem, size_t need)
@@ -176,6 +177,7 @@ static json_t *user_json(const bd_user *u)
 
 int bd_engine_create_user(bd_engine *e, const bd_request *req, const json_t *body, json_t **out, bd_err *err)
 {
+    bd_engine_recover_if_needed(e);
     const json_t *name = json_object_get(body, "name"), *admin = json_object_get(body, "admin");
     bd_user u = {0};
     int rc;
@@ -212,6 +214,7 @@ int bd_engine_create_user(bd_engine *e, const bd_request *req, const json_t *bod
 
 int bd_engine_create_token(bd_engine *e, const bd_request *req, const char *user_name, json_t **out, bd_err *err)
 {
+    bd_engine_recover_if_needed(e);
     bd_user u;
     int64_t token_id;
     char token[BD_TOKEN_MAX_LEN];
@@ -251,6 +254,7 @@ int bd_engine_create_token(bd_engine *e, const bd_request *req, const char *user
 
 int bd_engine_revoke_token(bd_engine *e, const bd_request *req, int64_t token_id, json_t **out, bd_err *err)
 {
+    bd_engine_recover_if_needed(e);
     uint8_t hash[BD_TOKEN_HASH_BYTES];
     int64_t owner;
     int rc = bd_store_token_get(e->store, token_id, hash, &owner, err);

@@ -24,6 +24,9 @@ enum bd_sql_stmt {
     BD_SQL_BEGIN,
     BD_SQL_COMMIT,
     BD_SQL_ROLLBACK,
+    BD_SQL_SAVEPOINT,
+    BD_SQL_RELEASE,
+    BD_SQL_ROLLBACK_TO,
     BD_SQL_USER_CREATE,
     BD_SQL_USER_BY_NAME,
     BD_SQL_USER_BY_ID,
@@ -57,7 +60,19 @@ struct bd_store {
     sqlite3 *db;
     pthread_mutex_t mu;           /* serializes every use of db */
     pthread_t owner;              /* thread holding the open transaction; valid while in_tx */
-    int in_tx;                    /* a bd_store_begin is open; written with mu held */
+    int in_tx;                    /* a bd_store_begin is open (a savepoint); written with mu held */
+    /* Group commit (all with mu held): requests are savepoints inside one
+     * outer transaction, the batch, which the first of its waiters commits. */
+    int batch_open;               /* the outer transaction is open */
+    uint64_t batch_seq;           /* the open batch's number (tickets name it) */
+    uint64_t durable_seq;         /* batches up to this one have ended (committed or failed) */
+    uint64_t failed_seq;          /* the last batch whose COMMIT failed; 0 = none */
+    int committing;               /* a waiter is running COMMIT */
+    int poisoned;                 /* a batch failed: begin refuses until bd_store_recovered */
+    int fail_next_commit;         /* tests: make the next batch's COMMIT fail */
+    pthread_cond_t durable_cv;    /* signalled when a batch ends */
+    pthread_cond_t delay_cv;      /* only timed out on: the group-commit delay */
+    int commit_delay_us;          /* FULL_SYNC_COMMIT_DELAY_US with BD_SYNC_FULL, else 0 */
     struct bd_store *held_next;   /* the owner thread's list of stores it holds a transaction on */
     int version;                  /* schema version after migration */
     sqlite3_stmt *stmt[BD_SQL_NSTMTS];

@@ -16,6 +16,9 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
     [BD_SQL_BEGIN] = "BEGIN IMMEDIATE",
     [BD_SQL_COMMIT] = "COMMIT",
     [BD_SQL_ROLLBACK] = "ROLLBACK",
+    [BD_SQL_SAVEPOINT] = "SAVEPOINT bd_request",
+    [BD_SQL_RELEASE] = "RELEASE bd_request",
+    [BD_SQL_ROLLBACK_TO] = "ROLLBACK TO bd_request",
 
     [BD_SQL_USER_CREATE] = "INSERT INTO users (name, is_admin, created_at) VALUES (?1, ?2, ?3)",
     [BD_SQL_USER_BY_NAME] = "SELECT " USER_COLS " FROM users WHERE name = ?1",

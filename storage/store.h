@@ -19,6 +19,19 @@
  * it, so a caller between begin and commit owns the database. Calls made
  * outside begin/commit lock for their own duration.
  *
+ * Group commit: a request's transaction is a savepoint inside a shared outer
+ * transaction (the batch). bd_store_release ends the request's part and gives
+ * a ticket without waiting; bd_store_wait(ticket) returns once that batch is
+ * committed: the first waiter commits it, and everything other requests
+ * released meanwhile goes to disk with it, in one COMMIT (and one sync with
+ * BD_SYNC_FULL). bd_store_commit is release + wait. Until the batch commits,
+ * other calls on the connection already see the released work, so a caller
+ * that acts on it (the engine's schedulers) must not acknowledge anything
+ * before its own wait returns. If a batch's COMMIT fails, everything in it is
+ * rolled back, every waiter of that batch gets BD_ESTORAGE, and the store
+ * refuses bd_store_begin until bd_store_recovered: whoever kept state derived
+ * from released work must rebuild it from storage first.
+ *
  * Strings returned in rows are new (caller frees with bd_store_*_row_clear).
  * Every function returns 0 or a negative BD_E* code (BD_ENOTFOUND when a row
  * is missing, BD_ECONFLICT on a unique violation, BD_ESTORAGE otherwise with
@@ -49,8 +62,19 @@ void bd_store_close(bd_store *s); /* NULL-safe; checkpoints the WAL */
 int bd_store_schema_version(bd_store *s);
 
 int bd_store_begin(bd_store *s, bd_err *err) BD_MUST_CHECK;
-int bd_store_commit(bd_store *s, bd_err *err) BD_MUST_CHECK; /* on failure the transaction is rolled back and the lock released */
-void bd_store_rollback(bd_store *s);
+int bd_store_commit(bd_store *s, bd_err *err) BD_MUST_CHECK; /* release + wait; on failure nothing of it persists */
+void bd_store_rollback(bd_store *s); /* undoes this request's work only; releases the lock */
+/* Ends the caller's transaction keeping its work, releases the lock, and
+ * names the batch that will commit it in *ticket. */
+int bd_store_release(bd_store *s, uint64_t *ticket, bd_err *err) BD_MUST_CHECK;
+/* Blocks until the batch named by ticket has ended: 0 if it committed,
+ * BD_ESTORAGE if it failed. Must not be called holding a transaction. */
+int bd_store_wait(bd_store *s, uint64_t ticket, bd_err *err) BD_MUST_CHECK;
+/* The caller rebuilt what it derived from released work after a failed
+ * batch: bd_store_begin works again. */
+void bd_store_recovered(bd_store *s);
+/* Tests only: the next batch's COMMIT fails as a full disk would make it. */
+void bd_store_fail_next_commit(bd_store *s);
 
 /* ---- users and tokens ---- */
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "server/engine.h"
+#include "server/engine_internal.h" /* to make a group commit fail */
 
 static bd_engine *open_engine(const char *path)
 {
@@ -322,4 +323,36 @@ Test(engine, replay_gives_the_same_next_suggestions)
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_expect_eq(system(cmd), 0);
+}
+
+Test(engine, failed_group_commit_is_not_acknowledged_and_the_study_is_rebuilt)
+{
+    bd_engine *e = open_engine(":memory:");
+    bd_caller admin = admin_of(e);
+    int64_t study = create_study(e, &admin, study_body);
+    json_t *a = suggest(e, &admin, study, NULL);
+    int64_t trial = first_trial(a);
+    json_decref(a);
+    bd_err err = {0};
+
+    bd_store_fail_next_commit(e->store);
+    cr_expect_eq(report(e, &admin, trial, "complete", "{\"value\": 0.5}", &err), BD_ESTORAGE);
+
+    json_t *s = NULL, *t = NULL;
+    cr_assert_eq(bd_engine_get_study(e, &admin, study, &s, &err), 0, "%s", err.message);
+    json_t *counts = json_object_get(s, "trials");
+    cr_expect_eq(json_integer_value(json_object_get(counts, "running")), 1, "the completion was rolled back");
+    cr_expect_eq(json_integer_value(json_object_get(counts, "completed")), 0);
+    cr_expect(json_is_null(json_object_get(s, "incumbent")));
+    json_decref(s);
+    cr_assert_eq(bd_engine_get_trial(e, &admin, trial, &t, &err), 0);
+    cr_expect_str_eq(json_string_value(json_object_get(t, "state")), "running");
+    json_decref(t);
+
+    cr_expect_eq(report(e, &admin, trial, "complete", "{\"value\": 0.5}", &err), 0, "%s", err.message);
+    cr_assert_eq(bd_engine_get_study(e, &admin, study, &s, &err), 0);
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(s, "trials"), "completed")), 1);
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(s, "incumbent"), "trial_id")), trial);
+    json_decref(s);
+    bd_engine_close(e);
 }

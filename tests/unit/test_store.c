@@ -796,6 +796,76 @@ Test(store, conflict_inside_a_transaction_keeps_it_usable)
     bd_store_close(s);
 }
 
+Test(store, released_work_joins_one_batch_and_survives_reopen)
+{
+    struct tmpdb t;
+    tmpdb_make(&t);
+    bd_store *s = open_at(t.path, BD_SYNC_FULL);
+    bd_err err = {0};
+    uint64_t t1, t2;
+    cr_assert_eq(bd_store_begin(s, &err), 0);
+    make_user(s, "first");
+    cr_assert_eq(bd_store_release(s, &t1, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_begin(s, &err), 0);
+    make_user(s, "second");
+    cr_assert_eq(bd_store_release(s, &t2, &err), 0);
+    cr_expect_eq(t1, t2, "both requests ride the same group commit");
+    bd_user u;
+    cr_expect_eq(bd_store_user_by_name(s, "first", &u, &err), 0, "released work is visible before the commit");
+    cr_assert_eq(bd_store_wait(s, t2, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_wait(s, t1, &err), 0, "the batch is already durable");
+    cr_assert_eq(bd_store_begin(s, &err), 0);
+    make_user(s, "third");
+    uint64_t t3;
+    cr_assert_eq(bd_store_release(s, &t3, &err), 0);
+    cr_expect_gt(t3, t2, "a new batch after a commit");
+    cr_assert_eq(bd_store_wait(s, t3, &err), 0);
+    bd_store_close(s);
+
+    s = open_at(t.path, BD_SYNC_NORMAL);
+    const char *names[] = {"first", "second", "third"};
+    for (int i = 0; i < 3; i++)
+        cr_expect_eq(bd_store_user_by_name(s, names[i], &u, &err), 0, "%s lost", names[i]);
+    bd_store_close(s);
+    tmpdb_remove(&t);
+}
+
+Test(store, a_failed_batch_loses_all_of_it_and_blocks_begin_until_recovered)
+{
+    struct tmpdb t;
+    tmpdb_make(&t);
+    bd_store *s = open_at(t.path, BD_SYNC_NORMAL);
+    bd_err err = {0};
+    uint64_t t1, t2;
+    make_user(s, "kept");
+    cr_assert_eq(bd_store_begin(s, &err), 0);
+    make_user(s, "lost1");
+    cr_assert_eq(bd_store_release(s, &t1, &err), 0);
+    cr_assert_eq(bd_store_begin(s, &err), 0);
+    make_user(s, "lost2");
+    bd_store_rollback(s); /* a request's own rollback leaves the batch alone */
+    cr_assert_eq(bd_store_begin(s, &err), 0);
+    make_user(s, "lost3");
+    cr_assert_eq(bd_store_release(s, &t2, &err), 0);
+    bd_store_fail_next_commit(s);
+    cr_expect_eq(bd_store_wait(s, t1, &err), BD_ESTORAGE);
+    cr_expect_eq(bd_store_wait(s, t2, &err), BD_ESTORAGE, "every waiter of the batch hears of it");
+    cr_expect_eq(bd_store_begin(s, &err), BD_ESTORAGE, "no new work until the caller rebuilt its state");
+    bd_store_recovered(s);
+    bd_user u;
+    const char *lost[] = {"lost1", "lost2", "lost3"};
+    for (int i = 0; i < 3; i++)
+        cr_expect_eq(bd_store_user_by_name(s, lost[i], &u, &err), BD_ENOTFOUND, "%s survived", lost[i]);
+    cr_expect_eq(bd_store_user_by_name(s, "kept", &u, &err), 0);
+    make_user(s, "after");
+    bd_store_close(s);
+    s = open_at(t.path, BD_SYNC_NORMAL);
+    cr_expect_eq(bd_store_user_by_name(s, "after", &u, &err), 0);
+    cr_expect_eq(bd_store_user_by_name(s, "lost1", &u, &err), BD_ENOTFOUND);
+    bd_store_close(s);
+    tmpdb_remove(&t);
+}
+
 Test(store, transaction_misuse_is_reported)
 {
     bd_store *s = open_mem();
