@@ -334,11 +334,10 @@ static int remember_answer(bd_engine *e, const bd_request *req, const json_t *an
     return rc;
 }
 
-int bd_engine_txn_commit(bd_engine *e, const bd_request *req, const json_t *answer, bd_err *err)
+int bd_engine_txn_end(bd_engine *e, const bd_request *req, int rc, const json_t *answer, bd_err *err)
 {
     uint64_t ticket;
-    int rc = remember_answer(e, req, answer, err);
-    if (rc) {
+    if (rc || (rc = remember_answer(e, req, answer, err))) {
         bd_store_rollback(e->store);
         return rc;
     }

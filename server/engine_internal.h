@@ -93,8 +93,10 @@ double bd_engine_loss(const study_rt *st, int has_value, double value);
  * Returns 1 with *out set when the request was already answered (the
  * transaction is then closed), 0 to go on, < 0 on error (closed). */
 int bd_engine_txn_begin(bd_engine *e, const bd_request *req, json_t **out, bd_err *err) BD_MUST_CHECK;
-/* Stores the answer under req's key (if any) and commits. On failure rolls back. */
-int bd_engine_txn_commit(bd_engine *e, const bd_request *req, const json_t *answer, bd_err *err) BD_MUST_CHECK;
+/* Ends a transaction begun with bd_engine_txn_begin: when rc == 0 stores the
+ * answer under req's key (if any) and commits, waiting until it is on disk;
+ * else rolls back. Returns the final rc. */
+int bd_engine_txn_end(bd_engine *e, const bd_request *req, int rc, const json_t *answer, bd_err *err) BD_MUST_CHECK;
 /* Ends a study transaction, st->mu held: on rc == 0 stores the answer for
  * req and releases the work into the current group commit, leaving in
  * *ticket what the caller must wait for (bd_engine_durable) after unlocking

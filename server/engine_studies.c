@@ -39,13 +39,11 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
     row.created_at = st->created_at;
     rc = bd_store_study_insert(e->store, &row, &st->id, err);
     free(row.definition);
-    if (rc) {
-        bd_store_rollback(e->store);
-        goto out;
+    if (!rc) {
+        st->spec.def.id = st->id;
+        answer = bd_engine_study_json(e, st);
     }
-    st->spec.def.id = st->id;
-    answer = bd_engine_study_json(e, st);
-    if ((rc = bd_engine_txn_commit(e, req, answer, err)))
+    if ((rc = bd_engine_txn_end(e, req, rc, answer, err)))
         goto out;
     bd_engine_study_register(e, st);
     *out = answer;
@@ -104,11 +102,8 @@ int bd_engine_delete_study(bd_engine *e, const bd_request *req, int64_t study_id
         return rc;
     json_t *answer = json_pack("{s:b, s:I}", "deleted", 1, "id", (json_int_t)study_id);
     if ((rc = bd_engine_txn_begin(e, req, out, err)) == 0) {
-        if ((rc = bd_store_study_delete(e->store, study_id, err)))
-            bd_store_rollback(e->store);
-        else
-            rc = bd_engine_txn_commit(e, req, answer, err);
-        if (rc == 0) {
+        rc = bd_store_study_delete(e->store, study_id, err);
+        if ((rc = bd_engine_txn_end(e, req, rc, answer, err)) == 0) {
             st->deleted = 1;
             st->sched->ops->destroy(st->sched);
             st->sched = NULL;

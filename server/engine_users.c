@@ -200,11 +200,7 @@ int bd_engine_create_user(bd_engine *e, const bd_request *req, const json_t *bod
     if (rc == BD_ECONFLICT)
         bd_err_set(err, rc, "name", "a user named \"%s\" already exists", u.name);
     json_t *answer = rc ? NULL : user_json(&u);
-    if (rc)
-        bd_store_rollback(e->store);
-    else
-        rc = bd_engine_txn_commit(e, req, answer, err);
-    if (rc) {
+    if ((rc = bd_engine_txn_end(e, req, rc, answer, err))) {
         json_decref(answer);
         return rc;
     }
@@ -238,12 +234,9 @@ int bd_engine_create_token(bd_engine *e, const bd_request *req, const char *user
     if (rc)
         return rc;
     json_t *remembered = NULL;
-    if (!(rc = mint_token(e, u.id, token, sizeof token, &token_id, err))) {
+    if (!(rc = mint_token(e, u.id, token, sizeof token, &token_id, err)))
         remembered = json_pack("{s:I, s:s}", "token_id", (json_int_t)token_id, "user", u.name);
-        rc = bd_engine_txn_commit(e, req, remembered, err);
-    } else {
-        bd_store_rollback(e->store);
-    }
+    rc = bd_engine_txn_end(e, req, rc, remembered, err);
     json_decref(remembered);
     if (rc)
         return rc;
@@ -265,11 +258,8 @@ int bd_engine_revoke_token(bd_engine *e, const bd_request *req, int64_t token_id
     if ((rc = bd_engine_txn_begin(e, req, out, err)))
         return rc > 0 ? 0 : rc;
     json_t *answer = json_pack("{s:b, s:I}", "revoked", 1, "token_id", (json_int_t)token_id);
-    if ((rc = bd_store_token_revoke(e->store, token_id, err)))
-        bd_store_rollback(e->store);
-    else
-        rc = bd_engine_txn_commit(e, req, answer, err);
-    if (rc) {
+    rc = bd_store_token_revoke(e->store, token_id, err);
+    if ((rc = bd_engine_txn_end(e, req, rc, answer, err))) {
         json_decref(answer);
         return rc;
     }
