@@ -6,6 +6,7 @@
  * data (we dispatch and queue the answer). on_completed frees the context
  * whatever happened to the connection. */
 #include "http_server.h"
+#include "json_out.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -77,13 +78,14 @@ static struct MHD_Response *make_response(bd_http_resp *resp)
     if (resp->json) {
         size_t n = json_dumpb(resp->json, tbuf, sizeof tbuf, JSON_COMPACT);
         if (n > 0 && n <= sizeof tbuf) {
+            n = bd_json_shorten_reals(tbuf, n);
             mr = MHD_create_response_from_buffer(n, tbuf, MHD_RESPMEM_MUST_COPY);
         } else {
             char *s = json_dumps(resp->json, JSON_COMPACT);
             if (!s)
                 s = bd_xstrdup(
                     "{\"error\":{\"code\":\"internal\",\"message\":\"unserializable answer\",\"field\":null}}");
-            mr = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+            mr = MHD_create_response_from_buffer(bd_json_shorten_reals(s, strlen(s)), s, MHD_RESPMEM_MUST_FREE);
             if (!mr)
                 free(s);
         }
