@@ -218,8 +218,7 @@ static int replay_event(const bd_event_row *row, void *arg)
 /* Must run inside a store transaction (the nested trial reads need it). */
 static int replay(bd_engine *e, study_rt *st, bd_err *err)
 {
-    const json_t *scheduler = json_object_get(st->spec.normalized, "scheduler");
-    const struct bd_sched_ops *ops = bd_sched_find(json_string_value(json_object_get(scheduler, "name")));
+    const struct bd_sched_ops *ops = bd_study_spec_sched(&st->spec);
     int rc;
     if (!ops)
         return bd_err_set(err, BD_EINTERNAL, "scheduler.name", "study %lld uses a scheduler this build lacks",

@@ -22,9 +22,7 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
     pthread_mutex_init(&st->mu, NULL);
     if ((rc = bd_study_spec_parse(body, e->default_lease, &st->spec, err)))
         goto out;
-    const json_t *sch = json_object_get(st->spec.normalized, "scheduler");
-    const struct bd_sched_ops *ops = bd_sched_find(json_string_value(json_object_get(sch, "name")));
-    if ((rc = ops->create(&st->spec.def, &st->sched, err)))
+    if ((rc = bd_study_spec_sched(&st->spec)->create(&st->spec.def, &st->sched, err)))
         goto out;
     if ((rc = bd_engine_txn_begin(e, req, out, err))) {
         rc = rc > 0 ? 0 : rc;

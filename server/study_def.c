@@ -212,6 +212,12 @@ out:
     return rc;
 }
 
+const struct bd_sched_ops *bd_study_spec_sched(const bd_study_spec *spec)
+{
+    const json_t *scheduler = json_object_get(spec->normalized, "scheduler");
+    return bd_sched_find(json_string_value(json_object_get(scheduler, "name")));
+}
+
 void bd_study_spec_clear(bd_study_spec *spec)
 {
     if (!spec)

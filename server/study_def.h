@@ -21,5 +21,7 @@ typedef struct bd_study_spec {
  * checked by the caller through the scheduler's create(). */
 int bd_study_spec_parse(const json_t *body, double default_lease, bd_study_spec *out, bd_err *err) BD_MUST_CHECK;
 void bd_study_spec_clear(bd_study_spec *spec); /* NULL-safe, idempotent */
+/* The scheduler the spec names (static), or NULL if this build lacks it. */
+const struct bd_sched_ops *bd_study_spec_sched(const bd_study_spec *spec);
 
 #endif
