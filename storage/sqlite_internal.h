@@ -56,6 +56,8 @@ enum bd_sql_stmt {
 };
 extern const char *const bd_sql_text[BD_SQL_NSTMTS];
 
+#define BD_SQLITE_FAILED_RING 16
+
 struct bd_store {
     sqlite3 *db;
     pthread_mutex_t mu;           /* serializes every use of db */
@@ -66,7 +68,10 @@ struct bd_store {
     int batch_open;               /* the outer transaction is open */
     uint64_t batch_seq;           /* the open batch's number (tickets name it) */
     uint64_t durable_seq;         /* batches up to this one have ended (committed or failed) */
-    uint64_t failed_seq;          /* the last batch whose COMMIT failed; 0 = none */
+    uint64_t failed_seqs[BD_SQLITE_FAILED_RING]; /* the latest batches whose COMMIT failed: a
+                                     waiter that wakes late still finds its batch here, since
+                                     each failure blocks new work until a recovery */
+    unsigned n_failed;            /* failures so far; the ring holds the last ones */
     int committing;               /* a waiter is running COMMIT */
     int poisoned;                 /* a batch failed: begin refuses until bd_store_recovered */
     int fail_next_commit;         /* tests: make the next batch's COMMIT fail */

@@ -329,7 +329,7 @@ int bd_store_release(bd_store *s, uint64_t *ticket, bd_err *err)
 }
 
 /* Commits the open batch; s->mu held. Every waiter of the batch reads the
- * outcome from durable_seq and failed_seq. */
+ * outcome from durable_seq and failed_seqs. */
 static void commit_batch(bd_store *s)
 {
     bd_err err;
@@ -340,7 +340,7 @@ static void commit_batch(bd_store *s)
     if (ret) {
         fprintf(stderr, "banditd: %s; the batch is rolled back\n", err.message);
         rollback_locked(s);
-        s->failed_seq = seq;
+        s->failed_seqs[s->n_failed++ % BD_SQLITE_FAILED_RING] = seq;
         s->poisoned = 1;
     }
     s->batch_open = 0;
@@ -378,7 +378,9 @@ int bd_store_wait(bd_store *s, uint64_t ticket, bd_err *err)
         commit_batch(s);
         s->committing = 0;
     }
-    int failed = s->failed_seq == ticket;
+    int failed = 0;
+    for (unsigned i = 0; i < BD_SQLITE_FAILED_RING && i < s->n_failed; i++)
+        failed |= s->failed_seqs[i] == ticket;
     unlock(s);
     return failed ? bd_err_set(err, BD_ESTORAGE, NULL, "storage: the commit failed; nothing was saved") : 0;
 }
