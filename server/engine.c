@@ -6,6 +6,7 @@
  * events, in order. Live requests feed events inside their transaction; if
  * that transaction does not commit, the study is rebuilt from storage. */
 #include "engine_internal.h"
+#include "log.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -355,7 +356,7 @@ int bd_engine_study_txn_end(bd_engine *e, study_rt *st, const bd_request *req, i
     if (rc && st->dirty) {
         bd_err reload_err;
         if (bd_engine_study_reload(e, st, &reload_err))
-            fprintf(stderr, "banditd: study %lld could not be rebuilt after a failed request: %s\n",
+            bd_log(BD_LOG_ERROR, "study %lld could not be rebuilt after a failed request: %s",
                     (long long)st->id, reload_err.message);
     }
     st->dirty = 0;
@@ -380,7 +381,7 @@ static void recover_study(bd_engine *e, study_rt *st)
     }
     st->deleted = 0; /* a delete in the failed commit did not happen */
     if (rc || bd_engine_study_reload(e, st, &err))
-        fprintf(stderr, "banditd: study %lld could not be rebuilt: %s\n", (long long)st->id, err.message);
+        bd_log(BD_LOG_ERROR, "study %lld could not be rebuilt: %s", (long long)st->id, err.message);
 }
 
 void bd_engine_recover_if_needed(bd_engine *e)
@@ -406,7 +407,7 @@ void bd_engine_recover_if_needed(bd_engine *e)
         bd_engine_auth_free(e);
         pthread_mutex_unlock(&e->auth_mu);
         atomic_store(&e->needs_recovery, 0);
-        fprintf(stderr, "banditd: recovered every study from storage after a failed commit\n");
+        bd_log(BD_LOG_WARN, "recovered every study from storage after a failed commit");
     }
     pthread_mutex_unlock(&e->recover_mu);
 }
@@ -431,11 +432,11 @@ static void *reaper_main(void *arg)
         bd_err err;
         double now = bd_now();
         if (bd_engine_expire_leases(e, now, NULL, &err))
-            fprintf(stderr, "banditd: lease sweep failed: %s\n", err.message);
+            bd_log(BD_LOG_ERROR, "lease sweep failed: %s", err.message);
         /* Idempotency records are kept a day: long enough for any retry. */
         if (now - last_prune > 600) {
             if (bd_store_idem_prune(e->store, now - 86400, &err))
-                fprintf(stderr, "banditd: idempotency prune failed: %s\n", err.message);
+                bd_log(BD_LOG_ERROR, "idempotency prune failed: %s", err.message);
             last_prune = now;
         }
         pthread_mutex_lock(&e->reaper_mu);
