@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "server/common.h"
+#include "server/json_util.h"
 #include "server/rng.h"
 #include "server/sched/sched.h"
 #include "server/space.h"
@@ -162,10 +163,18 @@ static void hn_ctx(const hn *h, bd_suggest_ctx *ctx)
     bd_rng_seed(&ctx->rng, h->def.seed, (uint64_t)h->n_trials);
 }
 
-static long long hn_extra_int(const json_t *extra, const char *key, long long dflt)
+/* The CREATED event of trial t, as the engine would feed it. */
+static bd_event hn_created_event(const hn_trial *t)
 {
-    const json_t *v = json_object_get(extra, key);
-    return json_is_number(v) ? (long long)json_number_value(v) : dflt;
+    return (bd_event){.type = BD_SEV_CREATED,
+                      .trial_id = t->id,
+                      .config_id = t->config_id,
+                      .budget = t->budget,
+                      .config = t->config,
+                      .resume_from = t->resume_from,
+                      .extra = t->extra,
+                      .loss = NAN,
+                      .elapsed_seconds = NAN};
 }
 
 static void hn_check_suggestion(hn *h, const bd_suggestion *s)
@@ -211,20 +220,12 @@ static int64_t hn_create(hn *h, bd_suggestion *s, int worker)
     t->budget = s->budget;
     t->config = s->config;
     t->extra = s->extra;
-    t->iteration = hn_extra_int(s->extra, "iteration", 1);
-    t->bracket = (int)hn_extra_int(s->extra, "bracket", -1);
-    t->rung = (int)hn_extra_int(s->extra, "rung", -1);
+    t->iteration = bd_json_int(s->extra, "iteration", 1);
+    t->bracket = (int)bd_json_int(s->extra, "bracket", -1);
+    t->rung = (int)bd_json_int(s->extra, "rung", -1);
     t->state = HN_RUNNING;
     t->worker = worker;
-    bd_event ev = {.type = BD_SEV_CREATED,
-                   .trial_id = id,
-                   .config_id = t->config_id,
-                   .budget = t->budget,
-                   .config = t->config,
-                   .resume_from = t->resume_from,
-                   .extra = t->extra,
-                   .loss = NAN,
-                   .elapsed_seconds = NAN};
+    bd_event ev = hn_created_event(t);
     hn_feed(h, &ev, t->config, t->extra);
     return id;
 }
@@ -404,15 +405,7 @@ HN_FN int hn_same_next(hn *h, bd_sched *other, int k)
         int64_t id = hn_create(h, &a, 0);
         bd_decision d = {0};
         const hn_trial *t = hn_get(h, id);
-        bd_event ev = {.type = BD_SEV_CREATED,
-                       .trial_id = id,
-                       .config_id = t->config_id,
-                       .budget = t->budget,
-                       .config = t->config,
-                       .resume_from = t->resume_from,
-                       .extra = t->extra,
-                       .loss = NAN,
-                       .elapsed_seconds = NAN};
+        bd_event ev = hn_created_event(t);
         cr_assert_eq(h->ops->observe(other, &ev, &d, &err), 0);
     }
     return same;
