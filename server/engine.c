@@ -404,7 +404,7 @@ void bd_engine_recover_if_needed(bd_engine *e)
                 pthread_mutex_unlock(&e->studies[i]->mu);
         pthread_rwlock_unlock(&e->studies_lock);
         pthread_mutex_lock(&e->auth_mu);
-        bd_engine_auth_free(e);
+        bd_engine_auth_forget(e);
         pthread_mutex_unlock(&e->auth_mu);
         atomic_store(&e->needs_recovery, 0);
         bd_log(BD_LOG_WARN, "recovered every study from storage after a failed commit");
@@ -525,7 +525,6 @@ void bd_engine_close(bd_engine *e)
     for (size_t i = 0; i < e->studies_cap; i++)
         bd_engine_study_free(e->studies[i]);
     free(e->studies);
-    bd_engine_auth_free(e);
     bd_store_close(e->store);
     free(e->first_admin_token);
     pthread_rwlock_destroy(&e->studies_lock);

@@ -39,8 +39,13 @@ typedef struct study_rt {
     int done;                       /* the last suggest answered DONE and nothing happened since */
 } study_rt;
 
+/* The auth caches are direct-mapped by id with a fixed number of slots, so
+ * their memory never depends on an id a client sent (a token id is read
+ * before the token is checked). A miss only costs a storage read. */
+#define BD_AUTH_CACHE_SLOTS 1024
+
 typedef struct token_entry {
-    int state;                      /* 0 unknown, 1 valid, 2 missing or revoked */
+    int64_t token_id;               /* 0 = empty slot; only valid tokens are cached */
     int64_t user_id;
     uint8_t hash[BD_TOKEN_HASH_BYTES];
 } token_entry;
@@ -52,11 +57,11 @@ struct bd_engine {
     study_rt **studies;             /* indexed by study id; NULL for unused ids */
     size_t studies_cap;
 
-    pthread_mutex_t auth_mu;        /* guards the two caches below */
-    token_entry *tokens;            /* indexed by token id */
-    size_t tokens_cap;
-    bd_user *users;                 /* indexed by user id; id 0 = not cached */
-    size_t users_cap;
+    pthread_mutex_t auth_mu;        /* guards the three fields below */
+    token_entry tokens[BD_AUTH_CACHE_SLOTS]; /* slot = token id % slots */
+    bd_user users[BD_AUTH_CACHE_SLOTS];      /* slot = user id % slots; id 0 = empty */
+    uint64_t revocations;           /* bumped by every revocation: a storage read that
+                                       began before one must not fill the cache */
 
     pthread_t reaper;
     int reaper_running;
@@ -121,6 +126,7 @@ json_t *bd_engine_study_json(bd_engine *e, study_rt *st);                  /* ne
 /* Creates the admin user and its token on an empty database. */
 int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, bd_err *err) BD_MUST_CHECK;
 int bd_engine_user_name(bd_engine *e, int64_t user_id, char name[64]);
-void bd_engine_auth_free(bd_engine *e);
+/* Empties the auth caches; auth_mu held. */
+void bd_engine_auth_forget(bd_engine *e);
 
 #endif

@@ -1,9 +1,10 @@
 /* engine_users.c: users, bearer tokens and the first admin.
  *
- * Tokens are checked on every request, so verified token hashes and user
- * records are cached in memory (arrays indexed by id; both are small). The
+ * Tokens are checked on every request, so valid token hashes and user
+ * records are cached in memory, in fixed direct-mapped tables (a token id
+ * arrives before the token is checked and must never size anything). The
  * cache is only ever a copy of committed rows: revocation updates storage
- * first, then the cache. */
+ * first, then drops the cached entry. */
 #include "engine_internal.h"
 #include "json_util.h"
 
@@ -18,43 +19,35 @@
 
 #define MAX_USER_NAME 63
 
-void bd_engine_auth_free(bd_engine *e)
+void bd_engine_auth_forget(bd_engine *e)
 {
-    free(e->tokens);
-    free(e->users);
-    e->tokens = NULL;
-    e->users = NULL;
-    e->tokens_cap = e->users_cap = 0;
+    memset(e->tokens, 0, sizeof e->tokens);
+    memset(e->users, 0, sizeof e->users);
 }
 
-static void grow(void **arr, size_t *cap, size_t elem, size_t need)
+static size_t slot_of(int64_t id)
 {
-    if (need < *cap)
-        return;
-    size_t n = *cap ? *cap : 16;
-    while (n <= need)
-        n *= 2;
-    *arr = bd_xrealloc(*arr, n * elem);
-    memset((char *)*arr + *cap * elem, 0, (n - *cap) * elem);
-    *cap = n;
+    return (size_t)((uint64_t)id % BD_AUTH_CACHE_SLOTS);
 }
 
 /* Fills *out from the cache or storage. */
 static int user_get(bd_engine *e, int64_t user_id, bd_user *out, bd_err *err)
 {
-    int rc = 0;
+    bd_user *slot = &e->users[slot_of(user_id)];
     pthread_mutex_lock(&e->auth_mu);
-    if ((size_t)user_id < e->users_cap && e->users[user_id].id == user_id) {
-        *out = e->users[user_id];
-        goto out;
-    }
-    if ((rc = bd_store_user_by_id(e->store, user_id, out, err)))
-        goto out;
-    grow((void **)&e->users, &e->users_cap, sizeof *e->users, (size_t)user_id);
-    e->users[user_id] = *out;
-out:
+    int hit = user_id > 0 && slot->id == user_id;
+    if (hit)
+        *out = *slot;
     pthread_mutex_unlock(&e->auth_mu);
-    return rc;
+    if (hit)
+        return 0;
+    int rc = bd_store_user_by_id(e->store, user_id, out, err);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&e->auth_mu);
+    *slot = *out; /* users are never changed or deleted, so this copy cannot go stale */
+    pthread_mutex_unlock(&e->auth_mu);
+    return 0;
 }
 
 int bd_engine_user_name(bd_engine *e, int64_t user_id, char name[64])
@@ -118,38 +111,48 @@ out:
     return bd_store_commit(e->store, err);
 }
 
+/* The stored hash and owner of a valid token: from the cache, else from
+ * storage (then cached unless a revocation ran meanwhile). */
+static int token_lookup(bd_engine *e, int64_t token_id, uint8_t hash[BD_TOKEN_HASH_BYTES], int64_t *user_id,
+                        bd_err *err)
+{
+    token_entry *slot = &e->tokens[slot_of(token_id)];
+    pthread_mutex_lock(&e->auth_mu);
+    int hit = slot->token_id == token_id;
+    if (hit) {
+        memcpy(hash, slot->hash, BD_TOKEN_HASH_BYTES);
+        *user_id = slot->user_id;
+    }
+    uint64_t revocations = e->revocations;
+    pthread_mutex_unlock(&e->auth_mu);
+    if (hit)
+        return 0;
+    int rc = bd_store_token_get(e->store, token_id, hash, user_id, err);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&e->auth_mu);
+    if (e->revocations == revocations) {
+        slot->token_id = token_id;
+        slot->user_id = *user_id;
+        memcpy(slot->hash, hash, BD_TOKEN_HASH_BYTES);
+    }
+    pthread_mutex_unlock(&e->auth_mu);
+    return 0;
+}
+
 int bd_engine_authenticate(bd_engine *e, const char *token, bd_caller *out, bd_err *err)
 {
     int64_t token_id, user_id = 0;
     uint8_t hash[BD_TOKEN_HASH_BYTES], stored[BD_TOKEN_HASH_BYTES];
     bd_user u;
-    int state, rc;
+    int rc;
     if (!token || bd_auth_parse_token(token, &token_id, hash))
         return bd_err_set(err, BD_EAUTH, NULL, "missing or malformed bearer token");
-    pthread_mutex_lock(&e->auth_mu);
-    state = (size_t)token_id < e->tokens_cap ? e->tokens[token_id].state : 0;
-    if (state == 1) {
-        memcpy(stored, e->tokens[token_id].hash, sizeof stored);
-        user_id = e->tokens[token_id].user_id;
-    }
-    pthread_mutex_unlock(&e->auth_mu);
-    if (state == 0) {
-        rc = bd_store_token_get(e->store, token_id, stored, &user_id, err);
-        if (rc && rc != BD_ENOTFOUND)
-            return rc;
-        state = rc ? 2 : 1;
-        pthread_mutex_lock(&e->auth_mu);
-        grow((void **)&e->tokens, &e->tokens_cap, sizeof *e->tokens, (size_t)token_id);
-        /* A revocation that committed while we read wins over what we read. */
-        if (e->tokens[token_id].state == 0) {
-            e->tokens[token_id].state = state;
-            e->tokens[token_id].user_id = user_id;
-            memcpy(e->tokens[token_id].hash, stored, sizeof stored);
-        }
-        pthread_mutex_unlock(&e->auth_mu);
-    }
-    if (state != 1 || !bd_auth_hash_equal(hash, stored))
+    rc = token_lookup(e, token_id, stored, &user_id, err);
+    if (rc == BD_ENOTFOUND || (!rc && !bd_auth_hash_equal(hash, stored)))
         return bd_err_set(err, BD_EAUTH, NULL, "unknown or revoked token");
+    if (rc)
+        return rc;
     if ((rc = user_get(e, user_id, &u, err)))
         return rc == BD_ENOTFOUND ? bd_err_set(err, BD_EAUTH, NULL, "the token's user no longer exists") : rc;
     out->user_id = u.id;
@@ -264,8 +267,9 @@ int bd_engine_revoke_token(bd_engine *e, const bd_request *req, int64_t token_id
         return rc;
     }
     pthread_mutex_lock(&e->auth_mu);
-    grow((void **)&e->tokens, &e->tokens_cap, sizeof *e->tokens, (size_t)token_id);
-    e->tokens[token_id].state = 2;
+    e->revocations++;
+    if (e->tokens[slot_of(token_id)].token_id == token_id)
+        e->tokens[slot_of(token_id)].token_id = 0;
     pthread_mutex_unlock(&e->auth_mu);
     *out = answer;
     return 0;

@@ -357,3 +357,47 @@ Test(engine, failed_group_commit_is_not_acknowledged_and_the_study_is_rebuilt)
     json_decref(s);
     bd_engine_close(e);
 }
+
+/* Regression: a token id chosen by an unauthenticated client once sized the
+ * token cache (bdt_100000000000_... asked for terabytes and aborted the
+ * daemon). Huge, colliding and revoked ids must all answer BD_EAUTH with
+ * bounded memory, and a revocation must never be forgotten by the cache. */
+Test(engine, token_ids_from_clients_never_size_memory)
+{
+    bd_engine *e = open_engine(":memory:");
+    bd_caller c;
+    bd_err err;
+    char token[160];
+    const char *secret = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    static const long long ids[] = {100000000000LL, 9223372036854775807LL, 4096, 1025, 2, 1 + 1024, 1 + 4096};
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++) {
+        snprintf(token, sizeof token, "bdt_%lld_%s", ids[i], secret);
+        cr_expect_eq(bd_engine_authenticate(e, token, &c, &err), BD_EAUTH, "id %lld", ids[i]);
+    }
+    /* Many distinct unknown ids: every one is refused, memory stays bounded
+     * (under ASan an unbounded cache of 2^40 entries would abort here). */
+    for (long long id = 1000000; id < 1020000; id++) {
+        snprintf(token, sizeof token, "bdt_%lld_%s", id * 7919, secret);
+        cr_assert_eq(bd_engine_authenticate(e, token, &c, &err), BD_EAUTH);
+    }
+    /* The admin still works, and a revoked token stays refused however many
+     * other ids pass through the cache afterwards. */
+    bd_caller admin = admin_of(e);
+    bd_request req = {.caller = &admin};
+    json_t *out = NULL;
+    cr_assert_eq(bd_engine_create_token(e, &req, "admin", &out, &err), 0);
+    char second[160];
+    snprintf(second, sizeof second, "%s", json_string_value(json_object_get(out, "token")));
+    int64_t second_id = json_integer_value(json_object_get(out, "token_id"));
+    json_decref(out);
+    cr_assert_eq(bd_engine_authenticate(e, second, &c, &err), 0);
+    cr_assert_eq(bd_engine_revoke_token(e, &req, second_id, &out, &err), 0);
+    json_decref(out);
+    for (long long k = 1; k < 5000; k++) {
+        snprintf(token, sizeof token, "bdt_%lld_%s", second_id + k, secret);
+        cr_assert_eq(bd_engine_authenticate(e, token, &c, &err), BD_EAUTH);
+    }
+    cr_expect_eq(bd_engine_authenticate(e, second, &c, &err), BD_EAUTH, "a revoked token came back");
+    cr_expect_eq(bd_engine_authenticate(e, bd_engine_first_admin_token(e), &c, &err), 0);
+    bd_engine_close(e);
+}
