@@ -63,7 +63,7 @@ BD_HANDLER(bd_h_list_trials)
     static const char *const states[] = {"running", "completed", "stopped", "failed", "expired"};
     int present, known = 0;
     const char *state = bd_http_query(req, "state", &present);
-    int64_t after = 0, limit = TRIALS_LIMIT_DEFAULT;
+    int64_t after = 0, limit = TRIALS_LIMIT_DEFAULT, instance = -1;
     int rc;
 
     if (present) {
@@ -76,8 +76,10 @@ BD_HANDLER(bd_h_list_trials)
     rc = query_int(req, "after", 0, INT64_MAX, &after, err);
     if (rc == 0)
         rc = query_int(req, "limit", 1, TRIALS_LIMIT_MAX, &limit, err);
+    if (rc == 0)
+        rc = query_int(req, "instance", 0, INT64_MAX, &instance, err);
     if (rc < 0)
         return rc;
-    return bd_engine_list_trials(api->engine, &req->caller, req->params.v[0].num, state, after, limit, &resp->json,
-                                 err);
+    return bd_engine_list_trials(api->engine, &req->caller, req->params.v[0].num, state, instance, after, limit,
+                                 &resp->json, err);
 }

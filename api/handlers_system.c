@@ -4,11 +4,13 @@
 
 #include "metrics.h"
 
+/* Not ok while storage refuses writes after a failed commit: a load
+ * balancer or an orchestrator must see what every POST would answer. */
 BD_HANDLER(bd_h_healthz)
 {
-    (void)api;
     (void)req;
-    (void)err;
+    if (api->engine && !bd_engine_healthy(api->engine)) /* unit tests route without an engine */
+        return bd_err_set(err, BD_EUNAVAILABLE, NULL, "storage refuses writes: recovering from a failed commit");
     resp->json = json_pack("{s:s}", "status", "ok");
     return 0;
 }

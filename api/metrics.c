@@ -171,6 +171,12 @@ char *bd_metrics_render(const bd_metrics *m, const bd_engine_stats *stats, size_
     put(&b, "# HELP banditd_trials Trials in the database, by state.\n# TYPE banditd_trials gauge\n");
     for (int i = 0; i < 5; i++)
         put(&b, "banditd_trials{state=\"%s\"} %lld\n", states[i], (long long)stats->trials[i]);
+    put(&b, "# HELP banditd_storage_writable 1 when storage takes writes, 0 while recovering from a failed "
+            "commit.\n# TYPE banditd_storage_writable gauge\nbanditd_storage_writable %d\n",
+        stats->storage_writable);
+    put(&b, "# HELP banditd_storage_commit_failures_total Group commits that failed (disk full, I/O error).\n"
+            "# TYPE banditd_storage_commit_failures_total counter\nbanditd_storage_commit_failures_total %lld\n",
+        (long long)stats->storage_failures);
     *len = b.len;
     return b.p;
 }

@@ -89,42 +89,50 @@ static void consider_best(best_trial *b, const bd_event *ev)
     }
 }
 
-void bd_engine_feed(study_rt *st, const bd_event *ev, bd_decision *out)
+static void count_end(study_rt *st, bd_trial_state to)
+{
+    st->counts[BD_TRIAL_RUNNING]--;
+    st->counts[to]++;
+}
+
+void bd_engine_feed(study_rt *st, const bd_event *ev, int replay, double resumed_budget, bd_decision *out)
 {
     bd_err ignored;
+    bd_observe_ctx ctx = {.replay = replay};
     memset(out, 0, sizeof *out);
-    st->dirty = 1;
+    bd_observe_ctx_seed(&ctx, st->spec.def.seed, ev->id);
+    st->dirty = !replay;
     st->done = 0;
     /* observe never rejects an event (sched.h); a failure here is a scheduler
      * bug, and stopping the daemon would lose more than it protects. */
-    (void)st->sched->ops->observe(st->sched, ev, out, &ignored);
+    (void)st->sched->ops->observe(st->sched, &ctx, ev, out, &ignored);
     switch (ev->type) {
-    case BD_SEV_CREATED:
+    case BD_EV_CREATED:
         st->trials_created++;
         st->counts[BD_TRIAL_RUNNING]++;
+        st->used.trials++;
+        st->used.resource += ev->budget > resumed_budget ? ev->budget - resumed_budget : 0;
         break;
-    case BD_SEV_MEASUREMENT:
+    case BD_EV_MEASUREMENT:
         break;
-    case BD_SEV_COMPLETED:
-        st->counts[BD_TRIAL_RUNNING]--;
-        st->counts[BD_TRIAL_COMPLETED]++;
+    case BD_EV_COMPLETED:
+        count_end(st, BD_TRIAL_COMPLETED);
         consider_best(&st->best, ev);
         if (ev->budget >= st->spec.def.r_max)
             consider_best(&st->best_full, ev);
         break;
-    case BD_SEV_FAILED:
-        st->counts[BD_TRIAL_RUNNING]--;
-        st->counts[BD_TRIAL_FAILED]++;
+    case BD_EV_FAILED:
+        count_end(st, BD_TRIAL_FAILED);
         break;
-    case BD_SEV_EXPIRED:
-        st->counts[BD_TRIAL_RUNNING]--;
-        st->counts[BD_TRIAL_EXPIRED]++;
+    case BD_EV_EXPIRED:
+        count_end(st, BD_TRIAL_EXPIRED);
         break;
-    case BD_SEV_STOPPED:
-        st->counts[BD_TRIAL_RUNNING]--;
-        st->counts[BD_TRIAL_STOPPED]++;
+    case BD_EV_STOPPED:
+        count_end(st, BD_TRIAL_STOPPED);
         break;
     }
+    if ((ev->type == BD_EV_COMPLETED || ev->type == BD_EV_STOPPED) && isfinite(ev->elapsed_seconds))
+        st->used.seconds += ev->elapsed_seconds;
 }
 
 /* ------------------------------------------------------------------ replay */
@@ -171,17 +179,20 @@ static int replay_created(replay_ctx *c, const bd_event_row *row)
         return bd_err_set(c->err, BD_EINTERNAL, NULL, "trial %lld: stored config is not JSON",
                           (long long)row->trial_id);
     }
-    bd_event ev = {.type = BD_SEV_CREATED,
+    bd_event ev = {.type = BD_EV_CREATED,
+                   .id = row->id,
                    .trial_id = t.id,
                    .config_id = t.config_id,
                    .budget = t.budget,
                    .config = config,
                    .resume_from = t.resume_from,
                    .extra = extra,
+                   .has_instance = t.has_instance,
+                   .instance = t.instance_index,
                    .loss = NAN,
-                   .elapsed_seconds = NAN,
-                   .replay = 1};
-    bd_engine_feed(c->st, &ev, &d);
+                   .elapsed_seconds = NAN};
+    const trial_ref *resumed = t.resume_from ? find_ref(c, t.resume_from) : NULL;
+    bd_engine_feed(c->st, &ev, 1, resumed ? resumed->budget : 0, &d);
     if (c->n == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 256;
         c->refs = bd_xrealloc(c->refs, c->cap * sizeof *c->refs);
@@ -203,20 +214,22 @@ static int replay_event(const bd_event_row *row, void *arg)
     if (!ref)
         return bd_err_set(c->err, BD_EINTERNAL, NULL, "event %lld names trial %lld that was never created",
                           (long long)row->id, (long long)row->trial_id);
-    bd_event ev = {.type = (bd_sched_event_type)row->type,
+    bd_event ev = {.type = row->type,
+                   .id = row->id,
                    .trial_id = ref->trial_id,
                    .config_id = ref->config_id,
                    .budget = ref->budget,
                    .step = row->step,
                    .loss = bd_engine_loss(c->st, row->has_value, row->value),
                    .timeout = row->timeout,
-                   .elapsed_seconds = row->elapsed_seconds,
-                   .replay = 1};
-    bd_engine_feed(c->st, &ev, &d);
+                   .elapsed_seconds = row->elapsed_seconds};
+    bd_engine_feed(c->st, &ev, 1, 0, &d);
     return 0;
 }
 
-/* Must run inside a store transaction (the nested trial reads need it). */
+/* Rebuilds st's scheduler from its stored events. Holds no storage lock
+ * between reads: only st's own requests write st's rows, and the caller
+ * holds st->mu (or no request can run yet). */
 static int replay(bd_engine *e, study_rt *st, bd_err *err)
 {
     const struct bd_sched_ops *ops = bd_study_spec_sched(&st->spec);
@@ -227,8 +240,10 @@ static int replay(bd_engine *e, study_rt *st, bd_err *err)
     if (st->sched)
         st->sched->ops->destroy(st->sched);
     st->sched = NULL;
-    memset(st->counts, 0, sizeof st->counts);
+    for (int s = 0; s < BD_TRIAL_NSTATES; s++)
+        st->counts[s] = 0;
     st->trials_created = 0;
+    st->used = (study_usage){0, 0, 0};
     st->best = st->best_full = (best_trial){0, 0};
     st->done = 0;
     if ((rc = ops->create(&st->spec.def, &st->sched, err)))
@@ -236,18 +251,15 @@ static int replay(bd_engine *e, study_rt *st, bd_err *err)
     replay_ctx c = {.e = e, .st = st, .err = err};
     rc = bd_store_event_each(e->store, st->id, replay_event, &c, err);
     free(c.refs);
+    if (!rc && st->sched->ops->replayed)
+        st->sched->ops->replayed(st->sched);
     st->dirty = 0;
     return rc;
 }
 
 int bd_engine_study_reload(bd_engine *e, study_rt *st, bd_err *err)
 {
-    int rc = bd_store_begin(e->store, err);
-    if (rc)
-        return rc;
-    rc = replay(e, st, err);
-    bd_store_rollback(e->store);
-    return rc;
+    return replay(e, st, err);
 }
 
 int bd_engine_study_load(bd_engine *e, const bd_study_row *row, study_rt **out, bd_err *err)
@@ -278,48 +290,123 @@ out:
     return 0;
 }
 
+/* ------------------------------------------------------------- write plans */
+
+void bd_write_plan_clear(bd_write_plan *p)
+{
+    free(p->inserts);
+    free(p->events);
+    memset(p, 0, sizeof *p);
+}
+
+void bd_engine_plan_event(bd_engine *e, study_rt *st, bd_write_plan *p, const bd_event_row *ev,
+                          const bd_trial_row *t, bd_decision *d)
+{
+    if (p->n_events == p->cap_events) {
+        p->cap_events = p->cap_events ? 2 * p->cap_events : 4;
+        p->events = bd_xrealloc(p->events, p->cap_events * sizeof *p->events);
+    }
+    bd_event_row *row = &p->events[p->n_events++];
+    *row = *ev;
+    row->id = atomic_fetch_add(&e->next_event_id, 1);
+    row->study_id = st->id;
+    row->trial_id = t->id;
+    bd_event sev = {.type = row->type,
+                    .id = row->id,
+                    .trial_id = t->id,
+                    .config_id = t->config_id,
+                    .budget = t->budget,
+                     .step = row->step,
+                    .loss = bd_engine_loss(st, row->has_value, row->value),
+                    .timeout = row->timeout,
+                    .elapsed_seconds = row->elapsed_seconds};
+    bd_engine_feed(st, &sev, 0, 0, d);
+}
+
+/* Writes the plan inside the caller's transaction. */
+static int apply_plan(bd_engine *e, const bd_write_plan *p, bd_err *err)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < p->n_inserts; i++)
+        rc = bd_store_trial_insert(e->store, &p->inserts[i], NULL, err);
+    for (size_t i = 0; !rc && i < p->n_events; i++)
+        rc = bd_store_event_append(e->store, &p->events[i], NULL, err);
+    if (!rc && p->finish)
+        rc = bd_store_trial_finish(e->store, p->finish, err);
+    if (!rc && p->lease_trial)
+        rc = bd_store_trial_set_lease(e->store, p->lease_trial, p->lease_until, err);
+    return rc;
+}
+
 /* ----------------------------------------------------- transactions + idem */
 
 int bd_engine_durable(bd_engine *e, uint64_t ticket, bd_err *err)
 {
-    int rc = bd_store_wait(e->store, ticket, err);
-    if (rc)
-        atomic_store(&e->needs_recovery, 1);
+    /* A failed batch poisons the store; bd_engine_recover_if_needed sees it
+     * through bd_store_failures, before the next request touches a study. */
+    return bd_store_wait(e->store, ticket, err);
+}
+
+/* Looks req's key up. 1: answered before (*fingerprint_out and *response
+ * are new), 0: not found, < 0: error. */
+static int idem_lookup(bd_engine *e, const bd_request *req, char **response, bd_err *err)
+{
+    char *fingerprint = NULL;
+    *response = NULL;
+    if (!req || !req->idem_key)
+        return 0;
+    int rc = bd_store_idem_get(e->store, req->caller->user_id, req->idem_key, &fingerprint, response, err);
+    if (rc == BD_ENOTFOUND) {
+        bd_err_clear(err);
+        return 0;
+    }
+    if (!rc && strcmp(fingerprint, req->fingerprint ? req->fingerprint : "") != 0)
+        rc = bd_err_set(err, BD_ECONFLICT, "Idempotency-Key", "this key was already used for a different request");
+    free(fingerprint);
+    if (rc) {
+        free(*response);
+        *response = NULL;
+        return rc;
+    }
+    return 1;
+}
+
+/* The stored answer of an earlier request, once it is on disk: it may
+ * belong to a group commit still in flight. */
+static int answer_when_durable(bd_engine *e, char *response, json_t **out, bd_err *err)
+{
+    int rc = bd_engine_durable(e, bd_store_current_ticket(e->store), err);
+    if (!rc) {
+        *out = json_loads(response, 0, NULL);
+        rc = *out ? 1 : bd_err_set(err, BD_EINTERNAL, NULL, "stored idempotent response is not JSON");
+    }
+    free(response);
     return rc;
 }
 
 int bd_engine_txn_begin(bd_engine *e, const bd_request *req, json_t **out, bd_err *err)
 {
-    char *fingerprint = NULL, *response = NULL;
-    uint64_t ticket;
+    char *response;
     int rc = bd_store_begin(e->store, err);
-    if (rc || !req || !req->idem_key)
-        return rc;
-    rc = bd_store_idem_get(e->store, req->caller->user_id, req->idem_key, &fingerprint, &response, err);
-    if (rc == BD_ENOTFOUND) {
-        bd_err_clear(err);
-        return 0;
-    }
     if (rc)
-        goto fail;
-    if (strcmp(fingerprint, req->fingerprint ? req->fingerprint : "") != 0) {
-        rc = bd_err_set(err, BD_ECONFLICT, "Idempotency-Key",
-                        "this key was already used for a different request");
-        goto fail;
+        return rc;
+    if ((rc = idem_lookup(e, req, &response, err)) <= 0) {
+        if (rc)
+            bd_store_rollback(e->store);
+        return rc;
     }
-    /* The stored answer may belong to a group commit still in flight: it is
-     * repeated only once that commit is on disk. */
-    if ((rc = bd_store_release(e->store, &ticket, err)) || (rc = bd_engine_durable(e, ticket, err)))
-        goto out;
-    *out = json_loads(response, 0, NULL);
-    rc = *out ? 1 : bd_err_set(err, BD_EINTERNAL, NULL, "stored idempotent response is not JSON");
-    goto out;
-fail:
-    bd_store_rollback(e->store);
-out:
-    free(fingerprint);
-    free(response);
-    return rc;
+    bd_store_rollback(e->store); /* nothing was written */
+    return answer_when_durable(e, response, out, err);
+}
+
+int bd_engine_study_replay_answer(bd_engine *e, study_rt *st, const bd_request *req, json_t **out, bd_err *err)
+{
+    char *response;
+    int rc = idem_lookup(e, req, &response, err);
+    if (rc == 0)
+        return 0;
+    pthread_mutex_unlock(&st->mu);
+    return rc < 0 ? rc : answer_when_durable(e, response, out, err);
 }
 
 /* Stores the answer under req's key (if any) in the open transaction. */
@@ -346,18 +433,28 @@ int bd_engine_txn_end(bd_engine *e, const bd_request *req, int rc, const json_t 
     return bd_engine_durable(e, ticket, err);
 }
 
-int bd_engine_study_txn_end(bd_engine *e, study_rt *st, const bd_request *req, int rc, const json_t *answer,
-                            uint64_t *ticket, bd_err *err)
+int bd_engine_study_commit(bd_engine *e, study_rt *st, const bd_request *req, int rc, const bd_write_plan *plan,
+                           const json_t *answer, uint64_t *ticket, bd_err *err)
 {
-    if (rc == 0 && (rc = remember_answer(e, req, answer, err)) == 0)
-        rc = bd_store_release(e->store, ticket, err);
-    else
-        bd_store_rollback(e->store);
+    int nothing_to_write = !plan->n_inserts && !plan->n_events && !plan->finish && !plan->lease_trial &&
+                           !(req && req->idem_key);
+    if (rc == 0 && nothing_to_write) {
+        /* The answer may still rest on earlier requests' released work:
+         * answer once that is on disk. */
+        *ticket = bd_store_current_ticket(e->store);
+        return 0;
+    }
+    if (rc == 0 && (rc = bd_store_begin(e->store, err)) == 0) {
+        if ((rc = apply_plan(e, plan, err)) == 0 && (rc = remember_answer(e, req, answer, err)) == 0)
+            rc = bd_store_release(e->store, ticket, err);
+        else
+            bd_store_rollback(e->store);
+    }
     if (rc && st->dirty) {
         bd_err reload_err;
         if (bd_engine_study_reload(e, st, &reload_err))
             bd_log(BD_LOG_ERROR, "study %lld could not be rebuilt after a failed request: %s",
-                    (long long)st->id, reload_err.message);
+                   (long long)st->id, reload_err.message);
     }
     st->dirty = 0;
     return rc;
@@ -386,27 +483,31 @@ static void recover_study(bd_engine *e, study_rt *st)
 
 void bd_engine_recover_if_needed(bd_engine *e)
 {
-    if (!atomic_load(&e->needs_recovery))
+    uint64_t failures = bd_store_failures(e->store);
+    if (failures == atomic_load(&e->recovered_failures)) /* the common case: one atomic read */
         return;
     pthread_mutex_lock(&e->recover_mu);
-    if (atomic_load(&e->needs_recovery)) {
-        /* Every study is locked first, so no request sees a half-rebuilt engine. */
+    if (failures != atomic_load(&e->recovered_failures)) {
+        /* Every study is locked first, so no request sees a half-rebuilt
+         * engine. A batch failing while we rebuild raises the count, so the
+         * store stays closed and the next request recovers again. */
         pthread_rwlock_rdlock(&e->studies_lock);
         for (size_t i = 0; i < e->studies_cap; i++)
             if (e->studies[i])
                 pthread_mutex_lock(&e->studies[i]->mu);
-        bd_store_recovered(e->store);
+        failures = bd_store_failures(e->store);
         for (size_t i = 0; i < e->studies_cap; i++)
             if (e->studies[i])
                 recover_study(e, e->studies[i]);
+        pthread_mutex_lock(&e->auth_mu);
+        bd_engine_auth_forget(e);
+        pthread_mutex_unlock(&e->auth_mu);
+        atomic_store(&e->recovered_failures, failures);
+        bd_store_recovered(e->store, failures);
         for (size_t i = 0; i < e->studies_cap; i++)
             if (e->studies[i])
                 pthread_mutex_unlock(&e->studies[i]->mu);
         pthread_rwlock_unlock(&e->studies_lock);
-        pthread_mutex_lock(&e->auth_mu);
-        bd_engine_auth_forget(e);
-        pthread_mutex_unlock(&e->auth_mu);
-        atomic_store(&e->needs_recovery, 0);
         bd_log(BD_LOG_WARN, "recovered every study from storage after a failed commit");
     }
     pthread_mutex_unlock(&e->recover_mu);
@@ -490,6 +591,11 @@ int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
     }
     if ((rc = bd_engine_bootstrap_admin(e, token_path, err)))
         goto out;
+    int64_t next_trial, next_event;
+    if ((rc = bd_store_next_ids(e->store, &next_trial, &next_event, err)))
+        goto out;
+    atomic_store(&e->next_trial_id, next_trial);
+    atomic_store(&e->next_event_id, next_event);
     /* Loading holds no lock: no request can arrive before open returns. */
     load_ctx lc = {e, err};
     if ((rc = bd_store_study_each(e->store, 0, load_one, &lc, err)))
@@ -535,6 +641,12 @@ void bd_engine_close(bd_engine *e)
     free(e);
 }
 
+int bd_engine_healthy(bd_engine *e)
+{
+    bd_engine_recover_if_needed(e);
+    return bd_store_writable(e->store);
+}
+
 const char *bd_engine_first_admin_token(const bd_engine *e)
 {
     return e->first_admin_token;
@@ -543,18 +655,18 @@ const char *bd_engine_first_admin_token(const bd_engine *e)
 void bd_engine_stats_get(bd_engine *e, bd_engine_stats *out)
 {
     memset(out, 0, sizeof *out);
+    /* No study mutex: a study busy in a slow scheduler call must not hold up
+     * /metrics. The counts are atomics, so a figure may be one event old. */
     pthread_rwlock_rdlock(&e->studies_lock);
     for (size_t i = 0; i < e->studies_cap; i++) {
         study_rt *st = e->studies[i];
-        if (!st)
+        if (!st || st->deleted)
             continue;
-        pthread_mutex_lock(&st->mu);
-        if (!st->deleted) {
-            out->studies++;
-            for (int s = 0; s < BD_TRIAL_NSTATES; s++)
-                out->trials[s] += st->counts[s];
-        }
-        pthread_mutex_unlock(&st->mu);
+        out->studies++;
+        for (int s = 0; s < BD_TRIAL_NSTATES; s++)
+            out->trials[s] += st->counts[s];
     }
     pthread_rwlock_unlock(&e->studies_lock);
+    out->storage_writable = bd_store_writable(e->store);
+    out->storage_failures = (int64_t)bd_store_failures(e->store);
 }

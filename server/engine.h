@@ -78,10 +78,11 @@ int bd_engine_complete(bd_engine *e, const bd_request *req, int64_t trial_id, co
 int bd_engine_fail(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out, bd_err *err) BD_MUST_CHECK;
 int bd_engine_heartbeat(bd_engine *e, const bd_request *req, int64_t trial_id, json_t **out, bd_err *err) BD_MUST_CHECK;
 int bd_engine_get_trial(bd_engine *e, const bd_caller *who, int64_t trial_id, json_t **out, bd_err *err) BD_MUST_CHECK;
-/* state: NULL or a state name; after: trial id cursor (0 = from the start);
- * limit 1..1000. Answers {"trials": [...], "next_after": id|null}. */
-int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, const char *state, int64_t after,
-                          int64_t limit, json_t **out, bd_err *err) BD_MUST_CHECK;
+/* state: NULL or a state name; instance: an instance index, or -1 for any;
+ * after: trial id cursor (0 = from the start); limit 1..1000.
+ * Answers {"trials": [...], "next_after": id|null}. */
+int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, const char *state,
+                          int64_t instance, int64_t after, int64_t limit, json_t **out, bd_err *err) BD_MUST_CHECK;
 
 /* Expires every running trial whose lease has ended (the reaper calls this;
  * tests call it directly). *expired (may be NULL) receives how many. */
@@ -99,9 +100,16 @@ int bd_engine_me(bd_engine *e, const bd_caller *who, json_t **out, bd_err *err) 
 /* ---- metrics ---- */
 typedef struct bd_engine_stats {
     int64_t studies;
-    int64_t trials[5]; /* by state: running, completed, stopped, failed, expired */
+    int64_t trials[5];        /* by state: running, completed, stopped, failed, expired */
+    int storage_writable;     /* 0 while a failed commit is being recovered from */
+    int64_t storage_failures; /* group commits that failed since start */
 } bd_engine_stats;
 void bd_engine_stats_get(bd_engine *e, bd_engine_stats *out);
+
+/* 1 when the daemon can take writes; 0 while storage refuses them after a
+ * failed commit (this call first tries to recover, so it also heals an idle
+ * daemon). */
+int bd_engine_healthy(bd_engine *e);
 
 /* The admin token created by the first start of this engine, or NULL (borrowed;
  * for tests that open an engine on ":memory:"). */

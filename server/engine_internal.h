@@ -4,8 +4,12 @@
  *
  * Locking: studies_lock guards the registry array (pointers are stable and
  * study_rt structs live until bd_engine_close). A study's mu is held around
- * every scheduler call and around the storage transaction of its requests;
- * lock order is study mu -> store transaction. */
+ * every scheduler call; the storage lock is held only for SQL. A study
+ * request runs in three steps under its study's mu: the scheduler decides
+ * (events get their ids first, from the engine's counters, so observe()
+ * sees them), the writes gathered in a bd_write_plan go to storage in one
+ * short transaction, and the mu is released before waiting for the group
+ * commit. Lock order: study mu -> store lock. */
 #ifndef BD_ENGINE_INTERNAL_H
 #define BD_ENGINE_INTERNAL_H
 
@@ -22,6 +26,13 @@ typedef struct best_trial {
     double loss;       /* minimized */
 } best_trial;
 
+/* What a study has used of its limits (study_def.h bd_study_limits). */
+typedef struct study_usage {
+    int64_t trials;      /* trials created */
+    double resource;     /* budget handed out; a resumed trial counts its increment only */
+    double seconds;      /* elapsed_seconds of ended trials (completed, stopped) */
+} study_usage;
+
 typedef struct study_rt {
     pthread_mutex_t mu;
     int64_t id;
@@ -30,10 +41,11 @@ typedef struct study_rt {
     double created_at;
     bd_study_spec spec;             /* definition; spec.def is what the scheduler reads */
     bd_sched *sched;                /* NULL once deleted */
-    int deleted;
+    atomic_int deleted;             /* also read without mu (registry lookups, metrics) */
     int dirty;                      /* the scheduler saw events of an uncommitted transaction */
-    int64_t counts[BD_TRIAL_NSTATES];
+    _Atomic int64_t counts[BD_TRIAL_NSTATES]; /* read without mu by /metrics */
     int64_t trials_created;
+    study_usage used;               /* against spec.limits */
     best_trial best;                /* best completed trial, any budget */
     best_trial best_full;           /* best completed trial at resource.max */
     int done;                       /* the last suggest answered DONE and nothing happened since */
@@ -72,9 +84,29 @@ struct bd_engine {
 
     char *first_admin_token;        /* set when this open created the admin */
 
-    atomic_int needs_recovery;      /* a group commit failed: rebuild studies from storage */
+    _Atomic uint64_t recovered_failures; /* the store's failure count the last recovery covered */
     pthread_mutex_t recover_mu;     /* one recovery at a time */
+
+    _Atomic int64_t next_trial_id;  /* ids handed out before their transaction, so */
+    _Atomic int64_t next_event_id;  /* schedulers see them (gaps after a rollback are fine) */
 };
+
+/* The storage writes of one study request, gathered while its scheduler
+ * decides (no storage lock held) and applied in one short transaction. */
+typedef struct bd_write_plan {
+    bd_trial_row *inserts;          /* new trials (borrowed strings) */
+    size_t n_inserts, cap_inserts;
+    bd_event_row *events;           /* appended in order */
+    size_t n_events, cap_events;
+    const bd_trial_row *finish;     /* a trial to end (bd_store_trial_finish), or NULL */
+    int64_t lease_trial;            /* a trial whose lease to set to lease_until, or 0 */
+    double lease_until;
+} bd_write_plan;
+void bd_write_plan_clear(bd_write_plan *p); /* frees the arrays, not the strings */
+/* Adds ev to the plan with the next event id and feeds it to st's scheduler
+ * (live: not a replay). *d receives a MEASUREMENT's decision. */
+void bd_engine_plan_event(bd_engine *e, study_rt *st, bd_write_plan *p, const bd_event_row *ev,
+                          const bd_trial_row *t, bd_decision *d);
 
 /* ---- engine.c ---- */
 /* Borrowed pointer to the study if it exists, is not deleted and belongs to
@@ -89,34 +121,50 @@ int bd_engine_study_load(bd_engine *e, const bd_study_row *row, study_rt **out, 
 /* Rebuilds st's scheduler, counts and incumbents from storage; st->mu held. */
 int bd_engine_study_reload(bd_engine *e, study_rt *st, bd_err *err) BD_MUST_CHECK;
 void bd_engine_study_free(study_rt *st);
-/* Passes a stored event to st's scheduler and updates counts and incumbents. */
-void bd_engine_feed(study_rt *st, const bd_event *ev, bd_decision *out);
+/* Passes an event to st's scheduler (observe, with its rng seeded from the
+ * study seed and ev->id) and updates counts, usage and incumbents.
+ * resumed_budget: for CREATED, the budget of the trial it resumes (0 if none). */
+void bd_engine_feed(study_rt *st, const bd_event *ev, int replay, double resumed_budget, bd_decision *out);
 /* The minimized loss of a reported value (NAN / absent -> +INFINITY). */
 double bd_engine_loss(const study_rt *st, int has_value, double value);
 
 /* Transaction helpers: begin, and (when req has a key) look the key up.
  * Returns 1 with *out set when the request was already answered (the
- * transaction is then closed), 0 to go on, < 0 on error (closed). */
+ * transaction is then closed), 0 to go on, < 0 on error (closed). For
+ * requests that touch no scheduler (users, tokens, creating a study). */
 int bd_engine_txn_begin(bd_engine *e, const bd_request *req, json_t **out, bd_err *err) BD_MUST_CHECK;
+/* For a study request, before its scheduler acts: when req carries a key
+ * already answered, returns 1 with *out the answer (after waiting, st->mu
+ * released on the way, until that answer is on disk) and st->mu unlocked;
+ * 0 to go on (st->mu still held); < 0 on error (st->mu unlocked). */
+int bd_engine_study_replay_answer(bd_engine *e, study_rt *st, const bd_request *req, json_t **out, bd_err *err)
+    BD_MUST_CHECK;
 /* Ends a transaction begun with bd_engine_txn_begin: when rc == 0 stores the
  * answer under req's key (if any) and commits, waiting until it is on disk;
  * else rolls back. Returns the final rc. */
 int bd_engine_txn_end(bd_engine *e, const bd_request *req, int rc, const json_t *answer, bd_err *err) BD_MUST_CHECK;
-/* Ends a study transaction, st->mu held: on rc == 0 stores the answer for
- * req and releases the work into the current group commit, leaving in
- * *ticket what the caller must wait for (bd_engine_durable) after unlocking
- * st->mu and before answering; else rolls back and, if the scheduler saw
- * rolled-back events, rebuilds it. Returns the final rc. Unlocking before
- * the wait lets the study's next requests join the same group commit. */
-int bd_engine_study_txn_end(bd_engine *e, study_rt *st, const bd_request *req, int rc, const json_t *answer,
-                            uint64_t *ticket, bd_err *err);
+/* Ends a study request, st->mu held: when rc == 0, writes plan and the
+ * answer for req in one transaction released into the current group commit,
+ * leaving in *ticket what the caller must wait for (bd_engine_durable) after
+ * unlocking st->mu and before answering. If rc != 0 or the writes fail and
+ * the scheduler saw the plan's events, the study is rebuilt from storage.
+ * Returns the final rc. Unlocking before the wait lets the study's next
+ * requests join the same group commit. */
+int bd_engine_study_commit(bd_engine *e, study_rt *st, const bd_request *req, int rc, const bd_write_plan *plan,
+                           const json_t *answer, uint64_t *ticket, bd_err *err);
 /* Waits until the group commit of ticket is on disk. On failure schedulers
  * may hold state that was never saved, so the engine is flagged to rebuild
  * every study before the next request (bd_engine_recover_if_needed). */
 int bd_engine_durable(bd_engine *e, uint64_t ticket, bd_err *err) BD_MUST_CHECK;
 /* After a failed group commit: rebuilds every study's scheduler (and forgets
- * cached users and tokens) from storage. Call holding no study mutex. */
+ * cached users and tokens) from storage, then lets the store take writes
+ * again, unless another commit failed meanwhile (then the next call
+ * recovers again). Call holding no study mutex. */
 void bd_engine_recover_if_needed(bd_engine *e);
+
+/* ---- engine_studies.c ---- */
+/* 1 when st has used up one of its limits (st->mu held). */
+int bd_engine_limit_reached(const study_rt *st);
 
 /* ---- engine_json.c ---- */
 json_t *bd_engine_trial_json(const study_rt *st, const bd_trial_row *row); /* new */

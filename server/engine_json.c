@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* A budget prints as an integer when the resource is integral. */
 static json_t *budget_json(const study_rt *st, double budget)
@@ -43,6 +44,9 @@ json_t *bd_engine_trial_json(const study_rt *st, const bd_trial_row *row)
         json_object_set_new(t, "timeout", json_true());
     if (row->reason)
         json_object_set_new(t, "reason", json_string(row->reason));
+    if (row->has_instance)
+        json_object_set_new(t, "instance", json_pack("{s:I, s:s?}", "index", (json_int_t)row->instance_index,
+                                                     "name", row->instance_name));
     return t;
 }
 
@@ -59,21 +63,27 @@ static json_t *incumbent_json(bd_engine *e, const study_rt *st, const best_trial
     return inc;
 }
 
-/* Is the study finished? Asked of the scheduler only when nothing runs, since
- * a study with running trials is not finished; suggest() is side-effect free. */
-static int study_done(study_rt *st)
+/* running / waiting / done, from the limits and the scheduler's status():
+ * a read never asks the scheduler to propose anything. */
+static const char *study_state(const study_rt *st)
 {
-    if (st->done || st->counts[BD_TRIAL_RUNNING] > 0)
-        return st->done;
-    bd_suggest_ctx ctx = {.trials_created = st->trials_created, .worker = ""};
-    bd_suggestion s = {0};
-    bd_err err;
-    bd_rng_seed(&ctx.rng, st->spec.def.seed, (uint64_t)st->trials_created);
-    int rc = st->sched->ops->suggest(st->sched, &ctx, &s, &err);
-    json_decref(s.config);
-    json_decref(s.extra);
-    st->done = rc == BD_SUGGEST_DONE;
-    return st->done;
+    if (bd_engine_limit_reached(st))
+        return "done";
+    switch (st->sched->ops->status(st->sched)) {
+    case BD_STATUS_RUNNING:
+        return "running";
+    case BD_STATUS_WAITING:
+        return "waiting";
+    case BD_STATUS_DONE:
+        break;
+    }
+    return "done";
+}
+
+static json_t *usage_json(const study_rt *st)
+{
+    return json_pack("{s:I, s:f, s:f}", "trials", (json_int_t)st->used.trials, "resource", st->used.resource,
+                     "seconds", st->used.seconds);
 }
 
 json_t *bd_engine_study_json(bd_engine *e, study_rt *st)
@@ -97,6 +107,9 @@ json_t *bd_engine_study_json(bd_engine *e, study_rt *st)
     json_object_set_new(j, "incumbent", own_incumbent ? json_incref(own_incumbent) : incumbent_json(e, st, &st->best));
     json_object_set_new(j, "incumbent_full_budget", incumbent_json(e, st, &st->best_full));
     json_object_set_new(json_object_get(j, "scheduler"), "state", state);
-    json_object_set_new(j, "done", json_boolean(study_done(st)));
+    const char *status = study_state(st);
+    json_object_set_new(j, "state", json_string(status));
+    json_object_set_new(j, "done", json_boolean(strcmp(status, "done") == 0));
+    json_object_set_new(j, "used", usage_json(st));
     return j;
 }

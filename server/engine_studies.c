@@ -11,6 +11,9 @@
 #define MAX_WORKER_NAME 200
 /* How long a worker told "nothing now" should wait before asking again. */
 #define RETRY_AFTER_MS 500
+/* Parameter values one suggest answer may hold (count x parameters): about
+ * 600 KB of JSON at most (documented in api/openapi.yaml). */
+#define SUGGEST_MAX_VALUES 20000
 
 int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *body, json_t **out, bd_err *err)
 {
@@ -149,55 +152,102 @@ static int parse_suggest(const json_t *body, suggest_args *a, bd_err *err)
 static int check_suggestion(const study_rt *st, const bd_suggestion *s, bd_err *err)
 {
     const bd_study_def *d = &st->spec.def;
+    bd_err why;
     if (!json_is_object(s->config))
         return bd_err_set(err, BD_EINTERNAL, NULL, "scheduler proposed no config");
+    if (bd_space_validate_config(d->space, s->config, &why))
+        return bd_err_set(err, BD_EINTERNAL, NULL, "scheduler proposed a config outside the space: %s: %s",
+                          why.field[0] ? why.field : "config", why.message);
     if (!(s->budget >= d->r_min - 1e-9 && s->budget <= d->r_max + 1e-9))
         return bd_err_set(err, BD_EINTERNAL, NULL, "scheduler proposed budget %g outside [%g, %g]", s->budget,
                           d->r_min, d->r_max);
     if (s->config_id < 0 || s->resume_from < 0 || (s->resume_from && !s->config_id))
         return bd_err_set(err, BD_EINTERNAL, NULL, "scheduler proposed an invalid config_id or resume_from");
+    if (s->has_instance && (s->instance < 0 || (size_t)s->instance >= d->n_instances))
+        return bd_err_set(err, BD_EINTERNAL, NULL, "scheduler proposed instance %lld of %zu",
+                          (long long)s->instance, d->n_instances);
     return 0;
 }
 
-/* Stores one proposal as a running trial and feeds its CREATED event. */
-static int record_trial(bd_engine *e, study_rt *st, bd_suggestion *s, const char *worker, json_t *trials,
-                        bd_err *err)
+int bd_engine_limit_reached(const study_rt *st)
 {
-    bd_trial_row row = {0};
-    bd_decision d;
+    const bd_study_def *d = &st->spec.def;
+    return (d->limit_trials && st->used.trials >= d->limit_trials) ||
+           (d->limit_resource > 0 && st->used.resource >= d->limit_resource) ||
+           (d->limit_seconds > 0 && st->used.seconds >= d->limit_seconds);
+}
+
+/* The budget of trial id, which this study created earlier (a promotion's
+ * resume_from): from this request's own plan, else from storage. */
+static double budget_of(bd_engine *e, const bd_write_plan *plan, int64_t id)
+{
+    bd_trial_row t = {0};
+    bd_err err;
+    for (size_t i = 0; i < plan->n_inserts; i++)
+        if (plan->inserts[i].id == id)
+            return plan->inserts[i].budget;
+    double budget = bd_store_trial_get(e->store, id, &t, &err) == 0 ? t.budget : 0;
+    bd_store_trial_row_clear(&t);
+    return budget;
+}
+
+/* Plans one proposal as a running trial and feeds its CREATED event. The
+ * row's config and extra text are new (free_planned_texts); its worker and
+ * instance name are borrowed. */
+static int plan_trial(bd_engine *e, study_rt *st, bd_write_plan *plan, bd_suggestion *s, const char *worker,
+                      json_t *trials, bd_err *err)
+{
     double now = bd_now();
+    bd_decision d;
     int rc;
     if ((rc = check_suggestion(st, s, err)))
         return rc;
     if (st->spec.def.resource_integer)
         s->budget = round(s->budget);
-    row.study_id = st->id;
-    row.config_id = s->config_id;
-    row.config = json_dumps(s->config, JSON_COMPACT | JSON_SORT_KEYS);
-    row.budget = s->budget;
-    row.resume_from = s->resume_from;
-    row.extra = s->extra ? json_dumps(s->extra, JSON_COMPACT) : NULL;
-    row.state = BD_TRIAL_RUNNING;
-    row.worker = (char *)worker;
-    row.created_at = now;
-    row.lease_expires_at = now + st->spec.def.lease_seconds;
-    rc = bd_store_trial_insert(e->store, &row, &row.id, err);
-    if (!rc) {
-        row.config_id = row.config_id ? row.config_id : row.id;
-        bd_event_row ev_row = {.study_id = st->id, .trial_id = row.id, .type = BD_EV_CREATED,
-                               .value = NAN, .elapsed_seconds = NAN, .created_at = now};
-        rc = bd_store_event_append(e->store, &ev_row, NULL, err);
+    if (plan->n_inserts == plan->cap_inserts) {
+        plan->cap_inserts = plan->cap_inserts ? 2 * plan->cap_inserts : 4;
+        plan->inserts = bd_xrealloc(plan->inserts, plan->cap_inserts * sizeof *plan->inserts);
     }
-    if (!rc) {
-        bd_event ev = {.type = BD_SEV_CREATED, .trial_id = row.id, .config_id = row.config_id,
-                       .budget = row.budget, .config = s->config, .resume_from = row.resume_from,
-                       .extra = s->extra, .loss = NAN, .elapsed_seconds = NAN};
-        bd_engine_feed(st, &ev, &d);
-        json_array_append_new(trials, bd_engine_trial_json(st, &row));
+    bd_trial_row *row = &plan->inserts[plan->n_inserts++];
+    memset(row, 0, sizeof *row);
+    row->id = atomic_fetch_add(&e->next_trial_id, 1);
+    row->study_id = st->id;
+    row->config_id = s->config_id ? s->config_id : row->id;
+    row->config = json_dumps(s->config, JSON_COMPACT | JSON_SORT_KEYS);
+    row->extra = s->extra ? json_dumps(s->extra, JSON_COMPACT) : NULL;
+    row->budget = s->budget;
+    row->resume_from = s->resume_from;
+    row->state = BD_TRIAL_RUNNING;
+    row->worker = (char *)worker;
+    row->created_at = now;
+    row->lease_expires_at = now + st->spec.def.lease_seconds;
+    if ((row->has_instance = s->has_instance)) {
+        row->instance_index = s->instance;
+        row->instance_name = (char *)json_string_value(json_array_get(st->spec.def.instances, (size_t)s->instance));
     }
-    free(row.config);
-    free(row.extra);
-    return rc;
+    double resumed = s->resume_from ? budget_of(e, plan, s->resume_from) : 0;
+    bd_event_row ev_row = {.id = atomic_fetch_add(&e->next_event_id, 1), .study_id = st->id, .trial_id = row->id,
+                           .type = BD_EV_CREATED, .value = NAN, .elapsed_seconds = NAN, .created_at = now};
+    if (plan->n_events == plan->cap_events) {
+        plan->cap_events = plan->cap_events ? 2 * plan->cap_events : 4;
+        plan->events = bd_xrealloc(plan->events, plan->cap_events * sizeof *plan->events);
+    }
+    plan->events[plan->n_events++] = ev_row;
+    bd_event ev = {.type = BD_EV_CREATED, .id = ev_row.id, .trial_id = row->id, .config_id = row->config_id,
+                   .budget = row->budget, .config = s->config, .resume_from = row->resume_from,
+                   .extra = s->extra, .has_instance = row->has_instance, .instance = row->instance_index,
+                   .loss = NAN, .elapsed_seconds = NAN};
+    bd_engine_feed(st, &ev, 0, resumed, &d);
+    json_array_append_new(trials, bd_engine_trial_json(st, row));
+    return 0;
+}
+
+static void free_planned_texts(bd_write_plan *plan)
+{
+    for (size_t i = 0; i < plan->n_inserts; i++) {
+        free(plan->inserts[i].config);
+        free(plan->inserts[i].extra);
+    }
 }
 
 int bd_engine_suggest(bd_engine *e, const bd_request *req, int64_t study_id, const json_t *body, json_t **out,
@@ -208,13 +258,22 @@ int bd_engine_suggest(bd_engine *e, const bd_request *req, int64_t study_id, con
     int rc = parse_suggest(body, &a, err);
     if (rc || (rc = bd_engine_lock_study(e, req->caller, study_id, &st, err)))
         return rc;
-    if ((rc = bd_engine_txn_begin(e, req, out, err))) {
-        pthread_mutex_unlock(&st->mu);
+    if ((rc = bd_engine_study_replay_answer(e, st, req, out, err))) /* unlocked st */
         return rc > 0 ? 0 : rc;
-    }
+    /* One answer holds at most SUGGEST_MAX_VALUES parameter values, so a wide
+     * space cannot make one request huge: the count is cut, never refused. */
+    size_t width = bd_space_size(st->spec.def.space);
+    long long count = a.count, fits = (long long)(SUGGEST_MAX_VALUES / (width ? width : 1));
+    if (count > fits)
+        count = fits > 0 ? fits : 1;
+    bd_write_plan plan = {0};
     json_t *trials = json_array();
     int answer = BD_SUGGEST_TRIAL;
-    for (long long i = 0; i < a.count && !rc; i++) {
+    for (long long i = 0; i < count && !rc; i++) {
+        if (bd_engine_limit_reached(st)) {
+            answer = BD_SUGGEST_DONE;
+            break;
+        }
         bd_suggest_ctx ctx = {.trials_created = st->trials_created, .worker = a.worker};
         bd_suggestion s = {0};
         bd_rng_seed(&ctx.rng, st->spec.def.seed, (uint64_t)st->trials_created);
@@ -222,7 +281,7 @@ int bd_engine_suggest(bd_engine *e, const bd_request *req, int64_t study_id, con
         if (answer < 0)
             rc = answer;
         else if (answer == BD_SUGGEST_TRIAL)
-            rc = record_trial(e, st, &s, a.worker, trials, err);
+            rc = plan_trial(e, st, &plan, &s, a.worker, trials, err);
         json_decref(s.config);
         json_decref(s.extra);
         if (answer != BD_SUGGEST_TRIAL)
@@ -236,12 +295,14 @@ int bd_engine_suggest(bd_engine *e, const bd_request *req, int64_t study_id, con
             json_object_set_new(result, "retry_after_ms", json_integer(RETRY_AFTER_MS));
     }
     uint64_t ticket = 0;
-    rc = bd_engine_study_txn_end(e, st, req, rc, result, &ticket, err);
+    rc = bd_engine_study_commit(e, st, req, rc, &plan, result, &ticket, err);
     if (!rc && answer == BD_SUGGEST_DONE)
         st->done = 1;
     pthread_mutex_unlock(&st->mu);
     if (!rc)
         rc = bd_engine_durable(e, ticket, err);
+    free_planned_texts(&plan);
+    bd_write_plan_clear(&plan);
     if (rc) {
         json_decref(result);
         return rc;

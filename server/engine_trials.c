@@ -1,9 +1,10 @@
 /* engine_trials.c: what workers report about a trial (measurements,
  * completion, failure, heartbeats), reading trials back, and lease expiry.
  *
- * Every report runs under the study's mutex in one transaction: the stored
- * event, the trial row update and the scheduler's observe() happen together
- * or not at all (engine.c rebuilds the scheduler if the commit fails). */
+ * Every report runs under the study's mutex: the scheduler's observe() first
+ * (no storage lock held), then the stored events and the trial row update
+ * in one short transaction, so they happen together or not at all (engine.c
+ * rebuilds the scheduler if the writes fail). */
 #include "engine_internal.h"
 #include "json_util.h"
 
@@ -13,10 +14,11 @@
 
 #define MAX_REASON 1000
 
-/* An operation on one running trial; t is fresh from storage inside the
- * transaction. *answer is the new response body. */
-typedef int (*trial_op)(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, json_t **answer,
-                        bd_err *err);
+/* An operation on one trial; t is fresh from storage under the study's
+ * mutex. It feeds its events to the scheduler and puts its writes in plan.
+ * *answer is the new response body. */
+typedef int (*trial_op)(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, bd_write_plan *plan,
+                        json_t **answer, bd_err *err);
 
 static int no_trial(int64_t id, bd_err *err)
 {
@@ -38,18 +40,18 @@ static int with_trial(bd_engine *e, const bd_request *req, int64_t trial_id, tri
     bd_store_trial_row_clear(&t);
     if (bd_engine_lock_study(e, req->caller, study_id, &st, &ignored))
         return no_trial(trial_id, err);
-    if ((rc = bd_engine_txn_begin(e, req, out, err))) {
-        pthread_mutex_unlock(&st->mu);
+    if ((rc = bd_engine_study_replay_answer(e, st, req, out, err))) /* unlocked st */
         return rc > 0 ? 0 : rc;
-    }
+    bd_write_plan plan = {0};
     rc = bd_store_trial_get(e->store, trial_id, &t, err);
     if (!rc)
-        rc = op(e, st, &t, args, &answer, err);
+        rc = op(e, st, &t, args, &plan, &answer, err);
     uint64_t ticket = 0;
-    rc = bd_engine_study_txn_end(e, st, req, rc, answer, &ticket, err);
+    rc = bd_engine_study_commit(e, st, req, rc, &plan, answer, &ticket, err);
     pthread_mutex_unlock(&st->mu);
     if (!rc)
         rc = bd_engine_durable(e, ticket, err);
+    bd_write_plan_clear(&plan);
     bd_store_trial_row_clear(&t);
     if (rc) {
         json_decref(answer);
@@ -71,16 +73,12 @@ static int require_running(const bd_trial_row *t, double now, bd_err *err)
     return 0;
 }
 
-/* Appends the event, updates the trial row when it ends, and feeds the
- * scheduler. value is as reported (NAN = diverged). */
-static int record(bd_engine *e, study_rt *st, bd_trial_row *t, bd_event_row *ev, bd_decision *d, bd_err *err)
+/* Plans the event and, when it ends the trial, the trial row's update, and
+ * feeds the scheduler. value is as reported (NAN = diverged). */
+static void record(bd_engine *e, study_rt *st, bd_trial_row *t, bd_write_plan *plan, bd_event_row *ev,
+                   bd_decision *d)
 {
-    int rc;
-    ev->study_id = st->id;
-    ev->trial_id = t->id;
     ev->created_at = bd_now();
-    if ((rc = bd_store_event_append(e->store, ev, NULL, err)))
-        return rc;
     if (ev->type != BD_EV_MEASUREMENT) {
         static const bd_trial_state end_state[] = {
             [BD_EV_COMPLETED] = BD_TRIAL_COMPLETED, [BD_EV_FAILED] = BD_TRIAL_FAILED,
@@ -92,19 +90,9 @@ static int record(bd_engine *e, study_rt *st, bd_trial_row *t, bd_event_row *ev,
             t->value = ev->value;
             t->timeout = ev->timeout;
         }
-        if ((rc = bd_store_trial_finish(e->store, t, err)))
-            return rc;
+        plan->finish = t;
     }
-    bd_event sev = {.type = (bd_sched_event_type)ev->type,
-                    .trial_id = t->id,
-                    .config_id = t->config_id,
-                    .budget = t->budget,
-                    .step = ev->step,
-                    .loss = bd_engine_loss(st, ev->has_value, ev->value),
-                    .timeout = ev->timeout,
-                    .elapsed_seconds = ev->elapsed_seconds};
-    bd_engine_feed(st, &sev, d);
-    return 0;
+    bd_engine_plan_event(e, st, plan, ev, t, d);
 }
 
 static void set_reason(bd_trial_row *t, const char *reason)
@@ -159,7 +147,8 @@ typedef struct measure_args {
     double step, value, elapsed;
 } measure_args;
 
-static int measure_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, json_t **answer, bd_err *err)
+static int measure_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, bd_write_plan *plan,
+                      json_t **answer, bd_err *err)
 {
     const measure_args *a = args;
     double now = bd_now();
@@ -169,19 +158,20 @@ static int measure_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *a
         return rc;
     bd_event_row ev = {.type = BD_EV_MEASUREMENT, .step = a->step, .has_value = 1, .value = a->value,
                        .elapsed_seconds = a->elapsed};
-    if ((rc = record(e, st, t, &ev, &d, err)) ||
-        (rc = bd_store_trial_set_lease(e->store, t->id, now + st->spec.def.lease_seconds, err)))
-        return rc;
+    record(e, st, t, plan, &ev, &d);
+    plan->lease_trial = t->id;
+    plan->lease_until = now + st->spec.def.lease_seconds;
     if (!d.stop) {
         *answer = json_pack("{s:s, s:f}", "action", "continue", "lease_expires_at", now + st->spec.def.lease_seconds);
         return 0;
     }
     const char *reason = d.reason[0] ? d.reason : "stopped by the scheduler";
     bd_decision ignored;
-    bd_event_row stop = {.type = BD_EV_STOPPED, .value = NAN, .elapsed_seconds = NAN};
+    /* The stop happens at the measurement: its seconds are the trial's. */
+    bd_event_row stop = {.type = BD_EV_STOPPED, .value = NAN, .elapsed_seconds = a->elapsed};
     set_reason(t, reason);
-    if ((rc = record(e, st, t, &stop, &ignored, err)))
-        return rc;
+    record(e, st, t, plan, &stop, &ignored);
+    plan->lease_trial = 0;
     *answer = json_pack("{s:s, s:s}", "action", "stop", "reason", reason);
     return 0;
 }
@@ -213,8 +203,8 @@ typedef struct complete_args {
     const char *reason;
 } complete_args;
 
-static int complete_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, json_t **answer,
-                       bd_err *err)
+static int complete_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, bd_write_plan *plan,
+                       json_t **answer, bd_err *err)
 {
     const complete_args *a = args;
     bd_decision d;
@@ -226,8 +216,7 @@ static int complete_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *
     bd_event_row ev = {.type = BD_EV_COMPLETED, .has_value = 1, .value = value, .timeout = a->timeout,
                        .elapsed_seconds = a->elapsed};
     set_reason(t, a->reason ? a->reason : isnan(value) ? "diverged" : NULL);
-    if ((rc = record(e, st, t, &ev, &d, err)))
-        return rc;
+    record(e, st, t, plan, &ev, &d);
     *answer = bd_engine_trial_json(st, t);
     return 0;
 }
@@ -266,7 +255,8 @@ int bd_engine_complete(bd_engine *e, const bd_request *req, int64_t trial_id, co
 
 /* ---------------------------------------------------------------- fail */
 
-static int fail_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, json_t **answer, bd_err *err)
+static int fail_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, bd_write_plan *plan,
+                   json_t **answer, bd_err *err)
 {
     bd_decision d;
     int rc;
@@ -274,8 +264,7 @@ static int fail_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args
         return rc;
     bd_event_row ev = {.type = BD_EV_FAILED, .value = NAN, .elapsed_seconds = NAN};
     set_reason(t, args ? args : "failed");
-    if ((rc = record(e, st, t, &ev, &d, err)))
-        return rc;
+    record(e, st, t, plan, &ev, &d);
     *answer = bd_engine_trial_json(st, t);
     return 0;
 }
@@ -293,14 +282,17 @@ int bd_engine_fail(bd_engine *e, const bd_request *req, int64_t trial_id, const 
 
 /* ----------------------------------------------------------- heartbeat */
 
-static int heartbeat_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, json_t **answer,
-                        bd_err *err)
+static int heartbeat_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, bd_write_plan *plan,
+                        json_t **answer, bd_err *err)
 {
     double now = bd_now(), until = now + st->spec.def.lease_seconds;
     int rc;
+    (void)e;
     (void)args;
-    if ((rc = require_running(t, now, err)) || (rc = bd_store_trial_set_lease(e->store, t->id, until, err)))
+    if ((rc = require_running(t, now, err)))
         return rc;
+    plan->lease_trial = t->id;
+    plan->lease_until = until;
     *answer = json_pack("{s:f}", "lease_expires_at", until);
     return 0;
 }
@@ -363,8 +355,8 @@ static int add_trial(const bd_trial_row *row, void *arg)
     return 0;
 }
 
-int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, const char *state, int64_t after,
-                          int64_t limit, json_t **out, bd_err *err)
+int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, const char *state,
+                          int64_t instance, int64_t after, int64_t limit, json_t **out, bd_err *err)
 {
     int st_filter = -1;
     study_rt *st;
@@ -377,11 +369,16 @@ int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, 
         return bd_err_set(err, BD_EINVAL, "after", "must be a trial id >= 0");
     if ((rc = bd_engine_lock_study(e, who, study_id, &st, err)))
         return rc;
+    if (instance >= 0 && (size_t)instance >= st->spec.def.n_instances) {
+        pthread_mutex_unlock(&st->mu);
+        return bd_err_set(err, BD_EINVAL, "instance", "must be an instance index of the study (it has %zu)",
+                          st->spec.def.n_instances);
+    }
     /* The study's mutex is released before reading: the listing reads
      * committed rows only and must not hold up the study's workers. */
     pthread_mutex_unlock(&st->mu);
     list_ctx c = {.st = st, .trials = json_array()};
-    rc = bd_store_trial_each(e->store, study_id, st_filter, after, limit, add_trial, &c, err);
+    rc = bd_store_trial_each(e->store, study_id, st_filter, instance, after, limit, add_trial, &c, err);
     if (rc) {
         json_decref(c.trials);
         return rc;
@@ -412,17 +409,20 @@ static int collect_expired(const bd_trial_row *row, void *arg)
     return 0;
 }
 
-static int expire_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, json_t **answer, bd_err *err)
+static int expire_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, bd_write_plan *plan,
+                     json_t **answer, bd_err *err)
 {
     const double *now = args;
     bd_decision d;
+    (void)err;
     /* Re-checked under the lock: a heartbeat may have renewed it meanwhile. */
     if (t->state != BD_TRIAL_RUNNING || t->lease_expires_at >= *now)
         return 0;
     bd_event_row ev = {.type = BD_EV_EXPIRED, .value = NAN, .elapsed_seconds = NAN};
     set_reason(t, "lease expired");
     *answer = json_true();
-    return record(e, st, t, &ev, &d, err);
+    record(e, st, t, plan, &ev, &d);
+    return 0;
 }
 
 int bd_engine_expire_leases(bd_engine *e, double now, int *expired, bd_err *err)

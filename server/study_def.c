@@ -10,6 +10,10 @@
 #include <string.h>
 
 #define MAX_NAME 200
+/* Documented limits (api/openapi.yaml): an instance is a name or a path. */
+#define MAX_INSTANCES 100000
+#define MAX_INSTANCE_BYTES 4096
+#define MAX_LIMIT_TRIALS 1000000000LL
 /* Seeds stay within JSON's exactly representable integers. */
 #define MAX_SEED ((json_int_t)1 << 53)
 
@@ -42,29 +46,122 @@ static int get_number(const json_t *obj, const char *key, const char *field, dou
     return 0;
 }
 
+/* "bounds": [low, high], the range the objective's values lie in (Rising
+ * Bandits maps rewards into [0, 1] with it). Optional. */
+static int parse_bounds(const json_t *obj, json_t *objective, bd_err *err)
+{
+    const json_t *b = json_object_get(obj, "bounds");
+    if (!b)
+        return 0;
+    const json_t *lo = json_array_get(b, 0), *hi = json_array_get(b, 1);
+    if (!json_is_array(b) || json_array_size(b) != 2 || !json_is_number(lo) || !json_is_number(hi) ||
+        !isfinite(json_number_value(lo)) || !isfinite(json_number_value(hi)))
+        return bd_err_set(err, BD_EINVAL, "objective.bounds", "must be [low, high], two finite numbers");
+    if (!(json_number_value(lo) < json_number_value(hi)))
+        return bd_err_set(err, BD_EINVAL, "objective.bounds", "low must be less than high");
+    json_object_set_new(objective, "bounds", json_pack("[f, f]", json_number_value(lo), json_number_value(hi)));
+    return 0;
+}
+
+/* The goal is required: a silent "minimize" default turns an accuracy into
+ * a loss and the study optimizes the wrong way without a word. */
 static int parse_objective(const json_t *body, json_t *norm, bd_err *err)
 {
-    static const char *const known[] = {"metric", "goal", NULL};
+    static const char *const known[] = {"metric", "goal", "bounds", NULL};
     const json_t *obj = json_object_get(body, "objective");
     const char *metric = NULL, *goal = NULL;
-    json_t *empty = NULL;
     int rc;
     if (!obj)
-        obj = empty = json_object();
+        return bd_err_set(err, BD_EINVAL, "objective.goal",
+                          "is required: {\"objective\": {\"metric\": \"val_loss\", \"goal\": \"minimize\"}}");
     if (!json_is_object(obj))
         return bd_err_set(err, BD_EINVAL, "objective", "must be an object");
     if ((rc = bd_json_reject_unknown(obj, "objective", known, err)) ||
-        (rc = get_string(obj, "metric", "objective.metric", "loss", &metric, err)) ||
-        (rc = get_string(obj, "goal", "objective.goal", "minimize", &goal, err)))
-        goto out;
-    if (strcmp(goal, "minimize") != 0 && strcmp(goal, "maximize") != 0) {
-        rc = bd_err_set(err, BD_EINVAL, "objective.goal", "must be \"minimize\" or \"maximize\"");
-        goto out;
+        (rc = get_string(obj, "metric", "objective.metric", "loss", &metric, err)))
+        return rc;
+    if (!json_object_get(obj, "goal"))
+        return bd_err_set(err, BD_EINVAL, "objective.goal", "is required: \"minimize\" or \"maximize\"");
+    if ((rc = get_string(obj, "goal", "objective.goal", NULL, &goal, err)))
+        return rc;
+    if (strcmp(goal, "minimize") != 0 && strcmp(goal, "maximize") != 0)
+        return bd_err_set(err, BD_EINVAL, "objective.goal", "must be \"minimize\" or \"maximize\"");
+    json_t *objective = json_pack("{s:s, s:s}", "metric", metric, "goal", goal);
+    if ((rc = parse_bounds(obj, objective, err))) {
+        json_decref(objective);
+        return rc;
     }
-    json_object_set_new(norm, "objective", json_pack("{s:s, s:s}", "metric", metric, "goal", goal));
-out:
-    json_decref(empty);
+    json_object_set_new(norm, "objective", objective);
+    return 0;
+}
+
+/* "instances": the problem instances of an algorithm-configuration study,
+ * names or paths, distinct. Optional. */
+static int parse_instances(const json_t *body, json_t *norm, bd_err *err)
+{
+    const json_t *list = json_object_get(body, "instances");
+    char field[64];
+    int rc = 0;
+    if (!list)
+        return 0;
+    if (!json_is_array(list) || json_array_size(list) == 0 || json_array_size(list) > MAX_INSTANCES)
+        return bd_err_set(err, BD_EINVAL, "instances", "must be a list of 1 to %d names or paths", MAX_INSTANCES);
+    json_t *seen = json_object();
+    for (size_t i = 0; !rc && i < json_array_size(list); i++) {
+        const json_t *v = json_array_get(list, i);
+        snprintf(field, sizeof field, "instances[%zu]", i);
+        if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > MAX_INSTANCE_BYTES ||
+            strlen(json_string_value(v)) != json_string_length(v))
+            rc = bd_err_set(err, BD_EINVAL, field, "must be a non-empty string of at most %d bytes without NUL",
+                            MAX_INSTANCE_BYTES);
+        else if (json_object_get(seen, json_string_value(v)))
+            rc = bd_err_set(err, BD_EINVAL, field, "repeats an earlier instance");
+        else
+            json_object_set_new(seen, json_string_value(v), json_true());
+    }
+    json_decref(seen);
+    if (!rc)
+        json_object_set_new(norm, "instances", json_deep_copy(list));
     return rc;
+}
+
+/* "limits": {"trials", "resource", "seconds"}, any subset; the engine
+ * answers done once one is reached. */
+static int parse_limits(const json_t *body, json_t *norm, bd_err *err)
+{
+    static const char *const known[] = {"trials", "resource", "seconds", NULL};
+    const json_t *obj = json_object_get(body, "limits");
+    int rc;
+    if (!obj)
+        return 0;
+    if (!json_is_object(obj))
+        return bd_err_set(err, BD_EINVAL, "limits", "must be an object: {\"trials\", \"resource\", \"seconds\"}");
+    if ((rc = bd_json_reject_unknown(obj, "limits", known, err)))
+        return rc;
+    json_t *limits = json_object();
+    const json_t *trials = json_object_get(obj, "trials");
+    if (trials) {
+        if (!json_is_integer(trials) || json_integer_value(trials) < 1 ||
+            json_integer_value(trials) > MAX_LIMIT_TRIALS) {
+            json_decref(limits);
+            return bd_err_set(err, BD_EINVAL, "limits.trials", "must be an integer from 1 to %lld",
+                              MAX_LIMIT_TRIALS);
+        }
+        json_object_set_new(limits, "trials", json_integer(json_integer_value(trials)));
+    }
+    static const char *const positive[] = {"resource", "seconds"};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *v = json_object_get(obj, positive[i]);
+        if (!v)
+            continue;
+        if (!json_is_number(v) || !isfinite(json_number_value(v)) || !(json_number_value(v) > 0)) {
+            json_decref(limits);
+            return bd_err_set(err, BD_EINVAL, positive[i][0] == 'r' ? "limits.resource" : "limits.seconds",
+                              "must be a finite number > 0");
+        }
+        json_object_set_new(limits, positive[i], json_real(json_number_value(v)));
+    }
+    json_object_set_new(norm, "limits", limits);
+    return 0;
 }
 
 static int parse_resource(const json_t *body, json_t *norm, bd_err *err)
@@ -177,13 +274,23 @@ static void fill_def(bd_study_spec *spec)
     d->resource_integer = json_is_true(json_object_get(res, "integer"));
     d->options = json_object_get(sch, "options");
     d->seed = (uint64_t)json_integer_value(json_object_get(n, "seed"));
+    const json_t *bounds = json_object_get(obj, "bounds");
+    d->has_bounds = bounds != NULL;
+    d->bound_low = json_number_value(json_array_get(bounds, 0));
+    d->bound_high = json_number_value(json_array_get(bounds, 1));
+    d->instances = json_object_get(n, "instances");
+    d->n_instances = json_array_size(d->instances);
+    const json_t *limits = json_object_get(n, "limits");
+    d->limit_trials = json_integer_value(json_object_get(limits, "trials"));
+    d->limit_resource = json_number_value(json_object_get(limits, "resource"));
+    d->limit_seconds = json_number_value(json_object_get(limits, "seconds"));
     d->lease_seconds = json_number_value(json_object_get(n, "lease_seconds"));
 }
 
 int bd_study_spec_parse(const json_t *body, double default_lease, bd_study_spec *out, bd_err *err)
 {
-    static const char *const known[] = {"name",     "parameters", "objective",    "resource",
-                                        "scheduler", "seed",      "lease_seconds", NULL};
+    static const char *const known[] = {"name", "parameters", "objective",     "resource",  "scheduler",
+                                        "seed", "instances",  "lease_seconds", "limits",    NULL};
     const char *name = NULL;
     int rc;
     memset(out, 0, sizeof *out);
@@ -200,11 +307,24 @@ int bd_study_spec_parse(const json_t *body, double default_lease, bd_study_spec 
     }
     if ((rc = bd_space_parse(params, &out->space, err)))
         goto out;
-    json_object_set_new(out->normalized, "parameters", bd_space_to_json(out->space));
-    if ((rc = parse_objective(body, out->normalized, err)) || (rc = parse_resource(body, out->normalized, err)) ||
-        (rc = parse_scheduler(body, out->normalized, err)) ||
-        (rc = parse_seed_and_lease(body, default_lease, out->normalized, err)))
+    if (bd_space_size(out->space) > BD_STUDY_MAX_PARAMETERS) {
+        rc = bd_err_set(err, BD_EINVAL, "parameters", "at most %d parameters per study (this one has %zu)",
+                        BD_STUDY_MAX_PARAMETERS, bd_space_size(out->space));
         goto out;
+    }
+    json_object_set_new(out->normalized, "parameters", bd_space_to_json(out->space));
+    if ((rc = parse_scheduler(body, out->normalized, err)) || (rc = parse_objective(body, out->normalized, err)) ||
+        (rc = parse_resource(body, out->normalized, err)) ||
+        (rc = parse_seed_and_lease(body, default_lease, out->normalized, err)) ||
+        (rc = parse_instances(body, out->normalized, err)) || (rc = parse_limits(body, out->normalized, err)))
+        goto out;
+    const struct bd_sched_ops *ops = bd_study_spec_sched(out);
+    if (ops->multi_fidelity && !json_object_get(body, "resource")) {
+        rc = bd_err_set(err, BD_EINVAL, "resource",
+                        "is required: %s hands out budgets, e.g. {\"name\": \"epochs\", \"min\": 1, \"max\": 81}",
+                        ops->name);
+        goto out;
+    }
     fill_def(out);
 out:
     if (rc)

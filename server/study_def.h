@@ -9,6 +9,10 @@
 
 #include "sched/sched.h"
 
+/* At most this many parameters per study: a wider space made one suggest
+ * of 100 trials answer 27 MB and stall the daemon. */
+#define BD_STUDY_MAX_PARAMETERS 1000
+
 typedef struct bd_study_spec {
     json_t *normalized; /* owned: every default made explicit; def's strings borrow from it */
     bd_space *space;    /* owned */

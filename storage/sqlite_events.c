@@ -64,6 +64,7 @@ int bd_store_event_append(bd_store *s, const bd_event_row *row, int64_t *id, bd_
     bd_sqlite_bind_i64(st, 7, row->timeout ? 1 : 0, &rc);
     bd_sqlite_bind_double(st, 8, row->elapsed_seconds, &rc);
     bd_sqlite_bind_double(st, 9, row->created_at, &rc);
+    bd_sqlite_bind_id(st, 10, row->id, &rc);
     int ret = bd_sqlite_step_done(s, st, rc, err, "append event");
     if (!ret && id)
         *id = sqlite3_last_insert_rowid(s->db);
@@ -101,4 +102,21 @@ int bd_store_event_each_of_trial(bd_store *s, int64_t trial_id, bd_event_fn fn, 
     struct event_cb cb = {fn, arg};
     return bd_sqlite_scan(s, BD_SQL_EVENT_SCAN_TRIAL, &event_type, bind_owner, &trial_id, 0, 0, event_call, &cb,
                           err, "list trial events");
+}
+
+int bd_store_next_ids(bd_store *s, int64_t *trial_id, int64_t *event_id, bd_err *err)
+{
+    int locked = bd_sqlite_enter(s);
+    sqlite3_stmt *st = s->stmt[BD_SQL_NEXT_IDS];
+    int ret = bd_sqlite_step_row(s, st, SQLITE_OK, err, "next ids");
+    if (ret == 1) {
+        *trial_id = sqlite3_column_int64(st, 0);
+        *event_id = sqlite3_column_int64(st, 1);
+        ret = 0;
+    } else if (ret == 0) {
+        ret = bd_err_set(err, BD_ESTORAGE, NULL, "storage: next ids: no row");
+    }
+    bd_sqlite_done(st);
+    bd_sqlite_leave(s, locked);
+    return ret;
 }

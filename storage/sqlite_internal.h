@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 
 #include "store.h"
@@ -49,6 +50,7 @@ enum bd_sql_stmt {
     BD_SQL_EVENT_APPEND,
     BD_SQL_EVENT_SCAN_STUDY,
     BD_SQL_EVENT_SCAN_TRIAL,
+    BD_SQL_NEXT_IDS,
     BD_SQL_IDEM_GET,
     BD_SQL_IDEM_PUT,
     BD_SQL_IDEM_PRUNE,
@@ -56,7 +58,10 @@ enum bd_sql_stmt {
 };
 extern const char *const bd_sql_text[BD_SQL_NSTMTS];
 
-#define BD_SQLITE_FAILED_RING 16
+/* Outcomes of the latest batches, by batch number modulo this: a waiter that
+ * wakes later than this many batches after its own cannot know, and is told
+ * its batch failed (a retry with its idempotency key then finds the answer). */
+#define BD_SQLITE_OUTCOME_RING 4096
 
 struct bd_store {
     sqlite3 *db;
@@ -68,10 +73,8 @@ struct bd_store {
     int batch_open;               /* the outer transaction is open */
     uint64_t batch_seq;           /* the open batch's number (tickets name it) */
     uint64_t durable_seq;         /* batches up to this one have ended (committed or failed) */
-    uint64_t failed_seqs[BD_SQLITE_FAILED_RING]; /* the latest batches whose COMMIT failed: a
-                                     waiter that wakes late still finds its batch here, since
-                                     each failure blocks new work until a recovery */
-    unsigned n_failed;            /* failures so far; the ring holds the last ones */
+    uint8_t failed[BD_SQLITE_OUTCOME_RING]; /* failed[seq % ring]: that batch's COMMIT failed */
+    _Atomic uint64_t n_failed;    /* failed batches so far (written with mu held, read without) */
     int committing;               /* a waiter is running COMMIT */
     int poisoned;                 /* a batch failed: begin refuses until bd_store_recovered */
     int fail_next_commit;         /* tests: make the next batch's COMMIT fail */

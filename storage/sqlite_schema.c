@@ -101,6 +101,12 @@ static const char *const migrations[] = {
     "  PRIMARY KEY (user_id, key)"
     ") WITHOUT ROWID;"
     "CREATE INDEX idempotency_created ON idempotency (created_at);",
+
+    /* 1 -> 2: the problem instance a trial runs on (algorithm configuration):
+     * its index in the study's "instances" list and its name, NULL for none. */
+    "ALTER TABLE trials ADD COLUMN instance_index INTEGER;"
+    "ALTER TABLE trials ADD COLUMN instance_name TEXT;"
+    "CREATE INDEX trials_study_instance ON trials (study_id, instance_index, id) WHERE instance_index IS NOT NULL;",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

@@ -9,7 +9,7 @@
 #define STUDY_COLS "id, user_id, name, definition, created_at"
 #define TRIAL_COLS                                                                                  \
     "id, study_id, config_id, config, budget, resume_from, extra, state, worker, created_at, "      \
-    "lease_expires_at, finished_at, has_value, value, timeout, reason"
+    "lease_expires_at, finished_at, has_value, value, timeout, reason, instance_index, instance_name"
 #define EVENT_COLS "id, study_id, trial_id, type, step, has_value, value, timeout, elapsed_seconds, created_at"
 
 const char *const bd_sql_text[BD_SQL_NSTMTS] = {
@@ -35,11 +35,12 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
         "SELECT " STUDY_COLS " FROM studies WHERE user_id = ?3 AND id > ?1 ORDER BY id LIMIT ?2",
     [BD_SQL_STUDY_DELETE] = "DELETE FROM studies WHERE id = ?1",
 
-    /* config_id 0 is replaced by the new id (trigger trials_config_self). */
+    /* config_id 0 is replaced by the new id (trigger trials_config_self); id
+     * NULL takes the next AUTOINCREMENT id. */
     [BD_SQL_TRIAL_INSERT] =
         "INSERT INTO trials (study_id, config_id, config, budget, resume_from, extra, state, worker, "
-        "created_at, lease_expires_at, finished_at, has_value, value, timeout, reason) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+        "created_at, lease_expires_at, finished_at, has_value, value, timeout, reason, id, instance_index, "
+        "instance_name) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
     [BD_SQL_TRIAL_GET] = "SELECT " TRIAL_COLS " FROM trials WHERE id = ?1",
     [BD_SQL_TRIAL_STATE] = "SELECT state FROM trials WHERE id = ?1",
     [BD_SQL_TRIAL_FINISH] =
@@ -47,18 +48,26 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
         "reason = ?7 WHERE id = ?1 AND state = 'running'",
     [BD_SQL_TRIAL_SET_LEASE] = "UPDATE trials SET lease_expires_at = ?2 WHERE id = ?1",
     [BD_SQL_TRIAL_SCAN] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = ?3 AND id > ?1 "
-                          "AND (?4 IS NULL OR state = ?4) ORDER BY id LIMIT ?2",
+                          "AND (?4 IS NULL OR state = ?4) AND (?5 IS NULL OR instance_index = ?5) "
+                          "ORDER BY id LIMIT ?2",
     /* 'running' is a literal so the partial index trials_lease applies. */
     [BD_SQL_TRIAL_SCAN_EXPIRED] = "SELECT " TRIAL_COLS " FROM trials WHERE state = 'running' "
                                   "AND lease_expires_at < ?3 AND id > ?1 ORDER BY id LIMIT ?2",
 
     [BD_SQL_EVENT_APPEND] =
         "INSERT INTO events (study_id, trial_id, type, step, has_value, value, timeout, elapsed_seconds, "
-        "created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "created_at, id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [BD_SQL_EVENT_SCAN_STUDY] = "SELECT " EVENT_COLS " FROM events WHERE study_id = ?3 AND id > ?1 "
                                 "ORDER BY id LIMIT ?2",
     [BD_SQL_EVENT_SCAN_TRIAL] = "SELECT " EVENT_COLS " FROM events WHERE trial_id = ?3 AND id > ?1 "
                                 "ORDER BY id LIMIT ?2",
+
+    /* The first ids the engine may hand out: above every stored id and, for
+     * trials, above every id AUTOINCREMENT ever gave (a deleted study's ids
+     * are never reused). */
+    [BD_SQL_NEXT_IDS] = "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'trials'), 0), "
+                        "coalesce((SELECT max(id) FROM trials), 0)) + 1, "
+                        "coalesce((SELECT max(id) FROM events), 0) + 1",
 
     [BD_SQL_IDEM_GET] = "SELECT fingerprint, response FROM idempotency WHERE user_id = ?1 AND key = ?2",
     [BD_SQL_IDEM_PUT] = "INSERT INTO idempotency (user_id, key, fingerprint, response, created_at) "

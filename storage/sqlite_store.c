@@ -337,10 +337,11 @@ static void commit_batch(bd_store *s)
     int ret = s->fail_next_commit ? bd_err_set(&err, BD_ESTORAGE, NULL, "storage: commit: disk full (test)")
                                   : run_control(s, BD_SQL_COMMIT, &err, "commit");
     s->fail_next_commit = 0;
+    s->failed[seq % BD_SQLITE_OUTCOME_RING] = ret != 0;
     if (ret) {
         fprintf(stderr, "banditd: %s; the batch is rolled back\n", err.message);
         rollback_locked(s);
-        s->failed_seqs[s->n_failed++ % BD_SQLITE_FAILED_RING] = seq;
+        s->n_failed++;
         s->poisoned = 1;
     }
     s->batch_open = 0;
@@ -378,9 +379,7 @@ int bd_store_wait(bd_store *s, uint64_t ticket, bd_err *err)
         commit_batch(s);
         s->committing = 0;
     }
-    int failed = 0;
-    for (unsigned i = 0; i < BD_SQLITE_FAILED_RING && i < s->n_failed; i++)
-        failed |= s->failed_seqs[i] == ticket;
+    int failed = s->durable_seq - ticket >= BD_SQLITE_OUTCOME_RING || s->failed[ticket % BD_SQLITE_OUTCOME_RING];
     unlock(s);
     return failed ? bd_err_set(err, BD_ESTORAGE, NULL, "storage: the commit failed; nothing was saved") : 0;
 }
@@ -405,11 +404,33 @@ void bd_store_rollback(bd_store *s)
     release_tx(s);
 }
 
-void bd_store_recovered(bd_store *s)
+uint64_t bd_store_failures(bd_store *s)
+{
+    return atomic_load(&s->n_failed); /* every request asks: no lock */
+}
+
+int bd_store_writable(bd_store *s)
 {
     lock(s);
-    s->poisoned = 0;
+    int ok = !s->poisoned;
     unlock(s);
+    return ok;
+}
+
+void bd_store_recovered(bd_store *s, uint64_t failures)
+{
+    lock(s);
+    if (s->n_failed == failures)
+        s->poisoned = 0;
+    unlock(s);
+}
+
+uint64_t bd_store_current_ticket(bd_store *s)
+{
+    lock(s);
+    uint64_t t = s->batch_open ? s->batch_seq + 1 : s->batch_seq;
+    unlock(s);
+    return t;
 }
 
 void bd_store_fail_next_commit(bd_store *s)

@@ -32,7 +32,8 @@ void bd_store_trial_row_clear(bd_trial_row *row)
     free(row->extra);
     free(row->worker);
     free(row->reason);
-    row->config = row->extra = row->worker = row->reason = NULL;
+    free(row->instance_name);
+    row->config = row->extra = row->worker = row->reason = row->instance_name = NULL;
 }
 
 /* Columns in the order of TRIAL_COLS (sqlite_sql.c). */
@@ -59,6 +60,9 @@ static int trial_read(sqlite3_stmt *st, void *dst, bd_err *err)
     row->value = bd_sqlite_col_double(st, 13, row->has_value ? NAN : 0.0);
     row->timeout = sqlite3_column_int(st, 14);
     row->reason = bd_sqlite_col_text(st, 15);
+    row->has_instance = sqlite3_column_type(st, 16) != SQLITE_NULL;
+    row->instance_index = row->has_instance ? sqlite3_column_int64(st, 16) : 0;
+    row->instance_name = bd_sqlite_col_text(st, 17);
     return 0;
 }
 
@@ -111,6 +115,11 @@ int bd_store_trial_insert(bd_store *s, const bd_trial_row *row, int64_t *id, bd_
     bd_sqlite_bind_double(st, 13, value_of(row->has_value, row->value), &rc);
     bd_sqlite_bind_i64(st, 14, row->timeout ? 1 : 0, &rc);
     bd_sqlite_bind_text(st, 15, row->reason, &rc);
+    bd_sqlite_bind_id(st, 16, row->id, &rc);
+    if (row->has_instance) {
+        bd_sqlite_bind_i64(st, 17, row->instance_index, &rc);
+        bd_sqlite_bind_text(st, 18, row->instance_name, &rc);
+    }
     ret = bd_sqlite_step_done(s, st, rc, err, "insert trial");
     if (!ret && id)
         *id = sqlite3_last_insert_rowid(s->db);
@@ -205,7 +214,8 @@ static int trial_call(const void *row, void *cb)
 
 struct trial_filter {
     int64_t study_id;
-    int state; /* < 0: any */
+    int state;        /* < 0: any */
+    int64_t instance; /* < 0: any */
 };
 
 static int bind_study_state(sqlite3_stmt *st, const void *key)
@@ -214,15 +224,17 @@ static int bind_study_state(sqlite3_stmt *st, const void *key)
     int rc = SQLITE_OK;
     bd_sqlite_bind_i64(st, 3, f->study_id, &rc);
     bd_sqlite_bind_text(st, 4, f->state < 0 ? NULL : state_names[f->state], &rc);
+    if (f->instance >= 0)
+        bd_sqlite_bind_i64(st, 5, f->instance, &rc);
     return rc;
 }
 
-int bd_store_trial_each(bd_store *s, int64_t study_id, int state, int64_t after_id, int64_t limit,
-                        bd_trial_fn fn, void *arg, bd_err *err)
+int bd_store_trial_each(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id,
+                        int64_t limit, bd_trial_fn fn, void *arg, bd_err *err)
 {
     if (state >= BD_TRIAL_NSTATES)
         return bd_err_set(err, BD_EINVAL, "state", "unknown trial state %d", state);
-    struct trial_filter f = {study_id, state};
+    struct trial_filter f = {study_id, state, instance};
     struct trial_cb cb = {fn, arg};
     return bd_sqlite_scan(s, BD_SQL_TRIAL_SCAN, &trial_type, bind_study_state, &f, after_id, limit, trial_call,
                           &cb, err, "list trials");

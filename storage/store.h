@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #include "../server/common.h"
+#include "../server/event_type.h"
 
 typedef struct bd_store bd_store;
 
@@ -70,9 +71,17 @@ int bd_store_release(bd_store *s, uint64_t *ticket, bd_err *err) BD_MUST_CHECK;
 /* Blocks until the batch named by ticket has ended: 0 if it committed,
  * BD_ESTORAGE if it failed. Must not be called holding a transaction. */
 int bd_store_wait(bd_store *s, uint64_t ticket, bd_err *err) BD_MUST_CHECK;
-/* The caller rebuilt what it derived from released work after a failed
- * batch: bd_store_begin works again. */
-void bd_store_recovered(bd_store *s);
+/* How many batches have failed so far. */
+uint64_t bd_store_failures(bd_store *s);
+/* 0 while the store refuses writes after a failed batch, else 1. */
+int bd_store_writable(bd_store *s);
+/* The caller rebuilt what it derived from released work after the first
+ * `failures` failed batches (read with bd_store_failures before it began):
+ * bd_store_begin works again, unless another batch failed meanwhile. */
+void bd_store_recovered(bd_store *s, uint64_t failures);
+/* A ticket whose wait returns once everything released so far has ended
+ * (the open batch, else the last one). */
+uint64_t bd_store_current_ticket(bd_store *s);
 /* Tests only: the next batch's COMMIT fails as a full disk would make it. */
 void bd_store_fail_next_commit(bd_store *s);
 
@@ -147,10 +156,14 @@ typedef struct bd_trial_row {
     double value;           /* as reported (not oriented); NAN when has_value && diverged */
     int timeout;            /* completed with status "timeout" */
     char *reason;           /* new, or NULL: why it stopped/failed/diverged */
+    int has_instance;       /* it runs on a problem instance of the study: */
+    int64_t instance_index; /*   that instance's index in the study's list */
+    char *instance_name;    /*   new: and its name (NULL without an instance) */
 } bd_trial_row;
 void bd_store_trial_row_clear(bd_trial_row *row);
 
-/* Inserts a trial. If row->config_id is 0 the new trial's own id is used. */
+/* Inserts a trial with id row->id (0: the next free one). If row->config_id
+ * is 0 the new trial's own id is used. */
 int bd_store_trial_insert(bd_store *s, const bd_trial_row *row, int64_t *id, bd_err *err) BD_MUST_CHECK;
 int bd_store_trial_get(bd_store *s, int64_t id, bd_trial_row *out, bd_err *err) BD_MUST_CHECK;
 /* Ends a running trial: state, finished_at, has_value/value/timeout, reason (may be NULL). */
@@ -158,26 +171,20 @@ int bd_store_trial_finish(bd_store *s, const bd_trial_row *row, bd_err *err) BD_
 int bd_store_trial_set_lease(bd_store *s, int64_t id, double lease_expires_at, bd_err *err) BD_MUST_CHECK;
 
 /* Trials of a study, id ascending, with id > after_id, at most limit of them,
- * filtered by state unless state < 0. Rows are borrowed for the call. */
+ * filtered by state unless state < 0 and by instance index unless instance
+ * < 0. Rows are borrowed for the call. */
 typedef int (*bd_trial_fn)(const bd_trial_row *row, void *arg);
-int bd_store_trial_each(bd_store *s, int64_t study_id, int state, int64_t after_id, int64_t limit,
-                        bd_trial_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
+int bd_store_trial_each(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id,
+                        int64_t limit, bd_trial_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
 /* Running trials (any study) whose lease ended before now (index on state, lease). */
 int bd_store_trial_each_expired(bd_store *s, double now, bd_trial_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
 
 /* ---- events: the ordered log each scheduler is rebuilt from ---- */
 
-typedef enum {
-    BD_EV_CREATED = 0,   /* a trial was handed out */
-    BD_EV_MEASUREMENT,   /* an intermediate metric */
-    BD_EV_COMPLETED,     /* final value (or timeout) */
-    BD_EV_FAILED,        /* the worker gave up */
-    BD_EV_EXPIRED,       /* the lease ran out */
-    BD_EV_STOPPED        /* the scheduler stopped it (after a measurement) */
-} bd_event_type;
+/* bd_event_type (BD_EV_CREATED ... BD_EV_STOPPED) is in server/event_type.h. */
 
 typedef struct bd_event_row {
-    int64_t id;             /* global order */
+    int64_t id;             /* global order; on append, 0 = the next free id */
     int64_t study_id;
     int64_t trial_id;
     bd_event_type type;
@@ -190,6 +197,11 @@ typedef struct bd_event_row {
 } bd_event_row;
 
 int bd_store_event_append(bd_store *s, const bd_event_row *row, int64_t *id, bd_err *err) BD_MUST_CHECK;
+
+/* The smallest trial and event ids never used (trial ids of deleted studies
+ * included): the engine hands out ids from there, so a scheduler can see an
+ * event's id before its transaction. */
+int bd_store_next_ids(bd_store *s, int64_t *trial_id, int64_t *event_id, bd_err *err) BD_MUST_CHECK;
 /* A study's events in order; rows borrowed for the call; fn non-zero stops. */
 typedef int (*bd_event_fn)(const bd_event_row *row, void *arg);
 int bd_store_event_each(bd_store *s, int64_t study_id, bd_event_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;

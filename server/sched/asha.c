@@ -205,31 +205,32 @@ static asha_trial *end_trial(asha_sched *a, int64_t trial_id)
     return t;
 }
 
-static int asha_observe(bd_sched *sched, const bd_event *ev, bd_decision *out, bd_err *err)
+static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_event *ev, bd_decision *out, bd_err *err)
 {
+    (void)ctx;
     asha_sched *a = (asha_sched *)sched;
     asha_trial *t;
     (void)out;
     (void)err;
     switch (ev->type) {
-    case BD_SEV_CREATED:
+    case BD_EV_CREATED:
         a->created++;
         on_created(a, ev);
         break;
-    case BD_SEV_COMPLETED:
+    case BD_EV_COMPLETED:
         if ((t = end_trial(a, ev->trial_id)) && t->rung > t->cfg->entry_rung) {
             asha_bracket *br = &a->brackets[t->cfg->bracket];
             t->cfg->entry = bd_rung_add(&br->rungs[t->rung], t->cfg->id, ev->trial_id, ev->loss);
             t->cfg->entry_rung = t->rung;
         }
         break;
-    case BD_SEV_FAILED:
-    case BD_SEV_EXPIRED:
-    case BD_SEV_STOPPED:
+    case BD_EV_FAILED:
+    case BD_EV_EXPIRED:
+    case BD_EV_STOPPED:
         if ((t = end_trial(a, ev->trial_id)))
             a->brackets[t->cfg->bracket].failed[t->rung]++;
         break;
-    case BD_SEV_MEASUREMENT:
+    case BD_EV_MEASUREMENT:
         break;
     }
     return 0;
@@ -251,6 +252,14 @@ static json_t *bracket_json(const asha_bracket *br)
                                         "promoted", (json_int_t)r->n_promoted, "best", best));
     }
     return json_pack("{s:i, s:o}", "bracket", br->s, "rungs", rungs);
+}
+
+static bd_sched_status asha_status(const bd_sched *sched)
+{
+    const asha_sched *a = (const asha_sched *)sched;
+    if (a->max_trials && a->created >= a->max_trials) /* as asha_suggest decides */
+        return a->running ? BD_STATUS_WAITING : BD_STATUS_DONE;
+    return BD_STATUS_RUNNING;
 }
 
 static int asha_describe(const bd_sched *sched, json_t **out)
@@ -292,9 +301,11 @@ static void asha_destroy(bd_sched *sched)
 const struct bd_sched_ops bd_sched_asha = {
     .abi = BD_SCHED_ABI,
     .name = "asha",
+    .multi_fidelity = 1,
     .create = asha_create,
     .suggest = asha_suggest,
     .observe = asha_observe,
+    .status = asha_status,
     .describe = asha_describe,
     .destroy = asha_destroy,
 };

@@ -370,6 +370,14 @@ int bd_bk_suggest(const bd_bkset *set, const bd_suggest_ctx *ctx, bd_suggestion 
     return set->running ? BD_SUGGEST_WAIT : BD_SUGGEST_DONE;
 }
 
+bd_sched_status bd_bk_status(const bd_bkset *set)
+{
+    /* Mirrors bd_bk_suggest: a ready bracket always has a member or a fresh slot. */
+    if (set->n_ready || (set->has_next && !set->next.reuse_arms))
+        return BD_STATUS_RUNNING;
+    return set->running ? BD_STATUS_WAITING : BD_STATUS_DONE;
+}
+
 /* The member a CREATED event starts, or NULL if it matches nothing planned. */
 static bk_member *member_for_created(bd_bkset *set, const bd_event *ev)
 {
@@ -458,19 +466,19 @@ static void on_ended(bd_bkset *set, const bd_event *ev)
 void bd_bk_observe(bd_bkset *set, const bd_event *ev)
 {
     switch (ev->type) {
-    case BD_SEV_CREATED:
+    case BD_EV_CREATED:
         set->created++;
         on_created(set, ev);
         break;
-    case BD_SEV_COMPLETED:
+    case BD_EV_COMPLETED:
         on_completed(set, ev);
         break;
-    case BD_SEV_FAILED:
-    case BD_SEV_EXPIRED:
-    case BD_SEV_STOPPED:
+    case BD_EV_FAILED:
+    case BD_EV_EXPIRED:
+    case BD_EV_STOPPED:
         on_ended(set, ev);
         break;
-    case BD_SEV_MEASUREMENT:
+    case BD_EV_MEASUREMENT:
         break;
     }
     settle_ready(set);

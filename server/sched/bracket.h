@@ -84,6 +84,8 @@ void bd_bk_free(bd_bkset *set);
 /* The next trial (BD_SUGGEST_TRIAL, *out filled with new references) or
  * BD_SUGGEST_WAIT / BD_SUGGEST_DONE. Does not change the set. */
 int bd_bk_suggest(const bd_bkset *set, const bd_suggest_ctx *ctx, bd_suggestion *out);
+/* What bd_bk_suggest would answer, without proposing (sched.h status). */
+bd_sched_status bd_bk_status(const bd_bkset *set);
 /* Takes in one event; unknown trials and configs are ignored. */
 void bd_bk_observe(bd_bkset *set, const bd_event *ev);
 /* {"running", "created", "brackets_total", "next": {...}|null, "brackets": [...]}

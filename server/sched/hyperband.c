@@ -216,12 +216,18 @@ static int hb_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out
     return bd_bk_suggest(&((hb_sched *)s)->set, ctx, out);
 }
 
-static int hb_observe(bd_sched *s, const bd_event *ev, bd_decision *out, bd_err *err)
+static int hb_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev, bd_decision *out, bd_err *err)
 {
+    (void)ctx;
     (void)out;
     (void)err;
     bd_bk_observe(&((hb_sched *)s)->set, ev);
     return 0;
+}
+
+static bd_sched_status hb_status(const bd_sched *s)
+{
+    return bd_bk_status(&((const hb_sched *)s)->set);
 }
 
 static int hb_describe(const bd_sched *s, json_t **out)
@@ -262,9 +268,11 @@ static void hb_destroy(bd_sched *s)
 const struct bd_sched_ops bd_sched_hyperband = {
     .abi = BD_SCHED_ABI,
     .name = "hyperband",
+    .multi_fidelity = 1,
     .create = hb_create,
     .suggest = hb_suggest,
     .observe = hb_observe,
+    .status = hb_status,
     .describe = hb_describe,
     .destroy = hb_destroy,
 };

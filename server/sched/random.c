@@ -42,37 +42,47 @@ static int random_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion 
 {
     random_sched *r = (random_sched *)s;
     (void)err;
-    if (r->max_trials && r->created - r->given_back >= r->max_trials)
-        return r->running ? BD_SUGGEST_WAIT : BD_SUGGEST_DONE;
+    bd_sched_status st = s->ops->status(s);
+    if (st != BD_STATUS_RUNNING)
+        return st == BD_STATUS_DONE ? BD_SUGGEST_DONE : BD_SUGGEST_WAIT;
     bd_rng rng = ctx->rng;
     out->config = bd_space_sample(r->def->space, &rng);
     out->budget = r->def->r_max;
     return BD_SUGGEST_TRIAL;
 }
 
-static int random_observe(bd_sched *s, const bd_event *ev, bd_decision *out, bd_err *err)
+static int random_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev, bd_decision *out, bd_err *err)
 {
+    (void)ctx;
     random_sched *r = (random_sched *)s;
     (void)out;
     (void)err;
     switch (ev->type) {
-    case BD_SEV_CREATED:
+    case BD_EV_CREATED:
         r->created++;
         r->running++;
         break;
-    case BD_SEV_FAILED:
-    case BD_SEV_EXPIRED:
+    case BD_EV_FAILED:
+    case BD_EV_EXPIRED:
         r->given_back++;
         r->running--;
         break;
-    case BD_SEV_COMPLETED:
-    case BD_SEV_STOPPED:
+    case BD_EV_COMPLETED:
+    case BD_EV_STOPPED:
         r->running--;
         break;
-    case BD_SEV_MEASUREMENT:
+    case BD_EV_MEASUREMENT:
         break;
     }
     return 0;
+}
+
+static bd_sched_status random_status(const bd_sched *s)
+{
+    const random_sched *r = (const random_sched *)s;
+    if (r->max_trials && r->created - r->given_back >= r->max_trials)
+        return r->running ? BD_STATUS_WAITING : BD_STATUS_DONE;
+    return BD_STATUS_RUNNING;
 }
 
 static int random_describe(const bd_sched *s, json_t **out)
@@ -95,6 +105,7 @@ const struct bd_sched_ops bd_sched_random = {
     .create = random_create,
     .suggest = random_suggest,
     .observe = random_observe,
+    .status = random_status,
     .describe = random_describe,
     .destroy = random_destroy,
 };

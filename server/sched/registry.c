@@ -10,15 +10,26 @@ extern const struct bd_sched_ops bd_sched_random;
 extern const struct bd_sched_ops bd_sched_successive_halving;
 extern const struct bd_sched_ops bd_sched_hyperband;
 extern const struct bd_sched_ops bd_sched_asha;
+#ifdef BD_TEST_SCHEDULERS
+extern const struct bd_sched_ops bd_sched_test_sleep;
+#endif
 
 static const struct bd_sched_ops *const registry[] = {
     &bd_sched_random,
     &bd_sched_successive_halving,
     &bd_sched_hyperband,
     &bd_sched_asha,
+#ifdef BD_TEST_SCHEDULERS
+    &bd_sched_test_sleep, /* test builds only (test_sleep.c) */
+#endif
 };
 
 #define N_REGISTERED (sizeof registry / sizeof registry[0])
+
+/* sched.h's status values mirror suggest's answers. */
+_Static_assert((int)BD_STATUS_RUNNING == (int)BD_SUGGEST_TRIAL && (int)BD_STATUS_WAITING == (int)BD_SUGGEST_WAIT &&
+                   (int)BD_STATUS_DONE == (int)BD_SUGGEST_DONE,
+               "status and suggest answers differ");
 
 const struct bd_sched_ops *bd_sched_find(const char *name)
 {

@@ -4,15 +4,20 @@
  *
  * Contract (see README.md beside this file for how each scheduler uses it):
  * - Only events change a scheduler's state. suggest() proposes the next trial
- *   without changing state; the engine stores the trial, then feeds it back as
- *   a BD_EV_CREATED event through observe(). Measurements, completions,
+ *   without changing state; the engine feeds it back as a BD_EV_CREATED
+ *   event through observe() and stores it. Measurements, completions,
  *   failures, lease expiries and stops arrive the same way. On start the
  *   engine replays a study's stored events through observe(), the same code
- *   path live requests take, so the rebuilt scheduler is identical.
- * - Randomness comes only from ctx->rng, seeded from (study seed, number of
- *   trials created), so a replayed study proposes the same next trials.
- * - The engine holds the study's mutex around every call: a scheduler is
- *   single-threaded and must not block, write storage or keep private files.
+ *   path live requests take, then calls replayed() once.
+ * - A scheduler's state, fitted models included, must be a pure function of
+ *   the events it has seen (and the study definition): the same events give
+ *   the same state, live or replayed, so a restart changes no decision.
+ * - Randomness comes only from the ctx->rng streams: suggest's is seeded from
+ *   (study seed, number of trials created), observe's from (study seed,
+ *   event id). Both are the same live and in a replay.
+ * - The engine holds the study's mutex (and no other lock) around every call:
+ *   a slow call delays only its own study. A scheduler is single-threaded
+ *   and must not write storage or keep private files.
  * - Losses are minimized: the engine negates maximized objectives. A diverged
  *   run (value null) arrives as loss = +INFINITY, the worst possible loss.
  *
@@ -25,10 +30,11 @@
 #include <stdint.h>
 
 #include "../common.h"
+#include "../event_type.h"
 #include "../rng.h"
 #include "../space.h"
 
-#define BD_SCHED_ABI 1
+#define BD_SCHED_ABI 2
 
 /* What a study asks for, parsed and validated by the engine. Borrowed by the
  * scheduler for its whole life (the engine keeps it alive). */
@@ -44,6 +50,13 @@ typedef struct bd_study_def {
     const json_t *options;      /* scheduler options object (never NULL, may be empty) */
     uint64_t seed;
     double lease_seconds;
+    int has_bounds;             /* objective.bounds given: values lie in [bound_low, bound_high] */
+    double bound_low, bound_high; /* as declared (not negated for maximize) */
+    const json_t *instances;    /* problem instances: array of names or paths, or NULL */
+    size_t n_instances;         /* its length (0 without instances) */
+    int64_t limit_trials;       /* limits the engine enforces (0 = none): trials created, */
+    double limit_resource;      /*   resource handed out, */
+    double limit_seconds;       /*   worker-reported seconds; limit_trials is Rising Bandits' T */
 } bd_study_def;
 
 typedef struct bd_suggest_ctx {
@@ -59,7 +72,9 @@ typedef struct bd_suggestion {
     double budget;        /* cumulative resource the trial may use */
     int64_t resume_from;  /* 0, or an earlier trial of this config whose checkpoint the worker may continue */
     json_t *extra;        /* new reference or NULL: scheduler fields shown to the worker
-                             ({"bracket": 2, "rung": 1}, {"instance": 7, "cap": 4.0}) */
+                             ({"bracket": 2, "rung": 1}, {"tester": 7}) */
+    int has_instance;     /* the trial runs on problem instance number instance */
+    int64_t instance;     /*   (an index into def->instances; the budget is its cap) */
 } bd_suggestion;
 
 /* suggest() results besides errors (< 0). */
@@ -69,29 +84,43 @@ enum {
     BD_SUGGEST_DONE = 2   /* the study is finished */
 };
 
-typedef enum {
-    BD_SEV_CREATED = 0,  /* values match bd_event_type in storage/store.h */
-    BD_SEV_MEASUREMENT,
-    BD_SEV_COMPLETED,
-    BD_SEV_FAILED,
-    BD_SEV_EXPIRED,
-    BD_SEV_STOPPED
-} bd_sched_event_type;
 
 typedef struct bd_event {
-    bd_sched_event_type type;
+    bd_event_type type;
+    int64_t id;              /* the stored event's id: increasing within a study */
     int64_t trial_id;
     int64_t config_id;       /* the config's id (first trial of that config) */
     double budget;           /* the trial's budget */
     const json_t *config;    /* borrowed for the call; CREATED only, else NULL (incref to keep) */
     int64_t resume_from;     /* CREATED: as suggested */
     const json_t *extra;     /* CREATED: as suggested (borrowed; may be NULL) */
+    int has_instance;        /* CREATED: the trial runs on problem instance number */
+    int64_t instance;        /*   instance (an index into def->instances) */
     double step;             /* MEASUREMENT: the worker's step (epoch, ...) */
     double loss;             /* MEASUREMENT, COMPLETED: minimized objective, +INFINITY if diverged */
     int timeout;             /* COMPLETED: the run hit its cap; loss is then the cap */
     double elapsed_seconds;  /* MEASUREMENT, COMPLETED: worker-reported seconds, NAN if not given */
-    int replay;              /* 1 while rebuilding from storage (decisions are ignored) */
 } bd_event;
+
+typedef struct bd_observe_ctx {
+    bd_rng rng;              /* this event's random stream: seeded from (study seed, event id) */
+    int replay;              /* 1 while rebuilding from storage (decisions are then ignored) */
+} bd_observe_ctx;
+
+/* Seeds ctx->rng for the event with this id, as the engine does. The seed
+ * is salted so observe's streams never coincide with suggest's, which are
+ * (study seed, trials created). */
+static inline void bd_observe_ctx_seed(bd_observe_ctx *ctx, uint64_t study_seed, int64_t event_id)
+{
+    bd_rng_seed(&ctx->rng, study_seed ^ 0x6f62736572766521ULL /* "observe!" */, (uint64_t)event_id);
+}
+
+/* What a study's scheduler would answer now, without proposing anything. */
+typedef enum {
+    BD_STATUS_RUNNING = 0,   /* suggest() would hand out a trial */
+    BD_STATUS_WAITING = 1,   /* nothing to hand out until running trials report */
+    BD_STATUS_DONE = 2       /* the study is finished */
+} bd_sched_status;
 
 /* The scheduler's answer to a measurement. */
 typedef struct bd_decision {
@@ -106,16 +135,25 @@ typedef struct bd_sched {
 struct bd_sched_ops {
     uint32_t abi;       /* == BD_SCHED_ABI */
     const char *name;   /* "hyperband", ...: stored with the study */
+    int multi_fidelity; /* 1: hands out budgets between r_min and r_max, so a
+                           study must declare its resource */
     /* Validates def->options (err->field "scheduler.options.<name>") and builds
      * an empty scheduler. *out is new (destroy). */
     int (*create)(const bd_study_def *def, bd_sched **out, bd_err *err);
     /* Proposes one trial into *out, or answers WAIT / DONE. Must not change
      * state: calling it twice without an observe in between gives the same answer. */
     int (*suggest)(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out, bd_err *err);
-    /* Takes in one stored event. out is zeroed by the engine; only a
-     * MEASUREMENT's decision is used. Events are never rejected here: the
-     * engine validated them, and a replay must not fail. */
-    int (*observe)(bd_sched *s, const bd_event *ev, bd_decision *out, bd_err *err);
+    /* Takes in one event. out is zeroed by the engine; only a MEASUREMENT's
+     * decision is used. Events are never rejected here: the engine validated
+     * them, and a replay must not fail. */
+    int (*observe)(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev, bd_decision *out, bd_err *err);
+    /* Optional (may be NULL): called once after a study's stored events were
+     * replayed, before any live call: fit expensive models here rather than
+     * once per replayed event. */
+    void (*replayed)(bd_sched *s);
+    /* What suggest() would answer now (a trial, WAIT or DONE), in O(1) or
+     * close to it: reads (GET a study, list studies) ask this, never suggest. */
+    bd_sched_status (*status)(const bd_sched *s);
     /* The scheduler's state for GET /v1/studies/{id} (brackets, arms, testers),
      * optionally with "incumbent" (same shape as the study's: trial_id,
      * config_id, config, value, budget) when the scheduler defines its own

@@ -152,12 +152,18 @@ static int sh_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out
     return bd_bk_suggest(&((sh_sched *)s)->set, ctx, out);
 }
 
-static int sh_observe(bd_sched *s, const bd_event *ev, bd_decision *out, bd_err *err)
+static int sh_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev, bd_decision *out, bd_err *err)
 {
+    (void)ctx;
     (void)out;
     (void)err;
     bd_bk_observe(&((sh_sched *)s)->set, ev);
     return 0;
+}
+
+static bd_sched_status sh_status(const bd_sched *s)
+{
+    return bd_bk_status(&((const sh_sched *)s)->set);
 }
 
 static int sh_describe(const bd_sched *s, json_t **out)
@@ -189,9 +195,11 @@ static void sh_destroy(bd_sched *s)
 const struct bd_sched_ops bd_sched_successive_halving = {
     .abi = BD_SCHED_ABI,
     .name = "successive_halving",
+    .multi_fidelity = 1,
     .create = sh_create,
     .suggest = sh_suggest,
     .observe = sh_observe,
+    .status = sh_status,
     .describe = sh_describe,
     .destroy = sh_destroy,
 };

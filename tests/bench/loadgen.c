@@ -690,7 +690,7 @@ static int create_study(void)
     int rc = -1;
     snprintf(body, sizeof body,
              "{\"name\":\"loadgen-%ld-%ld\",\"parameters\":[{\"name\":\"x\",\"type\":\"float\",\"low\":0,"
-             "\"high\":1}],\"scheduler\":{\"name\":\"random\",\"options\":{\"max_trials\":%ld}},"
+             "\"high\":1}],\"objective\":{\"goal\":\"minimize\"},\"scheduler\":{\"name\":\"random\",\"options\":{\"max_trials\":%ld}},"
              "\"seed\":42,\"lease_seconds\":600}",
              (long)getpid(), (long)time(NULL), opt.max_trials);
     if (http_request(&c, "POST", "/v1/studies", body) != 0) {

@@ -393,6 +393,7 @@ def study_body(**overrides):
             {"name": "x", "type": "float", "low": 0.0, "high": 1.0},
             {"name": "k", "type": "categorical", "choices": ["a", "b", "c"]},
         ],
+        "objective": {"metric": "loss", "goal": "minimize"},
         "scheduler": {"name": "random", "options": {"max_trials": 1000}},
         "seed": 7,
     }

@@ -41,6 +41,7 @@ def base_study():
             {"name": "x", "type": "float", "low": 0, "high": 1},
             {"name": "algo", "type": "categorical", "choices": ["svm", "rf"]},
         ],
+        "objective": {"metric": "loss", "goal": "minimize"},
         "scheduler": {"name": "random", "options": {}},
     }
 

@@ -95,6 +95,7 @@ class PythonClient(bdtest.DaemonTestCase):
 
     def study(self, **kw):
         kw.setdefault("options", {"max_trials": 1000})
+        kw.setdefault("objective", {"metric": "loss", "goal": "minimize"})
         return self.c.create_study(bdtest.unique_name("py"), PARAMS, "random", seed=3, **kw)
 
     def assertBanditdError(self, ctx, status, code, field=None):
@@ -225,7 +226,7 @@ class PythonClient(bdtest.DaemonTestCase):
         proxy = DropProxy(self.d.port)
         self.addCleanup(proxy.close)
         c = Client("http://127.0.0.1:%d" % proxy.port, self.d.token, timeout=5, backoff=0.01)
-        s = c.create_study(bdtest.unique_name("py"), PARAMS, "random", options={"max_trials": 100})
+        s = c.create_study(bdtest.unique_name("py"), PARAMS, "random", options={"max_trials": 100}, objective={"metric": "loss", "goal": "minimize"})
 
         proxy.drop_answers = 1
         trials = c.suggest(s["id"], worker="flaky", count=2)["trials"]
@@ -255,7 +256,7 @@ class PythonClient(bdtest.DaemonTestCase):
         d = bdtest.Daemon(lease_seconds=300)
         self.addCleanup(d.cleanup)
         c = Client("http://127.0.0.1:%d" % d.port, d.token, backoff=0.05, retries=8)
-        s = c.create_study(bdtest.unique_name("py"), PARAMS, "random", options={"max_trials": 10})
+        s = c.create_study(bdtest.unique_name("py"), PARAMS, "random", options={"max_trials": 10}, objective={"metric": "loss", "goal": "minimize"})
         t = c.suggest(s["id"])["trials"][0]
         d.restart()
         self.assertEqual(c.get_study(s["id"])["trials"]["running"], 1)

@@ -1,7 +1,9 @@
 /* sched_harness.h: an in-memory engine for scheduler unit tests. It drives
  * a bd_sched_ops vtable the way server/engine*.c does: suggest with the rng
  * seeded from (study seed, trials created), give the trial the next id, feed
- * BD_SEV_CREATED, and later COMPLETED / FAILED / EXPIRED. A callback decides
+ * BD_EV_CREATED, then MEASUREMENT (a stop decision is followed by STOPPED,
+ * as the engine does) and COMPLETED / FAILED / EXPIRED. Every event gets the
+ * next event id and observe's rng seeded as the engine seeds it. A callback decides
  * each trial's outcome; running trials finish in FIFO, reversed (newest
  * first) or random order across several workers. Every event is logged so
  * hn_replay() can rebuild a fresh scheduler through observe(replay = 1).
@@ -10,7 +12,8 @@
  * include it after <criterion/criterion.h>. Checks every suggestion the way
  * the engine does (budget in range and whole for integer resources, config
  * valid, config_id / resume_from naming earlier trials of the same config)
- * and, when check_pure is set, that suggest() twice gives the same answer. */
+ * and, when check_pure is set, that suggest() twice gives the same answer
+ * and status() agrees with it. */
 #ifndef BD_SCHED_HARNESS_H
 #define BD_SCHED_HARNESS_H
 
@@ -29,7 +32,7 @@
 
 #define HN_FN static __attribute__((unused))
 
-enum { HN_RUNNING = 0, HN_COMPLETED, HN_FAILED, HN_EXPIRED }; /* trial states */
+enum { HN_RUNNING = 0, HN_COMPLETED, HN_FAILED, HN_EXPIRED, HN_STOPPED }; /* trial states */
 enum { HN_FIFO = 0, HN_LIFO, HN_RANDOM };                     /* completion orders */
 enum { HN_DONE = 0, HN_LIMIT, HN_STUCK };                     /* hn_run results */
 
@@ -141,9 +144,11 @@ HN_FN hn_trial *hn_get(hn *h, int64_t id)
     return &h->trials[id - 1];
 }
 
-static void hn_feed(hn *h, const bd_event *ev, json_t *config, json_t *extra)
+/* Logs ev under the next event id and feeds it; returns the decision. */
+static bd_decision hn_feed(hn *h, const bd_event *ev, json_t *config, json_t *extra)
 {
     bd_decision d = {0};
+    bd_observe_ctx ctx = {.replay = 0};
     bd_err err;
     if (h->n_log == h->cap_log) {
         h->cap_log = h->cap_log ? 2 * h->cap_log : 256;
@@ -151,9 +156,12 @@ static void hn_feed(hn *h, const bd_event *ev, json_t *config, json_t *extra)
     }
     hn_logged *l = &h->log[h->n_log++];
     l->ev = *ev;
+    l->ev.id = (int64_t)h->n_log;
     l->config = config ? json_incref(config) : NULL;
     l->extra = extra ? json_incref(extra) : NULL;
-    cr_assert_eq(h->ops->observe(h->s, ev, &d, &err), 0);
+    bd_observe_ctx_seed(&ctx, h->def.seed, l->ev.id);
+    cr_assert_eq(h->ops->observe(h->s, &ctx, &l->ev, &d, &err), 0);
+    return d;
 }
 
 static void hn_ctx(const hn *h, bd_suggest_ctx *ctx)
@@ -166,7 +174,7 @@ static void hn_ctx(const hn *h, bd_suggest_ctx *ctx)
 /* The CREATED event of trial t, as the engine would feed it. */
 static bd_event hn_created_event(const hn_trial *t)
 {
-    return (bd_event){.type = BD_SEV_CREATED,
+    return (bd_event){.type = BD_EV_CREATED,
                       .trial_id = t->id,
                       .config_id = t->config_id,
                       .budget = t->budget,
@@ -250,6 +258,8 @@ HN_FN int hn_suggest(hn *h, int worker, int64_t *id)
         json_decref(again.config);
         json_decref(again.extra);
     }
+    if (h->check_pure)
+        cr_assert_eq((int)h->ops->status(h->s), rc, "status() disagrees with suggest()");
     if (rc != BD_SUGGEST_TRIAL) {
         json_decref(s.config);
         json_decref(s.extra);
@@ -260,11 +270,14 @@ HN_FN int hn_suggest(hn *h, int worker, int64_t *id)
     return rc;
 }
 
-static void hn_end(hn *h, int64_t id, bd_sched_event_type type, double loss)
+static void hn_end(hn *h, int64_t id, bd_event_type type, double loss)
 {
     hn_trial *t = hn_get(h, id);
     cr_assert_eq(t->state, HN_RUNNING, "trial %lld is not running", (long long)id);
-    t->state = type == BD_SEV_COMPLETED ? HN_COMPLETED : type == BD_SEV_FAILED ? HN_FAILED : HN_EXPIRED;
+    t->state = type == BD_EV_COMPLETED ? HN_COMPLETED
+               : type == BD_EV_FAILED  ? HN_FAILED
+               : type == BD_EV_STOPPED ? HN_STOPPED
+                                       : HN_EXPIRED;
     t->loss = loss;
     for (size_t i = 0; i < h->n_running; i++)
         if (h->running[i] == id) {
@@ -276,22 +289,38 @@ static void hn_end(hn *h, int64_t id, bd_sched_event_type type, double loss)
                    .trial_id = id,
                    .config_id = t->config_id,
                    .budget = t->budget,
-                   .loss = type == BD_SEV_COMPLETED ? loss : NAN,
+                   .loss = type == BD_EV_COMPLETED ? loss : NAN,
                    .elapsed_seconds = NAN};
     hn_feed(h, &ev, NULL, NULL);
 }
 
+/* Reports a measurement of running trial id; on a stop decision the trial
+ * ends with STOPPED, as the engine does. Returns the decision. */
+HN_FN bd_decision hn_measure(hn *h, int64_t id, double step, double loss)
+{
+    hn_trial *t = hn_get(h, id);
+    cr_assert_eq(t->state, HN_RUNNING, "trial %lld is not running", (long long)id);
+    bd_event ev = {.type = BD_EV_MEASUREMENT, .trial_id = id, .config_id = t->config_id, .budget = t->budget,
+                   .step = step, .loss = loss, .elapsed_seconds = NAN};
+    bd_decision d = hn_feed(h, &ev, NULL, NULL);
+    if (d.stop) {
+        hn_end(h, id, BD_EV_STOPPED, NAN);
+        t->state = HN_STOPPED;
+    }
+    return d;
+}
+
 HN_FN void hn_complete(hn *h, int64_t id, double loss)
 {
-    hn_end(h, id, BD_SEV_COMPLETED, loss);
+    hn_end(h, id, BD_EV_COMPLETED, loss);
 }
 HN_FN void hn_fail(hn *h, int64_t id)
 {
-    hn_end(h, id, BD_SEV_FAILED, NAN);
+    hn_end(h, id, BD_EV_FAILED, NAN);
 }
 HN_FN void hn_expire(hn *h, int64_t id)
 {
-    hn_end(h, id, BD_SEV_EXPIRED, NAN);
+    hn_end(h, id, BD_EV_EXPIRED, NAN);
 }
 
 /* Ends trial id as the outcome callback says. */
@@ -367,11 +396,14 @@ HN_FN bd_sched *hn_replay(hn *h)
     for (size_t i = 0; i < h->n_log; i++) {
         bd_event ev = h->log[i].ev;
         bd_decision d = {0};
+        bd_observe_ctx ctx = {.replay = 1};
+        bd_observe_ctx_seed(&ctx, h->def.seed, ev.id);
         ev.config = h->log[i].config;
         ev.extra = h->log[i].extra;
-        ev.replay = 1;
-        cr_assert_eq(h->ops->observe(r, &ev, &d, &err), 0);
+        cr_assert_eq(h->ops->observe(r, &ctx, &ev, &d, &err), 0);
     }
+    if (h->ops->replayed)
+        h->ops->replayed(r);
     return r;
 }
 
@@ -404,9 +436,11 @@ HN_FN int hn_same_next(hn *h, bd_sched *other, int k)
         }
         int64_t id = hn_create(h, &a, 0);
         bd_decision d = {0};
-        const hn_trial *t = hn_get(h, id);
-        bd_event ev = hn_created_event(t);
-        cr_assert_eq(h->ops->observe(other, &ev, &d, &err), 0);
+        bd_observe_ctx octx = {.replay = 0};
+        bd_event ev = h->log[h->n_log - 1].ev; /* the CREATED event h's scheduler just saw */
+        cr_assert_eq(ev.trial_id, id);
+        bd_observe_ctx_seed(&octx, h->def.seed, ev.id);
+        cr_assert_eq(h->ops->observe(other, &octx, &ev, &d, &err), 0);
     }
     return same;
 }

@@ -38,7 +38,7 @@ static json_t *must_parse(const char *text)
 static const char *study_body =
     "{\"name\": \"s\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
     " \"resource\": {\"name\": \"epochs\", \"min\": 1, \"max\": 9, \"integer\": true},"
-    " \"scheduler\": {\"name\": \"random\", \"options\": {\"max_trials\": 3}}, \"seed\": 7}";
+    " \"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"random\", \"options\": {\"max_trials\": 3}}, \"seed\": 7}";
 
 static int64_t create_study(bd_engine *e, const bd_caller *c, const char *body)
 {
@@ -90,15 +90,26 @@ Test(engine, study_validation_names_the_field)
         {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}]}",
          "scheduler"},
         {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
-         " \"scheduler\": {\"name\": \"nope\"}}", "scheduler.name"},
+         " \"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"nope\"}}", "scheduler.name"},
         {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
-         " \"scheduler\": {\"name\": \"random\", \"options\": {\"max_trails\": 3}}}", "scheduler.options.max_trails"},
+         " \"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"random\", \"options\": {\"max_trails\": 3}}}", "scheduler.options.max_trails"},
         {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
          " \"scheduler\": {\"name\": \"random\"}, \"objective\": {\"goal\": \"up\"}}", "objective.goal"},
         {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
-         " \"scheduler\": {\"name\": \"random\"}, \"resource\": {\"min\": 5, \"max\": 2}}", "resource.max"},
+         " \"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"random\"}, \"resource\": {\"min\": 5, \"max\": 2}}", "resource.max"},
         {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
          " \"scheduler\": {\"name\": \"random\"}, \"objectve\": {}}", "objectve"},
+        /* no silent defaults: the goal is required, a multi-fidelity scheduler needs a resource */
+        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}], \"scheduler\": {\"name\": \"random\"}}", "objective.goal"},
+        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}], \"objective\": {\"metric\": \"acc\"}, \"scheduler\": {\"name\": \"random\"}}", "objective.goal"},
+        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}], \"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"hyperband\"}}", "resource"},
+        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}], \"scheduler\": {\"name\": \"random\"}, \"objective\": {\"goal\": \"minimize\", \"bounds\": [1, 0]}}", "objective.bounds"},
+        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}], \"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"random\"}, \"limits\": {\"trials\": 0}}", "limits.trials"},
+        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}], \"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"random\"}, \"limits\": {\"seconds\": -1}}", "limits.seconds"},
+        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}], \"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"random\"}, \"limits\": {\"trails\": 5}}", "limits.trails"},
+        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}], \"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"random\"}, \"instances\": []}", "instances"},
+        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}], \"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"random\"}, \"instances\": [\"a\", \"b\", \"a\"]}", "instances[2]"},
+        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}], \"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"random\"}, \"instances\": [\"a\", 3]}", "instances[1]"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *b = must_parse(cases[i].body), *out = NULL;
@@ -284,7 +295,7 @@ Test(engine, replay_gives_the_same_next_suggestions)
                                  "{\"name\": \"r\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", "
                                  "\"low\": 0.001, \"high\": 1, \"log\": true}, {\"name\": \"c\", \"type\": "
                                  "\"categorical\", \"choices\": [\"a\", \"b\", \"c\"]}], "
-                                 "\"scheduler\": {\"name\": \"random\"}, \"seed\": 11}");
+                                 "\"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"random\"}, \"seed\": 11}");
     bd_err err = {0};
     for (int i = 0; i < 5; i++) {
         json_t *a = suggest(live, &admin, study, NULL);

@@ -130,7 +130,7 @@ static int count_trials(bd_store *s, int64_t study_id, int state)
 {
     struct ids c = {0};
     bd_err err = {0};
-    cr_assert_eq(bd_store_trial_each(s, study_id, state, 0, 0, collect_trial, &c, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_trial_each(s, study_id, state, -1, 0, 0, collect_trial, &c, &err), 0, "%s", err.message);
     return c.n;
 }
 
@@ -165,8 +165,8 @@ static void poke_header(const char *path, long offset, uint32_t v)
 Test(store, memory_database_is_at_current_version)
 {
     bd_store *s = open_mem();
-    cr_assert_eq(bd_store_schema_version(s), 1);
-    cr_assert_eq(bd_store_schema_version(NULL), 1);
+    cr_assert_eq(bd_store_schema_version(s), 2);
+    cr_assert_eq(bd_store_schema_version(NULL), 2);
     bd_store_close(s);
 }
 
@@ -186,7 +186,7 @@ Test(store, reopen_keeps_data_and_version)
     cr_assert(file_size(wal) <= 0, "the WAL is checkpointed and emptied on close");
 
     s = open_at(t.path, BD_SYNC_NORMAL);
-    cr_assert_eq(bd_store_schema_version(s), 1);
+    cr_assert_eq(bd_store_schema_version(s), 2);
     bd_user u;
     bd_err err = {0};
     cr_assert_eq(bd_store_user_by_name(s, "alice", &u, &err), 0);
@@ -519,35 +519,35 @@ Test(store, trial_each_filters_state_and_paginates)
     finish_trial(s, ids[8], BD_TRIAL_STOPPED, 3);
 
     struct ids c = {0};
-    cr_assert_eq(bd_store_trial_each(s, a, -1, 0, 100, collect_trial, &c, &err), 0);
+    cr_assert_eq(bd_store_trial_each(s, a, -1, -1, 0, 100, collect_trial, &c, &err), 0);
     cr_assert_eq(c.n, 10);
     for (int i = 0; i < 10; i++)
         cr_assert_eq(c.v[i], ids[i]);
 
     c = (struct ids){0};
-    cr_assert_eq(bd_store_trial_each(s, a, BD_TRIAL_COMPLETED, 0, 100, collect_trial, &c, &err), 0);
+    cr_assert_eq(bd_store_trial_each(s, a, BD_TRIAL_COMPLETED, -1, 0, 100, collect_trial, &c, &err), 0);
     cr_assert_eq(c.n, 2);
     cr_assert(c.v[0] == ids[2] && c.v[1] == ids[5]);
 
     c = (struct ids){0};
-    cr_assert_eq(bd_store_trial_each(s, a, -1, ids[3], 4, collect_trial, &c, &err), 0);
+    cr_assert_eq(bd_store_trial_each(s, a, -1, -1, ids[3], 4, collect_trial, &c, &err), 0);
     cr_assert_eq(c.n, 4);
     for (int i = 0; i < 4; i++)
         cr_assert_eq(c.v[i], ids[4 + i]);
 
     c = (struct ids){0};
-    cr_assert_eq(bd_store_trial_each(s, a, BD_TRIAL_RUNNING, ids[1], 3, collect_trial, &c, &err), 0);
+    cr_assert_eq(bd_store_trial_each(s, a, BD_TRIAL_RUNNING, -1, ids[1], 3, collect_trial, &c, &err), 0);
     cr_assert_eq(c.n, 3);
     cr_assert(c.v[0] == ids[3] && c.v[1] == ids[4] && c.v[2] == ids[6]);
 
     c = (struct ids){.stop_at = 2};
-    cr_assert_eq(bd_store_trial_each(s, a, -1, 0, 0, collect_trial, &c, &err), 7);
+    cr_assert_eq(bd_store_trial_each(s, a, -1, -1, 0, 0, collect_trial, &c, &err), 7);
     cr_assert_eq(c.n, 2);
 
     cr_assert_eq(count_trials(s, a, BD_TRIAL_RUNNING), 7);
     cr_assert_eq(count_trials(s, a + b + 10, -1), 0);
     c = (struct ids){0};
-    cr_assert_eq(bd_store_trial_each(s, a, BD_TRIAL_NSTATES, 0, 0, collect_trial, &c, &err), BD_EINVAL);
+    cr_assert_eq(bd_store_trial_each(s, a, BD_TRIAL_NSTATES, -1, 0, 0, collect_trial, &c, &err), BD_EINVAL);
     bd_store_close(s);
 }
 
@@ -851,7 +851,7 @@ Test(store, a_failed_batch_loses_all_of_it_and_blocks_begin_until_recovered)
     cr_expect_eq(bd_store_wait(s, t1, &err), BD_ESTORAGE);
     cr_expect_eq(bd_store_wait(s, t2, &err), BD_ESTORAGE, "every waiter of the batch hears of it");
     cr_expect_eq(bd_store_begin(s, &err), BD_ESTORAGE, "no new work until the caller rebuilt its state");
-    bd_store_recovered(s);
+    bd_store_recovered(s, bd_store_failures(s));
     bd_user u;
     const char *lost[] = {"lost1", "lost2", "lost3"};
     for (int i = 0; i < 3; i++)
@@ -967,7 +967,7 @@ Test(store, four_threads_commit_concurrently, .timeout = 60)
     s = open_at(t.path, BD_SYNC_NORMAL);
     struct ids c = {0};
     bd_err err = {0};
-    cr_assert_eq(bd_store_trial_each(s, sid, BD_TRIAL_RUNNING, 0, 0, collect_trial, &c, &err), 0);
+    cr_assert_eq(bd_store_trial_each(s, sid, BD_TRIAL_RUNNING, -1, 0, 0, collect_trial, &c, &err), 0);
     cr_assert_eq(c.n, NTHREADS * PER_THREAD);
     for (int i = 1; i < c.n; i++)
         cr_assert_gt(c.v[i], c.v[i - 1]);
