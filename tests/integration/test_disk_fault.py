@@ -1,0 +1,145 @@
+"""A short disk fault under load: the daemon heals itself and loses nothing.
+
+The real daemon runs under tests/fault/fault_shim.c (LD_PRELOAD): while a
+trigger file exists, every write and sync to the database files fails with
+EIO, EROFS or ENOSPC. Eight clients suggest and complete trials; the fault
+lasts 3 s. Regression: after such a fault every POST used to answer
+`500 storage_error: recovering from a failed commit` until a restart (a
+commit failing while the engine rebuilt its studies was forgotten, and the
+store stayed closed). Now:
+
+- during the fault requests fail with 500 storage_error (never a crash) and
+  GET /healthz answers 503;
+- within seconds after it, 4 of 4 POSTs succeed and /healthz is 200;
+- every acknowledged completion is in the database, before and after a
+  SIGKILL + restart.
+"""
+
+import os
+import threading
+import time
+import unittest
+
+import bdtest
+from bdtest import check_status
+
+WORKERS = 8
+FAULT_SECONDS = 3.0
+
+
+def shim_env(tmpdir, err):
+    shim = os.environ.get("BD_FAULT_SHIM")
+    if not shim or not os.path.exists(shim):
+        raise unittest.SkipTest("BD_FAULT_SHIM is not set (run through ctest)")
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    return {
+        "LD_PRELOAD": shim,
+        "BD_FAULT_TRIGGER": os.path.join(tmpdir, "fault-on"),
+        "BD_FAULT_DIR": os.path.join(tmpdir, "bd.db"),
+        "BD_FAULT_ERRNO": err,
+        # the sanitizer build: the shim comes before libasan in the load order
+        "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0",
+    }
+
+
+class DiskFault(bdtest.DaemonTestCase):
+    def run_fault(self, err):
+        d = bdtest.Daemon(start=False)
+        d.env = shim_env(d.tmpdir, err)
+        d.start()
+        trigger = d.env["BD_FAULT_TRIGGER"]
+        study = bdtest.create_study(d)
+        path = "/v1/studies/%d/suggest" % study["id"]
+        stop = threading.Event()
+        lock = threading.Lock()
+        acked = {}  # trial id -> value of an acknowledged completion
+        statuses = []
+
+        def worker(n):
+            c = d.client(timeout=30)
+            i = 0
+            while not stop.is_set():
+                st, body, _ = c.request("POST", path, {"worker": "w%d" % n})
+                with lock:
+                    statuses.append(st)
+                if st != 200 or not body["trials"]:
+                    time.sleep(0.02)
+                    continue
+                tid = body["trials"][0]["id"]
+                value = n + i / 1000.0
+                i += 1
+                st, body, _ = c.request("POST", "/v1/trials/%d/complete" % tid, {"value": value})
+                with lock:
+                    statuses.append(st)
+                    if st == 200:
+                        acked[tid] = value
+                if st not in (200, 409):  # 409: a retry found it done; 500: storage_error
+                    self.assertEqual(st, 500, body)
+                    self.assertEqual(body["error"]["code"], "storage_error", body)
+            c.close()
+
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(WORKERS)]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        open(trigger, "w").close()
+        health_during = []
+        t_end = time.monotonic() + FAULT_SECONDS
+        c = d.client()
+        while time.monotonic() < t_end:
+            health_during.append(c.request("GET", "/healthz")[0])
+            time.sleep(0.1)
+        os.unlink(trigger)
+        fault_over = time.monotonic()
+
+        # Healed: a POST succeeds within 10 s of the fault's end, then 4 of 4 do.
+        healed_at = None
+        while time.monotonic() - fault_over < 10:
+            if c.request("POST", "/v1/studies", bdtest.study_body())[0] == 201:
+                healed_at = time.monotonic() - fault_over
+                break
+            time.sleep(0.1)
+        self.assertIsNotNone(healed_at, "still refusing writes 10 s after the fault; log:\n" + d.log_tail(40))
+        for _ in range(4):
+            time.sleep(0.25)
+            self.assertEqual(c.request("POST", "/v1/studies", bdtest.study_body())[0], 201)
+        self.assertEqual(c.request("GET", "/healthz")[0], 200)
+        time.sleep(0.5)
+        stop.set()
+        for t in threads:
+            t.join(30)
+
+        self.assertIn(500, statuses, "the fault never reached a commit (shim not active?)")
+        self.assertIn(503, health_during, "/healthz said ok while storage refused writes")
+        self.assertGreater(statuses.count(200), 100)
+        metrics = c.request("GET", "/metrics")[1]
+        self.assertIn("banditd_storage_writable 1", metrics)
+        c.close()
+
+        def check_acked(what):
+            cc = d.client()
+            for tid, value in acked.items():
+                t = check_status(self, cc.request("GET", "/v1/trials/%d" % tid), 200, what)
+                self.assertEqual((t["state"], t["value"]), ("completed", value), "%s: trial %d" % (what, tid))
+            cc.close()
+
+        check_acked("live")
+        d.kill()
+        d.env = None
+        d.start()
+        check_acked("after SIGKILL and restart")
+        d.cleanup()
+        return healed_at, len(acked)
+
+    def test_eio(self):
+        self.run_fault("EIO")
+
+    def test_erofs(self):
+        self.run_fault("EROFS")
+
+    def test_enospc(self):
+        self.run_fault("ENOSPC")
+
+
+if __name__ == "__main__":
+    unittest.main()
