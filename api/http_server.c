@@ -4,19 +4,33 @@
  * in (we allocate the request context, route, and reject an oversized
  * Content-Length), once per body chunk (we append), and once more with no
  * data (we dispatch and queue the answer). on_completed frees the context
- * whatever happened to the connection. */
+ * whatever happened to the connection.
+ *
+ * Slow clients: every open connection has a conn_track (MHD's socket
+ * context) holding the time by which its next request's headers must be
+ * in. MHD's own timeout is an idle timeout, which a client trickling a byte
+ * now and then never reaches, so a sweeper thread shuts down the sockets
+ * past their deadline; MHD then sees the end of the stream and closes the
+ * connection as it does for any client that hangs up. A request pays a few
+ * relaxed atomic operations and clock reads, no lock: the tracker's lock is
+ * taken when a connection opens or closes and by the sweeper. Connection
+ * limits are MHD's (total and per client address), set from the open-file
+ * limit and bd_http_opts. */
 #include "http_server.h"
 #include "json_out.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <sodium.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,7 +45,24 @@
 #define INLINE_BODY 1024  /* bodies this small need no second allocation */
 #define DISCARD_FACTOR 16 /* a chunked body this many times the limit closes the connection */
 #define DEFAULT_TIMEOUT 60
-#define JSON_BUF 16384 /* per-thread serialization buffer */
+#define DEFAULT_HEADER_TIMEOUT 10
+#define JSON_BUF 16384  /* per-thread serialization buffer */
+#define SWEEP_MS 250    /* how often header deadlines are checked */
+#define FD_RESERVE 128  /* descriptors kept for SQLite, stdio and the listen socket ... */
+#define FD_PER_THREAD 3 /* ... and each polling thread's epoll and wake-up descriptors */
+#define MAX_CONNECTIONS 1000000
+#define QUIET_MS 10000 /* at most one line about refused or timed-out connections this often */
+
+/* An open connection, from MHD's STARTED notification to its CLOSED one.
+ * Its socket belongs to it for that whole time: MHD closes the socket only
+ * after CLOSED, which unlinks the record under the tracker's lock, so the
+ * sweeper may shut the socket down while holding that lock. */
+typedef struct conn_track {
+    struct conn_track *prev, *next; /* the server's list, under its lock */
+    MHD_socket fd;
+    atomic_int_fast64_t deadline; /* ms (bd_monotonic) by which the next request's headers must be in;
+                                     0: none, a request is being served; -1: expired, being closed */
+} conn_track;
 
 struct bd_http_server {
     struct MHD_Daemon *daemon;
@@ -40,7 +71,23 @@ struct bd_http_server {
     atomic_int in_flight; /* requests between their first call and on_completed */
     atomic_int stopping;  /* a graceful stop began: requests starting now get 503 */
     unsigned port;
+    int64_t header_ms; /* request headers must be complete within this */
+    int64_t idle_ms;   /* MHD closes a connection silent this long */
+    unsigned conn_limit, per_ip_limit;
+    atomic_int_fast64_t refused_unlogged; /* refusals not yet in a log line */
+
+    pthread_mutex_t lock; /* guards conns and sweeper_stop */
+    pthread_cond_t wake;  /* stops the sweeper */
+    conn_track conns;     /* sentinel of the circular list of open connections */
+    int sweeper_stop;
+    int sweeper_started;
+    pthread_t sweeper;
 };
+
+static int64_t now_ms(void)
+{
+    return (int64_t)(bd_monotonic() * 1e3);
+}
 
 typedef struct request_ctx {
     bd_http_req req;
@@ -54,10 +101,160 @@ typedef struct request_ctx {
     char inline_body[INLINE_BODY];
 } request_ctx;
 
+/* Starts of libmicrohttpd 0.9.75's messages about one client's doings (it
+ * hung up mid-request, sent a malformed request, left before the answer).
+ * Any client can cause any number of them, so they are debug lines, not
+ * warnings. */
+static const char *const client_messages[] = {
+    "Connection was closed by remote side",
+    "Socket has been disconnected when reading request",
+    "Connection socket is closed when reading request",
+    "The connection was forcibly closed by remote peer",
+    "Error processing request (HTTP response code is",
+    "Received HTTP/1.1 request without `Host' header",
+    "Too large value of 'Content-Length' header",
+    "Failed to parse `Content-Length' header",
+    "Failed to send ",
+};
+/* MHD closed a new connection at once: over the per-IP or the total limit. */
+#define REFUSED_MESSAGE "Server reached connection limit"
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    (void)cls;
+    bd_http_server *s = cls;
+
+    if (strncmp(fmt, REFUSED_MESSAGE, sizeof REFUSED_MESSAGE - 1) == 0) {
+        bd_metrics_connection(s->api.metrics, BD_CONN_REFUSED, 1);
+        atomic_fetch_add_explicit(&s->refused_unlogged, 1, memory_order_relaxed); /* the sweeper logs them */
+        return;
+    }
+    for (size_t i = 0; i < sizeof client_messages / sizeof client_messages[0]; i++) {
+        if (strncmp(fmt, client_messages[i], strlen(client_messages[i])) == 0) {
+            if (bd_log_enabled(BD_LOG_DEBUG))
+                bd_logv(BD_LOG_DEBUG, fmt, ap);
+            return;
+        }
+    }
     bd_logv(BD_LOG_WARN, fmt, ap);
+}
+
+/* The connection's tracker (borrowed; NULL only if MHD has none). */
+static conn_track *track_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+    return ci ? ci->socket_context : NULL;
+}
+
+/* Sets t's deadline to d unless the sweeper already expired it; with
+ * only_earlier, only when d comes before the current deadline. */
+static void set_deadline(conn_track *t, int64_t d, int only_earlier)
+{
+    int_fast64_t cur = atomic_load_explicit(&t->deadline, memory_order_relaxed);
+
+    while (cur != -1 && !(only_earlier && (cur == 0 || cur <= d)) &&
+           !atomic_compare_exchange_weak_explicit(&t->deadline, &cur, d, memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    bd_http_server *s = cls;
+    conn_track *t;
+
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+        t = bd_xmalloc(sizeof *t);
+        t->fd = ci ? ci->connect_fd : MHD_INVALID_SOCKET;
+        atomic_init(&t->deadline, now_ms() + s->header_ms);
+        pthread_mutex_lock(&s->lock);
+        t->next = s->conns.next;
+        t->prev = &s->conns;
+        t->next->prev = t;
+        s->conns.next = t;
+        pthread_mutex_unlock(&s->lock);
+        *socket_context = t;
+        bd_metrics_connection(s->api.metrics, BD_CONN_OPENED, 1);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        t = *socket_context;
+        pthread_mutex_lock(&s->lock);
+        t->prev->next = t->next;
+        t->next->prev = t->prev;
+        pthread_mutex_unlock(&s->lock);
+        free(t);
+        *socket_context = NULL;
+        bd_metrics_connection(s->api.metrics, BD_CONN_CLOSED, 1);
+    }
+}
+
+/* MHD's URI log callback: a request line has arrived, so on a kept-alive
+ * connection the header deadline runs from now. Returns NULL: the first
+ * on_request call still sees no context. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    bd_http_server *s = cls;
+    conn_track *t = track_of(conn);
+
+    (void)uri;
+    if (t)
+        set_deadline(t, now_ms() + s->header_ms, 1);
+    return NULL;
+}
+
+/* Shuts down the sockets of connections past their header deadline, every
+ * SWEEP_MS, until bd_http_server_stop; reports them and the refused
+ * connections in at most one line each per QUIET_MS (a flood of slow or
+ * refused clients must not flood the log). */
+static void *sweeper_main(void *arg)
+{
+    bd_http_server *s = arg;
+    int64_t unlogged = 0, logged_at = now_ms() - QUIET_MS;
+
+    pthread_mutex_lock(&s->lock);
+    while (!s->sweeper_stop) {
+        struct timespec ts;
+        int64_t now = now_ms();
+        unsigned closed = 0;
+
+        for (conn_track *t = s->conns.next; t != &s->conns; t = t->next) {
+            int_fast64_t d = atomic_load_explicit(&t->deadline, memory_order_relaxed);
+
+            if (d > 0 && d <= now && atomic_compare_exchange_strong(&t->deadline, &d, -1) &&
+                t->fd != MHD_INVALID_SOCKET) {
+                shutdown(t->fd, SHUT_RDWR);
+                closed++;
+            }
+        }
+        if (closed) {
+            bd_metrics_connection(s->api.metrics, BD_CONN_HEADER_TIMEOUT, closed);
+            unlogged += closed;
+        }
+        if (now - logged_at >= QUIET_MS) {
+            int64_t refused = atomic_exchange(&s->refused_unlogged, 0);
+
+            if (unlogged)
+                bd_log(BD_LOG_WARN, "closed %lld connections whose request headers were not complete within %lld s",
+                       (long long)unlogged, (long long)(s->header_ms / 1000));
+            if (refused)
+                bd_log(BD_LOG_WARN,
+                       "refused %lld connections over the connection limits (%u per client address, %u in all)",
+                       (long long)refused, s->per_ip_limit, s->conn_limit);
+            if (unlogged || refused)
+                logged_at = now;
+            unlogged = 0;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += SWEEP_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&s->wake, &s->lock, &ts);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
 }
 
 /* bd_query_fn over the connection's parsed query string. */
@@ -148,9 +345,17 @@ static enum MHD_Result answer_error(bd_http_server *s, struct MHD_Connection *co
 static enum MHD_Result begin(bd_http_server *s, struct MHD_Connection *conn, const char *url, const char *method,
                              void **con_cls)
 {
-    request_ctx *ctx = bd_xmalloc(sizeof *ctx);
+    conn_track *t = track_of(conn);
+    request_ctx *ctx;
     const char *cl;
 
+    /* the headers are in: no deadline while the request is served, unless
+     * the sweeper was quicker and is closing the connection */
+    if (t && atomic_exchange_explicit(&t->deadline, 0, memory_order_relaxed) == -1) {
+        atomic_store_explicit(&t->deadline, -1, memory_order_relaxed);
+        return MHD_NO;
+    }
+    ctx = bd_xmalloc(sizeof *ctx);
     memset(ctx, 0, offsetof(request_ctx, inline_body));
     ctx->t0 = bd_monotonic();
     ctx->body = ctx->inline_body;
@@ -256,8 +461,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
     bd_http_server *s = cls;
     request_ctx *ctx = *con_cls;
+    conn_track *t = track_of(conn);
 
-    (void)conn;
+    /* a kept-alive connection may stay silent for the idle timeout, then
+     * its next request has the header timeout to arrive (on_request_line
+     * tightens this when the request line comes) */
+    if (t)
+        set_deadline(t, now_ms() + s->idle_ms + s->header_ms, 0);
     if (!ctx)
         return;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && bd_log_enabled(BD_LOG_DEBUG))
@@ -270,6 +480,37 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     atomic_fetch_sub_explicit(&s->in_flight, 1, memory_order_relaxed);
 }
 
+/* How many connections the descriptors this process may open allow, with
+ * a reserve for everything else; *fds receives the soft RLIMIT_NOFILE. */
+static unsigned connection_limit(int threads, unsigned long long *fds)
+{
+    struct rlimit rl;
+    unsigned long long reserve = FD_RESERVE + FD_PER_THREAD * (unsigned long long)threads, limit;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        rl.rlim_cur = MAX_CONNECTIONS + reserve;
+    *fds = (unsigned long long)rl.rlim_cur;
+    limit = *fds > 2 * reserve ? *fds - reserve : *fds / 2;
+    if (limit < (unsigned long long)threads)
+        limit = (unsigned long long)threads;
+    return limit > MAX_CONNECTIONS ? MAX_CONNECTIONS : (unsigned)limit;
+}
+
+static void stop_sweeper(bd_http_server *s)
+{
+    if (s->sweeper_started) {
+        pthread_mutex_lock(&s->lock);
+        s->sweeper_stop = 1;
+        pthread_cond_signal(&s->wake);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->sweeper, NULL);
+    }
+    /* MHD sent CLOSED for every connection it stopped; nothing should be left */
+    assert(s->conns.next == &s->conns);
+    pthread_cond_destroy(&s->wake);
+    pthread_mutex_destroy(&s->lock);
+}
+
 int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_server **out, bd_err *err)
 {
     bd_http_server *s;
@@ -277,9 +518,15 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
     size_t nroutes;
     const bd_route *routes = bd_routes(&nroutes);
     const union MHD_DaemonInfo *info;
-    struct MHD_OptionItem options[4];
+    struct MHD_OptionItem options[8];
     size_t n = 0;
     uint16_t port = 0;
+    unsigned timeout = opts->timeout_seconds ? opts->timeout_seconds : DEFAULT_TIMEOUT;
+    unsigned header_timeout = opts->header_timeout_seconds ? opts->header_timeout_seconds : DEFAULT_HEADER_TIMEOUT;
+    unsigned long long fds;
+    pthread_condattr_t cattr;
+    const char *poller = "select";
+    int rc;
 
     if (sodium_init() < 0)
         return bd_err_set(err, BD_EINTERNAL, NULL, "libsodium failed to initialize");
@@ -294,33 +541,75 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
     /* the pool-size option only when there is a pool: MHD warns about 1 */
     if (opts->threads > 1)
         options[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL};
-    options[n++] = (struct MHD_OptionItem){
-        MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_seconds ? (intptr_t)opts->timeout_seconds : DEFAULT_TIMEOUT, NULL};
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)timeout, NULL};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL};
-    options[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 
     s = bd_xcalloc(1, sizeof *s);
     s->api.engine = engine;
     s->api.metrics = bd_metrics_new(routes, nroutes);
     s->max_body = opts->max_body_bytes;
+    s->header_ms = 1000 * (int64_t)header_timeout;
+    s->idle_ms = 1000 * (int64_t)timeout;
+    s->conn_limit = connection_limit(opts->threads, &fds);
+    s->per_ip_limit = opts->per_ip_limit;
+    s->conns.next = s->conns.prev = &s->conns;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_condattr_init(&cattr);
+    pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->wake, &cattr);
+    pthread_condattr_destroy(&cattr);
+    /* MHD's default is FD_SETSIZE - 4 = 1020 connections, even with epoll */
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)s->conn_limit, NULL};
+    if (s->per_ip_limit)
+        options[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)s->per_ip_limit, NULL};
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    assert(n <= sizeof options / sizeof options[0]);
+
     errno = 0;
     /* clang-format off */
     s->daemon = MHD_start_daemon(flags, port, NULL, NULL, on_request, s,
-                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first: MHD logs nowhere else */
+                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, /* first: MHD logs nowhere else */
                                  MHD_OPTION_SOCK_ADDR, opts->addr,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+                                 MHD_OPTION_URI_LOG_CALLBACK, on_request_line, s,
                                  MHD_OPTION_ARRAY, options,
                                  MHD_OPTION_END);
     /* clang-format on */
     if (!s->daemon) {
         int e = errno;
+        stop_sweeper(s);
         bd_metrics_free(s->api.metrics);
         free(s);
         return bd_err_set(err, BD_EINTERNAL, NULL, "cannot start the HTTP server%s%s", e ? ": " : "",
                           e ? strerror(e) : "");
     }
+    rc = pthread_create(&s->sweeper, NULL, sweeper_main, s);
+    if (rc != 0) {
+        MHD_stop_daemon(s->daemon);
+        stop_sweeper(s);
+        bd_metrics_free(s->api.metrics);
+        free(s);
+        return bd_err_set(err, BD_EINTERNAL, NULL, "cannot start the HTTP server: %s", strerror(rc));
+    }
+    s->sweeper_started = 1;
     info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : port;
+    info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_FLAGS); /* the flags in force, not the ones asked for */
+    if (info && (info->flags & MHD_USE_EPOLL))
+        poller = "epoll";
+    else if (info && (info->flags & MHD_USE_POLL))
+        poller = "poll";
+    bd_log(BD_LOG_INFO,
+           "HTTP: %s, %d polling threads, up to %u connections (open-file limit %llu), %u per client address%s, "
+           "request headers within %u s, idle connections closed after %u s",
+           poller, opts->threads, s->conn_limit, fds, s->per_ip_limit, s->per_ip_limit ? "" : " (no limit)",
+           header_timeout, timeout);
+    if (s->conn_limit < 1000)
+        bd_log(BD_LOG_WARN,
+               "the open-file limit of %llu allows only %u connections; raise the hard limit (ulimit -Hn, "
+               "LimitNOFILE=)",
+               fds, s->conn_limit);
     *out = s;
     return 0;
 }
@@ -354,6 +643,7 @@ void bd_http_server_stop(bd_http_server *s, double grace_seconds)
     MHD_stop_daemon(s->daemon);
     if (listen_fd != MHD_INVALID_SOCKET)
         close(listen_fd);
+    stop_sweeper(s);
     bd_metrics_free(s->api.metrics);
     free(s);
 }

@@ -4,7 +4,18 @@
  *
  * Bodies: accumulated up to max_body_bytes; a larger Content-Length is
  * answered 413 before any body is read, a larger chunked body is discarded
- * and answered 413 at its end. Connections are HTTP/1.1 keep-alive. */
+ * and answered 413 at its end. Connections are HTTP/1.1 keep-alive.
+ *
+ * Connections: at most one per descriptor the process may open, less a
+ * reserve for SQLite and the server's own (RLIMIT_NOFILE is read at start;
+ * raise it first), and at most per_ip_limit from one client address (more
+ * are closed on arrival). A request's headers must be complete within
+ * header_timeout_seconds, however slowly they trickle in: counted from the
+ * accept for a connection's first request, and on a kept-alive connection
+ * from the arrival of the request line (and never later than the idle
+ * timeout plus the header timeout after the previous answer); otherwise the
+ * connection is closed without an answer. An idle kept-alive connection is
+ * closed after timeout_seconds without a byte. */
 #ifndef BD_API_HTTP_SERVER_H
 #define BD_API_HTTP_SERVER_H
 
@@ -17,10 +28,12 @@
 typedef struct bd_http_server bd_http_server;
 
 typedef struct bd_http_opts {
-    const struct sockaddr *addr; /* where to listen: sockaddr_in or sockaddr_in6; port 0 picks a free one */
-    int threads;                 /* polling threads, >= 1 */
-    size_t max_body_bytes;       /* >= 1 */
-    unsigned timeout_seconds;    /* idle connections are closed after this; 0: 60 */
+    const struct sockaddr *addr;     /* where to listen: sockaddr_in or sockaddr_in6; port 0 picks a free one */
+    int threads;                     /* polling threads, >= 1 */
+    size_t max_body_bytes;           /* >= 1 */
+    unsigned timeout_seconds;        /* idle connections are closed after this; 0: 60 */
+    unsigned header_timeout_seconds; /* request headers must be complete within this; 0: 10 */
+    unsigned per_ip_limit;           /* open connections one client address may hold; 0: no limit */
 } bd_http_opts;
 
 /* Starts serving; engine is borrowed and must outlive the server. *out is

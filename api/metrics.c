@@ -28,6 +28,9 @@ struct bd_metrics {
     atomic_uint_fast64_t requests[N_ROUTE][BD_HTTP_METHOD_COUNT][N_STATUS];
     atomic_uint_fast64_t buckets[N_ROUTE][BD_HTTP_METHOD_COUNT][N_BOUNDS + 1]; /* the last: above 5 s */
     atomic_uint_fast64_t sum_us[N_ROUTE][BD_HTTP_METHOD_COUNT];
+    atomic_int_fast64_t conns_open;            /* opened - closed */
+    atomic_uint_fast64_t conns_refused;        /* over a connection limit */
+    atomic_uint_fast64_t conns_header_timeout; /* headers not complete in time */
 };
 
 bd_metrics *bd_metrics_new(const bd_route *table, size_t n)
@@ -68,6 +71,24 @@ void bd_metrics_observe(bd_metrics *m, int pattern_id, bd_http_method method, in
     atomic_fetch_add_explicit(&m->requests[r][method][status_slot(status)], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&m->buckets[r][method][b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&m->sum_us[r][method], (uint_fast64_t)(seconds * 1e6 + 0.5), memory_order_relaxed);
+}
+
+void bd_metrics_connection(bd_metrics *m, bd_conn_event ev, unsigned n)
+{
+    switch (ev) {
+    case BD_CONN_OPENED:
+        atomic_fetch_add_explicit(&m->conns_open, (int_fast64_t)n, memory_order_relaxed);
+        break;
+    case BD_CONN_CLOSED:
+        atomic_fetch_sub_explicit(&m->conns_open, (int_fast64_t)n, memory_order_relaxed);
+        break;
+    case BD_CONN_REFUSED:
+        atomic_fetch_add_explicit(&m->conns_refused, n, memory_order_relaxed);
+        break;
+    case BD_CONN_HEADER_TIMEOUT:
+        atomic_fetch_add_explicit(&m->conns_header_timeout, n, memory_order_relaxed);
+        break;
+    }
 }
 
 typedef struct buf {
@@ -166,6 +187,17 @@ char *bd_metrics_render(const bd_metrics *m, const bd_engine_stats *stats, size_
 
     render_requests(m, &b);
     render_latency(m, &b);
+    put(&b,
+        "# HELP banditd_http_connections_open HTTP connections open now.\n"
+        "# TYPE banditd_http_connections_open gauge\nbanditd_http_connections_open %lld\n"
+        "# HELP banditd_http_connections_refused_total Connections closed on arrival: their address (or the server) "
+        "was at its connection limit.\n"
+        "# TYPE banditd_http_connections_refused_total counter\nbanditd_http_connections_refused_total %llu\n"
+        "# HELP banditd_http_header_timeouts_total Connections closed because their request headers were not "
+        "complete within the header timeout.\n"
+        "# TYPE banditd_http_header_timeouts_total counter\nbanditd_http_header_timeouts_total %llu\n",
+        (long long)atomic_load_explicit(&m->conns_open, memory_order_relaxed),
+        (unsigned long long)load(&m->conns_refused), (unsigned long long)load(&m->conns_header_timeout));
     put(&b, "# HELP banditd_studies Studies in the database.\n# TYPE banditd_studies gauge\nbanditd_studies %lld\n",
         (long long)stats->studies);
     put(&b, "# HELP banditd_trials Trials in the database, by state.\n# TYPE banditd_trials gauge\n");

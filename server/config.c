@@ -28,6 +28,8 @@ typedef struct option_def {
 #define MAX_THREADS 1024
 #define MAX_LEASE_SECONDS (366.0 * 86400.0)
 #define MAX_BODY_LIMIT ((size_t)1 << 30)
+#define MAX_PER_IP_LIMIT 1000000
+#define MAX_HEADER_TIMEOUT 3600
 
 /* Parses a decimal integer made of digits only (no sign, no spaces). */
 static int parse_uint(const char *s, unsigned long long max, unsigned long long *out)
@@ -169,6 +171,28 @@ static int set_max_body(bd_config *cfg, const char *value, const char *who, bd_e
     return 0;
 }
 
+static int set_per_ip_limit(bd_config *cfg, const char *value, const char *who, bd_err *err)
+{
+    unsigned long long v;
+
+    if (parse_uint(value, MAX_PER_IP_LIMIT, &v) != 0)
+        return bd_err_set(err, BD_EINVAL, who, "%s: '%s' is not a connection count in 0..%d (0: no limit)", who, value,
+                          MAX_PER_IP_LIMIT);
+    cfg->per_ip_limit = (unsigned)v;
+    return 0;
+}
+
+static int set_header_timeout(bd_config *cfg, const char *value, const char *who, bd_err *err)
+{
+    unsigned long long v;
+
+    if (parse_uint(value, MAX_HEADER_TIMEOUT, &v) != 0 || v < 1)
+        return bd_err_set(err, BD_EINVAL, who, "%s: '%s' is not a whole number of seconds in 1..%d", who, value,
+                          MAX_HEADER_TIMEOUT);
+    cfg->header_timeout = (unsigned)v;
+    return 0;
+}
+
 static const option_def options[] = {
     {"--listen", "BANDITD_LISTEN", "HOST:PORT", "127.0.0.1:8080",
      "address to serve HTTP on; [::1]:8080 for IPv6, port 0 picks a free port", set_listen},
@@ -182,6 +206,11 @@ static const option_def options[] = {
      "normal (survives a crash of banditd) or full (also of the OS; slower commits)", set_sync},
     {"--max-body-bytes", "BANDITD_MAX_BODY_BYTES", "N", "1048576", "largest request body accepted; larger ones get 413",
      set_max_body},
+    {"--per-ip-limit", "BANDITD_PER_IP_LIMIT", "N", "256",
+     "connections one client address may hold open; more are closed at once (0: no limit)", set_per_ip_limit},
+    {"--header-timeout", "BANDITD_HEADER_TIMEOUT", "S", "10",
+     "seconds a request's headers may take to arrive (trickling does not extend it); then the connection is closed",
+     set_header_timeout},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 

@@ -23,9 +23,11 @@ typedef struct bd_config {
     char db_path[4096]; /* SQLite file, or ":memory:" */
     int threads;        /* HTTP worker threads, >= 1 (default 2 x online cores) */
     bd_log_level log_level;
-    double lease_seconds;  /* default lease of a study, > 0 */
-    int sync_full;         /* 1: --sync full, 0: normal */
-    size_t max_body_bytes; /* request body limit, >= 1 */
+    double lease_seconds;    /* default lease of a study, > 0 */
+    int sync_full;           /* 1: --sync full, 0: normal */
+    size_t max_body_bytes;   /* request body limit, >= 1 */
+    unsigned per_ip_limit;   /* open connections one client address may hold; 0: no limit */
+    unsigned header_timeout; /* seconds a request's headers may take to arrive, >= 1 */
 } bd_config;
 
 /* What bd_config_parse asks the caller to do. */

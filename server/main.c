@@ -3,11 +3,17 @@
  * progress are answered, new ones get 503) and close the engine.
  *
  * Signals are blocked before any thread starts, so every thread inherits the
- * mask and only the main thread's sigwait() sees them. */
+ * mask and only the main thread's sigwait() sees them.
+ *
+ * Every connection is a descriptor: the soft open-file limit is raised to
+ * the hard one first, since the common default of 1024 would cap the
+ * daemon at about a thousand clients, slow ones included. */
+#include <errno.h>
 #include <gsl/gsl_errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "../api/http_server.h"
 #include "config.h"
@@ -16,6 +22,26 @@
 
 #define REAPER_INTERVAL 0.5 /* seconds between lease-expiry sweeps */
 #define STOP_GRACE 10.0     /* seconds in-flight requests get to finish */
+
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    unsigned long long was;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        bd_log(BD_LOG_WARN, "cannot read the open-file limit: %s", strerror(errno));
+        return;
+    }
+    if (rl.rlim_cur == rl.rlim_max)
+        return;
+    was = (unsigned long long)rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        bd_log(BD_LOG_WARN, "cannot raise the open-file limit from %llu to %llu: %s", was,
+               (unsigned long long)rl.rlim_max, strerror(errno));
+    else
+        bd_log(BD_LOG_INFO, "raised the open-file limit from %llu to %llu", was, (unsigned long long)rl.rlim_max);
+}
 
 int main(int argc, char **argv)
 {
@@ -51,6 +77,7 @@ int main(int argc, char **argv)
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    raise_fd_limit();
 
     memset(&eopts, 0, sizeof eopts);
     eopts.db_path = cfg.db_path;
@@ -73,6 +100,8 @@ int main(int argc, char **argv)
     hopts.addr = (const struct sockaddr *)&cfg.listen_addr;
     hopts.threads = cfg.threads;
     hopts.max_body_bytes = cfg.max_body_bytes;
+    hopts.header_timeout_seconds = cfg.header_timeout;
+    hopts.per_ip_limit = cfg.per_ip_limit;
     rc = bd_http_server_start(&hopts, engine, &http, &err);
     if (rc < 0) {
         bd_log(BD_LOG_ERROR, "cannot listen on %s: %s", cfg.listen, err.message);

@@ -18,6 +18,7 @@ import http.client
 import itertools
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -150,7 +151,8 @@ class Client:
 class Daemon:
     """A banditd process with its own temporary database directory."""
 
-    def __init__(self, extra_args=(), lease_seconds=300, env=None, start=True, db_path=None, umask=None):
+    def __init__(self, extra_args=(), lease_seconds=300, env=None, start=True, db_path=None, umask=None,
+                 nofile=None):
         binary = os.environ.get("BANDITD")
         if not binary:
             raise unittest.SkipTest("BANDITD is not set (run through ctest)")
@@ -164,6 +166,7 @@ class Daemon:
         self.extra_args = list(extra_args)
         self.env = env
         self.umask = umask
+        self.nofile = nofile  # soft RLIMIT_NOFILE the daemon starts with (e.g. 1024, a common default)
         self.proc = None
         self.token = None
         self.history = collections.deque(maxlen=40)
@@ -193,10 +196,17 @@ class Daemon:
         self._log = open(self.log_path, "ab")
         self._log.write(("==== start #%d: %s\n" % (self.starts, " ".join(self.args()))).encode())
         self._log.flush()
-        umask = self.umask
+        umask, nofile = self.umask, self.nofile
+
+        def preexec():
+            if umask is not None:
+                os.umask(umask)
+            if nofile is not None:
+                hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+                resource.setrlimit(resource.RLIMIT_NOFILE, (min(nofile, hard), hard))
         self.proc = subprocess.Popen(self.args(), stdin=subprocess.DEVNULL, stdout=self._log,
                                      stderr=self._log, env=env, cwd=self.tmpdir,
-                                     preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
+                                     preexec_fn=preexec if umask is not None or nofile is not None else None)
         deadline = time.monotonic() + timeout
         last = None
         while True:

@@ -49,6 +49,8 @@ Test(config, defaults)
     cr_assert_float_eq(cfg.lease_seconds, 300.0, 1e-9);
     cr_assert_eq(cfg.sync_full, 0);
     cr_assert_eq(cfg.max_body_bytes, 1048576);
+    cr_assert_eq(cfg.per_ip_limit, 256);
+    cr_assert_eq(cfg.header_timeout, 10);
 }
 
 Test(config, every_flag_with_space_or_equals)
@@ -58,7 +60,8 @@ Test(config, every_flag_with_space_or_equals)
     char host[64];
 
     cr_assert_eq(PARSE(&cfg, no_env, &err, "--listen", "0.0.0.0:9000", "--db=/tmp/x.db", "--threads", "3",
-                       "--log-level=debug", "--lease-seconds", "12.5", "--sync=full", "--max-body-bytes", "4096"),
+                       "--log-level=debug", "--lease-seconds", "12.5", "--sync=full", "--max-body-bytes", "4096",
+                       "--per-ip-limit", "32", "--header-timeout=3"),
                  BD_CONFIG_RUN, "%s", err.message);
     cr_assert_str_eq(host_of(&cfg, host, sizeof host), "0.0.0.0");
     cr_assert_eq(port_of(&cfg), 9000);
@@ -68,6 +71,8 @@ Test(config, every_flag_with_space_or_equals)
     cr_assert_float_eq(cfg.lease_seconds, 12.5, 1e-9);
     cr_assert_eq(cfg.sync_full, 1);
     cr_assert_eq(cfg.max_body_bytes, 4096);
+    cr_assert_eq(cfg.per_ip_limit, 32);
+    cr_assert_eq(cfg.header_timeout, 3);
 }
 
 Test(config, environment_variables)
@@ -82,6 +87,8 @@ Test(config, environment_variables)
                          "BANDITD_LEASE_SECONDS=60",
                          "BANDITD_SYNC=full",
                          "BANDITD_MAX_BODY_BYTES=100",
+                         "BANDITD_PER_IP_LIMIT=0",
+                         "BANDITD_HEADER_TIMEOUT=120",
                          "BANDITD_LISTENX=nonsense",
                          NULL};
     char *const argv[] = {"banditd", NULL};
@@ -94,6 +101,23 @@ Test(config, environment_variables)
     cr_assert_float_eq(cfg.lease_seconds, 60.0, 1e-9);
     cr_assert_eq(cfg.sync_full, 1);
     cr_assert_eq(cfg.max_body_bytes, 100);
+    cr_assert_eq(cfg.per_ip_limit, 0, "0 turns the per-IP limit off");
+    cr_assert_eq(cfg.header_timeout, 120);
+}
+
+Test(config, connection_limits_flags_win_and_accept_the_ends_of_their_ranges)
+{
+    bd_config cfg;
+    bd_err err;
+    char *const env[] = {"BANDITD_PER_IP_LIMIT=8", "BANDITD_HEADER_TIMEOUT=5", NULL};
+
+    cr_assert_eq(PARSE(&cfg, env, &err, "--per-ip-limit=1000000", "--header-timeout", "3600"), BD_CONFIG_RUN, "%s",
+                 err.message);
+    cr_assert_eq(cfg.per_ip_limit, 1000000);
+    cr_assert_eq(cfg.header_timeout, 3600);
+    cr_assert_eq(PARSE(&cfg, env, &err, "--per-ip-limit", "0", "--header-timeout", "1"), BD_CONFIG_RUN);
+    cr_assert_eq(cfg.per_ip_limit, 0);
+    cr_assert_eq(cfg.header_timeout, 1);
 }
 
 Test(config, flags_win_over_environment)
@@ -182,6 +206,14 @@ Test(config, bad_values_are_rejected_with_the_flag_named)
     expect_bad("--max-body-bytes", "0", "byte count");
     expect_bad("--max-body-bytes", "1MB", "byte count");
     expect_bad("--max-body-bytes", "2147483648", "byte count");
+    expect_bad("--per-ip-limit", "-1", "0..1000000");
+    expect_bad("--per-ip-limit", "1000001", "0..1000000");
+    expect_bad("--per-ip-limit", "lots", "0..1000000");
+    expect_bad("--per-ip-limit", "", "0..1000000");
+    expect_bad("--header-timeout", "0", "1..3600");
+    expect_bad("--header-timeout", "3601", "1..3600");
+    expect_bad("--header-timeout", "2.5", "1..3600");
+    expect_bad("--header-timeout", "10s", "1..3600");
     expect_bad("--listen", "8080", "HOST:PORT");
     expect_bad("--listen", "127.0.0.1:65536", "port");
     expect_bad("--listen", "127.0.0.1:", "port");
@@ -237,6 +269,8 @@ Test(config, help_documents_every_flag_and_variable)
         "BANDITD_SYNC",      "--max-body-bytes", "BANDITD_MAX_BODY_BYTES", "1048576", "--help",
         "--version",
     };
+    static const char *const limits[] = {"--per-ip-limit",   "BANDITD_PER_IP_LIMIT",   "default 256",
+                                         "--header-timeout", "BANDITD_HEADER_TIMEOUT", "default 10"};
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
@@ -245,5 +279,7 @@ Test(config, help_documents_every_flag_and_variable)
     fclose(f);
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         cr_expect(strstr(text, names[i]), "--help does not mention %s", names[i]);
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++)
+        cr_expect(strstr(text, limits[i]), "--help does not mention %s", limits[i]);
     free(text);
 }

@@ -1,6 +1,7 @@
 /* The HTTP front end over real sockets: keep-alive, JSON answers and
  * headers, 413 from Content-Length before the body is sent and from an
- * oversized chunked body, and a graceful stop (requests already started
+ * oversized chunked body, the header deadline (trickled headers are cut
+ * off, idle keep-alive is not), and a graceful stop (requests already started
  * are answered normally, requests starting later get 503). The engine is NULL: every
  * request here is answered before the engine would be called. */
 #include <arpa/inet.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/http_server.h"
@@ -21,7 +23,7 @@
 
 static bd_http_server *server;
 
-static void start(size_t max_body)
+static void start_with(size_t max_body, unsigned header_timeout)
 {
     struct sockaddr_in sa;
     bd_http_opts opts;
@@ -34,9 +36,15 @@ static void start(size_t max_body)
     opts.addr = (const struct sockaddr *)&sa;
     opts.threads = 2;
     opts.max_body_bytes = max_body;
+    opts.header_timeout_seconds = header_timeout;
     bd_log_set_level(getenv("BD_TEST_LOG") ? BD_LOG_DEBUG : BD_LOG_WARN);
     cr_assert_eq(bd_http_server_start(&opts, NULL, &server, &err), 0, "%s", err.message);
     cr_assert_gt(bd_http_server_port(server), 0);
+}
+
+static void start(size_t max_body)
+{
+    start_with(max_body, 0);
 }
 
 static void stop(void)
@@ -258,6 +266,55 @@ Test(http_server, stop_closes_idle_keep_alive_connections)
     stop();
     cr_assert_eq(recv(fd, &byte, 1, 0), 0, "the idle connection is closed by the stop");
     close(fd);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+Test(http_server, trickled_headers_are_closed_at_the_header_deadline_idle_keep_alive_is_not)
+{
+    static const char partial[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+    response r;
+    double t0, took = -1;
+    int slow, ka, left_open;
+
+    start_with(1 << 20, 1);
+    ka = connect_server();
+    request(ka, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", &r);
+    cr_assert_eq(r.status, 200);
+    slow = connect_server();
+    t0 = now();
+    send_all(slow, partial, strlen(partial));
+    while (now() - t0 < 5) { /* a byte every 100 ms: never idle, never done */
+        struct pollfd p = {slow, POLLIN, 0};
+        char buf[64];
+
+        if (poll(&p, 1, 100) > 0) {
+            cr_assert_leq(recv(slow, buf, sizeof buf, 0), 0, "no answer to headers that never ended");
+            took = now() - t0;
+            break;
+        }
+        if (send(slow, "a", 1, MSG_NOSIGNAL) < 0) {
+            took = now() - t0;
+            break;
+        }
+    }
+    cr_assert_geq(took, 0.9, "closed after %.2f s, before the 1 s deadline", took);
+    cr_assert_lt(took, 3.0, "still open %.2f s after the 1 s deadline", took);
+    request(ka, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", &r);
+    cr_assert_eq(r.status, 200, "a keep-alive connection idle for longer than the header deadline still works");
+
+    left_open = connect_server(); /* the stop closes connections that are still receiving headers */
+    send_all(left_open, partial, strlen(partial));
+    stop();
+    close(left_open);
+    close(slow);
+    close(ka);
 }
 
 static void *stop_thread(void *arg)

@@ -1,6 +1,6 @@
 /* Prometheus metrics: counters by route pattern, method and status; the
- * unmatched label; cumulative histogram buckets; engine gauges; counting
- * from many threads at once. */
+ * unmatched label; cumulative histogram buckets; engine gauges; connection
+ * gauge and counters; counting from many threads at once. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -97,6 +97,32 @@ Test(metrics, engine_gauges)
     cr_expect(strstr(text, "banditd_trials{state=\"stopped\"} 2\n"));
     cr_expect(strstr(text, "banditd_trials{state=\"failed\"} 1\n"));
     cr_expect(strstr(text, "banditd_trials{state=\"expired\"} 0\n"));
+    free(text);
+    bd_metrics_free(m);
+}
+
+Test(metrics, connection_gauge_and_counters)
+{
+    size_t sid;
+    bd_metrics *m = fresh(&sid);
+    char *text = render(m);
+
+    cr_expect(strstr(text, "# TYPE banditd_http_connections_open gauge\nbanditd_http_connections_open 0\n"), "%s",
+              text);
+    cr_expect(strstr(text, "banditd_http_connections_refused_total 0\n"));
+    cr_expect(strstr(text, "banditd_http_header_timeouts_total 0\n"));
+    free(text);
+    bd_metrics_connection(m, BD_CONN_OPENED, 5);
+    bd_metrics_connection(m, BD_CONN_CLOSED, 2);
+    bd_metrics_connection(m, BD_CONN_REFUSED, 1);
+    bd_metrics_connection(m, BD_CONN_REFUSED, 1);
+    bd_metrics_connection(m, BD_CONN_HEADER_TIMEOUT, 7);
+    text = render(m);
+    cr_expect(strstr(text, "banditd_http_connections_open 3\n"), "%s", text);
+    cr_expect(strstr(text, "# TYPE banditd_http_connections_refused_total counter\n"
+                           "banditd_http_connections_refused_total 2\n"));
+    cr_expect(
+        strstr(text, "# TYPE banditd_http_header_timeouts_total counter\nbanditd_http_header_timeouts_total 7\n"));
     free(text);
     bd_metrics_free(m);
 }
