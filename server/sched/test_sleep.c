@@ -4,7 +4,9 @@
  * an integration test can prove that a slow decision in one study does not
  * delay requests to another (sched.h: only the study's mutex is held).
  *
- * Options: sleep_ms (0..2000, default 300), max_trials as in random. */
+ * Options: sleep_ms (0..2000, default 300), max_trials as in random, and
+ * instances (bool): trial k runs on the study's instance k mod n, so tests
+ * can drive the engine's instance plumbing before a real scheduler does. */
 #ifdef BD_TEST_SCHEDULERS
 #include "sched.h"
 
@@ -18,6 +20,7 @@ typedef struct sleep_sched {
     const bd_study_def *def;
     long long sleep_ms;
     long long max_trials; /* 0 = unlimited */
+    int instances;        /* hand out the study's instances round-robin */
     long long created;
     long long running;
 } sleep_sched;
@@ -31,13 +34,18 @@ static void pause_ms(long long ms)
 
 static int sleep_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
-    static const char *const known[] = {"sleep_ms", "max_trials", NULL};
+    static const char *const known[] = {"sleep_ms", "max_trials", "instances", NULL};
     long long sleep_ms, max_trials;
+    int instances = 0;
     int rc = bd_opt_known(def->options, known, err);
     if (!rc)
         rc = bd_opt_int(def->options, "sleep_ms", 300, 0, 2000, &sleep_ms, err);
     if (!rc)
         rc = bd_opt_int(def->options, "max_trials", 0, 0, 1000000000LL, &max_trials, err);
+    if (!rc)
+        rc = bd_opt_bool(def->options, "instances", 0, &instances, err);
+    if (!rc && instances && def->n_instances == 0)
+        rc = bd_err_set(err, BD_EINVAL, "scheduler.options.instances", "the study declares no instances");
     if (rc)
         return rc;
     sleep_sched *z = bd_xcalloc(1, sizeof *z);
@@ -45,6 +53,7 @@ static int sleep_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     z->def = def;
     z->sleep_ms = sleep_ms;
     z->max_trials = max_trials;
+    z->instances = instances;
     *out = &z->base;
     return 0;
 }
@@ -68,6 +77,10 @@ static int sleep_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *
     bd_rng rng = ctx->rng;
     out->config = bd_space_sample(z->def->space, &rng);
     out->budget = z->def->r_max;
+    if (z->instances) {
+        out->has_instance = 1;
+        out->instance = z->created % (long long)z->def->n_instances;
+    }
     return BD_SUGGEST_TRIAL;
 }
 

@@ -146,6 +146,47 @@ def rows(sid, tid, ctid, ftid, revoked, user):
         ("resource integer string", "POST", S, {}, study(resource={"name": "e", "min": 1, "max": 3,
                                                                     "integer": "yes"}),
          400, "invalid_argument", "resource.integer"),
+        # ---- objective, resource, instances, limits (core v2): no silent defaults ----
+        ("missing objective", "POST", S, {}, study(objective=None), 400, "invalid_argument", "objective.goal"),
+        ("missing goal", "POST", S, {}, study(objective={"metric": "acc"}), 400, "invalid_argument",
+         "objective.goal"),
+        ("bounds reversed", "POST", S, {}, study(objective={"goal": "minimize", "bounds": [1, 0]}), 400,
+         "invalid_argument", "objective.bounds"),
+        ("bounds one number", "POST", S, {}, study(objective={"goal": "minimize", "bounds": [1]}), 400,
+         "invalid_argument", "objective.bounds"),
+        ("bounds strings", "POST", S, {}, study(objective={"goal": "minimize", "bounds": ["0", "1"]}), 400,
+         "invalid_argument", "objective.bounds"),
+        ("hyperband without resource", "POST", S, {}, study(scheduler={"name": "hyperband"}), 400,
+         "invalid_argument", "resource"),
+        ("limits not object", "POST", S, {}, study(limits=5), 400, "invalid_argument", "limits"),
+        ("limits trials 0", "POST", S, {}, study(limits={"trials": 0}), 400, "invalid_argument", "limits.trials"),
+        ("limits trials huge", "POST", S, {}, study(limits={"trials": 10 ** 12}), 400, "invalid_argument",
+         "limits.trials"),
+        ("limits trials float", "POST", S, {}, study(limits={"trials": 2.5}), 400, "invalid_argument",
+         "limits.trials"),
+        ("limits resource 0", "POST", S, {}, study(limits={"resource": 0}), 400, "invalid_argument",
+         "limits.resource"),
+        ("limits seconds string", "POST", S, {}, study(limits={"seconds": "1h"}), 400, "invalid_argument",
+         "limits.seconds"),
+        ("limits typo", "POST", S, {}, study(limits={"trails": 5}), 400, "invalid_argument", "limits.trails"),
+        ("instances empty", "POST", S, {}, study(instances=[]), 400, "invalid_argument", "instances"),
+        ("instances not list", "POST", S, {}, study(instances="a.cnf"), 400, "invalid_argument", "instances"),
+        ("instance number", "POST", S, {}, study(instances=["a", 3]), 400, "invalid_argument", "instances[1]"),
+        ("instance repeated", "POST", S, {}, study(instances=["a", "b", "a"]), 400, "invalid_argument",
+         "instances[2]"),
+        ("instance too long", "POST", S, {}, study(instances=["x" * 4097]), 400, "invalid_argument",
+         "instances[0]"),
+        ("instances too many", "POST", S, {}, study(instances=[str(i) for i in range(100001)]), 400,
+         "invalid_argument", "instances"),
+        ("NUL in a name", "POST", S, {}, study().replace('"bad"', '"b\\u0000ad"'), 400, "invalid_argument",
+         ANY),
+        ("1001 parameters", "POST", S, {}, params(*[{"name": "p%d" % i, "type": "float", "low": 0, "high": 1}
+                                                    for i in range(1001)]),
+         400, "invalid_argument", "parameters"),
+        ("instance filter negative", "GET", "/v1/studies/%d/trials?instance=-1" % sid, {}, None, 400,
+         "invalid_argument", "instance"),
+        ("instance filter beyond", "GET", "/v1/studies/%d/trials?instance=0" % sid, {}, None, 400,
+         "invalid_argument", "instance"),
         # ---- missing required fields ----
         ("missing name", "POST", S, {}, study(name=None), 400, "invalid_argument", "name"),
         ("missing parameters", "POST", S, {}, study(parameters=None), 400, "invalid_argument", "parameters"),
@@ -348,6 +389,10 @@ class BadInputs(bdtest.DaemonTestCase):
         if status == 401:  # RFC 9110 15.5.2: a 401 MUST carry WWW-Authenticate
             self.assertIn("bearer", (hdrs.get("WWW-Authenticate") or "").lower(),
                           "%s: 401 without WWW-Authenticate: Bearer" % what)
+        # Messages speak of the request, never of the libraries behind it
+        # (a \u0000 once answered with jansson's flag name JSON_ALLOW_NUL).
+        for internal in ("JSON_", "json_", "sqlite", "SQLITE", "MHD_", "gsl_"):
+            self.assertNotIn(internal, body["error"]["message"], "%s: %r" % (what, body))
         f = body["error"]["field"]
         if field is ANY:
             return

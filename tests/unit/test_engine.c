@@ -282,7 +282,10 @@ static void copy_file(const char *from, const char *to)
     fclose(out);
 }
 
-Test(engine, replay_gives_the_same_next_suggestions)
+/* Drives a study live (completions with varied values and some failures),
+ * copies the database, opens the copy (a replay), and checks that both
+ * engines propose the same next trials and describe the same state. */
+static void check_replay(const char *study_body_json, int cycles)
 {
     char dir[] = "/tmp/bd_engine_XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
@@ -291,19 +294,20 @@ Test(engine, replay_gives_the_same_next_suggestions)
     snprintf(copy, sizeof copy, "%s/copy.db", dir);
     bd_engine *live = open_engine(db);
     bd_caller admin = admin_of(live);
-    int64_t study = create_study(live, &admin,
-                                 "{\"name\": \"r\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", "
-                                 "\"low\": 0.001, \"high\": 1, \"log\": true}, {\"name\": \"c\", \"type\": "
-                                 "\"categorical\", \"choices\": [\"a\", \"b\", \"c\"]}], "
-                                 "\"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"random\"}, \"seed\": 11}");
+    int64_t study = create_study(live, &admin, study_body_json);
     bd_err err = {0};
-    for (int i = 0; i < 5; i++) {
+    char body[64];
+    for (int i = 0; i < cycles; i++) {
         json_t *a = suggest(live, &admin, study, NULL);
-        if (i % 2 == 0)
-            cr_assert_eq(report(live, &admin, first_trial(a), "complete", "{\"value\": 0.5}", &err), 0);
-        else
-            cr_assert_eq(report(live, &admin, first_trial(a), "fail", "{}", &err), 0);
+        int64_t tid = first_trial(a);
         json_decref(a);
+        if (!tid)
+            continue;
+        snprintf(body, sizeof body, "{\"value\": %g}", 0.05 * ((i * 7) % 13));
+        if (i % 5 == 3)
+            cr_assert_eq(report(live, &admin, tid, "fail", "{}", &err), 0);
+        else
+            cr_assert_eq(report(live, &admin, tid, "complete", body, &err), 0, "%s", err.message);
     }
     copy_file(db, copy);
     snprintf(from, sizeof from, "%s-wal", db);
@@ -315,19 +319,30 @@ Test(engine, replay_gives_the_same_next_suggestions)
     /* The copy holds the live engine's admin; its token works there too. */
     cr_assert_eq(bd_engine_authenticate(rebuilt, bd_engine_first_admin_token(live), &admin2, &err), 0, "%s",
                  err.message);
+    json_t *sa = NULL, *sb = NULL;
+    cr_assert_eq(bd_engine_get_study(live, &admin, study, &sa, &err), 0);
+    cr_assert_eq(bd_engine_get_study(rebuilt, &admin2, study, &sb, &err), 0);
+    cr_expect(json_equal(json_object_get(sa, "scheduler"), json_object_get(sb, "scheduler")),
+              "the scheduler's state differs after replay");
+    cr_expect(json_equal(json_object_get(sa, "used"), json_object_get(sb, "used")));
+    json_decref(sa);
+    json_decref(sb);
     for (int i = 0; i < 3; i++) {
         json_t *a = suggest(live, &admin, study, NULL), *b = suggest(rebuilt, &admin2, study, NULL);
         json_t *ta = json_array_get(json_object_get(a, "trials"), 0), *tb = json_array_get(json_object_get(b, "trials"), 0);
-        cr_expect(json_equal(json_object_get(ta, "config"), json_object_get(tb, "config")), "suggestion %d", i);
-        cr_expect(json_equal(json_object_get(ta, "id"), json_object_get(tb, "id")));
+        static const char *const same[] = {"config", "id", "config_id", "budget", "resume_from", "scheduler"};
+        for (size_t k = 0; k < sizeof same / sizeof *same; k++)
+            cr_expect(json_equal(json_object_get(ta, same[k]), json_object_get(tb, same[k])) ||
+                          (!json_object_get(ta, same[k]) && !json_object_get(tb, same[k])),
+                      "suggestion %d: %s differs", i, same[k]);
         json_decref(a);
         json_decref(b);
     }
-    json_t *sa = NULL, *sb = NULL;
     cr_assert_eq(bd_engine_get_study(live, &admin, study, &sa, &err), 0);
     cr_assert_eq(bd_engine_get_study(rebuilt, &admin2, study, &sb, &err), 0);
     cr_expect(json_equal(json_object_get(sa, "trials"), json_object_get(sb, "trials")));
     cr_expect(json_equal(json_object_get(sa, "incumbent"), json_object_get(sb, "incumbent")));
+    cr_expect(json_equal(json_object_get(sa, "scheduler"), json_object_get(sb, "scheduler")));
     json_decref(sa);
     json_decref(sb);
     bd_engine_close(live);
@@ -335,6 +350,26 @@ Test(engine, replay_gives_the_same_next_suggestions)
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_expect_eq(system(cmd), 0);
+}
+
+Test(engine, replay_gives_the_same_next_suggestions)
+{
+    check_replay("{\"name\": \"r\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", "
+                 "\"low\": 0.001, \"high\": 1, \"log\": true}, {\"name\": \"c\", \"type\": "
+                 "\"categorical\", \"choices\": [\"a\", \"b\", \"c\"]}], "
+                 "\"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"random\"}, \"seed\": 11}",
+                 5);
+}
+
+/* The same with a scheduler whose state is more than counters: Hyperband's
+ * brackets, rungs, promotions and the trials a failure handed back. */
+Test(engine, replay_of_hyperband_gives_the_same_brackets_and_promotions)
+{
+    check_replay("{\"name\": \"hb\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, "
+                 "\"high\": 1}], \"objective\": {\"goal\": \"minimize\"}, \"resource\": {\"name\": \"epochs\", "
+                 "\"min\": 1, \"max\": 27, \"integer\": true}, \"scheduler\": {\"name\": \"hyperband\", "
+                 "\"options\": {\"eta\": 3}}, \"seed\": 5}",
+                 40);
 }
 
 Test(engine, failed_group_commit_is_not_acknowledged_and_the_study_is_rebuilt)

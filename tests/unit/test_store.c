@@ -866,6 +866,76 @@ Test(store, a_failed_batch_loses_all_of_it_and_blocks_begin_until_recovered)
     tmpdb_remove(&t);
 }
 
+/* Regression: the engine's recovery used to clear the poisoned flag after a
+ * rebuild during which another batch failed, and that failure was then
+ * forgotten. bd_store_recovered(failures) only reopens the store when no
+ * batch failed after the count the caller rebuilt from. */
+Test(store, recovery_reopens_only_if_no_batch_failed_meanwhile)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    uint64_t ticket;
+    cr_assert_eq(bd_store_writable(s), 1);
+    for (int round = 0; round < 2; round++) {
+        cr_assert_eq(bd_store_begin(s, &err), 0);
+        make_user(s, round ? "b" : "a");
+        cr_assert_eq(bd_store_release(s, &ticket, &err), 0);
+        bd_store_fail_next_commit(s);
+        cr_assert_eq(bd_store_wait(s, ticket, &err), BD_ESTORAGE);
+        cr_expect_eq(bd_store_writable(s), 0);
+        if (round == 0)
+            bd_store_recovered(s, 1);
+    }
+    cr_expect_eq(bd_store_failures(s), 2);
+    bd_store_recovered(s, 1); /* a rebuild that began before the second failure */
+    cr_expect_eq(bd_store_writable(s), 0, "a failure during the rebuild was forgotten");
+    cr_expect_eq(bd_store_begin(s, &err), BD_ESTORAGE);
+    bd_store_recovered(s, 2);
+    cr_expect_eq(bd_store_writable(s), 1);
+    cr_assert_eq(bd_store_begin(s, &err), 0);
+    bd_store_rollback(s);
+    bd_store_close(s);
+}
+
+/* The engine hands out trial and event ids before its transaction: the
+ * store takes them as given, and bd_store_next_ids starts above every id
+ * ever used (a deleted study's trial ids are never reused). */
+Test(store, explicit_ids_and_next_ids)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t next_trial, next_event, id = 0;
+    cr_assert_eq(bd_store_next_ids(s, &next_trial, &next_event, &err), 0);
+    cr_expect_eq(next_trial, 1);
+    cr_expect_eq(next_event, 1);
+    int64_t uid = make_user(s, "u"), sid = make_study(s, uid, "s");
+    bd_trial_row row = {.id = 40, .study_id = sid, .config = "{}", .budget = 1, .state = BD_TRIAL_RUNNING,
+                        .created_at = 1, .lease_expires_at = 2, .has_instance = 1, .instance_index = 3,
+                        .instance_name = "cnf/x.cnf"};
+    cr_assert_eq(bd_store_trial_insert(s, &row, &id, &err), 0, "%s", err.message);
+    bd_event_row ev = {.id = 77, .study_id = sid, .trial_id = 40, .type = BD_EV_CREATED, .value = NAN,
+                       .elapsed_seconds = NAN, .created_at = 1};
+    cr_assert_eq(bd_store_event_append(s, &ev, NULL, &err), 0, "%s", err.message);
+    bd_trial_row back = {0};
+    cr_assert_eq(bd_store_trial_get(s, 40, &back, &err), 0);
+    cr_expect_eq(back.config_id, 40, "a new config is its own config_id");
+    cr_expect(back.has_instance && back.instance_index == 3 && strcmp(back.instance_name, "cnf/x.cnf") == 0);
+    bd_store_trial_row_clear(&back);
+    int64_t plain = make_trial(s, sid, 5.0);
+    cr_assert_eq(bd_store_trial_get(s, plain, &back, &err), 0);
+    cr_expect_not(back.has_instance);
+    cr_expect_null(back.instance_name);
+    bd_store_trial_row_clear(&back);
+    struct ids c = {0};
+    cr_assert_eq(bd_store_trial_each(s, sid, -1, 3, 0, 0, collect_trial, &c, &err), 0);
+    cr_expect(c.n == 1 && c.v[0] == 40, "the instance filter");
+    cr_assert_eq(bd_store_study_delete(s, sid, &err), 0);
+    cr_assert_eq(bd_store_next_ids(s, &next_trial, &next_event, &err), 0);
+    cr_expect_eq(next_trial, 42, "trial ids of a deleted study are not reused");
+    cr_expect_eq(next_event, 1, "event ids are never shown, only their order matters");
+    bd_store_close(s);
+}
+
 Test(store, transaction_misuse_is_reported)
 {
     bd_store *s = open_mem();
