@@ -9,7 +9,6 @@
  * the hard one first, since the common default of 1024 would cap the
  * daemon at about a thousand clients, slow ones included. */
 #include <errno.h>
-#include <gsl/gsl_errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -71,7 +70,6 @@ int main(int argc, char **argv)
     }
 
     bd_log_set_level(cfg.log_level);
-    gsl_set_error_handler_off();
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
