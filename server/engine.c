@@ -533,6 +533,10 @@ static void *reaper_main(void *arg)
         pthread_mutex_unlock(&e->reaper_mu);
         bd_err err;
         double now = bd_now();
+        /* An idle daemon heals too: after a failed commit, storage takes
+         * writes again once the studies are rebuilt, without waiting for a
+         * request to trigger it. */
+        bd_engine_recover_if_needed(e);
         if (bd_engine_expire_leases(e, now, NULL, &err))
             bd_log(BD_LOG_ERROR, "lease sweep failed: %s", err.message);
         /* Idempotency records are kept a day: long enough for any retry. */
