@@ -103,7 +103,6 @@ void bd_engine_feed(study_rt *st, const bd_event *ev, int replay, double resumed
     memset(out, 0, sizeof *out);
     bd_observe_ctx_seed(&ctx, st->spec.def.seed, ev->id);
     st->dirty = !replay;
-    st->done = 0;
     /* observe never rejects an event (sched.h); a failure here is a scheduler
      * bug, and stopping the daemon would lose more than it protects. */
     (void)st->sched->ops->observe(st->sched, &ctx, ev, out, &ignored);
@@ -246,7 +245,6 @@ static int replay(bd_engine *e, study_rt *st, bd_err *err)
     st->trials_created = 0;
     st->used = (study_usage){0, 0, 0};
     st->best = st->best_full = (best_trial){0, 0};
-    st->done = 0;
     if ((rc = ops->create(&st->spec.def, &st->sched, err)))
         return rc;
     replay_ctx c = {.e = e, .st = st, .err = err};
@@ -300,8 +298,7 @@ void bd_write_plan_clear(bd_write_plan *p)
     memset(p, 0, sizeof *p);
 }
 
-void bd_engine_plan_event(bd_engine *e, study_rt *st, bd_write_plan *p, const bd_event_row *ev,
-                          const bd_trial_row *t, bd_decision *d)
+bd_event_row *bd_write_plan_push_event(bd_engine *e, bd_write_plan *p, const bd_event_row *ev)
 {
     if (p->n_events == p->cap_events) {
         p->cap_events = p->cap_events ? 2 * p->cap_events : 4;
@@ -310,6 +307,13 @@ void bd_engine_plan_event(bd_engine *e, study_rt *st, bd_write_plan *p, const bd
     bd_event_row *row = &p->events[p->n_events++];
     *row = *ev;
     row->id = atomic_fetch_add(&e->next_event_id, 1);
+    return row;
+}
+
+void bd_engine_plan_event(bd_engine *e, study_rt *st, bd_write_plan *p, const bd_event_row *ev,
+                          const bd_trial_row *t, bd_decision *d)
+{
+    bd_event_row *row = bd_write_plan_push_event(e, p, ev);
     row->study_id = st->id;
     row->trial_id = t->id;
     bd_event sev = {.type = row->type,

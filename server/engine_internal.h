@@ -48,7 +48,6 @@ typedef struct study_rt {
     study_usage used;               /* against spec.limits */
     best_trial best;                /* best completed trial, any budget */
     best_trial best_full;           /* best completed trial at resource.max */
-    int done;                       /* the last suggest answered DONE and nothing happened since */
 } study_rt;
 
 /* The auth caches are direct-mapped by id with a fixed number of slots, so
@@ -103,6 +102,9 @@ typedef struct bd_write_plan {
     double lease_until;
 } bd_write_plan;
 void bd_write_plan_clear(bd_write_plan *p); /* frees the arrays, not the strings */
+/* Appends a copy of ev with the next event id; the pointer is valid until
+ * the next push. */
+bd_event_row *bd_write_plan_push_event(bd_engine *e, bd_write_plan *p, const bd_event_row *ev);
 /* Adds ev to the plan with the next event id and feeds it to st's scheduler
  * (live: not a replay). *d receives a MEASUREMENT's decision. */
 void bd_engine_plan_event(bd_engine *e, study_rt *st, bd_write_plan *p, const bd_event_row *ev,

@@ -226,14 +226,10 @@ static int plan_trial(bd_engine *e, study_rt *st, bd_write_plan *plan, bd_sugges
         row->instance_name = (char *)json_string_value(json_array_get(st->spec.def.instances, (size_t)s->instance));
     }
     double resumed = s->resume_from ? budget_of(e, plan, s->resume_from) : 0;
-    bd_event_row ev_row = {.id = atomic_fetch_add(&e->next_event_id, 1), .study_id = st->id, .trial_id = row->id,
-                           .type = BD_EV_CREATED, .value = NAN, .elapsed_seconds = NAN, .created_at = now};
-    if (plan->n_events == plan->cap_events) {
-        plan->cap_events = plan->cap_events ? 2 * plan->cap_events : 4;
-        plan->events = bd_xrealloc(plan->events, plan->cap_events * sizeof *plan->events);
-    }
-    plan->events[plan->n_events++] = ev_row;
-    bd_event ev = {.type = BD_EV_CREATED, .id = ev_row.id, .trial_id = row->id, .config_id = row->config_id,
+    bd_event_row created = {.study_id = st->id, .trial_id = row->id, .type = BD_EV_CREATED, .value = NAN,
+                            .elapsed_seconds = NAN, .created_at = now};
+    int64_t event_id = bd_write_plan_push_event(e, plan, &created)->id;
+    bd_event ev = {.type = BD_EV_CREATED, .id = event_id, .trial_id = row->id, .config_id = row->config_id,
                    .budget = row->budget, .config = s->config, .resume_from = row->resume_from,
                    .extra = s->extra, .has_instance = row->has_instance, .instance = row->instance_index,
                    .loss = NAN, .elapsed_seconds = NAN};
@@ -296,8 +292,6 @@ int bd_engine_suggest(bd_engine *e, const bd_request *req, int64_t study_id, con
     }
     uint64_t ticket = 0;
     rc = bd_engine_study_commit(e, st, req, rc, &plan, result, &ticket, err);
-    if (!rc && answer == BD_SUGGEST_DONE)
-        st->done = 1;
     pthread_mutex_unlock(&st->mu);
     if (!rc)
         rc = bd_engine_durable(e, ticket, err);
