@@ -1,17 +1,21 @@
 /* loadgen.c: bd_loadgen, the load benchmark of issue 2.
  *
- * Creates its own random-search study, then runs W virtual workers, each a
- * thread with one keep-alive HTTP/1.1 connection, looping
- * suggest -> N measurements (default 3) -> complete. Every call's latency goes
+ * Creates its own random-search studies (--studies S, default 1), then runs W
+ * virtual workers, worker i on study i mod S, each a thread with one keep-alive
+ * HTTP/1.1 connection, looping suggest -> N measurements (default 3) -> complete. Every call's latency goes
  * into a per-thread log-bucket histogram (64 sub-buckets per power of two, so
  * about 1.6% resolution; no locks on the hot path); histograms are merged at
  * the end. Calls finishing during the warm-up are not counted.
  *
  * A call is an error when the transport fails, the status is not 2xx, or the
  * answer cannot be read; the first few are printed. Only successful calls
- * count in calls/s and the latency figures. The last line of the
- * output is machine-readable:
+ * count in calls/s and the latency figures. Calls slower than --slow-ms
+ * (default 10) are also kept by time, in 100 ms windows, to tell a tail made
+ * of a few stalls (checkpoints, fsync, a lock held long) from one spread over
+ * the run (queueing). The last line of the output is machine-readable:
  *   RESULT calls_per_s=... trials_per_s=... p50_ms=... p90_ms=... p99_ms=... max_ms=... errors=...
+ *          p999_ms=... studies=... slow_calls=... slow_windows=... slow_top5_share=...
+ * (the fields after errors= were added later; readers go by name).
  * Exit status: 0 when every call succeeded, 1 when some failed, 2 when the
  * run could not start (bad options, no daemon, study not created). */
 #ifndef _POSIX_C_SOURCE
@@ -134,16 +138,23 @@ typedef struct options {
     double warmup;     /* seconds */
     long max_trials;   /* the study's random-scheduler budget */
     int measurements;  /* per trial */
+    int studies;       /* workers spread round-robin over this many studies */
+    double slow_ms;    /* calls slower than this are kept by time */
     int max_errors_shown;
 } options;
 
 static options opt = {
     .host = "127.0.0.1", .port = "8080", .workers = 32, .duration = 20.0, .trials = 0,
-    .warmup = 2.0, .max_trials = 100000000, .measurements = 3, .max_errors_shown = 5,
+    .warmup = 2.0, .max_trials = 100000000, .measurements = 3, .studies = 1, .slow_ms = 10.0,
+    .max_errors_shown = 5,
 };
 
+#define MAX_STUDIES 1024
+#define SLOW_WINDOW_NS 100000000ull /* 100 ms */
+
 static struct addrinfo *server_addr;
-static long long study_id;
+static long long study_ids[MAX_STUDIES];
+static _Atomic uint64_t measure_start_ns; /* start of the measured window; 0 before */
 static atomic_int phase = PHASE_WARMUP;
 static atomic_long trials_claimed;
 static volatile sig_atomic_t interrupted;
@@ -440,6 +451,8 @@ typedef struct worker {
     long empty_suggests;
     long reconnects;
     uint64_t last_end;  /* time of the last counted call */
+    uint32_t *slow_at;  /* window index (since measure_start_ns) of each slow call */
+    size_t slow_n, slow_cap;
 } worker;
 
 static double rnd01(uint64_t *s)
@@ -463,6 +476,20 @@ static int call(worker *w, conn *c, int kind, const char *path, const char *body
         hist_add(&w->all, t1 - t0);
         hist_add(&w->kind[kind], t1 - t0);
         w->last_end = t1;
+        uint64_t ms0 = atomic_load_explicit(&measure_start_ns, memory_order_relaxed);
+        if ((double)(t1 - t0) > opt.slow_ms * 1e6 && ms0 != 0 && t1 > ms0) {
+            if (w->slow_n == w->slow_cap) {
+                size_t n = w->slow_cap ? 2 * w->slow_cap : 1024;
+                uint32_t *p = realloc(w->slow_at, n * sizeof *p);
+                if (!p) {
+                    fputs("bd_loadgen: out of memory\n", stderr);
+                    abort();
+                }
+                w->slow_at = p;
+                w->slow_cap = n;
+            }
+            w->slow_at[w->slow_n++] = (uint32_t)((t1 - ms0) / SLOW_WINDOW_NS);
+        }
     } else if (counted) {
         w->errors++;
     }
@@ -481,7 +508,7 @@ static void *worker_main(void *arg)
     worker *w = arg;
     conn c = {.fd = -1};
     char path[128], body[256], suggest_path[128], suggest_body[64];
-    snprintf(suggest_path, sizeof suggest_path, "/v1/studies/%lld/suggest", study_id);
+    snprintf(suggest_path, sizeof suggest_path, "/v1/studies/%lld/suggest", study_ids[w->index % opt.studies]);
     snprintf(suggest_body, sizeof suggest_body, "{\"worker\":\"lg-%d\",\"count\":1}", w->index);
     int consecutive_failures = 0;
 
@@ -575,9 +602,10 @@ static void usage(FILE *f)
 {
     fputs("usage: bd_loadgen [--url host:port] [--token T | --token-file F] [--workers W]\n"
           "                  [--duration S | --trials N] [--warmup S] [--max-trials N]\n"
-          "                  [--measurements K]\n"
-          "Each of W workers loops suggest -> K measurements -> complete on a new random-search\n"
-          "study. Defaults: 127.0.0.1:8080, W=32, 20 s, 2 s warm-up, K=3, token from $BANDITD_TOKEN.\n",
+          "                  [--measurements K] [--studies S] [--slow-ms MS]\n"
+          "Each of W workers loops suggest -> K measurements -> complete on one of S new random-search\n"
+          "studies (worker i on study i mod S). Defaults: 127.0.0.1:8080, W=32, 20 s, 2 s warm-up,\n"
+          "K=3, S=1, slow calls above 10 ms, token from $BANDITD_TOKEN.\n",
           f);
 }
 
@@ -621,14 +649,15 @@ static int parse_options(int argc, char **argv)
         {"token-file", required_argument, NULL, 'T'},   {"workers", required_argument, NULL, 'w'},
         {"duration", required_argument, NULL, 'd'},     {"trials", required_argument, NULL, 'n'},
         {"warmup", required_argument, NULL, 'W'},       {"max-trials", required_argument, NULL, 'm'},
-        {"measurements", required_argument, NULL, 'k'}, {"help", no_argument, NULL, 'h'},
+        {"measurements", required_argument, NULL, 'k'}, {"studies", required_argument, NULL, 's'},
+        {"slow-ms", required_argument, NULL, 'S'},      {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *env = getenv("BANDITD_TOKEN");
     if (env)
         snprintf(opt.token, sizeof opt.token, "%s", env);
     int ch;
-    while ((ch = getopt_long(argc, argv, "u:t:T:w:d:n:W:m:k:h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "u:t:T:w:d:n:W:m:k:s:S:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'u':
             if (parse_url(optarg) != 0) {
@@ -663,6 +692,12 @@ static int parse_options(int argc, char **argv)
         case 'k':
             opt.measurements = atoi(optarg);
             break;
+        case 's':
+            opt.studies = atoi(optarg);
+            break;
+        case 'S':
+            opt.slow_ms = atof(optarg);
+            break;
         case 'h':
             usage(stdout);
             exit(0);
@@ -672,7 +707,8 @@ static int parse_options(int argc, char **argv)
         }
     }
     if (optind != argc || opt.workers < 1 || opt.workers > 4096 || opt.duration <= 0 || opt.trials < 0 ||
-        opt.warmup < 0 || opt.max_trials < 1 || opt.measurements < 0) {
+        opt.warmup < 0 || opt.max_trials < 1 || opt.measurements < 0 || opt.studies < 1 ||
+        opt.studies > MAX_STUDIES || opt.studies > opt.workers || !(opt.slow_ms > 0)) {
         usage(stderr);
         return -1;
     }
@@ -683,16 +719,16 @@ static int parse_options(int argc, char **argv)
     return 0;
 }
 
-static int create_study(void)
+static int create_study(int i)
 {
     conn c = {.fd = -1};
     char body[512];
     int rc = -1;
     snprintf(body, sizeof body,
-             "{\"name\":\"loadgen-%ld-%ld\",\"parameters\":[{\"name\":\"x\",\"type\":\"float\",\"low\":0,"
+             "{\"name\":\"loadgen-%ld-%ld-%d\",\"parameters\":[{\"name\":\"x\",\"type\":\"float\",\"low\":0,"
              "\"high\":1}],\"objective\":{\"goal\":\"minimize\"},\"scheduler\":{\"name\":\"random\",\"options\":{\"max_trials\":%ld}},"
              "\"seed\":42,\"lease_seconds\":600}",
-             (long)getpid(), (long)time(NULL), opt.max_trials);
+             (long)getpid(), (long)time(NULL), i, opt.max_trials);
     if (http_request(&c, "POST", "/v1/studies", body) != 0) {
         fprintf(stderr, "bd_loadgen: cannot create the study: %s\n", c.err);
         goto out;
@@ -703,9 +739,9 @@ static int create_study(void)
     }
     json_error_t jerr;
     json_t *root = json_loadb(c.body, c.body_len, 0, &jerr);
-    study_id = (long long)json_integer_value(json_object_get(root, "id"));
+    study_ids[i] = (long long)json_integer_value(json_object_get(root, "id"));
     json_decref(root);
-    if (study_id <= 0) {
+    if (study_ids[i] <= 0) {
         fprintf(stderr, "bd_loadgen: study answer without an id: %.300s\n", c.body);
         goto out;
     }
@@ -741,9 +777,11 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    if (create_study() != 0) {
-        freeaddrinfo(server_addr);
-        return 2;
+    for (int i = 0; i < opt.studies; i++) {
+        if (create_study(i) != 0) {
+            freeaddrinfo(server_addr);
+            return 2;
+        }
     }
 
     worker *ws = calloc((size_t)opt.workers, sizeof *ws);
@@ -770,6 +808,7 @@ int main(int argc, char **argv)
         sleep_ms(10);
     getrusage(RUSAGE_SELF, &ru0);
     uint64_t t0 = now_ns();
+    atomic_store(&measure_start_ns, t0);
     atomic_store(&phase, PHASE_MEASURE);
     uint64_t t_end = t0 + (uint64_t)(opt.duration * 1e9);
     if (opt.trials == 0) {
@@ -809,26 +848,81 @@ int main(int argc, char **argv)
     double cpu_user = cpu_seconds(&ru1.ru_utime) - cpu_seconds(&ru0.ru_utime);
     double cpu_sys = cpu_seconds(&ru1.ru_stime) - cpu_seconds(&ru0.ru_stime);
 
-    printf("bd_loadgen: %s:%s study %lld, %d workers, warm-up %.1f s, measured %.2f s%s\n", opt.host, opt.port,
-           study_id, started, opt.warmup, secs, interrupted ? " (interrupted)" : "");
+    /* Slow calls by 100 ms window: how many windows hold them, and what share
+     * the five worst windows hold (near 100%: a few stalls; low: spread out). */
+    size_t nwin = (size_t)((t_end - t0 + SLOW_WINDOW_NS - 1) / SLOW_WINDOW_NS);
+    if (nwin == 0)
+        nwin = 1;
+    uint32_t *win = calloc(nwin, sizeof *win);
+    long slow = 0, slow_windows = 0, top5 = 0;
+    size_t top_at[5] = {0};
+    uint32_t top_n[5] = {0};
+    if (!win) {
+        fputs("bd_loadgen: out of memory\n", stderr);
+        return 2;
+    }
+    for (int i = 0; i < started; i++)
+        for (size_t j = 0; j < ws[i].slow_n; j++) {
+            /* a call counted as it ended just after the window closed goes into the last window */
+            win[ws[i].slow_at[j] < nwin ? ws[i].slow_at[j] : nwin - 1]++;
+            slow++;
+        }
+    for (size_t j = 0; j < nwin; j++) {
+        if (!win[j])
+            continue;
+        slow_windows++;
+        for (int k = 0; k < 5; k++) {
+            if (win[j] > top_n[k]) {
+                memmove(&top_n[k + 1], &top_n[k], (size_t)(4 - k) * sizeof top_n[0]);
+                memmove(&top_at[k + 1], &top_at[k], (size_t)(4 - k) * sizeof top_at[0]);
+                top_n[k] = win[j];
+                top_at[k] = j;
+                break;
+            }
+        }
+    }
+    for (int k = 0; k < 5; k++)
+        top5 += top_n[k];
+    double top5_share = slow ? 100.0 * (double)top5 / (double)slow : 0.0;
+
+    if (opt.studies == 1)
+        printf("bd_loadgen: %s:%s study %lld, %d workers, warm-up %.1f s, measured %.2f s%s\n", opt.host, opt.port,
+               study_ids[0], started, opt.warmup, secs, interrupted ? " (interrupted)" : "");
+    else
+        printf("bd_loadgen: %s:%s studies %lld..%lld (%d, workers round-robin), %d workers, warm-up %.1f s, "
+               "measured %.2f s%s\n",
+               opt.host, opt.port, study_ids[0], study_ids[opt.studies - 1], opt.studies, started, opt.warmup, secs,
+               interrupted ? " (interrupted)" : "");
     printf("calls          %ld ok (errors %ld; %ld including warm-up; reconnects %ld)\n", calls, errors,
            errors_total, reconnects);
     printf("calls/s        %.1f\n", cps);
     printf("trials/s       %.1f (%ld completed, %ld stopped, %ld empty suggests)\n", tps, done, stopped, empty);
-    printf("latency ms     p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n", hist_quantile_ms(&all, 0.50),
-           hist_quantile_ms(&all, 0.90), hist_quantile_ms(&all, 0.99), (double)all.max_ns / 1e6);
+    printf("latency ms     p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n", hist_quantile_ms(&all, 0.50),
+           hist_quantile_ms(&all, 0.90), hist_quantile_ms(&all, 0.99), hist_quantile_ms(&all, 0.999),
+           (double)all.max_ns / 1e6);
     for (int k = 0; k < CALL_KINDS; k++)
-        printf("  %-12s p50 %.3f  p90 %.3f  p99 %.3f  max %.3f  (n=%llu)\n", call_names[k],
+        printf("  %-12s p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  (n=%llu)\n", call_names[k],
                hist_quantile_ms(&kind[k], 0.50), hist_quantile_ms(&kind[k], 0.90), hist_quantile_ms(&kind[k], 0.99),
-               (double)kind[k].max_ns / 1e6, (unsigned long long)kind[k].count);
+               hist_quantile_ms(&kind[k], 0.999), (double)kind[k].max_ns / 1e6, (unsigned long long)kind[k].count);
+    printf("slow calls     %ld above %.1f ms (%.2f%% of calls) in %ld of %zu 100-ms windows; the 5 worst windows "
+           "hold %.0f%% of them",
+           slow, opt.slow_ms, calls ? 100.0 * (double)slow / (double)calls : 0.0, slow_windows, nwin, top5_share);
+    for (int k = 0; k < 5 && top_n[k]; k++)
+        printf("%s%u at %.1f s", k ? ", " : " (", top_n[k], (double)top_at[k] * SLOW_WINDOW_NS / 1e9);
+    printf("%s\n", top_n[0] ? ")" : "");
     printf("client cpu     user %.2f s, sys %.2f s (%.0f%% of one core)\n", cpu_user, cpu_sys,
            100.0 * (cpu_user + cpu_sys) / secs);
     for (int i = 0; i < error_shown; i++)
         printf("error          %s\n", error_text[i]);
-    printf("RESULT calls_per_s=%.1f trials_per_s=%.1f p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f errors=%ld\n",
+    printf("RESULT calls_per_s=%.1f trials_per_s=%.1f p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f errors=%ld "
+           "p999_ms=%.3f studies=%d slow_calls=%ld slow_windows=%ld slow_top5_share=%.0f\n",
            cps, tps, hist_quantile_ms(&all, 0.50), hist_quantile_ms(&all, 0.90), hist_quantile_ms(&all, 0.99),
-           (double)all.max_ns / 1e6, errors);
+           (double)all.max_ns / 1e6, errors, hist_quantile_ms(&all, 0.999), opt.studies, slow, slow_windows,
+           top5_share);
     fflush(stdout);
+    for (int i = 0; i < started; i++)
+        free(ws[i].slow_at);
+    free(win);
     free(ws);
     freeaddrinfo(server_addr);
     return (errors_total > 0 || calls == 0) ? 1 : 0;

@@ -13,6 +13,10 @@ synchronous=FULL, 5 s busy timeout). Calls finishing in the warm-up are not coun
 an exception (e.g. "database is locked") is an error; only successful calls count in
 calls/s and the latency figures.
 
+--studies S (default 1) spreads the workers round-robin over S studies in the
+same database (worker i on study i mod S), like bd_loadgen --studies; in
+processes mode each process is one worker, so processes:2 uses two of them.
+
 --runs lists the configurations tried, each on a fresh database, as
 mode:workers[:wal], e.g. "threads:32,threads:1,threads:1:wal,processes:2". ":wal"
 switches that run's file to journal_mode=WAL with synchronous=NORMAL (what
@@ -150,11 +154,15 @@ def worker_loop(study, measure, stop, stats, seed, measurements):
             stats.trials += 1
 
 
-def process_main(url, wal, measure, stop, seed, measurements, pruner, queue):
+def study_name(i, n):
+    return STUDY if n == 1 else "%s-%d" % (STUDY, i)
+
+
+def process_main(url, wal, measure, stop, seed, measurements, pruner, queue, name):
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     stats = Stats()
     try:
-        study = optuna.load_study(study_name=STUDY, storage=make_storage(url, wal),
+        study = optuna.load_study(study_name=name, storage=make_storage(url, wal),
                                   sampler=optuna.samplers.RandomSampler(seed=seed),
                                   pruner=PRUNERS[pruner]())
         worker_loop(study, measure, stop, stats, seed, measurements)
@@ -176,14 +184,16 @@ def run_one(mode, workers, wal, args):
             con.close()
         url = "sqlite:///" + path
         storage = make_storage(url, wal)
-        study = optuna.create_study(study_name=STUDY, storage=storage, direction="minimize",
-                                    sampler=optuna.samplers.RandomSampler(seed=1),
-                                    pruner=PRUNERS[args.pruner]())
+        studies = [optuna.create_study(study_name=study_name(i, args.studies), storage=storage,
+                                       direction="minimize", sampler=optuna.samplers.RandomSampler(seed=1 + i),
+                                       pruner=PRUNERS[args.pruner]())
+                   for i in range(args.studies)]
         total = Stats()
         if mode == "threads":
             measure, stop = threading.Event(), threading.Event()
             per = [Stats() for _ in range(workers)]
-            threads = [threading.Thread(target=worker_loop, args=(study, measure, stop, per[i], 1000 + i, args.measurements))
+            threads = [threading.Thread(target=worker_loop, args=(studies[i % args.studies], measure, stop, per[i],
+                                                                  1000 + i, args.measurements))
                        for i in range(workers)]
             for t in threads:
                 t.start()
@@ -202,7 +212,8 @@ def run_one(mode, workers, wal, args):
             measure, stop, queue = ctx.Event(), ctx.Event(), ctx.Queue()
             storage.engine.dispose()
             procs = [ctx.Process(target=process_main,
-                                 args=(url, wal, measure, stop, 1000 + i, args.measurements, args.pruner, queue))
+                                 args=(url, wal, measure, stop, 1000 + i, args.measurements, args.pruner, queue,
+                                       study_name(i % args.studies, args.studies)))
                      for i in range(workers)]
             for p in procs:
                 p.start()
@@ -217,7 +228,7 @@ def run_one(mode, workers, wal, args):
             for p in procs:
                 p.join()
         secs = t1 - t0
-        n_trials_db = len(study.get_trials(deepcopy=False))
+        n_trials_db = sum(len(st.get_trials(deepcopy=False)) for st in studies)
         return total, secs, n_trials_db
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -226,6 +237,7 @@ def run_one(mode, workers, wal, args):
 def summarize(mode, workers, wal, stats, secs, args):
     lat = sorted(stats.lat["ask"] + stats.lat["report"] + stats.lat["tell"])
     r = {
+        "p999_ms": percentile(lat, 0.999),
         "calls_per_s": stats.calls / secs,
         "trials_per_s": stats.trials / secs,
         "p50_ms": percentile(lat, 0.50),
@@ -236,15 +248,18 @@ def summarize(mode, workers, wal, stats, secs, args):
         "mode": mode,
         "journal": "wal" if wal else "default",
         "workers": workers,
+        "studies": args.studies,
     }
-    print("optuna_load: optuna %s, sqlite (%s), %s x %d, RandomSampler + %s pruner, warm-up %.1f s, measured %.2f s"
+    print("optuna_load: optuna %s, sqlite (%s), %s x %d, %d stud%s, RandomSampler + %s pruner, warm-up %.1f s, "
+          "measured %.2f s"
           % (optuna.__version__, "WAL, synchronous=NORMAL" if wal else "defaults: rollback journal, synchronous=FULL",
-             mode, workers, args.pruner, args.warmup,
+             mode, workers, args.studies, "y" if args.studies == 1 else "ies", args.pruner, args.warmup,
              secs))
     print("calls          %d ok (errors %d; %d including warm-up)" % (stats.calls, stats.errors, stats.errors_total))
     print("calls/s        %.1f" % r["calls_per_s"])
     print("trials/s       %.1f (%d completed)" % (r["trials_per_s"], stats.trials))
-    print("latency ms     p50 %.3f  p90 %.3f  p99 %.3f  max %.3f" % (r["p50_ms"], r["p90_ms"], r["p99_ms"], r["max_ms"]))
+    print("latency ms     p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f"
+          % (r["p50_ms"], r["p90_ms"], r["p99_ms"], r["p999_ms"], r["max_ms"]))
     for k in KINDS:
         v = sorted(stats.lat[k])
         print("  %-12s p50 %.3f  p90 %.3f  p99 %.3f  max %.3f  (n=%d)"
@@ -262,9 +277,9 @@ def run_name(mode, workers, wal):
 
 def fmt(r):
     return ("calls_per_s=%.1f trials_per_s=%.1f p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f errors=%d mode=%s "
-            "workers=%d journal=%s"
+            "workers=%d journal=%s p999_ms=%.3f studies=%d"
             % (r["calls_per_s"], r["trials_per_s"], r["p50_ms"], r["p90_ms"], r["p99_ms"], r["max_ms"], r["errors"],
-               r["mode"], r["workers"], r["journal"]))
+               r["mode"], r["workers"], r["journal"], r["p999_ms"], r["studies"]))
 
 
 def main():
@@ -275,6 +290,8 @@ def main():
     ap.add_argument("--duration", type=float, default=15.0, help="measured seconds per run (default 15)")
     ap.add_argument("--warmup", type=float, default=2.0, help="seconds not counted (default 2)")
     ap.add_argument("--measurements", type=int, default=3, help="reports per trial (default 3)")
+    ap.add_argument("--studies", type=int, default=1,
+                    help="studies the workers are spread over, round-robin (default 1)")
     ap.add_argument("--pruner", choices=sorted(PRUNERS), default="nop", help="default nop (random search)")
     args = ap.parse_args()
     runs = []
@@ -286,6 +303,8 @@ def main():
             ap.error("bad run %r (mode:workers[:wal])" % item)
         runs.append((parts[0], int(parts[1]), len(parts) == 3))
 
+    if args.studies < 1:
+        ap.error("--studies must be at least 1")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     results = []
     for mode, workers, wal in runs:

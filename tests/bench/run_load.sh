@@ -6,9 +6,12 @@
 # Starts a fresh banditd (temporary database, WAL, --sync normal) on a free port,
 # runs bd_loadgen with 32 workers for ~20 s, repeats with a fresh daemon and
 # --sync full, runs optuna_load.py (the same workload through Optuna 3.1 on SQLite),
-# and prints a summary table with the ratio banditd/optuna.
+# then does all of it again with the 32 workers spread round-robin over 8 studies,
+# and prints a summary table with the ratio banditd/optuna, the slow-call
+# diagnostics, and the figures as a Markdown table for tests/bench/README.md.
 #
 # Environment (all optional): BENCH_WORKERS (32), BENCH_DURATION (20), BENCH_WARMUP (2),
+# BENCH_STUDIES ("1 8": the variants run, each a number of studies),
 # BENCH_LOG_LEVEL (warn: the per-request info log is not part of what is measured;
 # set info to include it), BENCH_THREADS (passed as --threads when set),
 # BENCH_OPTUNA_RUNS (threads:32,threads:1,processes:2,processes:2:wal; Optuna's
@@ -34,6 +37,7 @@ LOG_LEVEL=${BENCH_LOG_LEVEL:-warn}
 OPTUNA_RUNS=${BENCH_OPTUNA_RUNS:-threads:32,threads:1,processes:2,processes:2:wal}
 OPTUNA_DURATION=${BENCH_OPTUNA_DURATION:-15}
 OPTUNA_PRUNER=${BENCH_OPTUNA_PRUNER:-nop}
+STUDIES_LIST=${BENCH_STUDIES:-1 8}
 TARGET_CPS=5000
 TARGET_RATIO=50
 
@@ -92,27 +96,27 @@ daemon_failed() {
     exit 1
 }
 
-# start_daemon SYNC: a fresh daemon on a new database; sets DAEMON_PID, PORT, DB.
+# start_daemon SYNC [STUDIES]: a fresh daemon on a new database; sets DAEMON_PID, PORT, DB.
 start_daemon() {
-    local sync=$1
-    DB=$TMP/banditd-$sync.db
+    local sync=$1 label=$1-s${2:-1}
+    DB=$TMP/banditd-$label.db
     PORT=$(free_port)
     local extra=()
     if [ -n "${BENCH_THREADS:-}" ]; then extra=(--threads "$BENCH_THREADS"); fi
     "$BANDITD" --listen "127.0.0.1:$PORT" --db "$DB" --sync "$sync" --log-level "$LOG_LEVEL" "${extra[@]}" \
-        2>"$TMP/banditd-$sync.log" &
+        2>"$TMP/banditd-$label.log" &
     DAEMON_PID=$!
     for _ in $(seq 100); do
         if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
             wait "$DAEMON_PID"
-            daemon_failed "$sync" "exited during start (status $?)"
+            daemon_failed "$label" "exited during start (status $?)"
         fi
         if [ -s "$DB.admin-token" ] && curl -fsS -o /dev/null "http://127.0.0.1:$PORT/healthz" 2>/dev/null; then
             return 0
         fi
         sleep 0.1
     done
-    daemon_failed "$sync" "did not answer /healthz within 10 s"
+    daemon_failed "$label" "did not answer /healthz within 10 s"
 }
 
 stop_daemon() {
@@ -134,28 +138,30 @@ stop_daemon() {
 }
 
 LOADGEN_FAILED=0
-# bench SYNC: one daemon, one bd_loadgen run; output in $TMP/loadgen-SYNC.out.
+# bench SYNC STUDIES: one daemon, one bd_loadgen run; output in $TMP/loadgen-SYNC-sSTUDIES.out.
 bench() {
-    local sync=$1 rc t0 t1 c0 c1 hz
-    echo "=== banditd --sync $sync: $WORKERS workers, ${DURATION} s (+${WARMUP} s warm-up)"
-    start_daemon "$sync"
+    local sync=$1 studies=$2 rc t0 t1 c0 c1 hz out
+    out=$TMP/loadgen-$sync-s$studies.out
+    echo "=== banditd --sync $sync: $WORKERS workers over $studies stud$([ "$studies" = 1 ] && echo y || echo ies)," \
+        "${DURATION} s (+${WARMUP} s warm-up)"
+    start_daemon "$sync" "$studies"
     hz=$(getconf CLK_TCK)
     c0=$(cpu_ticks "$DAEMON_PID")
     t0=$(date +%s.%N)
     "$LOADGEN" --url "127.0.0.1:$PORT" --token-file "$DB.admin-token" --workers "$WORKERS" \
-        --duration "$DURATION" --warmup "$WARMUP" >"$TMP/loadgen-$sync.out" &
+        --duration "$DURATION" --warmup "$WARMUP" --studies "$studies" >"$out" &
     LOADGEN_PID=$!
     wait "$LOADGEN_PID"
     rc=$?
     LOADGEN_PID=
     t1=$(date +%s.%N)
     c1=$(cpu_ticks "$DAEMON_PID")
-    cat "$TMP/loadgen-$sync.out"
     awk -v c="$((c1 - c0))" -v hz="$hz" -v t0="$t0" -v t1="$t1" \
-        'BEGIN { printf "daemon cpu     %.1f s over %.1f s (%.0f%% of one core)\n", c / hz, t1 - t0, 100 * c / hz / (t1 - t0) }'
+        'BEGIN { printf "daemon cpu     %.1f s over %.1f s (%.0f%% of one core)\n", c / hz, t1 - t0, 100 * c / hz / (t1 - t0) }' >>"$out"
+    cat "$out"
     ls -l "$DB" "$DB-wal" 2>/dev/null | awk '{ printf "database       %s %s bytes\n", $NF, $5 }'
-    kill -0 "$DAEMON_PID" 2>/dev/null || { wait "$DAEMON_PID"; daemon_failed "$sync" "died under load (status $?)"; }
-    stop_daemon "$sync"
+    kill -0 "$DAEMON_PID" 2>/dev/null || { wait "$DAEMON_PID"; daemon_failed "$sync-s$studies" "died under load (status $?)"; }
+    stop_daemon "$sync-s$studies"
     case $rc in
     0) ;;
     1) LOADGEN_FAILED=1 ;;
@@ -164,55 +170,48 @@ bench() {
     echo
 }
 
-LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
-bench normal
-bench full
-
-if [ "${BENCH_SKIP_OPTUNA:-0}" != 1 ]; then
-    echo "=== optuna: $OPTUNA_RUNS, ${OPTUNA_DURATION} s each, pruner $OPTUNA_PRUNER"
+# run_optuna STUDIES: optuna_load.py's runs; output in $TMP/optuna-sSTUDIES.out.
+run_optuna() {
+    local studies=$1 orc
+    echo "=== optuna: $OPTUNA_RUNS, ${OPTUNA_DURATION} s each, pruner $OPTUNA_PRUNER, $studies stud$([ "$studies" = 1 ] && echo y || echo ies)"
     "$PY" "$HERE/optuna_load.py" --runs "$OPTUNA_RUNS" --duration "$OPTUNA_DURATION" --warmup "$WARMUP" \
-        --pruner "$OPTUNA_PRUNER" >"$TMP/optuna.out" 2>"$TMP/optuna.err" &
+        --pruner "$OPTUNA_PRUNER" --studies "$studies" >"$TMP/optuna-s$studies.out" 2>"$TMP/optuna-s$studies.err" &
     OPTUNA_PID=$!
     wait "$OPTUNA_PID"
     orc=$?
     OPTUNA_PID=
-    cat "$TMP/optuna.out"
+    cat "$TMP/optuna-s$studies.out"
     if [ "$orc" -ne 0 ]; then
         echo "run_load.sh: optuna_load.py failed (status $orc):" >&2
-        tail -n 20 "$TMP/optuna.err" >&2
+        tail -n 20 "$TMP/optuna-s$studies.err" >&2
     fi
     echo
-fi
+}
+
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+for studies in $STUDIES_LIST; do
+    bench normal "$studies"
+    bench full "$studies"
+    [ "${BENCH_SKIP_OPTUNA:-0}" = 1 ] || run_optuna "$studies"
+done
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- summary ----
 MISSED=0
+MD_ROWS=()
+# suffix STUDIES: "" for one study (the names of the original table), else ", N studies".
+suffix() { [ "$1" = 1 ] || printf ', %s studies' "$1"; }
 row() {
-    printf '%-38s %10s %9s %9s %9s %7s\n' "$1" "$(field calls_per_s "$2")" "$(field trials_per_s "$2")" \
-        "$(field p50_ms "$2")" "$(field p99_ms "$2")" "$(field errors "$2")"
+    printf '%-48s %10s %9s %9s %9s %7s %9s\n' "$1" "$(field calls_per_s "$2")" "$(field trials_per_s "$2")" \
+        "$(field p50_ms "$2")" "$(field p99_ms "$2")" "$(field errors "$2")" "$(field p999_ms "$2")"
+    MD_ROWS+=("$3 | $(field calls_per_s "$2") | $(field trials_per_s "$2") | $(field p50_ms "$2") | $(field p99_ms "$2") | $(field errors "$2") | $(field p999_ms "$2")")
 }
 echo "=== summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $WORKERS workers;" \
-    "load average before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg))"
-printf '%-38s %10s %9s %9s %9s %7s\n' "" "calls/s" "trials/s" "p50 ms" "p99 ms" "errors"
-row "banditd --sync normal (WAL)" "$TMP/loadgen-normal.out"
-row "banditd --sync full (WAL)" "$TMP/loadgen-full.out"
-OCPS=
-if [ -f "$TMP/optuna.out" ] && grep -q '^RESULT ' "$TMP/optuna.out"; then
-    OCPS=$(field calls_per_s "$TMP/optuna.out")
-    while IFS= read -r LINE; do
-        name="optuna $(field mode -):$(field workers -)"
-        [ "$(field journal -)" = wal ] && name="$name WAL/NORMAL"
-        [ "$(field calls_per_s -)" = "$OCPS" ] && name="$name (best)"
-        row "$name" -
-    done < <(grep '^RUN ' "$TMP/optuna.out")
-fi
+    "load average before $LOAD_BEFORE, after $LOAD_AFTER)"
+printf '%-48s %10s %9s %9s %9s %7s %9s\n' "" "calls/s" "trials/s" "p50 ms" "p99 ms" "errors" "p99.9 ms"
 # Two Optuna baselines: the same workload (as many threads as banditd has
 # workers, Optuna's default SQLite storage), and the best Optuna configuration
 # tried (fewer workers, WAL), which is the harder comparison.
-SAME=
-if [ -f "$TMP/optuna.out" ]; then
-    SAME=$(grep '^RUN ' "$TMP/optuna.out" | grep " mode=threads workers=$WORKERS journal=default" |
-           sed 's/.*calls_per_s=\([0-9.]*\).*/\1/' | head -n 1)
-fi
 verdict() {
     awk -v c="$1" -v o="${2:-0}" -v tc=$TARGET_CPS -v tr=$TARGET_RATIO 'BEGIN {
         ok = (c >= tc); ratio = "n/a"; want = "";
@@ -221,15 +220,75 @@ verdict() {
         printf("ratio %s, %s (targets: >= %d calls/s%s)", ratio, word, tc, want);
         exit(ok ? 0 : 1) }'
 }
-for sync in normal full; do
-    cps=$(field calls_per_s "$TMP/loadgen-$sync.out")
-    if [ -n "$SAME" ]; then
-        v=$(verdict "$cps" "$SAME") || MISSED=1
-        printf 'banditd/optuna --sync %-6s vs the same workload (%s threads): %s\n' "$sync" "$WORKERS" "$v"
+VERDICTS=()
+for studies in $STUDIES_LIST; do
+    sfx=$(suffix "$studies")
+    nst="$studies stud$([ "$studies" = 1 ] && echo y || echo ies)"
+    row "banditd --sync normal (WAL)$sfx" "$TMP/loadgen-normal-s$studies.out" "banditd --sync normal, $WORKERS workers, $nst"
+    row "banditd --sync full (WAL)$sfx" "$TMP/loadgen-full-s$studies.out" "banditd --sync full, $WORKERS workers, $nst"
+    OCPS= SAME=
+    ofile=$TMP/optuna-s$studies.out
+    if [ -f "$ofile" ] && grep -q '^RESULT ' "$ofile"; then
+        OCPS=$(field calls_per_s "$ofile")
+        while IFS= read -r LINE; do
+            name="optuna $(field mode -):$(field workers -)"
+            [ "$(field journal -)" = wal ] && name="$name WAL/NORMAL"
+            same=
+            [ "$(field mode -)" = threads ] && [ "$(field workers -)" = "$WORKERS" ] && [ "$(field journal -)" = default ] &&
+                same=" (the same workload)"
+            [ "$(field calls_per_s -)" = "$OCPS" ] && name="$name (best)"
+            row "$name$sfx" - "Optuna ${name#optuna }$same, $nst"
+        done < <(grep '^RUN ' "$ofile")
+        SAME=$(grep '^RUN ' "$ofile" | grep " mode=threads workers=$WORKERS journal=default" |
+               sed 's/.*calls_per_s=\([0-9.]*\).*/\1/' | head -n 1)
     fi
-    v=$(verdict "$cps" "$OCPS") || MISSED=1
-    printf 'banditd/optuna --sync %-6s vs Optuna'"'"'s best configuration:    %s\n' "$sync" "$v"
+    for sync in normal full; do
+        cps=$(field calls_per_s "$TMP/loadgen-$sync-s$studies.out")
+        if [ -n "$SAME" ]; then
+            v=$(verdict "$cps" "$SAME") || MISSED=1
+            VERDICTS+=("$(printf 'banditd/optuna --sync %-6s vs the same workload (%s threads)%s: %s' "$sync" "$WORKERS" "$sfx" "$v")")
+            MD_ROWS+=("ratio $sync / same workload, $nst | $(awk -v c="$cps" -v o="$SAME" 'BEGIN { printf "%.1fx", c / o }') | | | | | ")
+        fi
+        v=$(verdict "$cps" "$OCPS") || MISSED=1
+        VERDICTS+=("$(printf 'banditd/optuna --sync %-6s vs Optuna'"'"'s best configuration%s:    %s' "$sync" "$sfx" "$v")")
+        if [ -n "$OCPS" ]; then
+            MD_ROWS+=("ratio $sync / Optuna best, $nst | $(awk -v c="$cps" -v o="$OCPS" 'BEGIN { printf "%.1fx", c / o }') | | | | | ")
+        fi
+    done
 done
+printf '%s\n' "${VERDICTS[@]}"
+
+# The tail: calls above 10 ms, and whether they come in a few stalls (the five
+# worst 100-ms windows hold most of them: checkpoints, fsync, a long lock) or
+# spread over the run (queueing behind the study's mutex or the commit).
+echo
+echo "=== tail (bd_loadgen: calls above 10 ms by 100-ms window)"
+for studies in $STUDIES_LIST; do
+    for sync in normal full; do
+        f=$TMP/loadgen-$sync-s$studies.out
+        printf '%-48s %s\n' "banditd --sync $sync$(suffix "$studies")" \
+            "$(sed -n 's/^slow calls *//p' "$f"); $(sed -n 's/^daemon cpu *//p' "$f")"
+    done
+done
+
+# The same figures as a Markdown table for tests/bench/README.md.
+echo
+echo "=== Markdown (paste into tests/bench/README.md; fill in the machine's disk and the source state if not shown)"
+MACHINE="$(nproc)-core $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(df --output=fstype "$TMP" | tail -n 1)"
+SOURCE="$(git -C "$HERE" log -1 --format='%h "%s"' 2>/dev/null | cut -c1-70)"
+[ -n "$(git -C "$HERE" status --porcelain --untracked-files=no 2>/dev/null)" ] && SOURCE="$SOURCE + uncommitted changes"
+echo "| date | machine | source | load avg before/after | config | calls/s | trials/s | p50 ms | p99 ms | errors | p99.9 ms |"
+echo "|------|---------|--------|-----------------------|--------|---------|----------|--------|--------|--------|----------|"
+first=1
+for r in "${MD_ROWS[@]}"; do
+    if [ "$first" = 1 ]; then
+        echo "| $(date -u +%Y-%m-%d\ %H:%MZ) | $MACHINE | $SOURCE | ${LOAD_BEFORE%% *} / ${LOAD_AFTER%% *} | $r |"
+        first=0
+    else
+        echo "| same | same | same | same run | $r |"
+    fi
+done
+echo
 
 [ "$LOADGEN_FAILED" = 0 ] || { echo "run_load.sh: some calls failed (see 'error' lines above)" >&2; exit 2; }
 if [ "${BENCH_STRICT:-0}" = 1 ] && [ "$MISSED" = 1 ]; then exit 3; fi
