@@ -537,10 +537,10 @@ static void *reaper_main(void *arg)
         pthread_mutex_unlock(&e->reaper_mu);
         bd_err err;
         double now = bd_now();
-        /* An idle daemon heals too: after a failed commit, storage takes
-         * writes again once the studies are rebuilt, without waiting for a
-         * request to trigger it. */
-        bd_engine_recover_if_needed(e);
+        /* An idle daemon heals too: after a failed commit, the studies are
+         * rebuilt and a probe write tells when the disk works again,
+         * without waiting for a request. */
+        (void)bd_engine_healthy(e);
         if (bd_engine_expire_leases(e, now, NULL, &err))
             bd_log(BD_LOG_ERROR, "lease sweep failed: %s", err.message);
         /* Idempotency records are kept a day: long enough for any retry. */
@@ -653,9 +653,24 @@ void bd_engine_close(bd_engine *e)
     free(e);
 }
 
+/* At most one probe write per this many seconds, however often /healthz
+ * (which needs no token) is called. */
+#define PROBE_INTERVAL 1.0
+
 int bd_engine_healthy(bd_engine *e)
 {
     bd_engine_recover_if_needed(e);
+    if (bd_store_writable(e->store))
+        return 1;
+    /* The latest commit failed and none succeeded since: try one write, so
+     * an idle daemon learns that the disk is back. */
+    double now = bd_monotonic(), last = atomic_load(&e->last_probe);
+    if (now - last >= PROBE_INTERVAL && atomic_compare_exchange_strong(&e->last_probe, &last, now)) {
+        bd_err err;
+        if (bd_store_probe(e->store, bd_now(), &err))
+            bd_log(BD_LOG_WARN, "storage still refuses writes: %s", err.message);
+        bd_engine_recover_if_needed(e);
+    }
     return bd_store_writable(e->store);
 }
 

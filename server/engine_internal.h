@@ -85,6 +85,7 @@ struct bd_engine {
 
     _Atomic uint64_t recovered_failures; /* the store's failure count the last recovery covered */
     pthread_mutex_t recover_mu;     /* one recovery at a time */
+    _Atomic double last_probe;      /* bd_monotonic() of the latest storage probe */
 
     _Atomic int64_t next_trial_id;  /* ids handed out before their transaction, so */
     _Atomic int64_t next_event_id;  /* schedulers see them (gaps after a rollback are fine) */

@@ -51,6 +51,7 @@ enum bd_sql_stmt {
     BD_SQL_EVENT_SCAN_STUDY,
     BD_SQL_EVENT_SCAN_TRIAL,
     BD_SQL_NEXT_IDS,
+    BD_SQL_PROBE,
     BD_SQL_IDEM_GET,
     BD_SQL_IDEM_PUT,
     BD_SQL_IDEM_PRUNE,
@@ -77,6 +78,7 @@ struct bd_store {
     _Atomic uint64_t n_failed;    /* failed batches so far (written with mu held, read without) */
     int committing;               /* a waiter is running COMMIT */
     int poisoned;                 /* a batch failed: begin refuses until bd_store_recovered */
+    int last_failed;              /* the latest batch failed (no commit succeeded since) */
     int fail_next_commit;         /* tests: make the next batch's COMMIT fail */
     pthread_cond_t durable_cv;    /* signalled when a batch ends */
     pthread_cond_t delay_cv;      /* only timed out on: the group-commit delay */

@@ -106,7 +106,10 @@ static const char *const migrations[] = {
      * its index in the study's "instances" list and its name, NULL for none. */
     "ALTER TABLE trials ADD COLUMN instance_index INTEGER;"
     "ALTER TABLE trials ADD COLUMN instance_name TEXT;"
-    "CREATE INDEX trials_study_instance ON trials (study_id, instance_index, id) WHERE instance_index IS NOT NULL;",
+    "CREATE INDEX trials_study_instance ON trials (study_id, instance_index, id) WHERE instance_index IS NOT NULL;"
+    /* One row the daemon rewrites to learn whether the disk takes writes
+     * again after a failed commit (bd_store_probe). */
+    "CREATE TABLE probe (id INTEGER PRIMARY KEY CHECK (id = 1), at REAL NOT NULL);",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

@@ -69,6 +69,8 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
                         "coalesce((SELECT max(id) FROM trials), 0)) + 1, "
                         "coalesce((SELECT max(id) FROM events), 0) + 1",
 
+    [BD_SQL_PROBE] = "INSERT OR REPLACE INTO probe (id, at) VALUES (1, ?1)",
+
     [BD_SQL_IDEM_GET] = "SELECT fingerprint, response FROM idempotency WHERE user_id = ?1 AND key = ?2",
     [BD_SQL_IDEM_PUT] = "INSERT INTO idempotency (user_id, key, fingerprint, response, created_at) "
                         "VALUES (?1, ?2, ?3, ?4, ?5)",

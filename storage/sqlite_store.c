@@ -338,6 +338,7 @@ static void commit_batch(bd_store *s)
                                   : run_control(s, BD_SQL_COMMIT, &err, "commit");
     s->fail_next_commit = 0;
     s->failed[seq % BD_SQLITE_OUTCOME_RING] = ret != 0;
+    s->last_failed = ret != 0;
     if (ret) {
         fprintf(stderr, "banditd: %s; the batch is rolled back\n", err.message);
         rollback_locked(s);
@@ -412,9 +413,26 @@ uint64_t bd_store_failures(bd_store *s)
 int bd_store_writable(bd_store *s)
 {
     lock(s);
-    int ok = !s->poisoned;
+    int ok = !s->poisoned && !s->last_failed;
     unlock(s);
     return ok;
+}
+
+int bd_store_probe(bd_store *s, double now, bd_err *err)
+{
+    int ret = bd_store_begin(s, err);
+    if (ret)
+        return ret;
+    sqlite3_stmt *st = s->stmt[BD_SQL_PROBE];
+    int rc = SQLITE_OK;
+    bd_sqlite_bind_double(st, 1, now, &rc);
+    ret = bd_sqlite_step_done(s, st, rc, err, "probe write");
+    bd_sqlite_done(st);
+    if (ret) {
+        bd_store_rollback(s);
+        return ret;
+    }
+    return bd_store_commit(s, err);
 }
 
 void bd_store_recovered(bd_store *s, uint64_t failures)

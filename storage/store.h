@@ -73,8 +73,12 @@ int bd_store_release(bd_store *s, uint64_t *ticket, bd_err *err) BD_MUST_CHECK;
 int bd_store_wait(bd_store *s, uint64_t ticket, bd_err *err) BD_MUST_CHECK;
 /* How many batches have failed so far. */
 uint64_t bd_store_failures(bd_store *s);
-/* 0 while the store refuses writes after a failed batch, else 1. */
+/* 1 when the latest batch committed and writes are taken; 0 while the store
+ * refuses writes after a failed batch, and until a batch commits again. */
 int bd_store_writable(bd_store *s);
+/* Commits a one-row write (a batch of its own or the current one), to learn
+ * whether the disk takes writes again. */
+int bd_store_probe(bd_store *s, double now, bd_err *err) BD_MUST_CHECK;
 /* The caller rebuilt what it derived from released work after the first
  * `failures` failed batches (read with bd_store_failures before it began):
  * bd_store_begin works again, unless another batch failed meanwhile. */

@@ -43,17 +43,19 @@ def shim_env(tmpdir, err):
 
 
 class DiskFault(bdtest.DaemonTestCase):
-    def run_fault(self, err):
-        d = bdtest.Daemon(start=False)
+    def run_fault(self, err, sync="normal"):
+        d = bdtest.Daemon(start=False, extra_args=("--sync", sync))
         d.env = shim_env(d.tmpdir, err)
         d.start()
         trigger = d.env["BD_FAULT_TRIGGER"]
-        study = bdtest.create_study(d)
+        # No max_trials: a study that is done answers suggest without writing.
+        study = bdtest.create_study(d, scheduler={"name": "random", "options": {}})
         path = "/v1/studies/%d/suggest" % study["id"]
         stop = threading.Event()
         lock = threading.Lock()
         acked = {}  # trial id -> value of an acknowledged completion
         statuses = []
+        timeline = []  # (time, call, status): printed when the test fails
 
         def worker(n):
             c = d.client(timeout=30)
@@ -62,6 +64,7 @@ class DiskFault(bdtest.DaemonTestCase):
                 st, body, _ = c.request("POST", path, {"worker": "w%d" % n})
                 with lock:
                     statuses.append(st)
+                    timeline.append((time.monotonic(), "suggest", st))
                 if st != 200 or not body["trials"]:
                     time.sleep(0.02)
                     continue
@@ -111,9 +114,17 @@ class DiskFault(bdtest.DaemonTestCase):
         for t in threads:
             t.join(30)
 
-        self.assertIn(500, statuses, "the fault never reached a commit (shim not active?)")
+        def summary():
+            during = [st for t, _, st in timeline if t_on <= t <= fault_over]
+            return ("%d calls during the fault (%s), %d in all; health probes %s"
+                    % (len(during), {k: during.count(k) for k in set(during)}, len(timeline), health_during))
+        self.assertTrue(500 in statuses, "the fault never reached a commit (shim not active?): " + summary())
         self.assertIn(503, health_during, "/healthz said ok while storage refused writes")
-        self.assertGreater(statuses.count(200), 100)
+        # Once a commit failed, /healthz stays 503 until a write succeeds
+        # again (it used to flap back to 200 between failed commits).
+        after = health_during[health_during.index(503):]
+        self.assertGreaterEqual(after.count(503), 0.9 * len(after), summary())
+        self.assertGreater(statuses.count(200), 100, summary())
         metrics = c.request("GET", "/metrics")[1]
         self.assertIn("banditd_storage_writable 1", metrics)
         c.close()
@@ -141,6 +152,9 @@ class DiskFault(bdtest.DaemonTestCase):
 
     def test_enospc(self):
         self.run_fault("ENOSPC")
+
+    def test_eio_sync_full(self):
+        self.run_fault("EIO", sync="full")
 
 
 if __name__ == "__main__":

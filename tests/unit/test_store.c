@@ -891,9 +891,11 @@ Test(store, recovery_reopens_only_if_no_batch_failed_meanwhile)
     cr_expect_eq(bd_store_writable(s), 0, "a failure during the rebuild was forgotten");
     cr_expect_eq(bd_store_begin(s, &err), BD_ESTORAGE);
     bd_store_recovered(s, 2);
-    cr_expect_eq(bd_store_writable(s), 1);
+    cr_expect_eq(bd_store_writable(s), 0, "not writable until a commit succeeds again");
     cr_assert_eq(bd_store_begin(s, &err), 0);
     bd_store_rollback(s);
+    cr_assert_eq(bd_store_probe(s, 1.0, &err), 0, "%s", err.message);
+    cr_expect_eq(bd_store_writable(s), 1);
     bd_store_close(s);
 }
 
