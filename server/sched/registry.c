@@ -10,6 +10,7 @@ extern const struct bd_sched_ops bd_sched_random;
 extern const struct bd_sched_ops bd_sched_successive_halving;
 extern const struct bd_sched_ops bd_sched_hyperband;
 extern const struct bd_sched_ops bd_sched_asha;
+extern const struct bd_sched_ops bd_sched_gp_ucb;
 #ifdef BD_TEST_SCHEDULERS
 extern const struct bd_sched_ops bd_sched_test_sleep;
 #endif
@@ -19,6 +20,7 @@ static const struct bd_sched_ops *const registry[] = {
     &bd_sched_successive_halving,
     &bd_sched_hyperband,
     &bd_sched_asha,
+    &bd_sched_gp_ucb,
 #ifdef BD_TEST_SCHEDULERS
     &bd_sched_test_sleep, /* test builds only (test_sleep.c) */
 #endif

@@ -88,16 +88,17 @@ HN_FN int hn_loss_default(const hn *h, const hn_trial *t, void *ud, double *loss
     return HN_COMPLETED;
 }
 
-/* Opens a study with one float parameter x in [0, 1] and the given
+/* Opens a study over the parameters params (JSON list text) with the given
  * scheduler options (JSON text). Returns create()'s code (h->err says why). */
-HN_FN int hn_open(hn *h, const struct bd_sched_ops *ops, const char *options, double r_min, double r_max, int integer)
+HN_FN int hn_open_space(hn *h, const struct bd_sched_ops *ops, const char *params, const char *options, double r_min,
+                        double r_max, int integer)
 {
     json_error_t jerr;
     memset(h, 0, sizeof *h);
-    json_t *params = json_loads("[{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}]", 0, &jerr);
-    cr_assert(params);
-    cr_assert_eq(bd_space_parse(params, &h->space, &h->err), 0);
-    json_decref(params);
+    json_t *p = json_loads(params, 0, &jerr);
+    cr_assert(p, "bad parameters JSON in test: %s", jerr.text);
+    cr_assert_eq(bd_space_parse(p, &h->space, &h->err), 0, "%s", h->err.message);
+    json_decref(p);
     h->options = json_loads(options ? options : "{}", 0, &jerr);
     cr_assert(h->options, "bad options JSON in test: %s", jerr.text);
     h->ops = ops;
@@ -116,6 +117,14 @@ HN_FN int hn_open(hn *h, const struct bd_sched_ops *ops, const char *options, do
     h->first_wait_at = -1;
     bd_rng_seed(&h->order_rng, 7, 7);
     return ops->create(&h->def, &h->s, &h->err);
+}
+
+/* Opens a study with one float parameter x in [0, 1] and the given
+ * scheduler options (JSON text). Returns create()'s code (h->err says why). */
+HN_FN int hn_open(hn *h, const struct bd_sched_ops *ops, const char *options, double r_min, double r_max, int integer)
+{
+    return hn_open_space(h, ops, "[{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}]", options,
+                         r_min, r_max, integer);
 }
 
 HN_FN void hn_close(hn *h)

@@ -447,3 +447,14 @@ Test(engine, token_ids_from_clients_never_size_memory)
     cr_expect_eq(bd_engine_authenticate(e, bd_engine_first_admin_token(e), &c, &err), 0);
     bd_engine_close(e);
 }
+
+/* And with a model-based scheduler: GP-UCB's fitted hyperparameters and
+ * its model are rebuilt from the events alone (one fit in replayed()). */
+Test(engine, replay_of_gp_ucb_gives_the_same_model_and_suggestions)
+{
+    check_replay("{\"name\": \"gp\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, "
+                 "\"high\": 1}, {\"name\": \"k\", \"type\": \"int\", \"low\": 1, \"high\": 9}], "
+                 "\"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"gp_ucb\", "
+                 "\"options\": {\"n_init\": 4}}, \"seed\": 3}",
+                 24);
+}
