@@ -423,6 +423,10 @@ static int remember_answer(bd_engine *e, const bd_request *req, const json_t *an
     int rc = bd_store_idem_put(e->store, req->caller->user_id, req->idem_key, req->fingerprint ? req->fingerprint : "",
                                text, bd_now(), err);
     free(text);
+    /* The key was free when this request looked it up, but a request to
+     * another study (its own lock) took it meanwhile. */
+    if (rc == BD_ECONFLICT)
+        rc = bd_err_set(err, BD_ECONFLICT, "Idempotency-Key", "this key was already used for a different request");
     return rc;
 }
 

@@ -67,6 +67,23 @@ class Races(bdtest.DaemonTestCase):
             self.assertTrue(all(r[1] == res[0][1] for r in res), "round %d: answers differ: %r" % (round_, res))
             self.assertEqual(self.study(s["id"])["trials"]["total"], 2, "round %d: one suggest acted" % round_)
 
+    def test_same_idempotency_key_on_different_studies_at_once(self):
+        """Requests to different studies hold different locks, so the key is
+        claimed at the commit: exactly one acts, the others answer 409 naming
+        Idempotency-Key, and the losers' studies are unchanged."""
+        for round_ in range(3):
+            studies = [create_study(self.d) for _ in range(N)]
+            key = bdtest.unique_name("cross")
+            res = race(self.d, N, lambda c, i: c.request("POST", "/v1/studies/%d/suggest" % studies[i]["id"],
+                                                         {"worker": "w"}, headers={"Idempotency-Key": key})[:2])
+            ok = [i for i, r in enumerate(res) if r[0] == 200]
+            self.assertEqual(len(ok), 1, "round %d: %r" % (round_, res))
+            for i, (st, body) in enumerate(res):
+                if i == ok[0]:
+                    continue
+                self.assertEqual((st, body["error"]["field"]), (409, "Idempotency-Key"), "round %d: %r" % (round_, res))
+                self.assertEqual(self.study(studies[i]["id"])["trials"]["total"], 0, "a losing request acted")
+
     def test_concurrent_completes_of_one_trial(self):
         for round_ in range(3):
             s = create_study(self.d)
