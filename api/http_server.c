@@ -51,7 +51,10 @@
 #define FD_RESERVE 128  /* descriptors kept for SQLite, stdio and the listen socket ... */
 #define FD_PER_THREAD 3 /* ... and each polling thread's epoll and wake-up descriptors */
 #define MAX_CONNECTIONS 1000000
-#define QUIET_MS 10000 /* at most one line about refused or timed-out connections this often */
+#define QUIET_MS 10000
+/* Request-handling threads: a slow scheduler call occupies one, so there
+ * are many more than cores (idle ones cost a stack each). */
+#define DEFAULT_HANDLERS 64 /* at most one line about refused or timed-out connections this often */
 
 /* An open connection, from MHD's STARTED notification to its CLOSED one.
  * Its socket belongs to it for that whole time: MHD closes the socket only
@@ -82,6 +85,16 @@ struct bd_http_server {
     int sweeper_stop;
     int sweeper_started;
     pthread_t sweeper;
+
+    /* Request handlers: a polling thread never runs a request itself (a
+     * slow scheduler call there would stall every connection the thread
+     * serves); it suspends the connection and queues the request here. */
+    pthread_mutex_t jobs_lock; /* guards the queue and handlers_stop */
+    pthread_cond_t jobs_cv;
+    struct request_ctx *jobs_head, *jobs_tail;
+    int handlers_stop;
+    int n_handlers;           /* started */
+    pthread_t *handlers;
 };
 
 static int64_t now_ms(void)
@@ -98,6 +111,11 @@ typedef struct request_ctx {
     int too_large;
     int late;     /* began after the stop did: answered 503 */
     int answered; /* a response is queued */
+    struct MHD_Connection *conn;      /* while queued or handled */
+    struct request_ctx *next_job;     /* the handler queue */
+    int handled;                      /* a handler filled resp and built mr; the connection was resumed */
+    bd_http_resp resp;                /* the handler's answer */
+    struct MHD_Response *mr;          /* resp serialized by the handler (NULL: out of memory) */
     char inline_body[INLINE_BODY];
 } request_ctx;
 
@@ -304,10 +322,11 @@ static struct MHD_Response *make_response(bd_http_resp *resp)
     return mr;
 }
 
-/* Queues resp, records metrics and writes the request's log line. */
-static enum MHD_Result answer(bd_http_server *s, struct MHD_Connection *conn, request_ctx *ctx, bd_http_resp *resp)
+/* Queues mr (resp serialized; NULL when that failed), records metrics and
+ * writes the request's log line; frees mr and clears resp. */
+static enum MHD_Result send_answer(bd_http_server *s, struct MHD_Connection *conn, request_ctx *ctx,
+                                   bd_http_resp *resp, struct MHD_Response *mr)
 {
-    struct MHD_Response *mr = make_response(resp);
     enum MHD_Result ret = MHD_NO;
     const bd_http_req *req = &ctx->req;
     const char *user = req->authenticated ? req->caller.name : "-";
@@ -327,6 +346,91 @@ static enum MHD_Result answer(bd_http_server *s, struct MHD_Connection *conn, re
         bd_log(BD_LOG_INFO, "%s %s %d %.3fms %s", req->method_name, req->path, resp->status, secs * 1e3, user);
     bd_http_resp_clear(resp);
     return ret;
+}
+
+static enum MHD_Result answer(bd_http_server *s, struct MHD_Connection *conn, request_ctx *ctx, bd_http_resp *resp)
+{
+    return send_answer(s, conn, ctx, resp, make_response(resp));
+}
+
+/* ---- request handlers ---- */
+
+/* Runs one request: dispatch, serialize, and give the connection back to
+ * its polling thread, which then sends the answer (on_request). */
+static void handle(bd_http_server *s, request_ctx *ctx)
+{
+    bd_api_dispatch(&s->api, &ctx->req, &ctx->resp);
+    ctx->mr = make_response(&ctx->resp);
+    ctx->handled = 1;
+    MHD_resume_connection(ctx->conn);
+}
+
+static void *handler_main(void *arg)
+{
+    bd_http_server *s = arg;
+    pthread_mutex_lock(&s->jobs_lock);
+    for (;;) {
+        while (!s->jobs_head && !s->handlers_stop)
+            pthread_cond_wait(&s->jobs_cv, &s->jobs_lock);
+        request_ctx *ctx = s->jobs_head;
+        if (!ctx) /* stopping and nothing left */
+            break;
+        s->jobs_head = ctx->next_job;
+        if (!s->jobs_head)
+            s->jobs_tail = NULL;
+        pthread_mutex_unlock(&s->jobs_lock);
+        handle(s, ctx);
+        pthread_mutex_lock(&s->jobs_lock);
+    }
+    pthread_mutex_unlock(&s->jobs_lock);
+    return NULL;
+}
+
+/* Suspends ctx's connection and queues the request for a handler; 0 once
+ * the handlers are stopping (the caller then runs the request itself). */
+static int enqueue(bd_http_server *s, request_ctx *ctx)
+{
+    pthread_mutex_lock(&s->jobs_lock);
+    if (s->handlers_stop) {
+        pthread_mutex_unlock(&s->jobs_lock);
+        return 0;
+    }
+    MHD_suspend_connection(ctx->conn);
+    ctx->next_job = NULL;
+    if (s->jobs_tail)
+        s->jobs_tail->next_job = ctx;
+    else
+        s->jobs_head = ctx;
+    s->jobs_tail = ctx;
+    pthread_cond_signal(&s->jobs_cv);
+    pthread_mutex_unlock(&s->jobs_lock);
+    return 1;
+}
+
+/* Lets the handlers finish what is queued and running, then joins them.
+ * Every suspended connection is resumed by then (MHD_stop_daemon needs it). */
+static void stop_handlers(bd_http_server *s)
+{
+    pthread_mutex_lock(&s->jobs_lock);
+    s->handlers_stop = 1;
+    pthread_cond_broadcast(&s->jobs_cv);
+    pthread_mutex_unlock(&s->jobs_lock);
+    for (int i = 0; i < s->n_handlers; i++)
+        pthread_join(s->handlers[i], NULL);
+    free(s->handlers);
+    s->handlers = NULL;
+    s->n_handlers = 0;
+}
+
+static int start_handlers(bd_http_server *s, int n)
+{
+    s->handlers = bd_xcalloc((size_t)n, sizeof *s->handlers);
+    for (int i = 0; i < n; i++) {
+        if (pthread_create(&s->handlers[i], NULL, handler_main, s) != 0)
+            return -1;
+        s->n_handlers++;
+    }
+    return 0;
 }
 
 static enum MHD_Result answer_error(bd_http_server *s, struct MHD_Connection *conn, request_ctx *ctx, int code,
@@ -417,10 +521,14 @@ static enum MHD_Result append(bd_http_server *s, request_ctx *ctx, const char *d
 static enum MHD_Result finish(bd_http_server *s, struct MHD_Connection *conn, request_ctx *ctx)
 {
     bd_http_req *req = &ctx->req;
-    bd_http_resp resp = {0};
 
     if (ctx->answered)
         return MHD_YES;
+    if (ctx->handled) { /* back from a handler */
+        struct MHD_Response *mr = ctx->mr;
+        ctx->mr = NULL;
+        return send_answer(s, conn, ctx, &ctx->resp, mr);
+    }
     if (ctx->late)
         return answer_error(s, conn, ctx, BD_EUNAVAILABLE, "the server is shutting down; retry later");
     if (ctx->too_large) {
@@ -435,8 +543,13 @@ static enum MHD_Result finish(bd_http_server *s, struct MHD_Connection *conn, re
     req->body_len = ctx->len;
     req->query = lookup_query;
     req->query_ctx = conn;
-    bd_api_dispatch(&s->api, req, &resp);
-    return answer(s, conn, ctx, &resp);
+    /* The request runs on a handler thread; the connection's headers and
+     * body stay valid while it is suspended. */
+    ctx->conn = conn;
+    if (enqueue(s, ctx))
+        return MHD_YES;
+    bd_api_dispatch(&s->api, req, &ctx->resp);
+    return answer(s, conn, ctx, &ctx->resp);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -473,6 +586,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && bd_log_enabled(BD_LOG_DEBUG))
         bd_log(BD_LOG_DEBUG, "%s %s: connection ended early (reason %d)%s", ctx->req.method_name, ctx->req.path,
                (int)toe, ctx->answered ? "" : " before an answer");
+    if (ctx->mr) /* handled, but the client left before the answer went out */
+        MHD_destroy_response(ctx->mr);
+    bd_http_resp_clear(&ctx->resp);
     if (ctx->body != ctx->inline_body)
         free(ctx->body);
     free(ctx);
@@ -514,7 +630,7 @@ static void stop_sweeper(bd_http_server *s)
 int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_server **out, bd_err *err)
 {
     bd_http_server *s;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     size_t nroutes;
     const bd_route *routes = bd_routes(&nroutes);
     const union MHD_DaemonInfo *info;
@@ -558,6 +674,15 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
     pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
     pthread_cond_init(&s->wake, &cattr);
     pthread_condattr_destroy(&cattr);
+    pthread_mutex_init(&s->jobs_lock, NULL);
+    pthread_cond_init(&s->jobs_cv, NULL);
+    if (start_handlers(s, opts->handlers > 0 ? opts->handlers : DEFAULT_HANDLERS) != 0) {
+        stop_handlers(s);
+        stop_sweeper(s);
+        bd_metrics_free(s->api.metrics);
+        free(s);
+        return bd_err_set(err, BD_EINTERNAL, NULL, "cannot start the request handler threads");
+    }
     /* MHD's default is FD_SETSIZE - 4 = 1020 connections, even with epoll */
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)s->conn_limit, NULL};
     if (s->per_ip_limit)
@@ -578,6 +703,7 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
     /* clang-format on */
     if (!s->daemon) {
         int e = errno;
+        stop_handlers(s);
         stop_sweeper(s);
         bd_metrics_free(s->api.metrics);
         free(s);
@@ -586,6 +712,7 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
     }
     rc = pthread_create(&s->sweeper, NULL, sweeper_main, s);
     if (rc != 0) {
+        stop_handlers(s);
         MHD_stop_daemon(s->daemon);
         stop_sweeper(s);
         bd_metrics_free(s->api.metrics);
@@ -640,6 +767,7 @@ void bd_http_server_stop(bd_http_server *s, double grace_seconds)
     }
     if (atomic_load(&s->in_flight) > 0)
         bd_log(BD_LOG_WARN, "stopping with %d requests still in progress", atomic_load(&s->in_flight));
+    stop_handlers(s); /* they finish what they hold: MHD_stop_daemon needs every connection resumed */
     MHD_stop_daemon(s->daemon);
     if (listen_fd != MHD_INVALID_SOCKET)
         close(listen_fd);

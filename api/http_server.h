@@ -1,6 +1,9 @@
 /* http_server.h: the HTTP front end: a libmicrohttpd daemon with a pool of
- * polling threads (epoll where available) feeding bd_api_dispatch, plus the
- * request log line and metrics of every request.
+ * polling threads (epoll where available) that read requests and send
+ * answers, and a pool of handler threads that run them (bd_api_dispatch):
+ * a polling thread suspends a connection while its request runs, so a slow
+ * request (a scheduler's model fit) never stalls the other connections that
+ * thread serves. Plus the request log line and metrics of every request.
  *
  * Bodies: accumulated up to max_body_bytes; a larger Content-Length is
  * answered 413 before any body is read, a larger chunked body is discarded
@@ -29,7 +32,8 @@ typedef struct bd_http_server bd_http_server;
 
 typedef struct bd_http_opts {
     const struct sockaddr *addr;     /* where to listen: sockaddr_in or sockaddr_in6; port 0 picks a free one */
-    int threads;                     /* polling threads, >= 1 */
+    int threads;                     /* polling threads, >= 1: they read requests and send answers */
+    int handlers;                    /* threads that run requests (engine, schedulers); 0: 64 */
     size_t max_body_bytes;           /* >= 1 */
     unsigned timeout_seconds;        /* idle connections are closed after this; 0: 60 */
     unsigned header_timeout_seconds; /* request headers must be complete within this; 0: 10 */

@@ -26,6 +26,7 @@ typedef struct option_def {
 } option_def;
 
 #define MAX_THREADS 1024
+#define MAX_HANDLERS 4096
 #define MAX_LEASE_SECONDS (366.0 * 86400.0)
 #define MAX_BODY_LIMIT ((size_t)1 << 30)
 #define MAX_PER_IP_LIMIT 1000000
@@ -129,6 +130,16 @@ static int set_threads(bd_config *cfg, const char *value, const char *who, bd_er
     return 0;
 }
 
+static int set_handlers(bd_config *cfg, const char *value, const char *who, bd_err *err)
+{
+    unsigned long long v;
+
+    if (parse_uint(value, MAX_HANDLERS, &v) != 0 || v < 1)
+        return bd_err_set(err, BD_EINVAL, who, "%s: '%s' is not a whole number in 1..%d", who, value, MAX_HANDLERS);
+    cfg->handlers = (int)v;
+    return 0;
+}
+
 static int set_log_level(bd_config *cfg, const char *value, const char *who, bd_err *err)
 {
     if (bd_log_level_parse(value, &cfg->log_level) != 0)
@@ -198,7 +209,10 @@ static const option_def options[] = {
      "address to serve HTTP on; [::1]:8080 for IPv6, port 0 picks a free port", set_listen},
     {"--db", "BANDITD_DB", "PATH", "./banditd.db",
      "SQLite database file; the first start writes the admin token to PATH.admin-token", set_db},
-    {"--threads", "BANDITD_THREADS", "N", NULL, "HTTP worker threads (default: 2 x online cores)", set_threads},
+    {"--threads", "BANDITD_THREADS", "N", NULL,
+     "HTTP polling threads, which read requests and send answers (default: 2 x online cores)", set_threads},
+    {"--handlers", "BANDITD_HANDLERS", "N", "64",
+     "threads that run requests; a slow scheduler call holds one, never a polling thread", set_handlers},
     {"--log-level", "BANDITD_LOG_LEVEL", "LEVEL", "info", "debug, info, warn or error", set_log_level},
     {"--lease-seconds", "BANDITD_LEASE_SECONDS", "S", "300", "trial lease for studies that do not set lease_seconds",
      set_lease},
@@ -269,6 +283,7 @@ int bd_config_parse(bd_config *cfg, int argc, char *const argv[], char *const en
 
     memset(cfg, 0, sizeof *cfg);
     cfg->threads = default_threads();
+    cfg->handlers = 64;
     for (size_t i = 0; i < N_OPTIONS; i++) {
         if (options[i].def) {
             rc = options[i].set(cfg, options[i].def, options[i].flag, err);

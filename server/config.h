@@ -21,7 +21,8 @@ typedef struct bd_config {
     struct sockaddr_storage listen_addr; /* listen resolved (numeric host or name) */
     socklen_t listen_addr_len;
     char db_path[4096]; /* SQLite file, or ":memory:" */
-    int threads;        /* HTTP worker threads, >= 1 (default 2 x online cores) */
+    int threads;        /* HTTP polling threads, >= 1 (default 2 x online cores) */
+    int handlers;       /* request-handling threads, >= 1 (default 64) */
     bd_log_level log_level;
     double lease_seconds;    /* default lease of a study, > 0 */
     int sync_full;           /* 1: --sync full, 0: normal */

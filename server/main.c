@@ -97,6 +97,7 @@ int main(int argc, char **argv)
     memset(&hopts, 0, sizeof hopts);
     hopts.addr = (const struct sockaddr *)&cfg.listen_addr;
     hopts.threads = cfg.threads;
+    hopts.handlers = cfg.handlers;
     hopts.max_body_bytes = cfg.max_body_bytes;
     hopts.header_timeout_seconds = cfg.header_timeout;
     hopts.per_ip_limit = cfg.per_ip_limit;
@@ -106,8 +107,9 @@ int main(int argc, char **argv)
         bd_engine_close(engine);
         return 1;
     }
-    bd_log(BD_LOG_INFO, "banditd %s listening on %s (port %u, %d threads, db %s, sync %s)", BD_VERSION, cfg.listen,
-           bd_http_server_port(http), cfg.threads, cfg.db_path, cfg.sync_full ? "full" : "normal");
+    bd_log(BD_LOG_INFO, "banditd %s listening on %s (port %u, %d threads, %d handlers, db %s, sync %s)", BD_VERSION,
+           cfg.listen, bd_http_server_port(http), cfg.threads, cfg.handlers, cfg.db_path,
+           cfg.sync_full ? "full" : "normal");
 
     do {
         rc = sigwait(&stop_signals, &sig);

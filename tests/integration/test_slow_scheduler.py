@@ -83,6 +83,44 @@ class SlowSchedulerIsolation(bdtest.DaemonTestCase):
         self.assertLess(max(fast_times), 0.200, sorted(fast_times)[-5:])
         self.assertLess(max(create_times), 0.200, create_times)
 
+    def test_connections_opened_before_the_slow_ones_are_not_held_up(self):
+        """Regression: a polling thread ran requests itself, so a connection
+        that thread also served waited for the slow study's calls (600-900
+        ms measured with 4 threads). Requests now run on handler threads."""
+        slow = bdtest.create_study(self.d, scheduler={"name": "test_sleep", "options": {"sleep_ms": SLEEP_MS}})
+        fast = bdtest.create_study(self.d)
+        clients = [self.d.client() for _ in range(8)]
+        for c in clients:  # connected first: the slow clients' connections land on the same polling threads
+            check_status(self, c.request("GET", "/v1/me"), 200)
+        stop = threading.Event()
+
+        def hammer():
+            c = self.d.client(timeout=30)
+            while not stop.is_set():
+                c.request("POST", "/v1/studies/%d/suggest" % slow["id"], {"worker": "slow"})
+            c.close()
+
+        workers = [threading.Thread(target=hammer) for _ in range(3)]
+        for w in workers:
+            w.start()
+        time.sleep(0.3)
+        worst = []
+        try:
+            for c in clients:
+                times = []
+                for _ in range(8):
+                    t0 = time.monotonic()
+                    check_status(self, c.request("POST", "/v1/studies/%d/suggest" % fast["id"], {}), 200)
+                    times.append(time.monotonic() - t0)
+                worst.append(max(times))
+        finally:
+            stop.set()
+            for w in workers:
+                w.join(30)
+            for c in clients:
+                c.close()
+        self.assertLess(max(worst), 0.200, ["%.0f ms" % (w * 1e3) for w in worst])
+
     def test_reads_of_a_busy_study_do_not_call_suggest(self):
         """GET /v1/studies/{id} asks the scheduler's status(), never suggest():
         a study whose suggest sleeps answers its reads at once."""

@@ -51,6 +51,7 @@ Test(config, defaults)
     cr_assert_eq(cfg.max_body_bytes, 1048576);
     cr_assert_eq(cfg.per_ip_limit, 256);
     cr_assert_eq(cfg.header_timeout, 10);
+    cr_assert_eq(cfg.handlers, 64);
 }
 
 Test(config, every_flag_with_space_or_equals)
@@ -61,7 +62,7 @@ Test(config, every_flag_with_space_or_equals)
 
     cr_assert_eq(PARSE(&cfg, no_env, &err, "--listen", "0.0.0.0:9000", "--db=/tmp/x.db", "--threads", "3",
                        "--log-level=debug", "--lease-seconds", "12.5", "--sync=full", "--max-body-bytes", "4096",
-                       "--per-ip-limit", "32", "--header-timeout=3"),
+                       "--per-ip-limit", "32", "--header-timeout=3", "--handlers", "9"),
                  BD_CONFIG_RUN, "%s", err.message);
     cr_assert_str_eq(host_of(&cfg, host, sizeof host), "0.0.0.0");
     cr_assert_eq(port_of(&cfg), 9000);
@@ -73,6 +74,7 @@ Test(config, every_flag_with_space_or_equals)
     cr_assert_eq(cfg.max_body_bytes, 4096);
     cr_assert_eq(cfg.per_ip_limit, 32);
     cr_assert_eq(cfg.header_timeout, 3);
+    cr_assert_eq(cfg.handlers, 9);
 }
 
 Test(config, environment_variables)
@@ -282,4 +284,15 @@ Test(config, help_documents_every_flag_and_variable)
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++)
         cr_expect(strstr(text, limits[i]), "--help does not mention %s", limits[i]);
     free(text);
+}
+
+Test(config, handlers_are_bounded)
+{
+    bd_config cfg;
+    bd_err err;
+
+    cr_expect_eq(PARSE(&cfg, no_env, &err, "--handlers", "0"), BD_EINVAL);
+    cr_expect_str_eq(err.field, "--handlers");
+    cr_expect_eq(PARSE(&cfg, no_env, &err, "--handlers", "5000"), BD_EINVAL);
+    cr_expect_eq(PARSE(&cfg, no_env, &err, "--handlers", "4096"), BD_CONFIG_RUN);
 }
