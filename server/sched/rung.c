@@ -27,9 +27,13 @@ double bd_budget_round(double x, double r_min, double r_max, int integer)
 {
     double lo = r_min, hi = r_max;
     if (integer) {
-        x = floor(x * (1 + 1e-9));
-        lo = ceil(r_min * (1 - 1e-9));
-        hi = floor(r_max * (1 + 1e-9));
+        /* Absorb floating error just below a whole number (80.9999999 is
+         * 81), by at most half a unit: a relative tolerance grew past one
+         * unit from 1e9 on and put budgets above resource.max. The bounds
+         * of an integer resource are whole numbers (study_def.c). */
+        x = floor(x + fmin(0.5, 1e-9 * fmax(1.0, fabs(x))));
+        lo = ceil(r_min);
+        hi = floor(r_max);
     }
     if (x > hi)
         x = hi;

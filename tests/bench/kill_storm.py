@@ -106,7 +106,9 @@ class Worker(threading.Thread):
         while True:
             try:
                 st, ans, _ = self.client.request("POST", path, body, headers=hdrs)
-            except (OSError, http.client.HTTPException):
+            except (OSError, http.client.HTTPException, AttributeError):
+                # AttributeError: http.client reading from a socket that a
+                # SIGKILL closed while the request was being sent.
                 st = None
             if st is not None and st != 503:
                 self.ledger.calls += 1

@@ -623,3 +623,19 @@ Test(hyperband, measurements_continue_and_replay_with_them)
     HB->destroy(r);
     hn_close(&h);
 }
+
+/* Regression (found by fuzz_study): a relative rounding tolerance put
+ * integer budgets above resource.max once it reached 1e9 (1,000,000,001 for
+ * 1e9), and the engine refused every such proposal with a 500. */
+Test(hyperband, integer_budgets_stay_in_range_at_large_resources)
+{
+    cr_expect_eq(bd_budget_round(1e9, 5e8, 1e9, 1), 1e9);
+    cr_expect_leq(bd_budget_round(1e9 * (1 + 1e-12), 5e8, 1e9, 1), 1e9);
+    cr_expect_geq(bd_budget_round(7199254937.0 * (1 - 1e-12), 7199254937.0, 7199254937.0 * 3, 1), 7199254937.0);
+    cr_expect_eq(bd_budget_round(80.99999999999, 1, 81, 1), 81, "floating error below a whole number is absorbed");
+    cr_expect_eq(bd_budget_round(26.5, 1, 81, 1), 26, "a real half is not rounded up");
+    hn h;
+    open_ok(&h, "{\"eta\": 2}", 5e8, 1e9, 1);
+    cr_assert_eq(hn_run(&h, 1, HN_FIFO, 0), HN_DONE); /* the harness checks every budget against [r_min, r_max] */
+    hn_close(&h);
+}
