@@ -11,6 +11,7 @@ extern const struct bd_sched_ops bd_sched_successive_halving;
 extern const struct bd_sched_ops bd_sched_hyperband;
 extern const struct bd_sched_ops bd_sched_asha;
 extern const struct bd_sched_ops bd_sched_gp_ucb;
+extern const struct bd_sched_ops bd_sched_bo_bos;
 #ifdef BD_TEST_SCHEDULERS
 extern const struct bd_sched_ops bd_sched_test_sleep;
 #endif
@@ -21,6 +22,7 @@ static const struct bd_sched_ops *const registry[] = {
     &bd_sched_hyperband,
     &bd_sched_asha,
     &bd_sched_gp_ucb,
+    &bd_sched_bo_bos,
 #ifdef BD_TEST_SCHEDULERS
     &bd_sched_test_sleep, /* test builds only (test_sleep.c) */
 #endif

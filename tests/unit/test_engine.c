@@ -448,6 +448,20 @@ Test(engine, token_ids_from_clients_never_size_memory)
     bd_engine_close(e);
 }
 
+/* BO-BOS through the engine: check_replay completes trials without
+ * measurements, so this checks the outer GP over [x, n/N] (final values at
+ * [x, 1], a maximised objective mapped through its bounds, failures) and
+ * GP-UCB's suggestions after a rebuild from storage. */
+Test(engine, replay_of_bo_bos_gives_the_same_model_and_suggestions)
+{
+    check_replay("{\"name\": \"bb\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, "
+                 "\"high\": 1}, {\"name\": \"c\", \"type\": \"categorical\", \"choices\": [\"a\", \"b\"]}], "
+                 "\"objective\": {\"goal\": \"maximize\", \"bounds\": [0, 1]}, \"resource\": {\"name\": "
+                 "\"epochs\", \"min\": 1, \"max\": 20, \"integer\": true}, \"scheduler\": {\"name\": \"bo_bos\", "
+                 "\"options\": {\"n_init\": 4}}, \"seed\": 9}",
+                 20);
+}
+
 /* And with a model-based scheduler: GP-UCB's fitted hyperparameters and
  * its model are rebuilt from the events alone (one fit in replayed()). */
 Test(engine, replay_of_gp_ucb_gives_the_same_model_and_suggestions)

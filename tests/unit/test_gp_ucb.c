@@ -169,3 +169,33 @@ Test(gp_ucb, options_are_validated)
     cr_expect_eq(hn_open_space(&h, GP, space2, "{\"ucb\": 2}", 1, 1, 0), BD_EINVAL);
     hn_close(&h);
 }
+
+/* Duplicate configs (a space of 6 configs in all, so the model holds the
+ * same point many times), expired and failed trials, diverged and
+ * all-equal values, several workers: nothing fails, replay is exact. */
+Test(gp_ucb, survives_duplicate_configs_and_expired_trials)
+{
+    static const char *const tiny =
+        "[{\"name\": \"a\", \"type\": \"categorical\", \"choices\": [\"p\", \"q\", \"r\"]},"
+        " {\"name\": \"b\", \"type\": \"int\", \"low\": 0, \"high\": 1}]";
+    hn h;
+    open_ok(&h, GP, tiny, "{\"n_init\": 3}");
+    for (int i = 0; i < 30; i++) {
+        int64_t id;
+        cr_assert_eq(hn_suggest(&h, i % 4, &id), BD_SUGGEST_TRIAL);
+        if (i % 6 == 1)
+            hn_expire(&h, id);
+        else if (i % 6 == 2)
+            hn_fail(&h, id);
+        else if (i % 6 == 3)
+            hn_complete(&h, id, INFINITY);
+        else
+            hn_complete(&h, id, 0.5);
+    }
+    int64_t open_id;
+    cr_assert_eq(hn_suggest(&h, 0, &open_id), BD_SUGGEST_TRIAL);
+    bd_sched *r = hn_replay(&h);
+    cr_expect(hn_same_next(&h, r, 2), "replay differs");
+    GP->destroy(r);
+    hn_close(&h);
+}

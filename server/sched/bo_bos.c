@@ -1,0 +1,1073 @@
+/* bo_bos.c: BO-BOS, Bayesian optimisation with Bayesian optimal stopping
+ * (Dai, Yu, Low, Jaillet, ICML 2019, Algorithm 1 and section 3.2;
+ * ALGORITHMS.md section 6). GP-UCB over [x, n/N] proposes configs at the
+ * full budget N = resource.max (epochs); after N0 epochs of a trial the BOS
+ * problem is solved once for it (server/model/bos.h) and every later
+ * measurement consults the table: the trial stops when the table says
+ * stop-and-conclude-worse (C1) and sigma([x, n/N]) >= sigma([x, 1]) / kappa
+ * (C2).
+ *
+ * Outer loop (as gp_ucb.c, whose purity design this file keeps): Matérn-5/2
+ * ARD over bd_space_encode's d coordinates plus the fidelity column n/N,
+ * standardised outputs, at most BD_GP_TRAIN_CAP points, hyperparameters
+ * refitted on bd_gp_refit_due's schedule. x_t = argmax over the unit cube
+ * of -mu([x, 1]) + m_t sigma([x, 1]), sigma with the running trials added
+ * at [x, 1] (GP-BUCB); the first n_init trials are random. m_t: "paper"
+ * sqrt(beta_t), "code" 0.2 (d + 1) ln(2t) (d + 1 counts the fidelity).
+ * Observations (paper, Appendix D): when a trial ends, its losses at the
+ * intermediate epochs (option; 1, 10, 20, 30, 40 for N = 50) before its
+ * last epoch, then its final one: [x, 1] with the completion's loss, or,
+ * for a trial stopped at epoch n_t, [x, n_t/N] with the loss it reported
+ * there (Algorithm 1, line 11). Failed and expired trials leave none.
+ * A diverged value (+INFINITY) counts as the worst finite loss seen.
+ *
+ * Errors for BOS: losses arrive minimised (the engine negates a maximised
+ * objective). With objective.bounds [lo, hi] (in the objective's own
+ * orientation) error = (v - lo) / (hi - lo) when minimising and
+ * (hi - v) / (hi - lo) when maximising, v the reported value; without
+ * bounds the values must already be in [0, 1]: error = v when minimising,
+ * 1 - v (an accuracy) when maximising. A measurement whose errors are not
+ * all in (0, 1) (diverged, out of bounds, an epoch missing) skips BOS for
+ * that measurement: the trial continues.
+ *
+ * The BOS solve of a trial: at the first measurement at an epoch >= N0
+ * whose epochs 1..N0 are all known with errors in (0, 1), inputs snapshot:
+ * e_1..e_N0, the incumbent error e* (the best completed loss so far mapped
+ * to an error; 1 before any completion, the paper's y_0* = 0), t = the
+ * trial's creation index (K1_t = 100 / gamma^(t-1)), and an rng seeded from
+ * (study seed, trial id). The table is a pure function of that snapshot, so
+ * it does not matter when it is computed: live, in observe() of that
+ * measurement; after a replay, in replayed() for a running trial whose last
+ * verdict needs it, or else at its next live measurement. Finished trials
+ * are never solved again; their tables are freed when they end. No table
+ * is solved when it could never say d1: before any completion (e* = 1,
+ * and every kept path ends below it, so P(worse) = 0 in every cell) or
+ * when K1_t overflows; such a trial runs to N.
+ *
+ * C2 (paper: sigma_{t-1}, the outer GP before iteration t): the predictive
+ * sigmas (with noise) at [x, n/N], n = N0+1..N, of the model built from the
+ * observations that existed when the trial was created (a pure function of
+ * their count n_c, see Purity). Live they come from the current model at
+ * CREATED; after a replay they are rebuilt from the first n_c observations
+ * when first needed. Without a model (no finite observation yet) C2 holds.
+ *
+ * Purity (sched.h): the outer model at observation count n is build(first n
+ * observations) with theta fitted on the first refit_point(n) of them from
+ * the prior mean with an rng seeded from (study seed, s): a function of n
+ * alone, so a replay (one rebuild in replayed()) holds the same numbers bit
+ * for bit. The last verdict of each running trial (shown by describe) is
+ * recomputed in replayed() from the same snapshot, curve and sigmas.
+ *
+ * STOPPED events come only from this scheduler's stop answers (the engine
+ * never stops a trial by itself), so every STOPPED counts as a BOS stop and
+ * saves N - n_t epochs; a replay counts them without any table.
+ *
+ * Cost: observe(MEASUREMENT) O(n) for the summary statistic, plus one BOS
+ * solve per trial (~20 ms for N = 50, N0 = 8, 100,000 paths:
+ * tests/bench/bos_latency.c) inside that measurement's request; CREATED
+ * O(N cap^2) for the C2 sigmas; COMPLETED / STOPPED O(cap^3) rebuild (plus
+ * the O(log n) refits); suggest as gp_ucb. Running trials are kept sorted by
+ * id (binary search). */
+#include "sched.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../model/acq.h"
+#include "../model/acq_space.h"
+#include "../model/bos.h"
+#include "../model/gp.h"
+
+extern const struct bd_sched_ops bd_sched_bo_bos;
+
+/* N = resource.max is at most MAX_EPOCHS (so N - N0 <= BD_BOS_MAX_EPOCHS),
+ * N0 at most MAX_N0: the solve's freeze-thaw fit costs O(N0^3) per step. */
+#define MAX_EPOCHS 1000
+#define MAX_N0 256
+_Static_assert(MAX_EPOCHS <= BD_BOS_MAX_EPOCHS, "the BOS table must cover N - N0 epochs");
+
+enum { MULT_PAPER, MULT_CODE };
+
+/* Where a trial's BOS solve stands. */
+enum {
+    BOS_NONE,    /* not triggered yet */
+    BOS_PENDING, /* inputs snapshot, table not computed (after a replay) */
+    BOS_TABLE,   /* table ready */
+    BOS_FAILED,  /* the solve failed (message in solve_error); never retried */
+    BOS_NEVER    /* no solve needed: the table could never say d1 (see measure) */
+};
+
+/* The last verdict of a running trial (describe shows it). */
+enum {
+    V_NONE,
+    V_COLLECTING,   /* before epoch N0 */
+    V_SKIPPED,      /* BOS could not decide this measurement; continue */
+    V_SOLVED,       /* the table was solved at this measurement */
+    V_SOLVE_FAILED, /* the solve failed; continue */
+    V_CONTINUE,     /* d0 */
+    V_BETTER,       /* d2: concluded better, keeps training */
+    V_WORSE_NO_C2,  /* d1 but C2 fails: continue */
+    V_STOP,         /* d1 and C2: stopped */
+    V_FINAL         /* epoch N: training is over anyway */
+};
+
+static const char *const verdict_names[] = {
+    [V_NONE] = "none",     [V_COLLECTING] = "collecting",      [V_SKIPPED] = "skipped",
+    [V_SOLVED] = "solved", [V_SOLVE_FAILED] = "solve_failed",  [V_CONTINUE] = "continue",
+    [V_BETTER] = "better", [V_WORSE_NO_C2] = "worse_c2_fails", [V_STOP] = "stop",
+    [V_FINAL] = "final",
+};
+
+typedef struct verdict {
+    int kind;       /* V_* */
+    int pending;    /* needs the table: finished by replayed() (a replay decides nothing) */
+    double epoch;   /* the measurement's step */
+    double p_worse; /* P(final error >= e*) of the cell, NaN when none */
+    char note[128]; /* for a person; the stop reason when kind == V_STOP */
+} verdict;
+
+typedef struct trial {
+    int64_t id;
+    size_t index;     /* creation order, from 1: the BO iteration t of K1_t */
+    double *x;        /* d coordinates, owned */
+    size_t n_c;       /* outer observations when it was created (C2's model) */
+    double *sigma;    /* C2: predictive sd at [x, n/N] for n = N0+1..N (q entries), NULL until known */
+    int sigma_none;   /* no model at creation: C2 holds */
+    double *loss;     /* loss[n] at epoch n = 1..N (NaN = not reported), N + 1 entries */
+    double last_step; /* the latest measurement (NaN = none) and its loss */
+    double last_loss;
+    int bos;       /* BOS_* */
+    double *err0;  /* snapshot: e_1..e_N0, owned once triggered */
+    double e_star; /* snapshot: incumbent error */
+    bd_bos_table *table;
+    char solve_error[96];
+    verdict v;
+} trial;
+
+typedef struct bo_bos {
+    bd_sched base;
+    const bd_study_def *def;
+    size_t d, D; /* parameters; D = d + 1 with the fidelity column */
+    long long n_init, max_trials;
+    int multiplier; /* MULT_* */
+    double delta;
+    size_t N, n0, q; /* horizon (epochs), N0, q = N - N0 */
+    size_t *inter;   /* intermediate epochs (ascending, < N) */
+    size_t n_inter;
+    double kappa;
+    bd_bos_options bos; /* k2, cd0, gamma, grid, paths, few_paths, noise, summary */
+    bd_acq_space *acq_space;
+    unsigned *n_choices; /* D entries: 0 numeric, else K */
+
+    long long created;
+    trial **run; /* running trials sorted by id */
+    size_t n_run, cap_run;
+
+    double *X, *y; /* observations (n x D, n), in arrival order */
+    size_t n, cap;
+    double best_loss; /* best completed loss (+INFINITY: none) */
+
+    bd_gp *gp;         /* model of the first model_n observations, or NULL */
+    size_t model_n;    /* observation count gp was built from (SIZE_MAX: stale, during a replay) */
+    double *fit_theta; /* theta fitted at fit_at (fit_at 0: none) */
+    size_t fit_at;
+    double fit_objective;
+    int model_error;
+
+    long long triggered, stopped; /* trials whose BOS was triggered / stopped by BOS */
+    double epochs_saved;
+} bo_bos;
+
+/* ------------------------------------------------------------- create */
+
+static int read_intermediate(const json_t *opts, size_t N, size_t **out, size_t *n_out, bd_err *err)
+{
+    const json_t *v = json_object_get(opts, "intermediate_epochs");
+    size_t *e = bd_xmalloc((N + 5) * sizeof *e), n = 0;
+    if (!v || json_is_null(v)) {
+        size_t s = (size_t)llround((double)N / 5.0);
+        if (s < 1)
+            s = 1;
+        e[n++] = 1;
+        for (size_t k = 1; k <= 4; k++)
+            if (k * s < N && k * s > e[n - 1])
+                e[n++] = k * s;
+        if (e[0] >= N) /* N = 1 cannot happen (N >= 3), kept for safety */
+            n = 0;
+    } else {
+        size_t i;
+        const json_t *it;
+        if (!json_is_array(v))
+            goto bad;
+        char *seen = bd_xcalloc(N, 1);
+        json_array_foreach(v, i, it)
+        {
+            if (!json_is_integer(it) || json_integer_value(it) < 1 || json_integer_value(it) >= (json_int_t)N) {
+                free(seen);
+                goto bad;
+            }
+            seen[json_integer_value(it)] = 1;
+        }
+        for (size_t k = 1; k < N; k++)
+            if (seen[k])
+                e[n++] = k;
+        free(seen);
+    }
+    *out = e;
+    *n_out = n;
+    return 0;
+bad:
+    free(e);
+    return bd_err_set(err, BD_EINVAL, "scheduler.options.intermediate_epochs",
+                      "must be an array of whole epochs in 1..%zu (resource.max - 1)", N - 1);
+}
+
+static int bb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
+{
+    static const char *const known[] = {"n_init",    "max_trials", "multiplier", "delta", "n0",   "intermediate_epochs",
+                                        "kappa",     "k2",         "cd0",        "gamma", "grid", "paths",
+                                        "few_paths", "noise",      "summary",    NULL};
+    static const char *const multipliers[] = {"paper", "code", NULL};
+    static const char *const summaries[] = {"all", "since_n0", NULL};
+    size_t d = bd_space_size(def->space), N, *inter = NULL, n_inter = 0;
+    long long n_init, max_trials, n0, grid, paths, few;
+    const char *mult, *summary;
+    double delta, kappa, k2, cd0, gamma, noise;
+    bd_acq_space *as = NULL;
+    int rc;
+
+    if (!(def->r_max == floor(def->r_max)) || def->r_max < 3 || def->r_max > MAX_EPOCHS)
+        return bd_err_set(err, BD_EINVAL, "resource.max",
+                          "bo_bos needs resource.max = N, a whole number of epochs in 3..%d (got %g)", MAX_EPOCHS,
+                          def->r_max);
+    N = (size_t)def->r_max;
+    long long n0_default = llround(8.0 * (double)N / 50.0);
+    if (n0_default < 2)
+        n0_default = 2;
+    if (n0_default > (long long)N - 1)
+        n0_default = (long long)N - 1;
+    rc = bd_opt_known(def->options, known, err);
+    if (!rc)
+        rc = bd_opt_int(def->options, "n_init", 6, 1, 100000, &n_init, err);
+    if (!rc)
+        rc = bd_opt_int(def->options, "max_trials", 0, 0, 1000000000LL, &max_trials, err);
+    if (!rc)
+        rc = bd_opt_string(def->options, "multiplier", "paper", multipliers, &mult, err);
+    if (!rc)
+        rc = bd_opt_number(def->options, "delta", 0.1, 1e-9, 0.999999, &delta, err);
+    if (!rc)
+        rc = bd_opt_int(def->options, "n0", n0_default, 2, (long long)N - 1 < MAX_N0 ? (long long)N - 1 : MAX_N0, &n0,
+                        err);
+    if (!rc)
+        rc = bd_opt_number(def->options, "kappa", 2, 1, 1e9, &kappa, err);
+    if (!rc)
+        rc = bd_opt_number(def->options, "k2", 99, 1e-9, 1e12, &k2, err);
+    if (!rc)
+        rc = bd_opt_number(def->options, "cd0", 1, 0, 1e12, &cd0, err);
+    if (!rc)
+        rc = bd_opt_number(def->options, "gamma", 0.95, 1e-3, 1, &gamma, err);
+    if (!rc)
+        rc = bd_opt_int(def->options, "grid", 100, 2, BD_BOS_MAX_GRID, &grid, err);
+    if (!rc)
+        rc = bd_opt_int(def->options, "paths", 100000, 100, 1000000, &paths, err);
+    if (!rc)
+        rc = bd_opt_int(def->options, "few_paths", 30, 0, 1000000, &few, err);
+    if (!rc)
+        rc = bd_opt_number(def->options, "noise", 1e-3, 1e-9, 1, &noise, err);
+    if (!rc)
+        rc = bd_opt_string(def->options, "summary", "all", summaries, &summary, err);
+    if (!rc)
+        rc = read_intermediate(def->options, N, &inter, &n_inter, err);
+    if (rc)
+        return rc;
+    if ((rc = bd_acq_space_new(def->space, &as, err))) {
+        free(inter);
+        return bd_err_set(err, BD_EINVAL, "parameters", "bo_bos: %s", err->message);
+    }
+    bo_bos *g = bd_xcalloc(1, sizeof *g);
+    g->base.ops = &bd_sched_bo_bos;
+    g->def = def;
+    g->d = d;
+    g->D = d + 1;
+    g->n_init = n_init;
+    g->max_trials = max_trials;
+    g->multiplier = strcmp(mult, "code") == 0 ? MULT_CODE : MULT_PAPER;
+    g->delta = delta;
+    g->N = N;
+    g->n0 = (size_t)n0;
+    g->q = N - (size_t)n0;
+    g->inter = inter;
+    g->n_inter = n_inter;
+    g->kappa = kappa;
+    bd_bos_options_default(&g->bos);
+    g->bos.k2 = k2;
+    g->bos.cd0 = cd0;
+    g->bos.gamma = gamma;
+    g->bos.grid = (size_t)grid;
+    g->bos.n_paths = (size_t)paths;
+    g->bos.few_paths = (size_t)few;
+    g->bos.noise = noise;
+    g->bos.summary = strcmp(summary, "since_n0") == 0 ? BD_BOS_SUMMARY_NEW : BD_BOS_SUMMARY_ALL;
+    g->acq_space = as;
+    g->n_choices = bd_xcalloc(g->D, sizeof *g->n_choices);
+    for (size_t j = 0; j < d; j++) {
+        const bd_param *p = bd_space_param(def->space, j);
+        if (p->type == BD_PARAM_CATEGORICAL)
+            g->n_choices[j] = (unsigned)json_array_size(p->choices);
+    }
+    g->best_loss = INFINITY;
+    g->model_n = 0; /* the empty model of no observations */
+    *out = &g->base;
+    return 0;
+}
+
+/* ------------------------------------------------------------- errors */
+
+/* The error in [0, 1] of a loss (see the top of the file); NaN when not finite. */
+static double to_error(const bo_bos *g, double loss)
+{
+    const bd_study_def *def = g->def;
+    if (!isfinite(loss))
+        return NAN;
+    double v = def->maximize ? -loss : loss; /* the value as reported */
+    if (def->has_bounds) {
+        double w = def->bound_high - def->bound_low;
+        if (!(w > 0))
+            return NAN;
+        return def->maximize ? (def->bound_high - v) / w : (v - def->bound_low) / w;
+    }
+    return def->maximize ? 1 - v : v;
+}
+
+/* ------------------------------------------------------------- the outer model */
+
+static int finite_values(const bo_bos *g, size_t n, double *out)
+{
+    double worst = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(g->y[i]) && g->y[i] > worst)
+            worst = g->y[i];
+    if (!isfinite(worst))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        out[i] = isfinite(g->y[i]) ? g->y[i] : worst;
+    return 1;
+}
+
+static size_t refit_point(size_t n)
+{
+    size_t at = 0;
+    for (size_t k = 1; k <= n; k++)
+        if (bd_gp_refit_due(at, k))
+            at = k;
+    return at;
+}
+
+/* The default-theta model of the selected first n observations; NULL when
+ * none is finite. */
+static int build_model(const bo_bos *g, size_t n, bd_gp **out, bd_err *err)
+{
+    bd_kernel *k = NULL;
+    bd_gp *gp = NULL;
+    size_t D = g->D;
+    double *vals = bd_xmalloc((n ? n : 1) * sizeof *vals);
+    size_t *idx = bd_xmalloc((n ? n : 1) * sizeof *idx);
+    double *Xs = NULL, *ys = NULL;
+    int rc = 0;
+    *out = NULL;
+    if (!finite_values(g, n, vals))
+        goto out;
+    size_t m = bd_gp_select(n, vals, BD_GP_TRAIN_CAP, BD_GP_TRAIN_BEST, idx);
+    Xs = bd_xmalloc(m * D * sizeof *Xs);
+    ys = bd_xmalloc(m * sizeof *ys);
+    for (size_t i = 0; i < m; i++) {
+        memcpy(Xs + i * D, g->X + idx[i] * D, D * sizeof *Xs);
+        ys[i] = vals[idx[i]];
+    }
+    if ((rc = bd_kernel_new(BD_KERNEL_MATERN52, D, g->n_choices, &k, err)) ||
+        (rc = bd_gp_new(k, 1e-2, BD_GP_STD_SCALE, &gp, err)) || (rc = bd_gp_set_data(gp, m, Xs, ys, idx, err)))
+        goto out;
+    *out = gp;
+    gp = NULL;
+out:
+    bd_gp_free(gp);
+    bd_kernel_free(k);
+    free(vals);
+    free(idx);
+    free(Xs);
+    free(ys);
+    return rc;
+}
+
+/* theta fitted on the first s observations, from the prior mean, with an
+ * rng seeded from (study seed, s). */
+static int fitted_theta(const bo_bos *g, size_t s, double *theta, double *objective, bd_err *err)
+{
+    bd_gp *at_s = NULL;
+    int rc = build_model(g, s, &at_s, err);
+    if (rc || !at_s)
+        return rc ? rc : bd_err_set(err, BD_EINTERNAL, NULL, "bo_bos: nothing to fit");
+    size_t np = bd_gp_n_params(at_s);
+    bd_gp_prior *priors = bd_xmalloc(np * sizeof *priors);
+    double *start = bd_xmalloc(np * sizeof *start);
+    bd_gp_fit_default_priors(at_s, priors);
+    for (size_t i = 0; i < np; i++)
+        start[i] = priors[i].mean;
+    bd_gp_fit_options opt;
+    bd_gp_fit_options_default(&opt);
+    bd_rng rng;
+    bd_rng_seed(&rng, g->def->seed ^ 0x626f5f626f730001ULL /* "bo_bos" */, (uint64_t)s);
+    if (!(rc = bd_gp_set_theta(at_s, start, err)) && !(rc = bd_gp_fit(at_s, &opt, &rng, objective, err)))
+        memcpy(theta, bd_gp_theta(at_s), np * sizeof *theta);
+    free(priors);
+    free(start);
+    bd_gp_free(at_s);
+    return rc;
+}
+
+/* The outer model of the first n observations (a function of n alone):
+ * *out new, NULL when no observation is finite. keep: remember a new fit
+ * as the current one (only the rebuild of the current model does). */
+static int model_at(bo_bos *g, size_t n, int keep, bd_gp **out, bd_err *err)
+{
+    bd_gp *gp = NULL;
+    size_t s = refit_point(n);
+    int rc = build_model(g, n, &gp, err);
+    *out = NULL;
+    if (!rc && gp && s > 0) {
+        size_t np = bd_gp_n_params(gp);
+        double *theta = bd_xmalloc(np * sizeof *theta), objective = 0;
+        if (s == g->fit_at && g->fit_theta) {
+            memcpy(theta, g->fit_theta, np * sizeof *theta);
+        } else if (!(rc = fitted_theta(g, s, theta, &objective, err)) && keep) {
+            free(g->fit_theta);
+            g->fit_theta = bd_xmalloc(np * sizeof *theta);
+            memcpy(g->fit_theta, theta, np * sizeof *theta);
+            g->fit_at = s;
+            g->fit_objective = objective;
+        }
+        if (!rc)
+            rc = bd_gp_set_theta(gp, theta, err);
+        free(theta);
+    }
+    if (rc) {
+        bd_gp_free(gp);
+        return rc;
+    }
+    *out = gp;
+    return 0;
+}
+
+/* Rebuilds the current model from all observations; on failure suggest
+ * falls back to random configs until the next rebuild. */
+static void rebuild(bo_bos *g)
+{
+    bd_err err;
+    bd_gp *gp = NULL;
+    int rc = model_at(g, g->n, 1, &gp, &err);
+    bd_gp_free(g->gp);
+    g->gp = gp;
+    g->model_error = rc != 0;
+    g->model_n = g->n;
+}
+
+static void add_observation(bo_bos *g, const double *x, double fidelity, double loss)
+{
+    if (g->n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 64;
+        g->X = bd_xrealloc(g->X, g->cap * g->D * sizeof *g->X);
+        g->y = bd_xrealloc(g->y, g->cap * sizeof *g->y);
+    }
+    memcpy(g->X + g->n * g->D, x, g->d * sizeof *x);
+    g->X[g->n * g->D + g->d] = fidelity;
+    g->y[g->n++] = loss;
+}
+
+/* C2's predictive sds at [x, n/N], n = N0+1..N, from gp (NULL: none). */
+static int sigmas_from(const bo_bos *g, const bd_gp *gp, trial *t, bd_err *err)
+{
+    if (!gp) {
+        t->sigma_none = 1;
+        t->sigma = bd_xcalloc(g->q, sizeof *t->sigma);
+        return 0;
+    }
+    double *Xq = bd_xmalloc(g->q * g->D * sizeof *Xq), *mu = bd_xmalloc(g->q * sizeof *mu);
+    double *var = bd_xmalloc(g->q * sizeof *var);
+    for (size_t a = 0; a < g->q; a++) {
+        memcpy(Xq + a * g->D, t->x, g->d * sizeof *Xq);
+        Xq[a * g->D + g->d] = (double)(g->n0 + 1 + a) / (double)g->N;
+    }
+    int rc = bd_gp_predict(gp, g->q, Xq, mu, var, 1, err);
+    if (!rc) {
+        t->sigma = bd_xmalloc(g->q * sizeof *t->sigma);
+        for (size_t a = 0; a < g->q; a++)
+            t->sigma[a] = sqrt(var[a]);
+        t->sigma_none = 0;
+    }
+    free(Xq);
+    free(mu);
+    free(var);
+    return rc;
+}
+
+/* Makes t's C2 sigmas known: from the model of its first n_c observations. */
+static void ensure_sigmas(bo_bos *g, trial *t)
+{
+    bd_err err;
+    bd_gp *gp = NULL;
+    if (t->sigma)
+        return;
+    if (g->model_n == t->n_c && !g->model_error) {
+        if (!sigmas_from(g, g->gp, t, &err))
+            return;
+    } else if (!model_at(g, t->n_c, 0, &gp, &err) && !sigmas_from(g, gp, t, &err)) {
+        bd_gp_free(gp);
+        return;
+    }
+    bd_gp_free(gp);
+    /* No model could be built (as at creation, then): C2 holds. */
+    free(t->sigma);
+    t->sigma = bd_xcalloc(g->q, sizeof *t->sigma);
+    t->sigma_none = 1;
+}
+
+/* ------------------------------------------------------------- trials */
+
+static long find_trial(const bo_bos *g, int64_t id)
+{
+    size_t lo = 0, hi = g->n_run;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (g->run[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < g->n_run && g->run[lo]->id == id ? (long)lo : -1;
+}
+
+static void trial_free(trial *t)
+{
+    if (!t)
+        return;
+    free(t->x);
+    free(t->sigma);
+    free(t->loss);
+    free(t->err0);
+    bd_bos_table_free(t->table);
+    free(t);
+}
+
+/* Removes trial id from the running set; the caller owns it (NULL if not there). */
+static trial *take_trial(bo_bos *g, int64_t id)
+{
+    long i = find_trial(g, id);
+    if (i < 0)
+        return NULL;
+    trial *t = g->run[i];
+    memmove(&g->run[i], &g->run[i + 1], (g->n_run - (size_t)i - 1) * sizeof *g->run);
+    g->n_run--;
+    return t;
+}
+
+static void insert_trial(bo_bos *g, trial *t)
+{
+    if (g->n_run == g->cap_run) {
+        g->cap_run = g->cap_run ? 2 * g->cap_run : 8;
+        g->run = bd_xrealloc(g->run, g->cap_run * sizeof *g->run);
+    }
+    size_t i = g->n_run;
+    while (i > 0 && g->run[i - 1]->id > t->id) /* ids grow: almost always appended */
+        i--;
+    memmove(&g->run[i + 1], &g->run[i], (g->n_run - i) * sizeof *g->run);
+    g->run[i] = t;
+    g->n_run++;
+}
+
+/* ------------------------------------------------------------- BOS */
+
+static void set_verdict(trial *t, int kind, double epoch, double p, const char *fmt, ...) BD_PRINTF(5, 6);
+
+static void set_verdict(trial *t, int kind, double epoch, double p, const char *fmt, ...)
+{
+    va_list ap;
+    t->v.kind = kind;
+    t->v.pending = 0;
+    t->v.epoch = epoch;
+    t->v.p_worse = p;
+    va_start(ap, fmt);
+    vsnprintf(t->v.note, sizeof t->v.note, fmt, ap);
+    va_end(ap);
+}
+
+/* Solves t's table from its snapshot if that has not been done. */
+static void ensure_table(bo_bos *g, trial *t)
+{
+    if (t->bos != BOS_PENDING)
+        return;
+    bd_bos_input in = {t->err0, g->n0, g->N, t->e_star, t->index};
+    bd_rng rng;
+    bd_err err = {0};
+    bd_rng_seed(&rng, g->def->seed ^ 0x626f732d736f6c76ULL /* "bos-solv" */, (uint64_t)t->id);
+    if (bd_bos_solve(&in, &g->bos, &rng, &t->table, &err)) {
+        t->bos = BOS_FAILED;
+        snprintf(t->solve_error, sizeof t->solve_error, "%.90s", err.message);
+        return;
+    }
+    t->bos = BOS_TABLE;
+}
+
+/* Is step an epoch 1..N? */
+static size_t epoch_of(const bo_bos *g, double step)
+{
+    if (!(step >= 1 && step <= (double)g->N) || step != floor(step))
+        return 0;
+    return (size_t)step;
+}
+
+/* Fills errs[0..n) with the errors of epochs 1..n; 0 when one is missing
+ * or outside (0, 1) (the verdict says which). */
+static int errors_upto(const bo_bos *g, trial *t, size_t n, double *errs, double step)
+{
+    for (size_t k = 1; k <= n; k++) {
+        if (isnan(t->loss[k])) {
+            set_verdict(t, V_SKIPPED, step, NAN, "epoch %zu was not reported: BOS skipped", k);
+            return 0;
+        }
+        errs[k - 1] = to_error(g, t->loss[k]);
+        if (!(errs[k - 1] > 0 && errs[k - 1] < 1)) {
+            set_verdict(t, V_SKIPPED, step, NAN, "error %g at epoch %zu is outside (0, 1): BOS skipped", errs[k - 1],
+                        k);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Finishes a verdict that needs the table (t->v.pending). May stop. */
+static void finish_verdict(bo_bos *g, trial *t)
+{
+    size_t n = epoch_of(g, t->v.epoch);
+    double step = t->v.epoch;
+    assert(t->v.pending && n);
+    ensure_table(g, t);
+    if (t->bos == BOS_FAILED) {
+        set_verdict(t, V_SOLVE_FAILED, step, NAN, "BOS solve failed (%s): continue", t->solve_error);
+        return;
+    }
+    if (t->v.kind == V_SOLVED && n == g->n0) { /* solved at a later epoch: decide there too */
+        bd_bos_info info;
+        bd_bos_table_info(t->table, &info);
+        set_verdict(t, V_SOLVED, step, NAN, "table for epochs %zu..%zu: incumbent error %.3f, K1 %.4g, %zu paths",
+                    g->n0 + 1, g->N, t->e_star, info.k1, info.kept);
+        return;
+    }
+    double *errs = bd_xmalloc(n * sizeof *errs), p;
+    if (!errors_upto(g, t, n, errs, step)) { /* only when solved at an epoch > N0: one after N0 unusable */
+        free(errs);
+        return;
+    }
+    double stat = bd_bos_summary(t->table, errs, n);
+    int dec = bd_bos_decide(t->table, n, stat, &p);
+    free(errs);
+    if (n == g->N)
+        set_verdict(t, V_FINAL, step, p, "epoch N = %zu reached: P(final error > incumbent %.3f) = %.2f", g->N,
+                    t->e_star, p);
+    else if (dec == BD_BOS_STOP_BETTER)
+        set_verdict(t, V_BETTER, step, p, "BOS concludes better: P(final error > incumbent %.3f) = %.2f; training on",
+                    t->e_star, p);
+    else if (dec != BD_BOS_STOP_WORSE && isnan(p))
+        set_verdict(t, V_CONTINUE, step, p, "BOS: continue (no sample path in this cell), incumbent %.3f", t->e_star);
+    else if (dec != BD_BOS_STOP_WORSE)
+        set_verdict(t, V_CONTINUE, step, p, "BOS: continue, P(final error > incumbent %.3f) = %.2f", t->e_star, p);
+    else {
+        ensure_sigmas(g, t);
+        double s_n = t->sigma[n - g->n0 - 1], s_N = t->sigma[g->q - 1];
+        if (t->sigma_none || s_n >= s_N / g->kappa)
+            set_verdict(t, V_STOP, step, p, "BOS: P(final error > incumbent %.3f) = %.2f at epoch %zu", t->e_star, p,
+                        n);
+        else
+            set_verdict(t, V_WORSE_NO_C2, step, p,
+                        "BOS concludes worse (P = %.2f) but C2 fails: sigma %.3g at epoch %zu < %.3g / kappa", p, s_n,
+                        n, s_N);
+    }
+}
+
+/* The incumbent error e*: 1 before any completion (the paper's y_0* = 0). */
+static double incumbent_error(const bo_bos *g)
+{
+    return isfinite(g->best_loss) ? to_error(g, g->best_loss) : 1.0;
+}
+
+/* A measurement of a running trial: records it and sets the verdict, or
+ * marks it pending (it needs the table). */
+static void measure(bo_bos *g, trial *t, double step, double loss)
+{
+    size_t n = epoch_of(g, step);
+    t->last_step = step;
+    t->last_loss = loss;
+    if (!n) {
+        set_verdict(t, V_SKIPPED, step, NAN, "step %g is not an epoch in 1..%zu: BOS skipped", step, g->N);
+        return;
+    }
+    t->loss[n] = loss;
+    if (t->bos == BOS_NONE) {
+        if (n < g->n0) {
+            set_verdict(t, V_COLLECTING, step, NAN, "BOS decides after epoch N0 = %zu", g->n0);
+            return;
+        }
+        double *errs = bd_xmalloc(g->n0 * sizeof *errs), e_star = incumbent_error(g);
+        if (!errors_upto(g, t, g->n0, errs, step)) {
+            free(errs);
+            return;
+        }
+        if (!(e_star >= 0 && e_star <= 1)) {
+            set_verdict(t, V_SKIPPED, step, NAN, "incumbent error %g is outside [0, 1]: BOS skipped", e_star);
+            free(errs);
+            return;
+        }
+        t->err0 = errs;
+        t->e_star = e_star;
+        g->triggered++;
+        /* Two cases where the table could only continue or say d2, so it
+         * is not solved: no completion yet (e* = 1: every kept path ends
+         * below it, P(worse) = 0 in every cell) and K1_t overflowing. */
+        if (!isfinite(g->best_loss) || !isfinite(bd_bos_k1(t->index, g->bos.gamma))) {
+            t->bos = BOS_NEVER;
+            snprintf(t->solve_error, sizeof t->solve_error, "%s",
+                     isfinite(g->best_loss) ? "K1 overflows" : "no completed trial when BOS started");
+            set_verdict(t, n < g->N ? V_CONTINUE : V_FINAL, step, NAN, "BOS: %s: this trial runs to N", t->solve_error);
+            return;
+        }
+        t->bos = BOS_PENDING;
+        set_verdict(t, V_SOLVED, step, NAN, "solving");
+        t->v.pending = 1;
+        return;
+    }
+    if (t->bos == BOS_NEVER) {
+        set_verdict(t, n < g->N ? V_CONTINUE : V_FINAL, step, NAN, "BOS: %s: this trial runs to N", t->solve_error);
+        return;
+    }
+    if (n <= g->n0) {
+        set_verdict(t, V_SKIPPED, step, NAN, "the table covers epochs %zu..%zu", g->n0 + 1, g->N);
+        return;
+    }
+    double *errs = bd_xmalloc(n * sizeof *errs);
+    int ok = errors_upto(g, t, n, errs, step);
+    free(errs);
+    if (!ok)
+        return;
+    set_verdict(t, V_CONTINUE, step, NAN, "deciding");
+    t->v.pending = 1;
+}
+
+/* A running trial ended: its observations (see the top of the file). */
+static void trial_observations(bo_bos *g, const trial *t, int completed, double final_loss)
+{
+    size_t last = completed ? g->N : epoch_of(g, t->last_step);
+    if (!completed && !last)
+        return; /* stopped at no epoch: nothing to place */
+    for (size_t i = 0; i < g->n_inter && g->inter[i] < last; i++)
+        if (!isnan(t->loss[g->inter[i]]))
+            add_observation(g, t->x, (double)g->inter[i] / (double)g->N, t->loss[g->inter[i]]);
+    add_observation(g, t->x, completed ? 1.0 : (double)last / (double)g->N, completed ? final_loss : t->last_loss);
+}
+
+/* ------------------------------------------------------------- suggest */
+
+typedef struct score_ctx {
+    const bo_bos *g;
+    bd_gp *hallucinated;
+    double var_scale;
+    double mult;
+    double *mu, *var, *U; /* scratch of the largest batch (U: rows of D) */
+    size_t scratch;
+} score_ctx;
+
+static int score_ucb(void *ctx, size_t n, const double *U, double *out)
+{
+    score_ctx *c = ctx;
+    const bo_bos *g = c->g;
+    bd_err err;
+    if (n > c->scratch) {
+        c->mu = bd_xrealloc(c->mu, n * sizeof *c->mu);
+        c->var = bd_xrealloc(c->var, n * sizeof *c->var);
+        c->U = bd_xrealloc(c->U, n * g->D * sizeof *c->U);
+        c->scratch = n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        memcpy(c->U + i * g->D, U + i * g->d, g->d * sizeof *U);
+        c->U[i * g->D + g->d] = 1.0; /* full fidelity */
+    }
+    int rc = bd_gp_predict(g->gp, n, c->U, c->mu, NULL, 0, &err);
+    if (!rc)
+        rc = bd_gp_predict(c->hallucinated, n, c->U, c->var, c->var, 0, &err);
+    for (size_t i = 0; !rc && i < n; i++)
+        out[i] = -c->mu[i] + c->mult * sqrt(c->var[i] * c->var_scale);
+    return rc;
+}
+
+/* The model plus every running trial at [x, 1] (GP-BUCB); see gp_ucb.c. */
+static int hallucinate(const bo_bos *g, bd_gp **out, bd_err *err)
+{
+    *out = NULL;
+    if (!g->n_run)
+        return 0;
+    size_t m = bd_gp_size(g->gp), total = m + g->n_run, D = g->D;
+    double *X = bd_xmalloc(total * D * sizeof *X), *y = bd_xmalloc(total * sizeof *y);
+    for (size_t i = 0; i < m; i++) {
+        memcpy(X + i * D, bd_gp_x(g->gp, i), D * sizeof *X);
+        y[i] = bd_gp_y(g->gp, i);
+    }
+    for (size_t i = 0; i < g->n_run; i++) {
+        memcpy(X + (m + i) * D, g->run[i]->x, g->d * sizeof *X);
+        X[(m + i) * D + g->d] = 1.0;
+        y[m + i] = 0; /* unused by the variance */
+    }
+    bd_gp *h = NULL;
+    int rc = bd_gp_new(bd_gp_kernel(g->gp), 1e-2, BD_GP_STD_NONE, &h, err);
+    if (!rc)
+        rc = bd_gp_set_theta(h, bd_gp_theta(g->gp), err);
+    if (!rc)
+        rc = bd_gp_set_data(h, total, X, y, NULL, err);
+    free(X);
+    free(y);
+    if (rc) {
+        bd_gp_free(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
+static bd_sched_status bb_status(const bd_sched *s)
+{
+    const bo_bos *g = (const bo_bos *)s;
+    if (g->max_trials && g->created >= g->max_trials)
+        return g->n_run ? BD_STATUS_WAITING : BD_STATUS_DONE;
+    return BD_STATUS_RUNNING;
+}
+
+static int bb_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out, bd_err *err)
+{
+    bo_bos *g = (bo_bos *)s;
+    bd_sched_status st = bb_status(s);
+    if (st != BD_STATUS_RUNNING)
+        return st == BD_STATUS_DONE ? BD_SUGGEST_DONE : BD_SUGGEST_WAIT;
+    bd_rng rng = ctx->rng;
+    out->budget = g->def->r_max;
+    if (g->created < g->n_init || !g->gp) {
+        out->config = bd_space_sample(g->def->space, &rng);
+        return BD_SUGGEST_TRIAL;
+    }
+    bd_acq_problem p;
+    bd_acq_options o;
+    bd_acq_space_problem(g->acq_space, &p);
+    bd_acq_options_default(&o);
+    double t = (double)(g->created + 1);
+    score_ctx c = {.g = g};
+    c.mult = g->multiplier == MULT_CODE ? bd_acq_ucb_multiplier_code(g->D, t)
+                                        : sqrt(bd_acq_ucb_beta_paper((double)o.n_candidates, t, g->delta));
+    double *u = bd_xmalloc(g->d * sizeof *u);
+    int rc = hallucinate(g, &c.hallucinated, err);
+    double mean, scale;
+    bd_gp_standardization(g->gp, &mean, &scale);
+    c.var_scale = c.hallucinated ? scale * scale : 1.0;
+    if (!c.hallucinated)
+        c.hallucinated = g->gp;
+    p.score = score_ucb;
+    p.score_ctx = &c;
+    /* The best full-fidelity observations seed the local search. */
+    size_t m = bd_gp_size(g->gp), n_starts = 0;
+    double *starts = bd_xmalloc(4 * g->d * sizeof *starts);
+    while (n_starts < 4) {
+        long best = -1;
+        for (size_t i = 0; i < m; i++) {
+            const double *xi = bd_gp_x(g->gp, i);
+            int taken = xi[g->d] != 1.0;
+            for (size_t j = 0; j < n_starts && !taken; j++)
+                taken = memcmp(starts + j * g->d, xi, g->d * sizeof *starts) == 0;
+            if (!taken && (best < 0 || bd_gp_y(g->gp, i) < bd_gp_y(g->gp, (size_t)best)))
+                best = (long)i;
+        }
+        if (best < 0)
+            break;
+        memcpy(starts + n_starts * g->d, bd_gp_x(g->gp, (size_t)best), g->d * sizeof *starts);
+        n_starts++;
+    }
+    o.starts = n_starts ? starts : NULL;
+    o.n_starts = n_starts;
+    if (!rc)
+        rc = bd_acq_maximize(&p, &o, &rng, u, NULL, err);
+    if (!rc)
+        out->config = bd_space_decode(g->def->space, u);
+    if (c.hallucinated != g->gp)
+        bd_gp_free(c.hallucinated);
+    free(c.mu);
+    free(c.var);
+    free(c.U);
+    free(starts);
+    free(u);
+    return rc ? rc : BD_SUGGEST_TRIAL;
+}
+
+/* ------------------------------------------------------------- observe */
+
+static int bb_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev, bd_decision *out, bd_err *err)
+{
+    bo_bos *g = (bo_bos *)s;
+    trial *t = NULL;
+    long i;
+    (void)err;
+    switch (ev->type) {
+    case BD_EV_CREATED:
+        g->created++;
+        t = bd_xcalloc(1, sizeof *t);
+        t->id = ev->trial_id;
+        t->index = (size_t)g->created;
+        t->x = bd_xmalloc(g->d * sizeof *t->x);
+        if (bd_space_encode(g->def->space, ev->config, t->x)) /* cannot happen: the engine validated it */
+            for (size_t j = 0; j < g->d; j++)
+                t->x[j] = 0.5;
+        t->n_c = g->n;
+        t->loss = bd_xmalloc((g->N + 1) * sizeof *t->loss);
+        for (size_t k = 0; k <= g->N; k++)
+            t->loss[k] = NAN;
+        t->last_step = t->last_loss = NAN;
+        t->bos = BOS_NONE;
+        t->v.p_worse = NAN;
+        if (!ctx->replay && g->model_n == g->n && !g->model_error) {
+            bd_err ignored;
+            if (sigmas_from(g, g->gp, t, &ignored)) {
+                free(t->sigma);
+                t->sigma = NULL; /* computed again when needed */
+            }
+        }
+        insert_trial(g, t);
+        break;
+    case BD_EV_MEASUREMENT:
+        if ((i = find_trial(g, ev->trial_id)) < 0)
+            break;
+        t = g->run[i];
+        measure(g, t, ev->step, ev->loss);
+        if (!t->v.pending || ctx->replay) /* a replay finishes the last verdict in replayed() */
+            break;
+        finish_verdict(g, t);
+        if (t->v.kind == V_STOP) {
+            out->stop = 1;
+            snprintf(out->reason, sizeof out->reason, "%s", t->v.note);
+        }
+        break;
+    case BD_EV_COMPLETED:
+    case BD_EV_STOPPED:
+        if (!(t = take_trial(g, ev->trial_id)))
+            break;
+        if (ev->type == BD_EV_COMPLETED) {
+            trial_observations(g, t, 1, ev->loss);
+            if (isfinite(ev->loss) && ev->loss < g->best_loss)
+                g->best_loss = ev->loss;
+        } else {
+            size_t n = epoch_of(g, t->last_step);
+            trial_observations(g, t, 0, NAN);
+            g->stopped++;
+            g->epochs_saved += n ? (double)(g->N - n) : 0;
+        }
+        trial_free(t);
+        if (ctx->replay) /* a replay rebuilds once, in replayed() */
+            g->model_n = SIZE_MAX;
+        else
+            rebuild(g);
+        break;
+    case BD_EV_FAILED:
+    case BD_EV_EXPIRED:
+        trial_free(take_trial(g, ev->trial_id));
+        break;
+    }
+    return 0;
+}
+
+static void bb_replayed(bd_sched *s)
+{
+    bo_bos *g = (bo_bos *)s;
+    rebuild(g);
+    for (size_t i = 0; i < g->n_run; i++)
+        if (g->run[i]->v.pending)
+            finish_verdict(g, g->run[i]);
+}
+
+/* ------------------------------------------------------------- describe */
+
+static json_t *number_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static int bb_describe(const bd_sched *s, json_t **out)
+{
+    const bo_bos *g = (const bo_bos *)s;
+    json_t *model = json_null(), *inter = json_array(), *verdicts = json_array();
+    if (g->gp) {
+        const double *theta = bd_gp_theta(g->gp);
+        json_t *ls = json_array();
+        for (size_t j = 0; j < g->D; j++)
+            json_array_append_new(ls, json_real(exp(theta[j])));
+        model = json_pack("{s:I, s:o, s:f, s:f, s:I, s:f}", "training_points", (json_int_t)bd_gp_size(g->gp),
+                          "lengthscales", ls, "signal_variance", exp(theta[g->D]), "noise_variance",
+                          exp(theta[g->D + 1]), "fitted_at", (json_int_t)g->fit_at, "log_posterior", g->fit_objective);
+    }
+    for (size_t i = 0; i < g->n_inter; i++)
+        json_array_append_new(inter, json_integer((json_int_t)g->inter[i]));
+    for (size_t i = 0; i < g->n_run; i++) {
+        const trial *t = g->run[i];
+        if (t->v.kind == V_NONE)
+            continue;
+        json_array_append_new(verdicts,
+                              json_pack("{s:I, s:o, s:s, s:s, s:o, s:o, s:s}", "trial_id", (json_int_t)t->id, "epoch",
+                                        number_or_null(t->v.epoch), "action", t->v.kind == V_STOP ? "stop" : "continue",
+                                        "verdict", verdict_names[t->v.kind], "p_worse", number_or_null(t->v.p_worse),
+                                        "incumbent_error", t->bos != BOS_NONE ? json_real(t->e_star) : json_null(),
+                                        "note", t->v.pending ? "pending" : t->v.note));
+    }
+    *out = json_pack("{s:I, s:I, s:I, s:I, s:s, s:o, s:b, s:I, s:I, s:o, s:f, s:{s:I, s:I, s:f}, s:o}", "n_init",
+                     (json_int_t)g->n_init, "created", (json_int_t)g->created, "running", (json_int_t)g->n_run,
+                     "observations", (json_int_t)g->n, "multiplier", g->multiplier == MULT_CODE ? "code" : "paper",
+                     "model", model, "model_error", g->model_error, "epochs", (json_int_t)g->N, "n0", (json_int_t)g->n0,
+                     "intermediate_epochs", inter, "kappa", g->kappa, "bos", "triggered", (json_int_t)g->triggered,
+                     "stopped", (json_int_t)g->stopped, "epochs_saved", g->epochs_saved, "verdicts", verdicts);
+    return *out ? 0 : BD_EINTERNAL;
+}
+
+static void bb_destroy(bd_sched *s)
+{
+    bo_bos *g = (bo_bos *)s;
+    if (!g)
+        return;
+    for (size_t i = 0; i < g->n_run; i++)
+        trial_free(g->run[i]);
+    free(g->run);
+    free(g->X);
+    free(g->y);
+    free(g->inter);
+    free(g->n_choices);
+    free(g->fit_theta);
+    bd_gp_free(g->gp);
+    bd_acq_space_free(g->acq_space);
+    free(g);
+}
+
+const struct bd_sched_ops bd_sched_bo_bos = {
+    .abi = BD_SCHED_ABI,
+    .name = "bo_bos",
+    .multi_fidelity = 1,
+    .create = bb_create,
+    .suggest = bb_suggest,
+    .observe = bb_observe,
+    .replayed = bb_replayed,
+    .status = bb_status,
+    .describe = bb_describe,
+    .destroy = bb_destroy,
+};
