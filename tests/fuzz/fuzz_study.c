@@ -64,8 +64,9 @@ static void simulate(const bd_study_spec *spec, bd_sched *s, uint64_t seed)
         }
         FUZZ_CHECK(bd_space_validate_config(d->space, sg.config, &err) == 0, "proposed config invalid: %s: %s",
                    err.field, err.message);
-        FUZZ_CHECK(sg.budget >= d->r_min - 1e-9 && sg.budget <= d->r_max + 1e-9, "budget %g outside [%g, %g]",
-                   sg.budget, d->r_min, d->r_max);
+        FUZZ_CHECK((sg.budget >= d->r_min - 1e-9 && sg.budget <= d->r_max + 1e-9) ||
+                       fuzz_known_budget_rounding(d->resource_integer, d->r_min, d->r_max, sg.budget),
+                   "budget %.17g outside [%.17g, %.17g]", sg.budget, d->r_min, d->r_max);
         FUZZ_CHECK(sg.config_id >= 0 && sg.resume_from >= 0 && !(sg.resume_from && !sg.config_id),
                    "invalid config_id %lld / resume_from %lld", (long long)sg.config_id, (long long)sg.resume_from);
         if (sg.extra)
