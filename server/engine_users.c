@@ -71,18 +71,55 @@ static int mint_token(bd_engine *e, int64_t user_id, char *token, size_t n, int6
     return rc;
 }
 
+/* Writes token to path, never through a link planted there: a new file
+ * (O_EXCL | O_NOFOLLOW, 0600) under a random name in the same directory,
+ * synced, renamed over path (rename replaces a link or a stale token file
+ * left by a start that crashed before its commit, and never follows it),
+ * then the directory synced so the name is durable before the commit. */
 static int write_secret_file(const char *path, const char *token, bd_err *err)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return bd_err_set(err, BD_EINTERNAL, NULL, "cannot write the admin token to %s: %s", path, strerror(errno));
-    /* O_CREAT's mode does not apply to an existing file. */
-    int rc = fchmod(fd, 0600) == 0 && write(fd, token, strlen(token)) == (ssize_t)strlen(token) &&
-             write(fd, "\n", 1) == 1 && fsync(fd) == 0;
-    close(fd);
-    if (!rc)
-        return bd_err_set(err, BD_EINTERNAL, NULL, "cannot write the admin token to %s: %s", path, strerror(errno));
-    return 0;
+    size_t cap = strlen(path) + 32, len = strlen(token);
+    char *tmp = bd_xmalloc(cap), *dir = bd_xstrdup(path), *slash = strrchr(dir, '/');
+    char random_hex[BD_TOKEN_SECRET_HEX + 1];
+    uint8_t unused[BD_TOKEN_HASH_BYTES];
+    int rc = 0, fd, dfd;
+
+    bd_auth_new_secret(random_hex, unused);
+    snprintf(tmp, cap, "%s.%.16s.tmp", path, random_hex);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rc = bd_err_set(err, BD_EINTERNAL, NULL, "cannot create %s for the admin token%s: %s", tmp,
+                        errno == EEXIST ? " (it already exists; refusing to reuse it)" : "", strerror(errno));
+        goto out;
+    }
+    /* The umask may have narrowed O_CREAT's mode; make it exactly 0600. */
+    int ok = fchmod(fd, 0600) == 0 && write(fd, token, len) == (ssize_t)len && write(fd, "\n", 1) == 1 &&
+             fsync(fd) == 0;
+    int saved = errno;
+    if (close(fd) != 0 && ok) {
+        ok = 0;
+        saved = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = 0;
+        saved = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        rc = bd_err_set(err, BD_EINTERNAL, NULL, "cannot write the admin token to %s: %s", path, strerror(saved));
+        goto out;
+    }
+    if (slash)
+        slash[slash == dir ? 1 : 0] = '\0';
+    dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || (fsync(dfd) != 0 && errno != EINVAL))
+        rc = bd_err_set(err, BD_EINTERNAL, NULL, "cannot sync the directory of %s: %s", path, strerror(errno));
+    if (dfd >= 0)
+        close(dfd);
+out:
+    free(dir);
+    free(tmp);
+    return rc;
 }
 
 int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, bd_err *err)
@@ -98,8 +135,8 @@ int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, bd_err *err)
         (rc = mint_token(e, user_id, token, sizeof token, &token_id, err)))
         goto out;
     /* The file is written before the commit: a crash in between leaves a
-     * token that never worked, and the next start makes a new one. The other
-     * order could commit an admin whose token nobody ever saw. */
+     * token that never worked, and the next start replaces it with a new one.
+     * The other order could commit an admin whose token nobody ever saw. */
     if (token_path && (rc = write_secret_file(token_path, token, err)))
         goto out;
     e->first_admin_token = bd_xstrdup(token);

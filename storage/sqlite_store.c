@@ -10,10 +10,14 @@
  * a thread-local list, so a call from the owner does not lock again and other
  * threads never read fields another thread writes (no data race). */
 #include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sqlite_internal.h"
 
@@ -212,6 +216,19 @@ int bd_store_open(const char *path, const bd_store_opts *opts, bd_store **out, b
         pthread_cond_init(&s->delay_cv, NULL) != 0) {
         free(s);
         return bd_err_set(err, BD_EINTERNAL, NULL, "storage: pthread_mutex_init failed");
+    }
+    /* A new database is created here, private: SQLite would make it 0644
+     * less the umask, and its -wal (and -shm) files take the database
+     * file's mode. An existing file is left as it is; an error other than
+     * EEXIST is SQLite's to report just below. The umask is not touched: it
+     * is process-wide and other threads may be creating files. */
+    if (strcmp(path, ":memory:") != 0 && strncmp(path, "file:", 5) != 0) {
+        int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            if (fchmod(fd, 0600) != 0) /* O_CREAT's mode is masked by the umask: never wider, maybe narrower */
+                fprintf(stderr, "banditd: storage: chmod 0600 %s: %s\n", path, strerror(errno));
+            close(fd);
+        }
     }
     int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {

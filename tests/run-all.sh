@@ -1,24 +1,40 @@
 #!/bin/sh
 # Installs what is missing, builds, and runs every test twice: a normal build
 # with warnings as errors, and a build with AddressSanitizer +
-# UndefinedBehaviorSanitizer. This is the README's test command and what
+# UndefinedBehaviorSanitizer; then runs each libFuzzer target of tests/fuzz/
+# for BD_FUZZ_SECONDS (default 60). This is the README's test command and what
 # .ci/run executes.
 set -eu
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
+fuzz_seconds=${BD_FUZZ_SECONDS:-60}
 
 docker/install-deps.sh --test
 
+# build/ may have been configured by docker/run-local.sh with the tests off:
+# every setting that matters here is given explicitly, and a build in which
+# ctest finds no test fails instead of passing vacuously.
+count_tests() {
+  n=$(ctest --test-dir "$1" -N | sed -n 's/^Total Tests: *//p')
+  if [ -z "$n" ] || [ "$n" -eq 0 ]; then
+    echo "ctest finds no tests in $1 (configured with -DBD_TESTS=OFF?)" >&2
+    exit 1
+  fi
+  echo "$n tests in $1"
+}
+
 echo "== build (Release, -Werror)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBD_WERROR=ON >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBD_WERROR=ON -DBD_SANITIZE=OFF -DBD_TESTS=ON >/dev/null
 cmake --build build -j "$jobs"
 echo "== tests"
+count_tests build
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 echo "== build (ASan + UBSan)"
-cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DBD_WERROR=ON -DBD_SANITIZE=ON >/dev/null
+cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DBD_WERROR=ON -DBD_SANITIZE=ON -DBD_TESTS=ON >/dev/null
 cmake --build build-sanitize -j "$jobs"
 echo "== tests under sanitizers"
+count_tests build-sanitize
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-sanitize --output-on-failure -j "$jobs"
 # A sanitizer report that did not fail its test must still fail the run:
@@ -27,4 +43,7 @@ if grep -E 'Sanitizer|runtime error' build-sanitize/Testing/Temporary/LastTest.l
   echo "sanitizer reports found (above)" >&2
   exit 1
 fi
+
+echo "== fuzzing (${fuzz_seconds}s per target)"
+tests/fuzz/run.sh "$fuzz_seconds"
 echo "== all tests passed"

@@ -1,7 +1,8 @@
 """The daemon's command line and environment (contract "The daemon"): flags and
 BANDITD_* variables (flags win), refusal of invalid settings with a non-zero
-exit, a port already in use, log levels, and the admin token file created
-private whatever the umask."""
+exit, a port already in use, log levels, and the admin token file and the
+database created private whatever the umask, the token file never written
+through a symbolic link."""
 
 import json
 import os
@@ -138,11 +139,58 @@ class CommandLine(bdtest.DaemonTestCase):
         self.assertNotIn("/v1/studies/424242", quiet.log_text(), "request lines at --log-level error")
         self.assertIn("/v1/studies/424242", loud.log_text(), "no request line at --log-level debug")
 
-    def test_admin_token_private_whatever_the_umask(self):
+    def test_admin_token_and_database_private_whatever_the_umask(self):
         d = bdtest.Daemon(umask=0)
         self.addCleanup(d.cleanup)
-        mode = stat.S_IMODE(os.stat(d.db_path + ".admin-token").st_mode)
-        self.assertEqual(mode, 0o600, "admin token file mode %o under umask 000" % mode)
+        create_study(d)  # a write: the WAL file exists now
+        for suffix in (".admin-token", "", "-wal", "-shm"):
+            path = d.db_path + suffix
+            if suffix == "-shm" and not os.path.exists(path):
+                continue  # exclusive locking mode keeps the WAL index in memory
+            self.assertTrue(os.path.exists(path), "%s missing" % path)
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+            self.assertEqual(mode, 0o600, "%s mode %o under umask 000" % (path, mode))
+
+    def test_symlink_at_admin_token_path_is_not_followed(self):
+        """Whoever can write the directory may plant a link at PATH.admin-token
+        (to a file of the daemon's user, or to where it should not create
+        one): the first start replaces the link, never writes through it."""
+        for dangling in (False, True):
+            with self.subTest(dangling=dangling):
+                d = bdtest.Daemon(start=False)
+                self.addCleanup(d.cleanup)
+                victim = os.path.join(d.tmpdir, "victim")
+                if not dangling:
+                    with open(victim, "w") as f:
+                        f.write("precious\n")
+                    os.chmod(victim, 0o644)
+                token_path = d.db_path + ".admin-token"
+                os.symlink(victim, token_path)
+                d.start()
+                if dangling:
+                    self.assertFalse(os.path.lexists(victim), "the token was written through a dangling link")
+                else:
+                    self.assertEqual(open(victim).read(), "precious\n", "the link's target was overwritten")
+                    self.assertEqual(stat.S_IMODE(os.stat(victim).st_mode), 0o644)
+                self.assertFalse(os.path.islink(token_path), "the link is still there")
+                self.assertEqual(stat.S_IMODE(os.lstat(token_path).st_mode), 0o600)
+                check_status(self, d.request("GET", "/v1/me"), 200)
+                leftovers = [n for n in os.listdir(d.tmpdir) if "admin-token" in n and n != "bd.db.admin-token"]
+                self.assertEqual(leftovers, [], "temporary token files left behind")
+
+    def test_token_file_left_by_a_start_that_crashed_before_its_commit(self):
+        """A start that wrote the token file but died before committing the admin
+        leaves the file without a database: the next start must still work and
+        write a token that works."""
+        d = bdtest.Daemon(start=False)
+        self.addCleanup(d.cleanup)
+        token_path = d.db_path + ".admin-token"
+        with open(token_path, "w") as f:
+            f.write("bdt_1_" + "0" * 64 + "\n")
+        os.chmod(token_path, 0o600)
+        d.start()
+        self.assertNotEqual(d.token, "bdt_1_" + "0" * 64)
+        check_status(self, d.request("GET", "/v1/me"), 200)
 
     def test_admin_token_file_not_overwritten(self):
         d = bdtest.Daemon()
