@@ -30,25 +30,6 @@
         }                                                                                                              \
     } while (0)
 
-/* Known findings in code owned elsewhere, reported with a reproducer in
- * tests/fuzz/crashes/ and not fixed here: the targets let exactly their
- * symptom through so that fuzzing (and CI) goes on past them, unless
- * BD_FUZZ_STRICT is set (to replay a reproducer). Remove an entry once its
- * fix lands.
- *
- * budget-rounding (server/sched/rung.c bd_budget_round): for an integer
- * resource the tolerance is relative (floor(x * (1 + 1e-9))), more than one
- * unit once r_max >= 1e9, so schedulers propose up to floor(r_max * (1 +
- * 1e-9)) > r_max and every suggest of such a study answers 500. */
-static inline int fuzz_known_budget_rounding(int integer, double r_min, double r_max, double budget)
-{
-    static int strict = -1;
-    if (strict < 0)
-        strict = getenv("BD_FUZZ_STRICT") != NULL;
-    return !strict && integer && r_max >= 1e9 && budget >= ceil(r_min * (1 - 1e-9)) - 1 &&
-           budget <= floor(r_max * (1 + 1e-9));
-}
-
 /* Serializes j as the server does (compact, then the shortest reals) and
  * checks that the bytes parse back to an equal value. */
 static inline void fuzz_check_serialization(const json_t *j)

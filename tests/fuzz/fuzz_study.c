@@ -64,8 +64,7 @@ static void simulate(const bd_study_spec *spec, bd_sched *s, uint64_t seed)
         }
         FUZZ_CHECK(bd_space_validate_config(d->space, sg.config, &err) == 0, "proposed config invalid: %s: %s",
                    err.field, err.message);
-        FUZZ_CHECK((sg.budget >= d->r_min - 1e-9 && sg.budget <= d->r_max + 1e-9) ||
-                       fuzz_known_budget_rounding(d->resource_integer, d->r_min, d->r_max, sg.budget),
+        FUZZ_CHECK(sg.budget >= d->r_min - 1e-9 && sg.budget <= d->r_max + 1e-9,
                    "budget %.17g outside [%.17g, %.17g]", sg.budget, d->r_min, d->r_max);
         FUZZ_CHECK(sg.config_id >= 0 && sg.resume_from >= 0 && !(sg.resume_from && !sg.config_id),
                    "invalid config_id %lld / resume_from %lld", (long long)sg.config_id, (long long)sg.resume_from);
@@ -74,7 +73,9 @@ static void simulate(const bd_study_spec *spec, bd_sched *s, uint64_t seed)
         created++;
         if (d->resource_integer)
             sg.budget = round(sg.budget);
-        bd_event ev = {.type = BD_SEV_CREATED,
+        bd_observe_ctx octx = {.replay = 0};
+        bd_event ev = {.type = BD_EV_CREATED,
+                       .id = 2 * created - 1,
                        .trial_id = created,
                        .config_id = sg.config_id ? sg.config_id : created,
                        .budget = sg.budget,
@@ -84,15 +85,18 @@ static void simulate(const bd_study_spec *spec, bd_sched *s, uint64_t seed)
                        .loss = NAN,
                        .elapsed_seconds = NAN};
         memset(&dec, 0, sizeof dec);
-        (void)s->ops->observe(s, &ev, &dec, &err);
-        bd_event done = {.type = (bd_rng_below(&loss_rng, 8) == 0) ? BD_SEV_FAILED : BD_SEV_COMPLETED,
+        bd_observe_ctx_seed(&octx, d->seed, ev.id);
+        (void)s->ops->observe(s, &octx, &ev, &dec, &err);
+        bd_event done = {.type = (bd_rng_below(&loss_rng, 8) == 0) ? BD_EV_FAILED : BD_EV_COMPLETED,
+                         .id = 2 * created,
                          .trial_id = created,
                          .config_id = ev.config_id,
                          .budget = sg.budget,
                          .loss = bd_rng_uniform(&loss_rng),
                          .elapsed_seconds = NAN};
         memset(&dec, 0, sizeof dec);
-        (void)s->ops->observe(s, &done, &dec, &err);
+        bd_observe_ctx_seed(&octx, d->seed, done.id);
+        (void)s->ops->observe(s, &octx, &done, &dec, &err);
         json_decref(sg.config);
         json_decref(sg.extra);
     }
