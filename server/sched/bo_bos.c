@@ -7,13 +7,14 @@
  * stop-and-conclude-worse (C1) and sigma([x, n/N]) >= sigma([x, 1]) / kappa
  * (C2).
  *
- * Outer loop (as gp_ucb.c, whose purity design this file keeps): Matérn-5/2
- * ARD over bd_space_encode's d coordinates plus the fidelity column n/N,
- * standardised outputs, at most BD_GP_TRAIN_CAP points, hyperparameters
- * refitted on bd_gp_refit_due's schedule. x_t = argmax over the unit cube
- * of -mu([x, 1]) + m_t sigma([x, 1]), sigma with the running trials added
- * at [x, 1] (GP-BUCB); the first n_init trials are random. m_t: "paper"
- * sqrt(beta_t), "code" 0.2 (d + 1) ln(2t) (d + 1 counts the fidelity).
+ * Outer loop (bo_model.h, shared with gp_ucb.c, with its purity rule):
+ * Matérn-5/2 ARD over bd_space_encode's d coordinates plus the fidelity
+ * column n/N, standardised outputs, at most BD_GP_TRAIN_CAP points,
+ * hyperparameters refitted on bd_gp_refit_due's schedule. x_t = argmax
+ * over the unit cube of -mu([x, 1]) + m_t sigma([x, 1]), sigma with the
+ * running trials added at [x, 1] (GP-BUCB); the first n_init trials are
+ * random. m_t: "paper" sqrt(beta_t), "code" 0.2 (d + 1) ln(2t) (d + 1
+ * counts the fidelity).
  * Observations (paper, Appendix D): when a trial ends, its losses at the
  * intermediate epochs (option; 1, 10, 20, 30, 40 for N = 50) before its
  * last epoch, then its final one: [x, 1] with the completion's loss, or,
@@ -51,12 +52,13 @@
  * CREATED; after a replay they are rebuilt from the first n_c observations
  * when first needed. Without a model (no finite observation yet) C2 holds.
  *
- * Purity (sched.h): the outer model at observation count n is build(first n
- * observations) with theta fitted on the first refit_point(n) of them from
- * the prior mean with an rng seeded from (study seed, s): a function of n
- * alone, so a replay (one rebuild in replayed()) holds the same numbers bit
- * for bit. The last verdict of each running trial (shown by describe) is
- * recomputed in replayed() from the same snapshot, curve and sigmas.
+ * Purity (sched.h, bo_model.h): the outer model at observation count n is
+ * build(first n observations) with theta fitted on the first
+ * bd_bo_model_refit_point(n) of them from the prior mean with an rng seeded
+ * from (study seed, s): a function of n alone, so a replay (one rebuild in
+ * replayed()) holds the same numbers bit for bit. The last verdict of each
+ * running trial (shown by describe) is recomputed in replayed() from the
+ * same snapshot, curve and sigmas.
  *
  * STOPPED events come only from this scheduler's stop answers (the engine
  * never stops a trial by itself), so every STOPPED counts as a BOS stop and
@@ -77,10 +79,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../model/acq.h"
-#include "../model/acq_space.h"
 #include "../model/bos.h"
-#include "../model/gp.h"
+#include "bo_model.h"
 
 extern const struct bd_sched_ops bd_sched_bo_bos;
 
@@ -89,8 +89,6 @@ extern const struct bd_sched_ops bd_sched_bo_bos;
 #define MAX_EPOCHS 1000
 #define MAX_N0 256
 _Static_assert(MAX_EPOCHS <= BD_BOS_MAX_EPOCHS, "the BOS table must cover N - N0 epochs");
-
-enum { MULT_PAPER, MULT_CODE };
 
 /* Where a trial's BOS solve stands. */
 enum {
@@ -151,32 +149,20 @@ typedef struct trial {
 typedef struct bo_bos {
     bd_sched base;
     const bd_study_def *def;
-    size_t d, D; /* parameters; D = d + 1 with the fidelity column */
+    size_t d; /* parameters (the outer model adds the fidelity column) */
     long long n_init, max_trials;
-    int multiplier; /* MULT_* */
-    double delta;
     size_t N, n0, q; /* horizon (epochs), N0, q = N - N0 */
     size_t *inter;   /* intermediate epochs (ascending, < N) */
     size_t n_inter;
     double kappa;
     bd_bos_options bos; /* k2, cd0, gamma, grid, paths, few_paths, noise, summary */
-    bd_acq_space *acq_space;
-    unsigned *n_choices; /* D entries: 0 numeric, else K */
 
     long long created;
     trial **run; /* running trials sorted by id */
     size_t n_run, cap_run;
 
-    double *X, *y; /* observations (n x D, n), in arrival order */
-    size_t n, cap;
-    double best_loss; /* best completed loss (+INFINITY: none) */
-
-    bd_gp *gp;         /* model of the first model_n observations, or NULL */
-    size_t model_n;    /* observation count gp was built from (SIZE_MAX: stale, during a replay) */
-    double *fit_theta; /* theta fitted at fit_at (fit_at 0: none) */
-    size_t fit_at;
-    double fit_objective;
-    int model_error;
+    bd_bo_model *model; /* observations [x, n/N] in arrival order, and the outer GP */
+    double best_loss;   /* best completed loss (+INFINITY: none) */
 
     long long triggered, stopped; /* trials whose BOS was triggered / stopped by BOS */
     double epochs_saved;
@@ -231,13 +217,13 @@ static int bb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     static const char *const known[] = {"n_init",    "max_trials", "multiplier", "delta", "n0",   "intermediate_epochs",
                                         "kappa",     "k2",         "cd0",        "gamma", "grid", "paths",
                                         "few_paths", "noise",      "summary",    NULL};
-    static const char *const multipliers[] = {"paper", "code", NULL};
     static const char *const summaries[] = {"all", "since_n0", NULL};
     size_t d = bd_space_size(def->space), N, *inter = NULL, n_inter = 0;
     long long n_init, max_trials, n0, grid, paths, few;
-    const char *mult, *summary;
-    double delta, kappa, k2, cd0, gamma, noise;
-    bd_acq_space *as = NULL;
+    const char *summary;
+    double kappa, k2, cd0, gamma, noise;
+    bd_bo_model_options mo = {.name = "bo_bos", .fidelity = 1, .salt = 0x626f5f626f730001ULL /* "bo_bos" */};
+    bd_bo_model *model = NULL;
     int rc;
 
     if (!(def->r_max == floor(def->r_max)) || def->r_max < 3 || def->r_max > MAX_EPOCHS)
@@ -256,9 +242,7 @@ static int bb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     if (!rc)
         rc = bd_opt_int(def->options, "max_trials", 0, 0, 1000000000LL, &max_trials, err);
     if (!rc)
-        rc = bd_opt_string(def->options, "multiplier", "paper", multipliers, &mult, err);
-    if (!rc)
-        rc = bd_opt_number(def->options, "delta", 0.1, 1e-9, 0.999999, &delta, err);
+        rc = bd_bo_ucb_read(def->options, &mo.ucb, err);
     if (!rc)
         rc = bd_opt_int(def->options, "n0", n0_default, 2, (long long)N - 1 < MAX_N0 ? (long long)N - 1 : MAX_N0, &n0,
                         err);
@@ -284,19 +268,16 @@ static int bb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
         rc = read_intermediate(def->options, N, &inter, &n_inter, err);
     if (rc)
         return rc;
-    if ((rc = bd_acq_space_new(def->space, &as, err))) {
+    if ((rc = bd_bo_model_new(def, &mo, &model, err))) {
         free(inter);
-        return bd_err_set(err, BD_EINVAL, "parameters", "bo_bos: %s", err->message);
+        return rc;
     }
     bo_bos *g = bd_xcalloc(1, sizeof *g);
     g->base.ops = &bd_sched_bo_bos;
     g->def = def;
     g->d = d;
-    g->D = d + 1;
     g->n_init = n_init;
     g->max_trials = max_trials;
-    g->multiplier = strcmp(mult, "code") == 0 ? MULT_CODE : MULT_PAPER;
-    g->delta = delta;
     g->N = N;
     g->n0 = (size_t)n0;
     g->q = N - (size_t)n0;
@@ -312,15 +293,8 @@ static int bb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     g->bos.few_paths = (size_t)few;
     g->bos.noise = noise;
     g->bos.summary = strcmp(summary, "since_n0") == 0 ? BD_BOS_SUMMARY_NEW : BD_BOS_SUMMARY_ALL;
-    g->acq_space = as;
-    g->n_choices = bd_xcalloc(g->D, sizeof *g->n_choices);
-    for (size_t j = 0; j < d; j++) {
-        const bd_param *p = bd_space_param(def->space, j);
-        if (p->type == BD_PARAM_CATEGORICAL)
-            g->n_choices[j] = (unsigned)json_array_size(p->choices);
-    }
+    g->model = model;
     g->best_loss = INFINITY;
-    g->model_n = 0; /* the empty model of no observations */
     *out = &g->base;
     return 0;
 }
@@ -343,149 +317,7 @@ static double to_error(const bo_bos *g, double loss)
     return def->maximize ? 1 - v : v;
 }
 
-/* ------------------------------------------------------------- the outer model */
-
-static int finite_values(const bo_bos *g, size_t n, double *out)
-{
-    double worst = -INFINITY;
-    for (size_t i = 0; i < n; i++)
-        if (isfinite(g->y[i]) && g->y[i] > worst)
-            worst = g->y[i];
-    if (!isfinite(worst))
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        out[i] = isfinite(g->y[i]) ? g->y[i] : worst;
-    return 1;
-}
-
-static size_t refit_point(size_t n)
-{
-    size_t at = 0;
-    for (size_t k = 1; k <= n; k++)
-        if (bd_gp_refit_due(at, k))
-            at = k;
-    return at;
-}
-
-/* The default-theta model of the selected first n observations; NULL when
- * none is finite. */
-static int build_model(const bo_bos *g, size_t n, bd_gp **out, bd_err *err)
-{
-    bd_kernel *k = NULL;
-    bd_gp *gp = NULL;
-    size_t D = g->D;
-    double *vals = bd_xmalloc((n ? n : 1) * sizeof *vals);
-    size_t *idx = bd_xmalloc((n ? n : 1) * sizeof *idx);
-    double *Xs = NULL, *ys = NULL;
-    int rc = 0;
-    *out = NULL;
-    if (!finite_values(g, n, vals))
-        goto out;
-    size_t m = bd_gp_select(n, vals, BD_GP_TRAIN_CAP, BD_GP_TRAIN_BEST, idx);
-    Xs = bd_xmalloc(m * D * sizeof *Xs);
-    ys = bd_xmalloc(m * sizeof *ys);
-    for (size_t i = 0; i < m; i++) {
-        memcpy(Xs + i * D, g->X + idx[i] * D, D * sizeof *Xs);
-        ys[i] = vals[idx[i]];
-    }
-    if ((rc = bd_kernel_new(BD_KERNEL_MATERN52, D, g->n_choices, &k, err)) ||
-        (rc = bd_gp_new(k, 1e-2, BD_GP_STD_SCALE, &gp, err)) || (rc = bd_gp_set_data(gp, m, Xs, ys, idx, err)))
-        goto out;
-    *out = gp;
-    gp = NULL;
-out:
-    bd_gp_free(gp);
-    bd_kernel_free(k);
-    free(vals);
-    free(idx);
-    free(Xs);
-    free(ys);
-    return rc;
-}
-
-/* theta fitted on the first s observations, from the prior mean, with an
- * rng seeded from (study seed, s). */
-static int fitted_theta(const bo_bos *g, size_t s, double *theta, double *objective, bd_err *err)
-{
-    bd_gp *at_s = NULL;
-    int rc = build_model(g, s, &at_s, err);
-    if (rc || !at_s)
-        return rc ? rc : bd_err_set(err, BD_EINTERNAL, NULL, "bo_bos: nothing to fit");
-    size_t np = bd_gp_n_params(at_s);
-    bd_gp_prior *priors = bd_xmalloc(np * sizeof *priors);
-    double *start = bd_xmalloc(np * sizeof *start);
-    bd_gp_fit_default_priors(at_s, priors);
-    for (size_t i = 0; i < np; i++)
-        start[i] = priors[i].mean;
-    bd_gp_fit_options opt;
-    bd_gp_fit_options_default(&opt);
-    bd_rng rng;
-    bd_rng_seed(&rng, g->def->seed ^ 0x626f5f626f730001ULL /* "bo_bos" */, (uint64_t)s);
-    if (!(rc = bd_gp_set_theta(at_s, start, err)) && !(rc = bd_gp_fit(at_s, &opt, &rng, objective, err)))
-        memcpy(theta, bd_gp_theta(at_s), np * sizeof *theta);
-    free(priors);
-    free(start);
-    bd_gp_free(at_s);
-    return rc;
-}
-
-/* The outer model of the first n observations (a function of n alone):
- * *out new, NULL when no observation is finite. keep: remember a new fit
- * as the current one (only the rebuild of the current model does). */
-static int model_at(bo_bos *g, size_t n, int keep, bd_gp **out, bd_err *err)
-{
-    bd_gp *gp = NULL;
-    size_t s = refit_point(n);
-    int rc = build_model(g, n, &gp, err);
-    *out = NULL;
-    if (!rc && gp && s > 0) {
-        size_t np = bd_gp_n_params(gp);
-        double *theta = bd_xmalloc(np * sizeof *theta), objective = 0;
-        if (s == g->fit_at && g->fit_theta) {
-            memcpy(theta, g->fit_theta, np * sizeof *theta);
-        } else if (!(rc = fitted_theta(g, s, theta, &objective, err)) && keep) {
-            free(g->fit_theta);
-            g->fit_theta = bd_xmalloc(np * sizeof *theta);
-            memcpy(g->fit_theta, theta, np * sizeof *theta);
-            g->fit_at = s;
-            g->fit_objective = objective;
-        }
-        if (!rc)
-            rc = bd_gp_set_theta(gp, theta, err);
-        free(theta);
-    }
-    if (rc) {
-        bd_gp_free(gp);
-        return rc;
-    }
-    *out = gp;
-    return 0;
-}
-
-/* Rebuilds the current model from all observations; on failure suggest
- * falls back to random configs until the next rebuild. */
-static void rebuild(bo_bos *g)
-{
-    bd_err err;
-    bd_gp *gp = NULL;
-    int rc = model_at(g, g->n, 1, &gp, &err);
-    bd_gp_free(g->gp);
-    g->gp = gp;
-    g->model_error = rc != 0;
-    g->model_n = g->n;
-}
-
-static void add_observation(bo_bos *g, const double *x, double fidelity, double loss)
-{
-    if (g->n == g->cap) {
-        g->cap = g->cap ? 2 * g->cap : 64;
-        g->X = bd_xrealloc(g->X, g->cap * g->D * sizeof *g->X);
-        g->y = bd_xrealloc(g->y, g->cap * sizeof *g->y);
-    }
-    memcpy(g->X + g->n * g->D, x, g->d * sizeof *x);
-    g->X[g->n * g->D + g->d] = fidelity;
-    g->y[g->n++] = loss;
-}
+/* ------------------------------------------------------------- C2 */
 
 /* C2's predictive sds at [x, n/N], n = N0+1..N, from gp (NULL: none). */
 static int sigmas_from(const bo_bos *g, const bd_gp *gp, trial *t, bd_err *err)
@@ -495,11 +327,12 @@ static int sigmas_from(const bo_bos *g, const bd_gp *gp, trial *t, bd_err *err)
         t->sigma = bd_xcalloc(g->q, sizeof *t->sigma);
         return 0;
     }
-    double *Xq = bd_xmalloc(g->q * g->D * sizeof *Xq), *mu = bd_xmalloc(g->q * sizeof *mu);
+    size_t D = g->d + 1;
+    double *Xq = bd_xmalloc(g->q * D * sizeof *Xq), *mu = bd_xmalloc(g->q * sizeof *mu);
     double *var = bd_xmalloc(g->q * sizeof *var);
     for (size_t a = 0; a < g->q; a++) {
-        memcpy(Xq + a * g->D, t->x, g->d * sizeof *Xq);
-        Xq[a * g->D + g->d] = (double)(g->n0 + 1 + a) / (double)g->N;
+        memcpy(Xq + a * D, t->x, g->d * sizeof *Xq);
+        Xq[a * D + g->d] = (double)(g->n0 + 1 + a) / (double)g->N;
     }
     int rc = bd_gp_predict(gp, g->q, Xq, mu, var, 1, err);
     if (!rc) {
@@ -515,16 +348,16 @@ static int sigmas_from(const bo_bos *g, const bd_gp *gp, trial *t, bd_err *err)
 }
 
 /* Makes t's C2 sigmas known: from the model of its first n_c observations. */
-static void ensure_sigmas(bo_bos *g, trial *t)
+static void ensure_sigmas(const bo_bos *g, trial *t)
 {
     bd_err err;
     bd_gp *gp = NULL;
     if (t->sigma)
         return;
-    if (g->model_n == t->n_c && !g->model_error) {
-        if (!sigmas_from(g, g->gp, t, &err))
+    if (bd_bo_model_current(g->model, t->n_c)) {
+        if (!sigmas_from(g, bd_bo_model_gp(g->model), t, &err))
             return;
-    } else if (!model_at(g, t->n_c, 0, &gp, &err) && !sigmas_from(g, gp, t, &err)) {
+    } else if (!bd_bo_model_at(g->model, t->n_c, &gp, &err) && !sigmas_from(g, gp, t, &err)) {
         bd_gp_free(gp);
         return;
     }
@@ -773,76 +606,12 @@ static void trial_observations(bo_bos *g, const trial *t, int completed, double 
         return; /* stopped at no epoch: nothing to place */
     for (size_t i = 0; i < g->n_inter && g->inter[i] < last; i++)
         if (!isnan(t->loss[g->inter[i]]))
-            add_observation(g, t->x, (double)g->inter[i] / (double)g->N, t->loss[g->inter[i]]);
-    add_observation(g, t->x, completed ? 1.0 : (double)last / (double)g->N, completed ? final_loss : t->last_loss);
+            bd_bo_model_add(g->model, t->x, (double)g->inter[i] / (double)g->N, t->loss[g->inter[i]]);
+    bd_bo_model_add(g->model, t->x, completed ? 1.0 : (double)last / (double)g->N,
+                    completed ? final_loss : t->last_loss);
 }
 
 /* ------------------------------------------------------------- suggest */
-
-typedef struct score_ctx {
-    const bo_bos *g;
-    bd_gp *hallucinated;
-    double var_scale;
-    double mult;
-    double *mu, *var, *U; /* scratch of the largest batch (U: rows of D) */
-    size_t scratch;
-} score_ctx;
-
-static int score_ucb(void *ctx, size_t n, const double *U, double *out)
-{
-    score_ctx *c = ctx;
-    const bo_bos *g = c->g;
-    bd_err err;
-    if (n > c->scratch) {
-        c->mu = bd_xrealloc(c->mu, n * sizeof *c->mu);
-        c->var = bd_xrealloc(c->var, n * sizeof *c->var);
-        c->U = bd_xrealloc(c->U, n * g->D * sizeof *c->U);
-        c->scratch = n;
-    }
-    for (size_t i = 0; i < n; i++) {
-        memcpy(c->U + i * g->D, U + i * g->d, g->d * sizeof *U);
-        c->U[i * g->D + g->d] = 1.0; /* full fidelity */
-    }
-    int rc = bd_gp_predict(g->gp, n, c->U, c->mu, NULL, 0, &err);
-    if (!rc)
-        rc = bd_gp_predict(c->hallucinated, n, c->U, c->var, c->var, 0, &err);
-    for (size_t i = 0; !rc && i < n; i++)
-        out[i] = -c->mu[i] + c->mult * sqrt(c->var[i] * c->var_scale);
-    return rc;
-}
-
-/* The model plus every running trial at [x, 1] (GP-BUCB); see gp_ucb.c. */
-static int hallucinate(const bo_bos *g, bd_gp **out, bd_err *err)
-{
-    *out = NULL;
-    if (!g->n_run)
-        return 0;
-    size_t m = bd_gp_size(g->gp), total = m + g->n_run, D = g->D;
-    double *X = bd_xmalloc(total * D * sizeof *X), *y = bd_xmalloc(total * sizeof *y);
-    for (size_t i = 0; i < m; i++) {
-        memcpy(X + i * D, bd_gp_x(g->gp, i), D * sizeof *X);
-        y[i] = bd_gp_y(g->gp, i);
-    }
-    for (size_t i = 0; i < g->n_run; i++) {
-        memcpy(X + (m + i) * D, g->run[i]->x, g->d * sizeof *X);
-        X[(m + i) * D + g->d] = 1.0;
-        y[m + i] = 0; /* unused by the variance */
-    }
-    bd_gp *h = NULL;
-    int rc = bd_gp_new(bd_gp_kernel(g->gp), 1e-2, BD_GP_STD_NONE, &h, err);
-    if (!rc)
-        rc = bd_gp_set_theta(h, bd_gp_theta(g->gp), err);
-    if (!rc)
-        rc = bd_gp_set_data(h, total, X, y, NULL, err);
-    free(X);
-    free(y);
-    if (rc) {
-        bd_gp_free(h);
-        return rc;
-    }
-    *out = h;
-    return 0;
-}
 
 static bd_sched_status bb_status(const bd_sched *s)
 {
@@ -859,57 +628,39 @@ static int bb_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out
     if (st != BD_STATUS_RUNNING)
         return st == BD_STATUS_DONE ? BD_SUGGEST_DONE : BD_SUGGEST_WAIT;
     bd_rng rng = ctx->rng;
+    const bd_gp *gp = bd_bo_model_gp(g->model);
     out->budget = g->def->r_max;
-    if (g->created < g->n_init || !g->gp) {
+    if (g->created < g->n_init || !gp) {
         out->config = bd_space_sample(g->def->space, &rng);
         return BD_SUGGEST_TRIAL;
     }
-    bd_acq_problem p;
-    bd_acq_options o;
-    bd_acq_space_problem(g->acq_space, &p);
-    bd_acq_options_default(&o);
-    double t = (double)(g->created + 1);
-    score_ctx c = {.g = g};
-    c.mult = g->multiplier == MULT_CODE ? bd_acq_ucb_multiplier_code(g->D, t)
-                                        : sqrt(bd_acq_ucb_beta_paper((double)o.n_candidates, t, g->delta));
     double *u = bd_xmalloc(g->d * sizeof *u);
-    int rc = hallucinate(g, &c.hallucinated, err);
-    double mean, scale;
-    bd_gp_standardization(g->gp, &mean, &scale);
-    c.var_scale = c.hallucinated ? scale * scale : 1.0;
-    if (!c.hallucinated)
-        c.hallucinated = g->gp;
-    p.score = score_ucb;
-    p.score_ctx = &c;
+    const double **run_x = bd_xmalloc((g->n_run ? g->n_run : 1) * sizeof *run_x);
+    for (size_t i = 0; i < g->n_run; i++)
+        run_x[i] = g->run[i]->x;
     /* The best full-fidelity observations seed the local search. */
-    size_t m = bd_gp_size(g->gp), n_starts = 0;
+    size_t m = bd_gp_size(gp), n_starts = 0;
     double *starts = bd_xmalloc(4 * g->d * sizeof *starts);
     while (n_starts < 4) {
         long best = -1;
         for (size_t i = 0; i < m; i++) {
-            const double *xi = bd_gp_x(g->gp, i);
+            const double *xi = bd_gp_x(gp, i);
             int taken = xi[g->d] != 1.0;
             for (size_t j = 0; j < n_starts && !taken; j++)
                 taken = memcmp(starts + j * g->d, xi, g->d * sizeof *starts) == 0;
-            if (!taken && (best < 0 || bd_gp_y(g->gp, i) < bd_gp_y(g->gp, (size_t)best)))
+            if (!taken && (best < 0 || bd_gp_y(gp, i) < bd_gp_y(gp, (size_t)best)))
                 best = (long)i;
         }
         if (best < 0)
             break;
-        memcpy(starts + n_starts * g->d, bd_gp_x(g->gp, (size_t)best), g->d * sizeof *starts);
+        memcpy(starts + n_starts * g->d, bd_gp_x(gp, (size_t)best), g->d * sizeof *starts);
         n_starts++;
     }
-    o.starts = n_starts ? starts : NULL;
-    o.n_starts = n_starts;
-    if (!rc)
-        rc = bd_acq_maximize(&p, &o, &rng, u, NULL, err);
+    int rc = bd_bo_model_propose(g->model, (double)(g->created + 1), g->n_run, run_x, n_starts ? starts : NULL,
+                                 n_starts, &rng, u, err);
     if (!rc)
         out->config = bd_space_decode(g->def->space, u);
-    if (c.hallucinated != g->gp)
-        bd_gp_free(c.hallucinated);
-    free(c.mu);
-    free(c.var);
-    free(c.U);
+    free(run_x);
     free(starts);
     free(u);
     return rc ? rc : BD_SUGGEST_TRIAL;
@@ -933,16 +684,16 @@ static int bb_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev
         if (bd_space_encode(g->def->space, ev->config, t->x)) /* cannot happen: the engine validated it */
             for (size_t j = 0; j < g->d; j++)
                 t->x[j] = 0.5;
-        t->n_c = g->n;
+        t->n_c = bd_bo_model_count(g->model);
         t->loss = bd_xmalloc((g->N + 1) * sizeof *t->loss);
         for (size_t k = 0; k <= g->N; k++)
             t->loss[k] = NAN;
         t->last_step = t->last_loss = NAN;
         t->bos = BOS_NONE;
         t->v.p_worse = NAN;
-        if (!ctx->replay && g->model_n == g->n && !g->model_error) {
+        if (!ctx->replay && bd_bo_model_current(g->model, t->n_c)) {
             bd_err ignored;
-            if (sigmas_from(g, g->gp, t, &ignored)) {
+            if (sigmas_from(g, bd_bo_model_gp(g->model), t, &ignored)) {
                 free(t->sigma);
                 t->sigma = NULL; /* computed again when needed */
             }
@@ -977,10 +728,8 @@ static int bb_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev
             g->epochs_saved += n ? (double)(g->N - n) : 0;
         }
         trial_free(t);
-        if (ctx->replay) /* a replay rebuilds once, in replayed() */
-            g->model_n = SIZE_MAX;
-        else
-            rebuild(g);
+        if (!ctx->replay) /* a replay rebuilds once, in replayed() */
+            bd_bo_model_rebuild(g->model);
         break;
     case BD_EV_FAILED:
     case BD_EV_EXPIRED:
@@ -993,7 +742,7 @@ static int bb_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev
 static void bb_replayed(bd_sched *s)
 {
     bo_bos *g = (bo_bos *)s;
-    rebuild(g);
+    bd_bo_model_rebuild(g->model);
     for (size_t i = 0; i < g->n_run; i++)
         if (g->run[i]->v.pending)
             finish_verdict(g, g->run[i]);
@@ -1009,16 +758,7 @@ static json_t *number_or_null(double v)
 static int bb_describe(const bd_sched *s, json_t **out)
 {
     const bo_bos *g = (const bo_bos *)s;
-    json_t *model = json_null(), *inter = json_array(), *verdicts = json_array();
-    if (g->gp) {
-        const double *theta = bd_gp_theta(g->gp);
-        json_t *ls = json_array();
-        for (size_t j = 0; j < g->D; j++)
-            json_array_append_new(ls, json_real(exp(theta[j])));
-        model = json_pack("{s:I, s:o, s:f, s:f, s:I, s:f}", "training_points", (json_int_t)bd_gp_size(g->gp),
-                          "lengthscales", ls, "signal_variance", exp(theta[g->D]), "noise_variance",
-                          exp(theta[g->D + 1]), "fitted_at", (json_int_t)g->fit_at, "log_posterior", g->fit_objective);
-    }
+    json_t *model = bd_bo_model_describe(g->model), *inter = json_array(), *verdicts = json_array();
     for (size_t i = 0; i < g->n_inter; i++)
         json_array_append_new(inter, json_integer((json_int_t)g->inter[i]));
     for (size_t i = 0; i < g->n_run; i++) {
@@ -1034,10 +774,11 @@ static int bb_describe(const bd_sched *s, json_t **out)
     }
     *out = json_pack("{s:I, s:I, s:I, s:I, s:s, s:o, s:b, s:I, s:I, s:o, s:f, s:{s:I, s:I, s:f}, s:o}", "n_init",
                      (json_int_t)g->n_init, "created", (json_int_t)g->created, "running", (json_int_t)g->n_run,
-                     "observations", (json_int_t)g->n, "multiplier", g->multiplier == MULT_CODE ? "code" : "paper",
-                     "model", model, "model_error", g->model_error, "epochs", (json_int_t)g->N, "n0", (json_int_t)g->n0,
-                     "intermediate_epochs", inter, "kappa", g->kappa, "bos", "triggered", (json_int_t)g->triggered,
-                     "stopped", (json_int_t)g->stopped, "epochs_saved", g->epochs_saved, "verdicts", verdicts);
+                     "observations", (json_int_t)bd_bo_model_count(g->model), "multiplier",
+                     bd_bo_model_multiplier_name(g->model), "model", model, "model_error", bd_bo_model_error(g->model),
+                     "epochs", (json_int_t)g->N, "n0", (json_int_t)g->n0, "intermediate_epochs", inter, "kappa",
+                     g->kappa, "bos", "triggered", (json_int_t)g->triggered, "stopped", (json_int_t)g->stopped,
+                     "epochs_saved", g->epochs_saved, "verdicts", verdicts);
     return *out ? 0 : BD_EINTERNAL;
 }
 
@@ -1049,13 +790,8 @@ static void bb_destroy(bd_sched *s)
     for (size_t i = 0; i < g->n_run; i++)
         trial_free(g->run[i]);
     free(g->run);
-    free(g->X);
-    free(g->y);
     free(g->inter);
-    free(g->n_choices);
-    free(g->fit_theta);
-    bd_gp_free(g->gp);
-    bd_acq_space_free(g->acq_space);
+    bd_bo_model_free(g->model);
     free(g);
 }
 

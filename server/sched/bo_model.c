@@ -1,0 +1,398 @@
+/* bo_model.c: the outer GP shared by gp_ucb.c and bo_bos.c (contract and
+ * the purity rule in bo_model.h).
+ *
+ * Invariants: X and y only grow (observations are never changed or
+ * removed), so the model of the first n observations is the same whenever
+ * it is built; fit.theta, when set, is the theta fitted on the first fit.at
+ * of them; gp is the model of the first model_n (or NULL). */
+#include "bo_model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../model/acq.h"
+#include "../model/acq_space.h"
+
+typedef struct fit_state {
+    double *theta;    /* fitted at `at`, NULL: none yet */
+    size_t at;        /* observation count of that refit (0 = none) */
+    double objective; /* its log posterior */
+} fit_state;
+
+struct bd_bo_model {
+    const bd_study_def *def;
+    const char *name;
+    size_t d, D;   /* configuration coordinates; D = d + 1 with the fidelity column */
+    int fidelity;  /* the column n/N follows the d coordinates */
+    uint64_t salt; /* refit rng: (seed ^ salt, s) */
+    bd_bo_ucb ucb;
+    unsigned *n_choices;     /* D entries: 0 numeric, else K */
+    bd_acq_space *acq_space; /* the d coordinates compiled for the optimiser */
+
+    double *X, *y; /* observations in arrival order (n x D, n) */
+    size_t n, cap;
+
+    bd_gp *gp;      /* the current model, or NULL */
+    size_t model_n; /* observation count gp was rebuilt from */
+    int model_error;
+    fit_state fit; /* the last refit a rebuild made */
+};
+
+/* ------------------------------------------------------------- create */
+
+int bd_bo_ucb_read(const json_t *options, bd_bo_ucb *out, bd_err *err)
+{
+    static const char *const multipliers[] = {"paper", "code", NULL};
+    const char *mult;
+    int rc = bd_opt_string(options, "multiplier", "paper", multipliers, &mult, err);
+    if (!rc)
+        rc = bd_opt_number(options, "delta", 0.1, 1e-9, 0.999999, &out->delta, err);
+    if (!rc)
+        out->multiplier = strcmp(mult, "code") == 0 ? BD_BO_MULT_CODE : BD_BO_MULT_PAPER;
+    return rc;
+}
+
+int bd_bo_model_new(const bd_study_def *def, const bd_bo_model_options *opt, bd_bo_model **out, bd_err *err)
+{
+    bd_acq_space *as = NULL;
+    size_t d = bd_space_size(def->space);
+    if (bd_acq_space_new(def->space, &as, err))
+        return bd_err_set(err, BD_EINVAL, "parameters", "%s: %s", opt->name, err->message);
+    bd_bo_model *m = bd_xcalloc(1, sizeof *m);
+    m->def = def;
+    m->name = opt->name;
+    m->d = d;
+    m->D = d + (opt->fidelity ? 1 : 0);
+    m->fidelity = opt->fidelity;
+    m->salt = opt->salt;
+    m->ucb = opt->ucb;
+    m->acq_space = as;
+    m->n_choices = bd_xcalloc(m->D, sizeof *m->n_choices);
+    for (size_t j = 0; j < d; j++) {
+        const bd_param *p = bd_space_param(def->space, j);
+        if (p->type == BD_PARAM_CATEGORICAL)
+            m->n_choices[j] = (unsigned)json_array_size(p->choices);
+    }
+    *out = m;
+    return 0;
+}
+
+void bd_bo_model_free(bd_bo_model *m)
+{
+    if (!m)
+        return;
+    free(m->X);
+    free(m->y);
+    free(m->n_choices);
+    free(m->fit.theta);
+    bd_gp_free(m->gp);
+    bd_acq_space_free(m->acq_space);
+    free(m);
+}
+
+/* ------------------------------------------------------------- observations */
+
+void bd_bo_model_add(bd_bo_model *m, const double *x, double fidelity, double loss)
+{
+    if (m->n == m->cap) {
+        m->cap = m->cap ? 2 * m->cap : 64;
+        m->X = bd_xrealloc(m->X, m->cap * m->D * sizeof *m->X);
+        m->y = bd_xrealloc(m->y, m->cap * sizeof *m->y);
+    }
+    memcpy(m->X + m->n * m->D, x, m->d * sizeof *x);
+    if (m->fidelity)
+        m->X[m->n * m->D + m->d] = fidelity;
+    m->y[m->n++] = loss;
+}
+
+size_t bd_bo_model_count(const bd_bo_model *m)
+{
+    return m->n;
+}
+
+/* ------------------------------------------------------------- the model */
+
+/* The observations' values for the GP: +INFINITY (diverged) becomes the
+ * worst finite loss among the first n, so one bad run does not wreck the
+ * standardisation. Returns 0 when none is finite. */
+static int finite_values(const bd_bo_model *m, size_t n, double *out)
+{
+    double worst = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(m->y[i]) && m->y[i] > worst)
+            worst = m->y[i];
+    if (!isfinite(worst))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        out[i] = isfinite(m->y[i]) ? m->y[i] : worst;
+    return 1;
+}
+
+size_t bd_bo_model_refit_point(size_t n)
+{
+    size_t at = 0;
+    for (size_t k = 1; k <= n; k++)
+        if (bd_gp_refit_due(at, k))
+            at = k;
+    return at;
+}
+
+/* A model with the default hyperparameters holding the selected subset of
+ * the first n observations; NULL (and 0) when none is finite. */
+static int build_model(const bd_bo_model *m, size_t n, bd_gp **out, bd_err *err)
+{
+    bd_kernel *k = NULL;
+    bd_gp *gp = NULL;
+    size_t D = m->D;
+    double *vals = bd_xmalloc((n ? n : 1) * sizeof *vals);
+    size_t *idx = bd_xmalloc((n ? n : 1) * sizeof *idx);
+    double *Xs = NULL, *ys = NULL;
+    int rc = 0;
+    *out = NULL;
+    if (!finite_values(m, n, vals))
+        goto out;
+    size_t sel = bd_gp_select(n, vals, BD_GP_TRAIN_CAP, BD_GP_TRAIN_BEST, idx);
+    Xs = bd_xmalloc(sel * D * sizeof *Xs);
+    ys = bd_xmalloc(sel * sizeof *ys);
+    for (size_t i = 0; i < sel; i++) {
+        memcpy(Xs + i * D, m->X + idx[i] * D, D * sizeof *Xs);
+        ys[i] = vals[idx[i]];
+    }
+    if ((rc = bd_kernel_new(BD_KERNEL_MATERN52, D, m->n_choices, &k, err)) ||
+        (rc = bd_gp_new(k, 1e-2, BD_GP_STD_SCALE, &gp, err)) || (rc = bd_gp_set_data(gp, sel, Xs, ys, idx, err)))
+        goto out;
+    *out = gp;
+    gp = NULL;
+out:
+    bd_gp_free(gp);
+    bd_kernel_free(k);
+    free(vals);
+    free(idx);
+    free(Xs);
+    free(ys);
+    return rc;
+}
+
+/* theta fitted on the first s observations: from the prior mean, with an
+ * rng seeded from (study seed ^ salt, s). */
+static int fitted_theta(const bd_bo_model *m, size_t s, double *theta, double *objective, bd_err *err)
+{
+    bd_gp *at_s = NULL;
+    int rc = build_model(m, s, &at_s, err);
+    if (rc || !at_s)
+        return rc ? rc : bd_err_set(err, BD_EINTERNAL, NULL, "%s: nothing to fit", m->name);
+    size_t np = bd_gp_n_params(at_s);
+    bd_gp_prior *priors = bd_xmalloc(np * sizeof *priors);
+    double *start = bd_xmalloc(np * sizeof *start);
+    bd_gp_fit_default_priors(at_s, priors);
+    for (size_t i = 0; i < np; i++)
+        start[i] = priors[i].mean;
+    bd_gp_fit_options opt;
+    bd_gp_fit_options_default(&opt);
+    bd_rng rng;
+    bd_rng_seed(&rng, m->def->seed ^ m->salt, (uint64_t)s);
+    if (!(rc = bd_gp_set_theta(at_s, start, err)) && !(rc = bd_gp_fit(at_s, &opt, &rng, objective, err)))
+        memcpy(theta, bd_gp_theta(at_s), np * sizeof *theta);
+    free(priors);
+    free(start);
+    bd_gp_free(at_s);
+    return rc;
+}
+
+/* The model of the first n observations (a function of n alone): *out new,
+ * NULL when no observation is finite. The theta of the last refit point is
+ * m->fit's when it was fitted there, else fitted now; keep (may be NULL)
+ * then receives that new fit. */
+static int model_at(const bd_bo_model *m, size_t n, fit_state *keep, bd_gp **out, bd_err *err)
+{
+    bd_gp *gp = NULL;
+    size_t s = bd_bo_model_refit_point(n);
+    int rc = build_model(m, n, &gp, err);
+    *out = NULL;
+    if (!rc && gp && s > 0) {
+        size_t np = bd_gp_n_params(gp);
+        double *theta = bd_xmalloc(np * sizeof *theta), objective = 0;
+        if (s == m->fit.at && m->fit.theta) {
+            memcpy(theta, m->fit.theta, np * sizeof *theta);
+        } else if (!(rc = fitted_theta(m, s, theta, &objective, err)) && keep) {
+            free(keep->theta);
+            keep->theta = bd_xmalloc(np * sizeof *theta);
+            memcpy(keep->theta, theta, np * sizeof *theta);
+            keep->at = s;
+            keep->objective = objective;
+        }
+        if (!rc)
+            rc = bd_gp_set_theta(gp, theta, err);
+        free(theta);
+    }
+    if (rc) {
+        bd_gp_free(gp);
+        return rc;
+    }
+    *out = gp;
+    return 0;
+}
+
+void bd_bo_model_rebuild(bd_bo_model *m)
+{
+    bd_err err;
+    bd_gp *gp = NULL;
+    int rc = model_at(m, m->n, &m->fit, &gp, &err);
+    bd_gp_free(m->gp);
+    m->gp = gp;
+    m->model_error = rc != 0;
+    m->model_n = m->n;
+}
+
+const bd_gp *bd_bo_model_gp(const bd_bo_model *m)
+{
+    return m->gp;
+}
+
+int bd_bo_model_error(const bd_bo_model *m)
+{
+    return m->model_error;
+}
+
+int bd_bo_model_current(const bd_bo_model *m, size_t n)
+{
+    return m->model_n == n && !m->model_error;
+}
+
+int bd_bo_model_at(const bd_bo_model *m, size_t n, bd_gp **out, bd_err *err)
+{
+    return model_at(m, n, NULL, out, err);
+}
+
+/* ------------------------------------------------------------- propose */
+
+typedef struct score_ctx {
+    const bd_bo_model *m;
+    const bd_gp *hallucinated; /* the model plus the running trials (or m->gp) */
+    double var_scale;          /* hallucinated's variance -> the caller's units */
+    double mult;
+    double *mu, *var, *U; /* scratch of the largest batch (U: rows of D, with the fidelity column) */
+    size_t scratch;
+} score_ctx;
+
+static int score_ucb(void *ctx, size_t n, const double *U, double *out)
+{
+    score_ctx *c = ctx;
+    const bd_bo_model *m = c->m;
+    bd_err err;
+    if (n > c->scratch) {
+        c->mu = bd_xrealloc(c->mu, n * sizeof *c->mu);
+        c->var = bd_xrealloc(c->var, n * sizeof *c->var);
+        if (m->fidelity)
+            c->U = bd_xrealloc(c->U, n * m->D * sizeof *c->U);
+        c->scratch = n;
+    }
+    if (m->fidelity) {
+        for (size_t i = 0; i < n; i++) {
+            memcpy(c->U + i * m->D, U + i * m->d, m->d * sizeof *U);
+            c->U[i * m->D + m->d] = 1.0; /* full fidelity */
+        }
+        U = c->U;
+    }
+    int rc = bd_gp_predict(m->gp, n, U, c->mu, NULL, 0, &err);
+    if (!rc)
+        rc = bd_gp_predict(c->hallucinated, n, U, c->var, c->var, 0, &err);
+    for (size_t i = 0; !rc && i < n; i++)
+        out[i] = -c->mu[i] + c->mult * sqrt(c->var[i] * c->var_scale);
+    return rc;
+}
+
+/* The current model with every running trial added at full fidelity: only
+ * their coordinates matter for the variance (GP-BUCB). It keeps no
+ * standardisation of its own, so its variance is in the base model's
+ * standardised units (times the base scale squared in score_ucb). New, or
+ * NULL when nothing runs. */
+static int hallucinate(const bd_bo_model *m, size_t n_run, const double *const *run_x, bd_gp **out, bd_err *err)
+{
+    *out = NULL;
+    if (!n_run)
+        return 0;
+    size_t held = bd_gp_size(m->gp), total = held + n_run, D = m->D;
+    double *X = bd_xmalloc(total * D * sizeof *X), *y = bd_xmalloc(total * sizeof *y);
+    for (size_t i = 0; i < held; i++) {
+        memcpy(X + i * D, bd_gp_x(m->gp, i), D * sizeof *X);
+        y[i] = bd_gp_y(m->gp, i);
+    }
+    for (size_t i = 0; i < n_run; i++) {
+        memcpy(X + (held + i) * D, run_x[i], m->d * sizeof *X);
+        if (m->fidelity)
+            X[(held + i) * D + m->d] = 1.0;
+        y[held + i] = 0; /* unused by the variance */
+    }
+    bd_gp *h = NULL;
+    int rc = bd_gp_new(bd_gp_kernel(m->gp), 1e-2, BD_GP_STD_NONE, &h, err);
+    if (!rc)
+        rc = bd_gp_set_theta(h, bd_gp_theta(m->gp), err);
+    if (!rc)
+        rc = bd_gp_set_data(h, total, X, y, NULL, err);
+    free(X);
+    free(y);
+    if (rc) {
+        bd_gp_free(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
+static double multiplier(const bd_bo_model *m, double t, size_t n_candidates)
+{
+    if (m->ucb.multiplier == BD_BO_MULT_CODE)
+        return bd_acq_ucb_multiplier_code(m->D, t);
+    return sqrt(bd_acq_ucb_beta_paper((double)n_candidates, t, m->ucb.delta));
+}
+
+int bd_bo_model_propose(const bd_bo_model *m, double t, size_t n_run, const double *const *run_x, const double *starts,
+                        size_t n_starts, bd_rng *rng, double *u, bd_err *err)
+{
+    bd_acq_problem p;
+    bd_acq_options o;
+    bd_gp *h = NULL;
+    if (!m->gp)
+        return bd_err_set(err, BD_EINTERNAL, NULL, "%s: no model to propose from", m->name);
+    bd_acq_space_problem(m->acq_space, &p);
+    bd_acq_options_default(&o);
+    score_ctx c = {.m = m, .mult = multiplier(m, t, o.n_candidates)};
+    int rc = hallucinate(m, n_run, run_x, &h, err);
+    double mean, scale;
+    bd_gp_standardization(m->gp, &mean, &scale);
+    c.var_scale = h ? scale * scale : 1.0;
+    c.hallucinated = h ? h : m->gp;
+    p.score = score_ucb;
+    p.score_ctx = &c;
+    o.starts = starts;
+    o.n_starts = n_starts;
+    if (!rc)
+        rc = bd_acq_maximize(&p, &o, rng, u, NULL, err);
+    bd_gp_free(h);
+    free(c.mu);
+    free(c.var);
+    free(c.U);
+    return rc;
+}
+
+/* ------------------------------------------------------------- describe */
+
+const char *bd_bo_model_multiplier_name(const bd_bo_model *m)
+{
+    return m->ucb.multiplier == BD_BO_MULT_CODE ? "code" : "paper";
+}
+
+json_t *bd_bo_model_describe(const bd_bo_model *m)
+{
+    if (!m->gp)
+        return json_null();
+    const double *theta = bd_gp_theta(m->gp);
+    json_t *ls = json_array();
+    for (size_t j = 0; j < m->D; j++)
+        json_array_append_new(ls, json_real(exp(theta[j])));
+    return json_pack("{s:I, s:o, s:f, s:f, s:I, s:f}", "training_points", (json_int_t)bd_gp_size(m->gp), "lengthscales",
+                     ls, "signal_variance", exp(theta[m->D]), "noise_variance", exp(theta[m->D + 1]), "fitted_at",
+                     (json_int_t)m->fit.at, "log_posterior", m->fit.objective);
+}
