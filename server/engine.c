@@ -9,6 +9,7 @@
 #include "log.h"
 
 #include <gsl/gsl_errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -527,7 +528,7 @@ void bd_engine_recover_if_needed(bd_engine *e)
 static void *reaper_main(void *arg)
 {
     bd_engine *e = arg;
-    double last_prune = 0;
+    double last_prune = 0, last_trim = 0;
     pthread_mutex_lock(&e->reaper_mu);
     while (!e->reaper_stop) {
         struct timespec until;
@@ -552,6 +553,13 @@ static void *reaper_main(void *arg)
             if (bd_store_idem_prune(e->store, now - 86400, &err))
                 bd_log(BD_LOG_ERROR, "idempotency prune failed: %s", err.message);
             last_prune = now;
+        }
+        /* glibc keeps freed memory in per-thread arenas (64 handler
+         * threads): a burst of large answers once kept RSS 180 MB up for
+         * good. Give it back to the OS now and then. */
+        if (now - last_trim > 10) {
+            malloc_trim(0);
+            last_trim = now;
         }
         pthread_mutex_lock(&e->reaper_mu);
     }
