@@ -73,8 +73,9 @@ one row per config, columns:
   err_1..err_50    validation error after epoch k (multiples of 1/val_rows)
   sec_1..sec_50    cumulative process-time seconds of training after epoch k
   eval_seconds     process-time seconds spent on the 50 validation scorings
-The run's settings (seed, rows, epochs) are in the README and the header
-comment is not used so that any CSV reader can read the file.
+The run's settings (seed, rows) are not in the file (no comment header, so any
+CSV reader reads it); they are in the README.  Resuming trusts the existing
+rows: give a run with other --seed/--train-rows/--val-rows its own --out.
 
 Resumable: each finished config is appended at once (as its own gzip member;
 gzip readers concatenate members); on start the rows already in the file are
@@ -88,8 +89,8 @@ config_id; --compact does only that.
 
 Options: --configs 512 --epochs 50 --seed 20261123 --train-rows 500
 --val-rows 1000 --out PATH --stop-after SECONDS (finish the running config and
-stop, for a deadline) --compact --time-one (train config 0 only, print its seconds and
-write nothing).
+stop, for a deadline) --compact --time-one (train the first --configs configs, print their
+seconds, write nothing; e.g. --time-one --configs 4).
 """
 
 import argparse
