@@ -47,7 +47,7 @@ int bd_acq_check(const bd_acq_problem *p, bd_err *err)
 
 /* ---- the grid: the same arithmetic as bd_space_encode / bd_space_decode ---- */
 
-static double int_value(const bd_acq_dim *dm, double u)
+double bd_acq_int_value(const bd_acq_dim *dm, double u)
 {
     double x;
     if (u <= 0)
@@ -92,7 +92,7 @@ static double snap(const bd_acq_dim *dm, double u)
     u = isnan(u) ? 0.5 : fmin(fmax(u, 0.0), 1.0);
     switch (dm->kind) {
     case BD_ACQ_INTEGER:
-        return int_code(dm, int_value(dm, u));
+        return int_code(dm, bd_acq_int_value(dm, u));
     case BD_ACQ_CATEGORICAL:
         return choice_code(dm, choice_of(dm, u));
     default:
@@ -177,7 +177,7 @@ static int refine(search *s, double *x, double fx)
                 memcpy(u, x, d * sizeof *u);
                 u[j] = x[j] + dir * h;
                 if (dm->kind == BD_ACQ_INTEGER) {
-                    double v = int_value(dm, x[j]), w = int_value(dm, snap(dm, u[j]));
+                    double v = bd_acq_int_value(dm, x[j]), w = bd_acq_int_value(dm, snap(dm, u[j]));
                     if (fabs(w - v) > 1)
                         h_matters = 1;
                     else

@@ -86,6 +86,10 @@ int bd_acq_check(const bd_acq_problem *p, bd_err *err) BD_MUST_CHECK;
  * to 0.5. mask (d entries, may be NULL) receives the activity. */
 void bd_acq_project(const bd_acq_problem *p, double *u, unsigned char *mask);
 
+/* The integer an integer coordinate u of dm stands for: bd_space_decode's
+ * arithmetic (log scale when dm->log), rounded and kept in [low, high]. */
+double bd_acq_int_value(const bd_acq_dim *dm, double u);
+
 /* Finds a high-scoring point: best_u (d entries) receives it, *best_score
  * (may be NULL) its score. Randomness (the Sobol shift) comes from rng. */
 int bd_acq_maximize(const bd_acq_problem *p, const bd_acq_options *o, bd_rng *rng, double *best_u, double *best_score,

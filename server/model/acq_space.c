@@ -107,21 +107,6 @@ int bd_acq_space_new(const bd_space *space, bd_acq_space **out, bd_err *err)
     return 0;
 }
 
-/* The integer a grid coordinate stands for (space.c's decode, rounded). */
-static double int_at(const bd_acq_dim *dm, double u)
-{
-    double x;
-    if (u <= 0)
-        x = dm->low;
-    else if (u >= 1)
-        x = dm->high;
-    else if (dm->log)
-        x = exp(log(dm->low) + u * (log(dm->high) - log(dm->low)));
-    else
-        x = dm->low + u * (dm->high - dm->low);
-    return fmin(fmax(round(fmin(fmax(x, dm->low), dm->high)), dm->low), dm->high);
-}
-
 static int cond_holds(const bd_acq_space *as, const cond *cd, const double *u)
 {
     const bd_acq_dim *dm = &as->dims[cd->parent];
@@ -131,7 +116,7 @@ static int cond_holds(const bd_acq_space *as, const cond *cd, const double *u)
         size_t k = !(f >= 0) ? 0 : f >= (double)dm->n_choices ? dm->n_choices - 1 : (size_t)f;
         return cd->accept[k];
     }
-    v = int_at(dm, u[cd->parent]);
+    v = bd_acq_int_value(dm, u[cd->parent]);
     for (size_t k = 0; k < cd->n_nums; k++)
         if (cd->nums[k] == v)
             return 1;
