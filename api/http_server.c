@@ -175,6 +175,18 @@ static void set_deadline(conn_track *t, int64_t d, int only_earlier)
         ;
 }
 
+/* MHD's accept policy: once a stop began, a new connection is closed as
+ * soon as it is accepted (the client sees the connection end, as it would
+ * see a refusal), while connections already open finish their requests. */
+static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+    const bd_http_server *s = cls;
+
+    (void)addr;
+    (void)addrlen;
+    return atomic_load(&s->stopping) ? MHD_NO : MHD_YES;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
@@ -692,7 +704,7 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
 
     errno = 0;
     /* clang-format off */
-    s->daemon = MHD_start_daemon(flags, port, NULL, NULL, on_request, s,
+    s->daemon = MHD_start_daemon(flags, port, accept_policy, s, on_request, s,
                                  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, /* first: MHD logs nowhere else */
                                  MHD_OPTION_SOCK_ADDR, opts->addr,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
@@ -748,18 +760,16 @@ unsigned bd_http_server_port(const bd_http_server *s)
 
 void bd_http_server_stop(bd_http_server *s, double grace_seconds)
 {
-    MHD_socket listen_fd;
     double deadline;
 
     if (!s)
         return;
+    /* From here accept_policy closes every new connection at once. Not
+     * MHD_quiesce_daemon: with epoll and a thread pool it races the polling
+     * threads for the listen socket's epoll entry, and MHD 0.9.75 aborts the
+     * process ("Failed to remove listen FD from epoll set") when the polling
+     * thread wins, which a graceful stop under load hit. */
     atomic_store(&s->stopping, 1);
-    listen_fd = MHD_quiesce_daemon(s->daemon);
-    /* MHD no longer accepts, but the kernel would still queue connections
-     * that then hang until the stop; shutting the socket down refuses them
-     * now. It stays open (MHD threads may still hold it) until after stop. */
-    if (listen_fd != MHD_INVALID_SOCKET)
-        shutdown(listen_fd, SHUT_RDWR);
     deadline = bd_monotonic() + grace_seconds;
     while (atomic_load(&s->in_flight) > 0 && bd_monotonic() < deadline) {
         struct timespec ts = {0, 5 * 1000 * 1000};
@@ -769,8 +779,6 @@ void bd_http_server_stop(bd_http_server *s, double grace_seconds)
         bd_log(BD_LOG_WARN, "stopping with %d requests still in progress", atomic_load(&s->in_flight));
     stop_handlers(s); /* they finish what they hold: MHD_stop_daemon needs every connection resumed */
     MHD_stop_daemon(s->daemon);
-    if (listen_fd != MHD_INVALID_SOCKET)
-        close(listen_fd);
     stop_sweeper(s);
     bd_metrics_free(s->api.metrics);
     free(s);

@@ -252,6 +252,41 @@ class CrashRestart(bdtest.DaemonTestCase):
         self.verify("after SIGINT")
 
 
+class GracefulStop(bdtest.DaemonTestCase):
+    """SIGTERM lets a request in progress finish and turns new connections away."""
+
+    def setUp(self):
+        self.d = bdtest.Daemon(lease_seconds=300)
+        self.addCleanup(self.d.cleanup)
+
+    def test_request_in_progress_finishes_new_connection_is_turned_away(self):
+        s = create_study(self.d, scheduler={"name": "test_sleep", "options": {"sleep_ms": 1000}})
+        got = {}
+
+        def slow_suggest():
+            c = self.d.client(timeout=30)
+            got["answer"] = c.request("POST", "/v1/studies/%d/suggest" % s["id"], {"worker": "slow"})
+            c.close()
+
+        t = threading.Thread(target=slow_suggest)
+        t.start()
+        time.sleep(0.3)  # the suggest is now inside the scheduler
+        self.d.kill(signal.SIGTERM)
+        time.sleep(0.2)
+        late = self.d.client(timeout=5)
+        with self.assertRaises((OSError, http.client.HTTPException), msg="a connection opened while stopping"):
+            late.request("GET", "/healthz")
+        late.close()
+        t.join(30)
+        self.assertEqual(self.d.wait(15), 0, "SIGTERM is a graceful stop; exit status 0")
+        st, body, _ = got["answer"]
+        self.assertEqual(st, 200, "the request in progress at SIGTERM was answered: %r" % (body,))
+        (trial,) = body["trials"]
+        self.d.start()
+        self.assertEqual(check_status(self, self.d.request("GET", "/v1/trials/%d" % trial["id"]), 200)["config"],
+                         trial["config"], "the trial handed out during the stop was stored")
+
+
 class CrashRestartSyncFull(CrashRestart):
     """The same with --sync full (one SIGKILL scenario is enough)."""
     extra_args = ["--sync", "full"]
