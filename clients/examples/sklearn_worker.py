@@ -320,6 +320,8 @@ def create_study(client, args, data):
     options = {"eta": eta}
     if sched == "random":
         options = {"max_trials": args.max_trials or 50}
+    elif sched in ("bo_bos", "gp_ucb"):  # model-based: no eta; BO-BOS stops trials by its own rule
+        options = {"max_trials": args.max_trials or 40}
     elif sched == "asha" and args.max_trials:
         options["max_trials"] = args.max_trials
     return client.create_study(
@@ -337,7 +339,8 @@ def main():
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--study", type=int, help="the id of an existing study (created with SPACE)")
     g.add_argument("--create-study", nargs=3, metavar=("SCHEDULER", "R", "ETA"),
-                   help="create a study: scheduler name, max epochs R, eta (e.g. hyperband 27 3)")
+                   help="create a study: scheduler name, max epochs R, eta (e.g. hyperband 27 3, or bo_bos 50 0: "
+                        "eta is ignored by bo_bos and gp_ucb)")
     ap.add_argument("--workers", type=int, default=2, help="parallel workers (default 2)")
     ap.add_argument("--processes", action="store_true", help="run workers as processes, not threads")
     ap.add_argument("--checkpoint-dir", default="checkpoints")
@@ -345,7 +348,8 @@ def main():
     ap.add_argument("--train-size", type=int, default=20000,
                     help="training examples (fashion-mnist default 20000 of 50000; 0 = all)")
     ap.add_argument("--max-trials", type=int, default=0,
-                    help="with --create-study random (default 50) or asha (default unlimited): the study's cap")
+                    help="with --create-study random (default 50), bo_bos or gp_ucb (default 40), or asha "
+                         "(default unlimited): the study's cap")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--log-level", default="info")
     args = ap.parse_args()

@@ -1,0 +1,325 @@
+#!/usr/bin/python3
+"""bobos_replay: BO-BOS against GP-UCB, random search, Hyperband, ASHA and
+Optuna 3.1 (TPE alone, with its HyperbandPruner, with its MedianPruner) on the
+real learning-curve tables of tests/bench/curves/, on a simulated clock
+(issue 7). See tests/bench/README-bobos.md for the setting and the results.
+
+Every method runs W virtual workers for a simulated wall-clock horizon. A
+proposed config is answered by the curve of its nearest table row (unit cube
+of the log-scaled parameters). A worker trains epoch by epoch: each epoch
+ends at the recorded cumulative seconds of that row, and is then reported
+(banditd: POST measurements; Optuna: trial.report, then should_prune when a
+pruner is set). A "stop" (or a prune) ends the trial; the budget reached
+ends it with complete (Optuna: tell). A promoted banditd trial (resume_from)
+continues its row from the epoch its parent reached and is charged only the
+new epochs. Events are processed in simulated-time order, so each method
+sees the other workers' results exactly when they would have arrived.
+
+Recorded per run: every improvement of the best epoch-50 error among configs
+trained to 50 epochs (time, error), trials, full trainings, stopped trials,
+the epochs stopped trials did not train (saved) and the stopped trials whose
+row's epoch-50 error beat the best epoch-50 error known when they were
+stopped (wrongly stopped). Output: JSON lines, one per run.
+
+    /usr/bin/python3 tests/bench/bobos_replay.py --banditd build/banditd \\
+        --tables sgd_fashion_mnist --methods bo_bos,gp_ucb --seeds 0-19 --workers 1,4 --out runs.jsonl
+"""
+
+import argparse
+import heapq
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from curve_table import MAX_EPOCHS, CurveTable  # noqa: E402
+from replay_common import Client  # noqa: E402
+
+BANDITD_METHODS = {
+    "bo_bos": {},
+    "gp_ucb": {},
+    "random": {},
+    "hyperband": {"eta": 3, "iterations": 0},
+    "asha": {"eta": 3},
+}
+OPTUNA_METHODS = ("tpe", "tpe_hyperband", "tpe_median")
+
+
+class Job:
+    """A trial on a virtual worker: table row, epochs, charge and the method's handle."""
+
+    def __init__(self, row, e0, budget, t_start, handle):
+        self.row, self.e0, self.e, self.budget = row, e0, e0, budget
+        self.t_start, self.handle = t_start, handle
+
+
+class Record:
+    def __init__(self, table):
+        self.table = table
+        self.best = math.inf
+        self.points = []  # [t, best] at each improvement
+        self.trials = self.full = self.stopped = self.diverged = 0
+        self.epochs = 0
+        self.saved = 0
+        self.wrong = 0
+        self.idle = 0
+
+    def trained_to_end(self, t, row):
+        v = self.table.err[row][-1]
+        self.full += 1
+        if v < self.best:
+            self.best = v
+            self.points.append([t, v])
+
+    def stopped_at(self, row, epoch):
+        self.stopped += 1
+        self.saved += MAX_EPOCHS - epoch
+        if self.table.final[row] < self.best:
+            self.wrong += 1
+
+
+def simulate(driver, table, workers, horizon):
+    rec = Record(table)
+    heap, seq = [], 0
+    idle = list(range(workers))
+
+    def start(w, t):
+        nonlocal seq
+        job = driver.ask(t, w)
+        if job is None:
+            rec.idle += 1
+            return False
+        rec.trials += 1
+        job.t_start = t
+        heapq.heappush(heap, (t + table.cum[job.row][job.e + 1] - table.cum[job.row][job.e0], seq, w, job))
+        seq += 1
+        return True
+
+    t = 0.0
+    while True:
+        still = []
+        for w in idle:
+            if not start(w, t):
+                still.append(w)
+        idle = still
+        if not heap:
+            break  # nothing runs and nobody got work: the method is done
+        t, _, w, job = heapq.heappop(heap)
+        if t > horizon:
+            break
+        job.e += 1
+        rec.epochs += 1
+        row, e = job.row, job.e
+        elapsed = table.cum[row][e] - table.cum[row][job.e0]
+        if table.diverges_at(row, e):
+            rec.diverged += 1
+            driver.diverged(job, e, elapsed)
+            idle.append(w)
+            continue
+        action = driver.report(job, e, table.err[row][e - 1], elapsed)
+        if action == "stop":
+            rec.stopped_at(row, e)
+            idle.append(w)
+        elif e >= job.budget:
+            driver.complete(job, table.err[row][e - 1], elapsed)
+            if e >= MAX_EPOCHS:
+                rec.trained_to_end(t, row)
+            idle.append(w)
+        else:
+            heapq.heappush(heap, (job.t_start + table.cum[row][e + 1] - table.cum[row][job.e0], seq, w, job))
+            seq += 1
+    return rec
+
+
+class BanditdDriver:
+    def __init__(self, client, table, method, seed):
+        self.c, self.table = client, table
+        body = {
+            "name": "replay-%s-%s-%d-%d" % (table.name, method, seed, int(time.time() * 1e6)),
+            "parameters": table.space(),
+            "objective": {"metric": "val_error", "goal": "minimize", "bounds": [0, 1]},
+            "resource": {"name": "epochs", "min": 1, "max": MAX_EPOCHS, "integer": True},
+            "scheduler": {"name": method, "options": BANDITD_METHODS[method]},
+            "seed": seed,
+            "lease_seconds": 86400,
+        }
+        self.sid = self.c.call("POST", "/v1/studies", body)["id"]
+        self.reached = {}  # trial id -> epoch its row stands at
+        self.problems = []
+
+    def ask(self, t, w):
+        ans = self.c.call("POST", "/v1/studies/%d/suggest" % self.sid, {"worker": "w%d" % w, "count": 1})
+        if not ans["trials"]:
+            return None
+        tr = ans["trials"][0]
+        row = self.table.nearest(tr["config"])
+        e0 = self.reached.get(tr.get("resume_from"), 0) if tr.get("resume_from") is not None else 0
+        budget = int(round(tr["budget"]))
+        if not 1 <= budget <= MAX_EPOCHS or budget <= e0:
+            self.problems.append("trial %d: budget %r from epoch %d" % (tr["id"], tr["budget"], e0))
+            budget = max(e0 + 1, min(budget, MAX_EPOCHS))
+        return Job(row, e0, budget, t, tr["id"])
+
+    def report(self, job, epoch, err, elapsed):
+        ans = self.c.call("POST", "/v1/trials/%d/measurements" % job.handle,
+                          {"step": epoch, "value": err, "elapsed_seconds": elapsed})
+        self.reached[job.handle] = epoch
+        return ans.get("action")
+
+    def complete(self, job, err, elapsed):
+        self.c.call("POST", "/v1/trials/%d/complete" % job.handle, {"value": err, "elapsed_seconds": elapsed})
+
+    def diverged(self, job, epoch, elapsed):
+        self.reached[job.handle] = epoch
+        self.c.call("POST", "/v1/trials/%d/complete" % job.handle,
+                    {"value": None, "reason": "diverged", "elapsed_seconds": elapsed})
+
+
+class OptunaDriver:
+    def __init__(self, table, method, seed):
+        import optuna
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.optuna, self.table = optuna, table
+        pruner = {"tpe": optuna.pruners.NopPruner(),
+                  "tpe_hyperband": optuna.pruners.HyperbandPruner(min_resource=1, max_resource=MAX_EPOCHS,
+                                                                  reduction_factor=3),
+                  "tpe_median": optuna.pruners.MedianPruner()}[method]
+        self.study = optuna.create_study(direction="minimize", sampler=optuna.samplers.TPESampler(seed=seed),
+                                         pruner=pruner)
+        self.prunes = method != "tpe"
+
+    def ask(self, t, w):
+        trial = self.study.ask()
+        config = {}
+        for name, kind, lo, hi, _, _ in self.table.params:
+            if kind == "int":
+                config[name] = trial.suggest_int(name, lo, hi, log=True)
+            else:
+                config[name] = trial.suggest_float(name, lo, hi, log=True)
+        return Job(self.table.nearest(config), 0, MAX_EPOCHS, t, trial)
+
+    def report(self, job, epoch, err, elapsed):
+        job.handle.report(err, epoch)
+        if self.prunes and job.handle.should_prune():
+            self.study.tell(job.handle, state=self.optuna.trial.TrialState.PRUNED)
+            return "stop"
+        return "continue"
+
+    def complete(self, job, err, elapsed):
+        self.study.tell(job.handle, err)
+
+    def diverged(self, job, epoch, elapsed):
+        self.study.tell(job.handle, state=self.optuna.trial.TrialState.FAIL)
+
+
+def parse_range(text):
+    out = []
+    for part in text.split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            out.extend(range(int(a), int(b) + 1))
+        elif part:
+            out.append(int(part))
+    return out
+
+
+class Daemon:
+    def __init__(self, binary):
+        self.tmp = tempfile.mkdtemp(prefix="bd-bobos.")
+        import socket
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.port = s.getsockname()[1]
+        s.close()
+        db = os.path.join(self.tmp, "bd.db")
+        self.log = open(os.path.join(self.tmp, "daemon.log"), "wb")
+        self.proc = subprocess.Popen([binary, "--listen", "127.0.0.1:%d" % self.port, "--db", db,
+                                      "--log-level", "warn"], stderr=self.log)
+        token_file = db + ".admin-token"
+        for _ in range(200):
+            if os.path.exists(token_file) and os.path.getsize(token_file) > 0:
+                try:
+                    c = Client("http://127.0.0.1:%d" % self.port, "x")
+                    c.call("GET", "/healthz")
+                    break
+                except Exception:
+                    pass
+            if self.proc.poll() is not None:
+                raise SystemExit("banditd exited; log in %s" % self.tmp)
+            time.sleep(0.05)
+        with open(token_file) as f:
+            self.token = f.read().strip()
+        self.url = "http://127.0.0.1:%d" % self.port
+
+    def stop(self):
+        self.proc.terminate()
+        rc = self.proc.wait(30)
+        if rc != 0:
+            raise SystemExit("banditd exited with %d; log in %s" % (rc, self.tmp))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--banditd", help="the daemon binary (needed for banditd methods)")
+    ap.add_argument("--tables", default="sgd_fashion_mnist")
+    ap.add_argument("--methods", default="bo_bos,gp_ucb,random,hyperband,asha," + ",".join(OPTUNA_METHODS))
+    ap.add_argument("--seeds", default="0-19")
+    ap.add_argument("--workers", default="1,4")
+    ap.add_argument("--horizon", type=float, default=200.0,
+                    help="simulated seconds at W = 1; W workers get horizon / W (the same compute)")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    methods = [m for m in args.methods.split(",") if m]
+    unknown = [m for m in methods if m not in BANDITD_METHODS and m not in OPTUNA_METHODS]
+    if unknown:
+        raise SystemExit("unknown methods: %s" % unknown)
+    daemon = client = None
+    if any(m in BANDITD_METHODS for m in methods):
+        if not args.banditd:
+            raise SystemExit("--banditd is needed for %s" % [m for m in methods if m in BANDITD_METHODS])
+        daemon = Daemon(args.banditd)
+        client = Client(daemon.url, daemon.token, timeout=120)
+    try:
+        with open(args.out, "a") as out:
+            for table_name in args.tables.split(","):
+                table = CurveTable(table_name)
+                for w in parse_range(args.workers):
+                    horizon = args.horizon / w
+                    for method in methods:
+                        for seed in parse_range(args.seeds):
+                            wall = time.monotonic()
+                            if method in BANDITD_METHODS:
+                                driver = BanditdDriver(client, table, method, seed)
+                            else:
+                                driver = OptunaDriver(table, method, seed)
+                            rec = simulate(driver, table, w, horizon)
+                            wall = time.monotonic() - wall
+                            line = {
+                                "table": table_name, "method": method, "seed": seed, "workers": w,
+                                "horizon": horizon, "points": rec.points,
+                                "best": None if rec.best == math.inf else rec.best, "table_best": table.best,
+                                "trials": rec.trials, "full": rec.full, "stopped": rec.stopped,
+                                "diverged": rec.diverged, "epochs": rec.epochs, "saved": rec.saved,
+                                "wrong": rec.wrong, "idle": rec.idle, "wall_seconds": wall,
+                                "problems": getattr(driver, "problems", []),
+                            }
+                            out.write(json.dumps(line) + "\n")
+                            out.flush()
+                            print("%s W=%d %-14s seed %2d: best %.4f, %d trials (%d full, %d stopped), "
+                                  "%d epochs, %.1f s" % (table_name, w, method, seed, line["best"] or math.nan,
+                                                         rec.trials, rec.full, rec.stopped, rec.epochs, wall),
+                                  flush=True)
+    finally:
+        if client:
+            client.close()
+        if daemon:
+            daemon.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""curve_table: the learning-curve tables of tests/bench/curves/ (real SGD and
+MLP training, one row per config of a Sobol design, 50 epochs) as a replay
+oracle: a proposed config is answered with the curve of the nearest row in
+the unit cube of the table's (all log-scaled) hyperparameters.
+
+Python 3 standard library only.
+"""
+
+import csv
+import gzip
+import math
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CURVES = os.path.join(HERE, "curves")
+MAX_EPOCHS = 50
+
+# name -> (file, [(parameter, type, low, high, column, to_parameter)]); every
+# parameter is log-scaled, as in the scripts that made the tables.
+TABLES = {
+    "sgd_fashion_mnist": ("sgd_fashion_mnist.csv.gz", [
+        ("batch_size", "int", 16, 512, "batch_size", float),
+        ("alpha", "float", 1e-6, 1e-1, "alpha", float),
+        ("eta0", "float", 1e-4, 1.0, "eta0", float),
+    ]),
+    "mlp_digits": ("mlp_digits.csv.gz", [
+        ("hidden", "int", 16, 256, "hidden", float),
+        ("learning_rate_init", "float", 1e-4, 10 ** -0.5, "learning_rate_init", float),
+        ("alpha", "float", 1e-6, 1e-1, "alpha", float),
+        ("batch_size", "int", 16, 256, "batch_size", float),
+        # Adam's beta_1 near 1 matters on a log scale of 1 - beta_1
+        ("one_minus_beta1", "float", 0.01, 0.5, "beta_1", lambda s: 1.0 - float(s)),
+    ]),
+}
+
+
+class CurveTable:
+    def __init__(self, name):
+        fname, self.params = TABLES[name]
+        self.name = name
+        path = os.path.join(CURVES, fname)
+        with gzip.open(path, "rt") as f:
+            rows = list(csv.DictReader(f))
+        self.n = len(rows)
+        self.err, self.cum, self.diverged, self.units = [], [], [], []
+        for r in rows:
+            e = [float(r["err_%d" % i]) for i in range(1, MAX_EPOCHS + 1)]
+            c = [0.0] + [float(r["sec_%d" % i]) for i in range(1, MAX_EPOCHS + 1)]
+            for i in range(1, len(c)):  # "no further seconds" after a divergence: keep the clock monotone
+                if not c[i] >= c[i - 1]:
+                    c[i] = c[i - 1]
+            self.err.append(e)
+            self.cum.append(c)
+            self.diverged.append(int(r["diverged_epoch"]))
+            self.units.append(self.unit({p[0]: p[5](r[p[4]]) for p in self.params}))
+        finals = [e[-1] for e in self.err]
+        self.best = min(finals)
+        self.final = finals
+
+    def space(self):
+        """The study's parameters (banditd JSON)."""
+        return [{"name": n, "type": t, "low": lo, "high": hi, "log": True} for n, t, lo, hi, _, _ in self.params]
+
+    def unit(self, config):
+        out = []
+        for n, _, lo, hi, _, _ in self.params:
+            v = min(max(float(config[n]), lo), hi)
+            out.append((math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo)))
+        return out
+
+    def nearest(self, config):
+        u = self.unit(config)
+        best, best_d = 0, math.inf
+        for i, r in enumerate(self.units):
+            d = sum((a - b) ** 2 for a, b in zip(u, r))
+            if d < best_d:
+                best, best_d = i, d
+        return best
+
+    def diverges_at(self, row, epoch):
+        """True when row's training diverged at or before epoch."""
+        d = self.diverged[row]
+        return d > 0 and epoch >= d
