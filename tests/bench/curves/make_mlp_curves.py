@@ -1,0 +1,342 @@
+#!/usr/bin/python3
+"""make_mlp_curves: learning curves of a one-hidden-layer MLP trained by Adam on
+the digits data bundled with scikit-learn, measured on real training (issue 7),
+for a seeded scrambled Sobol design over 5 hyperparameters.
+
+Model: sklearn.neural_network.MLPClassifier(hidden_layer_sizes=(<hidden>,),
+activation="relu" (the default), solver="adam", learning_rate_init=<lr>,
+alpha=<alpha>, batch_size=<batch_size>, beta_1=<beta_1>, beta_2=0.999,
+epsilon=1e-8 (defaults), shuffle=False, early_stopping=False,
+random_state=<per config>): softmax output over the 10 classes, cross-entropy
+loss plus alpha/2 * ||W||^2 / n_batch (sklearn's L2 term, on the weights, not
+the biases).
+
+Hyperparameters (a scrambled Sobol design, scipy.stats.qmc.Sobol(d=5,
+scramble=True, seed=SEED).random_base2(9); point i of the sequence is
+config_id i; the first 2^m points of a Sobol sequence are balanced, so any
+power-of-two prefix of the table is itself a good design), all on log scales:
+  hidden              [16, 256]      integer: round(16 * 16**u0)
+  learning_rate_init  [1e-4, 0.316]  10**(-4 + 3.5*u1)
+  alpha (L2)          [1e-6, 1e-1]   10**(-6 + 5*u2)
+  batch_size          [16, 256]      integer: round(16 * 16**u3)
+  beta_1              [0.499, 0.99]  1 - 10**(-0.3 - 1.7*u4), i.e. 1 - beta_1
+                                     in [0.01, 0.501], log scale
+
+One epoch = one pass over the training rows in a fresh seeded shuffle
+(numpy RandomState((SEED * 1000 + config_id) % 2**32).permutation, one draw per
+epoch; the model gets the same number as its random_state, so a row depends
+only on SEED and its config_id, not on which configs ran before it), given to
+ONE partial_fit call per epoch (classes= on the first call only).  What sklearn
+1.2.1 does inside that call (read from
+sklearn/neural_network/_multilayer_perceptron.py, _fit_stochastic): it runs
+exactly one iteration (`if incremental: break`) over the rows it was given, in
+consecutive mini-batches gen_batches(n_train, batch_size) -- with
+shuffle=False in the order we passed, i.e. our shuffle; the last mini-batch
+holds the n_train mod batch_size leftover rows -- and takes one Adam step per
+mini-batch, the gradient being the mean over the mini-batch.  So the model's
+own batch_size is the mini-batch size, with real gradient averaging (unlike
+the SGD table).  shuffle=False because with shuffle=True sklearn would
+re-shuffle with check_random_state(random_state), which for an integer seed is
+the SAME permutation at every call.  The Adam state (moments and step count t
+for the bias correction) lives in the model's _optimizer, created at the first
+call and kept across partial_fit calls, so 50 calls are one continuous Adam
+run; the learning rate stays learning_rate_init (Adam has no schedule in
+sklearn).  The weights are Glorot-uniform from random_state at the first call.
+sklearn's tol / n_iter_no_change bookkeeping runs but has no effect with Adam
+in partial_fit (it can only end the one iteration, which ends anyway);
+max_iter (200) is never reached in 50 calls, so no ConvergenceWarning.
+
+After every epoch: the validation error (1 - accuracy) on the fixed validation
+rows.  The seconds are time.process_time() of this (single-threaded) process
+accumulated over the training only -- the row gather X[order], the partial_fit
+call and the finiteness check of the weights -- and cumulative per epoch; the
+validation scoring is excluded and reported once, as the total eval_seconds.
+CPU time rather than wall time, so another job on the machine does not
+inflate it.
+
+Divergence: if sklearn raises (it raises ValueError "Solver produced
+non-finite parameter weights" itself; FloatingPointError/OverflowError are
+caught too), or after the epoch a weight, bias or the training loss (loss_) is
+not finite, that epoch and every later one get err = 1.0 and no more training
+seconds (the diverging epoch's own seconds are counted); diverged_epoch says
+when (0 = never).  Floating-point warnings are silenced (np.errstate ignore).
+
+Data: sklearn.datasets.load_digits(), bundled with scikit-learn (no
+download): 1,797 8x8 images, 64 features with integer values 0..16, 10
+classes; a copy of the test set of the UCI "Optical Recognition of
+Handwritten Digits" data set (E. Alpaydin, C. Kaynak, 1998), CC BY 4.0.
+sklearn.model_selection.train_test_split(train_size=--train-rows (1,200),
+stratify=label, random_state=SEED) takes the training rows; the other 597 are
+the validation rows (or, with --val-rows N > 0, a stratified draw of N of them
+with random_state=SEED+1).  Pixels are divided by 16 (to [0, 1]) and
+standardized with the training rows' mean and standard deviation (the Data
+class of clients/examples/sklearn_worker.py; constant pixels keep scale 1).
+
+Output: a gzipped CSV (default tests/bench/curves/mlp_digits.csv.gz), one row
+per config, columns:
+  config_id           index of the point in the Sobol sequence (0-based)
+  hidden              units in the single hidden layer (int)
+  learning_rate_init  Adam's step size
+  alpha               L2 penalty
+  batch_size          int
+  beta_1              Adam's first-moment decay
+  diverged_epoch      0, or the first epoch that diverged (see above)
+  err_1..err_50       validation error after epoch k, a multiple of
+                      1/val_rows (1/597) written with 6 significant digits,
+                      which identifies the count of wrong rows exactly
+  sec_1..sec_50       cumulative process-time seconds of training after epoch
+                      k (4 decimals)
+  eval_seconds        process-time seconds of the 50 validation scorings
+The run's settings (seed, rows) are not in the file (no comment header, so any
+CSV reader reads it); they are in the README.  Resuming trusts the existing
+rows: give a run with other --seed/--train-rows/--val-rows its own --out.
+
+Resumable: each finished config is appended at once (as its own gzip member;
+gzip readers concatenate members); on start the rows already in the file are
+read (a truncated last member from a killed run is dropped and the file
+rewritten) and their config_ids are skipped.  At the end of a run (complete or
+stopped by --stop-after) the file is rewritten as one gzip member (mtime 0)
+sorted by config_id; --compact does only that.
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \\
+        nice -n 19 /usr/bin/python3 tests/bench/curves/make_mlp_curves.py
+
+Options: --configs 512 --epochs 50 --seed 20261123 --train-rows 1200
+--val-rows 0 (0 = all the rest) --out PATH --stop-after SECONDS (finish the
+running config and stop, for a deadline) --compact --time-one (train the first
+--configs configs, print their seconds, write nothing; e.g. --time-one
+--configs 8).
+"""
+
+import argparse
+import csv
+import gzip
+import io
+import os
+import sys
+import time
+import warnings
+import zlib
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import numpy as np  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "clients", "examples"))
+from sklearn_worker import Data  # noqa: E402
+
+SEED = 20261123
+DEFAULT_OUT = os.path.join(HERE, "mlp_digits.csv.gz")
+NLEAD = 7  # config_id .. diverged_epoch
+
+
+def load_split(train_rows, val_rows, seed):
+    """Stratified train / validation rows of sklearn's digits, pixels / 16, standardized."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+    d = load_digits()
+    X, y = d.data / 16.0, d.target.astype(np.int64)
+    idx_train, rest = train_test_split(np.arange(len(y)), train_size=train_rows, stratify=y,
+                                       random_state=seed)
+    if val_rows and val_rows < len(rest):
+        idx_val, _ = train_test_split(rest, train_size=val_rows, stratify=y[rest],
+                                      random_state=seed + 1)
+    else:
+        idx_val = rest
+    # Data wants a test split too; it gets the validation rows again, unused here.
+    return Data("digits", X[idx_train], y[idx_train], X[idx_val], y[idx_val], X[idx_val], y[idx_val])
+
+
+def design(n, seed):
+    """The first n points of a seeded scrambled Sobol sequence, mapped to the 5 hyperparameters."""
+    from scipy.stats import qmc
+    m = int(np.ceil(np.log2(max(n, 1))))
+    u = qmc.Sobol(d=5, scramble=True, seed=seed).random_base2(m)[:n]
+    hidden = np.clip(np.rint(16.0 * 16.0 ** u[:, 0]), 16, 256).astype(int)
+    lr = 10.0 ** (-4.0 + 3.5 * u[:, 1])
+    alpha = 10.0 ** (-6.0 + 5.0 * u[:, 2])
+    batch = np.clip(np.rint(16.0 * 16.0 ** u[:, 3]), 16, 256).astype(int)
+    beta1 = 1.0 - 10.0 ** (-0.3 - 1.7 * u[:, 4])
+    return [(i, int(hidden[i]), float(lr[i]), float(alpha[i]), int(batch[i]), float(beta1[i]))
+            for i in range(n)]
+
+
+def columns(epochs):
+    return (["config_id", "hidden", "learning_rate_init", "alpha", "batch_size", "beta_1",
+             "diverged_epoch"] +
+            ["err_%d" % k for k in range(1, epochs + 1)] +
+            ["sec_%d" % k for k in range(1, epochs + 1)] + ["eval_seconds"])
+
+
+def config_seed(seed, cid):
+    return (seed * 1000 + cid) % 2 ** 32
+
+
+def finite(model):
+    return (all(np.all(np.isfinite(w)) for w in model.coefs_) and
+            all(np.all(np.isfinite(b)) for b in model.intercepts_) and
+            bool(np.isfinite(model.loss_)))
+
+
+def run_config(data, cfg, epochs, seed):
+    from sklearn.neural_network import MLPClassifier
+    cid, hidden, lr, alpha, batch, beta1 = cfg
+    model = MLPClassifier(hidden_layer_sizes=(hidden,), solver="adam", learning_rate_init=lr,
+                          alpha=alpha, batch_size=batch, beta_1=beta1, shuffle=False,
+                          early_stopping=False, random_state=config_seed(seed, cid))
+    rng = np.random.RandomState(config_seed(seed, cid))
+    n = len(data.y_train)
+    errs, secs = [], []
+    train_s = eval_s = 0.0
+    diverged = 0
+    for epoch in range(1, epochs + 1):
+        if diverged:
+            errs.append(1.0)
+            secs.append(train_s)
+            continue
+        order = rng.permutation(n)
+        t0 = time.process_time()
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                Xe, ye = data.X_train[order], data.y_train[order]
+                if epoch == 1:
+                    model.partial_fit(Xe, ye, classes=data.classes)
+                else:
+                    model.partial_fit(Xe, ye)
+                ok = finite(model)
+        except (ValueError, FloatingPointError, OverflowError):
+            ok = False
+        train_s += time.process_time() - t0
+        secs.append(train_s)
+        if not ok:
+            diverged = epoch
+            errs.append(1.0)
+            continue
+        t0 = time.process_time()
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            errs.append(float(1.0 - model.score(data.X_val, data.y_val)))
+        eval_s += time.process_time() - t0
+    return [cid, hidden, repr(lr), repr(alpha), batch, repr(beta1), diverged] + \
+        ["%.6g" % e for e in errs] + ["%.4f" % s for s in secs] + ["%.4f" % eval_s]
+
+
+def read_rows(path, ncols):
+    """The complete rows already in path (a truncated tail is dropped and the file rewritten)."""
+    if not os.path.exists(path):
+        return []
+    with open(path, "rb") as f:
+        data = f.read()
+    raw, truncated = b"", False
+    while data:  # member by member: a member that does not end (a killed append) is dropped whole
+        d = zlib.decompressobj(wbits=31)
+        try:
+            out = d.decompress(data) + d.flush()
+        except zlib.error:
+            truncated = True
+            break
+        if not d.eof:
+            truncated = True
+            break
+        raw += out
+        data = d.unused_data
+    rows = []
+    for rec in csv.reader(io.StringIO(raw.decode("ascii", "replace"))):
+        if not rec or rec[0] == "config_id":
+            continue
+        if len(rec) == ncols:
+            rows.append(rec)
+        else:
+            truncated = True
+    if truncated:
+        print("dropping a truncated tail of %s; keeping %d rows" % (path, len(rows)), flush=True)
+        write_all(path, rows, ncols)
+    return rows
+
+
+def write_all(path, rows, ncols, header=None):
+    tmp = path + ".tmp"
+    with gzip.GzipFile(tmp, "wb", compresslevel=9, mtime=0) as gz, \
+            io.TextIOWrapper(gz, encoding="ascii", newline="") as f:  # mtime=0: same rows, same bytes
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(header or columns((ncols - NLEAD - 1) // 2))
+        w.writerows(rows)
+    os.replace(tmp, path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--configs", type=int, default=512)
+    ap.add_argument("--epochs", type=int, default=50)
+    ap.add_argument("--seed", type=int, default=SEED)
+    ap.add_argument("--train-rows", type=int, default=1200)
+    ap.add_argument("--val-rows", type=int, default=0, help="0 = all rows not used for training")
+    ap.add_argument("--out", default=DEFAULT_OUT)
+    ap.add_argument("--stop-after", type=float, default=0, help="seconds; 0 = no limit")
+    ap.add_argument("--time-one", action="store_true")
+    ap.add_argument("--compact", action="store_true", help="rewrite --out sorted as one gzip member; run nothing")
+    args = ap.parse_args()
+
+    wall0 = time.monotonic()
+    E = args.epochs
+    cols = columns(E)
+    if args.compact:
+        rows = sorted(read_rows(args.out, len(cols)), key=lambda r: int(r[0]))
+        write_all(args.out, rows, len(cols), header=cols)
+        print("%s: %d rows, rewritten as one gzip member sorted by config_id" % (args.out, len(rows)))
+        return 0
+    data = load_split(args.train_rows, args.val_rows, args.seed)
+    print("%s; loaded in %.1f s" % (data.describe(), time.monotonic() - wall0), flush=True)
+    cfgs = design(args.configs, args.seed)
+
+    def describe(cfg):
+        return "config %d hidden %d lr %.2e alpha %.2e batch %d beta1 %.3f" % cfg
+
+    if args.time_one:
+        for cfg in cfgs[:args.configs]:
+            t = time.monotonic()
+            row = run_config(data, cfg, E, args.seed)
+            print("%s: final err %s%s, train %s s, eval %s s, wall %.1f s"
+                  % (describe(cfg), row[NLEAD + E - 1], " DIVERGED@%d" % row[6] if row[6] else "",
+                     row[NLEAD + 2 * E - 1], row[-1], time.monotonic() - t), flush=True)
+        return 0
+
+    have = read_rows(args.out, len(cols))
+    done = {int(r[0]) for r in have}
+    todo = [c for c in cfgs if c[0] not in done]
+    print("%d configs in the design, %d already in %s, %d to run" % (
+        len(cfgs), len(done), args.out, len(todo)), flush=True)
+    if not os.path.exists(args.out):
+        write_all(args.out, [], len(cols), header=cols)
+    t_start = time.monotonic()
+    for k, cfg in enumerate(todo, 1):
+        if args.stop_after and time.monotonic() - wall0 > args.stop_after:
+            print("--stop-after %.0f s reached; stopping with %d configs left" % (
+                args.stop_after, len(todo) - k + 1), flush=True)
+            break
+        t = time.monotonic()
+        row = run_config(data, cfg, E, args.seed)
+        with gzip.open(args.out, "at", newline="") as f:
+            csv.writer(f, lineterminator="\n").writerow(row)
+        done.add(cfg[0])
+        el = time.monotonic() - t_start
+        errs = [float(x) for x in row[NLEAD:NLEAD + E]]
+        print("[%d/%d] %s: err@1 %.4f best %.4f final %.4f%s, train %s s cpu, %.1f s wall; ETA %.0f s" % (
+            len(done), len(cfgs), describe(cfg), errs[0], min(errs), errs[-1],
+            " DIVERGED@%d" % row[6] if row[6] else "", row[NLEAD + 2 * E - 1],
+            time.monotonic() - t, el / k * (len(todo) - k)), flush=True)
+
+    rows = sorted(read_rows(args.out, len(cols)), key=lambda r: int(r[0]))
+    write_all(args.out, rows, len(cols), header=cols)
+    print("%s: %d of %d configs, rewritten as one gzip member sorted by config_id" % (
+        "complete" if len(done) == len(cfgs) else "INCOMPLETE", len(rows), len(cfgs)))
+    print("wall time this run %.1f s" % (time.monotonic() - wall0), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
