@@ -377,6 +377,27 @@ int bd_bo_model_propose(const bd_bo_model *m, double t, size_t n_run, const doub
     return rc;
 }
 
+size_t bd_bo_model_best_points(const bd_bo_model *m, size_t k, double *starts)
+{
+    size_t n = m->gp ? bd_gp_size(m->gp) : 0, found = 0;
+    while (found < k) {
+        long best = -1;
+        for (size_t i = 0; i < n; i++) {
+            const double *xi = bd_gp_x(m->gp, i);
+            int taken = m->fidelity && xi[m->d] != 1.0;
+            for (size_t j = 0; j < found && !taken; j++)
+                taken = memcmp(starts + j * m->d, xi, m->d * sizeof *starts) == 0;
+            if (!taken && (best < 0 || bd_gp_y(m->gp, i) < bd_gp_y(m->gp, (size_t)best)))
+                best = (long)i;
+        }
+        if (best < 0)
+            break;
+        memcpy(starts + found * m->d, bd_gp_x(m->gp, (size_t)best), m->d * sizeof *starts);
+        found++;
+    }
+    return found;
+}
+
 /* ------------------------------------------------------------- describe */
 
 const char *bd_bo_model_multiplier_name(const bd_bo_model *m)

@@ -112,6 +112,13 @@ int bd_bo_model_at(const bd_bo_model *m, size_t n, bd_gp **out, bd_err *err) BD_
 int bd_bo_model_propose(const bd_bo_model *m, double t, size_t n_run, const double *const *run_x, const double *starts,
                         size_t n_starts, bd_rng *rng, double *u, bd_err *err) BD_MUST_CHECK;
 
+/* Start points for bd_bo_model_propose's local search: up to k distinct
+ * training points of the current model (at full fidelity with `fidelity`),
+ * lowest value first, written to starts (k rows of d coordinates). Returns
+ * how many (0 without a current model). The same rule as bo_bos.c's
+ * suggest; rising_bandits.c calls it for each arm's model. */
+size_t bd_bo_model_best_points(const bd_bo_model *m, size_t k, double *starts);
+
 /* For describe(): the option "multiplier" ("paper" / "code"; static). */
 const char *bd_bo_model_multiplier_name(const bd_bo_model *m);
 /* For describe(): the current model as {training_points, lengthscales (D

@@ -12,6 +12,7 @@ extern const struct bd_sched_ops bd_sched_hyperband;
 extern const struct bd_sched_ops bd_sched_asha;
 extern const struct bd_sched_ops bd_sched_gp_ucb;
 extern const struct bd_sched_ops bd_sched_bo_bos;
+extern const struct bd_sched_ops bd_sched_rising_bandits;
 #ifdef BD_TEST_SCHEDULERS
 extern const struct bd_sched_ops bd_sched_test_sleep;
 #endif
@@ -23,6 +24,7 @@ static const struct bd_sched_ops *const registry[] = {
     &bd_sched_asha,
     &bd_sched_gp_ucb,
     &bd_sched_bo_bos,
+    &bd_sched_rising_bandits,
 #ifdef BD_TEST_SCHEDULERS
     &bd_sched_test_sleep, /* test builds only (test_sleep.c) */
 #endif

@@ -279,7 +279,9 @@ HN_FN int hn_suggest(hn *h, int worker, int64_t *id)
     return rc;
 }
 
-static void hn_end(hn *h, int64_t id, bd_event_type type, double loss)
+/* Ends running trial id with an event of this type; seconds is the
+ * worker-reported elapsed_seconds (NAN: none). */
+static void hn_end_timed(hn *h, int64_t id, bd_event_type type, double loss, double seconds)
 {
     hn_trial *t = hn_get(h, id);
     cr_assert_eq(t->state, HN_RUNNING, "trial %lld is not running", (long long)id);
@@ -299,8 +301,13 @@ static void hn_end(hn *h, int64_t id, bd_event_type type, double loss)
                    .config_id = t->config_id,
                    .budget = t->budget,
                    .loss = type == BD_EV_COMPLETED ? loss : NAN,
-                   .elapsed_seconds = NAN};
+                   .elapsed_seconds = seconds};
     hn_feed(h, &ev, NULL, NULL);
+}
+
+static void hn_end(hn *h, int64_t id, bd_event_type type, double loss)
+{
+    hn_end_timed(h, id, type, loss, NAN);
 }
 
 /* Reports a measurement of running trial id; on a stop decision the trial
@@ -322,6 +329,11 @@ HN_FN bd_decision hn_measure(hn *h, int64_t id, double step, double loss)
 HN_FN void hn_complete(hn *h, int64_t id, double loss)
 {
     hn_end(h, id, BD_EV_COMPLETED, loss);
+}
+/* Completes trial id with the worker's elapsed_seconds (the cost-aware schedulers read it). */
+HN_FN void hn_complete_seconds(hn *h, int64_t id, double loss, double seconds)
+{
+    hn_end_timed(h, id, BD_EV_COMPLETED, loss, seconds);
 }
 HN_FN void hn_fail(hn *h, int64_t id)
 {

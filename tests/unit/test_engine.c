@@ -462,6 +462,20 @@ Test(engine, replay_of_bo_bos_gives_the_same_model_and_suggestions)
                  20);
 }
 
+/* Rising Bandits through the engine: the configs it builds from an arm's
+ * sub-space validate against the whole space, its arms' GPs and
+ * eliminations are rebuilt from storage, and its incumbent is served. */
+Test(engine, replay_of_rising_bandits_gives_the_same_arms_and_suggestions)
+{
+    check_replay("{\"name\": \"rb\", \"parameters\": [{\"name\": \"algo\", \"type\": \"categorical\", "
+                 "\"choices\": [\"svm\", \"knn\", \"nb\"]}, {\"name\": \"C\", \"type\": \"float\", \"low\": 0.01, "
+                 "\"high\": 100, \"log\": true, \"when\": {\"algo\": [\"svm\"]}}, {\"name\": \"k\", \"type\": "
+                 "\"int\", \"low\": 1, \"high\": 30, \"when\": {\"algo\": [\"knn\"]}}], \"objective\": {\"goal\": "
+                 "\"maximize\"}, \"limits\": {\"trials\": 40}, \"scheduler\": {\"name\": \"rising_bandits\", "
+                 "\"options\": {\"n_init\": 2, \"window\": 2}}, \"seed\": 5}",
+                 24);
+}
+
 /* And with a model-based scheduler: GP-UCB's fitted hyperparameters and
  * its model are rebuilt from the events alone (one fit in replayed()). */
 Test(engine, replay_of_gp_ucb_gives_the_same_model_and_suggestions)

@@ -1,0 +1,680 @@
+/* rising_bandits.c: Rising Bandits for CASH (Li, Jiang, Gao, Shao, Zhang,
+ * Cui, AAAI 2020, Algorithm 1, the smooth growth rate of "Rising Bandits
+ * with Loose Concavity" and "Towards Cost-Aware CASH"; ALGORITHMS.md
+ * section 4). Algorithm selection as a bandit whose arms each run their own
+ * hyperparameter optimizer; arms that cannot end up best are eliminated.
+ *
+ * Arms: the choices of a top-level (unconditional) categorical parameter,
+ * option `arm_parameter`, by default the only top-level categorical that has
+ * conditional children. Arm k's sub-space is bd_space_subspace(space,
+ * arm_parameter, choice k); a pull of arm k is one trial whose config is a
+ * point of that sub-space plus {arm_parameter: choice k}, at resource.max.
+ * An arm whose sub-space is empty (bd_space_subspace then returns a space
+ * of no parameters, not an error) proposes just {arm_parameter: choice}.
+ *
+ * Inner optimizer per arm (option `inner`):
+ * - "gp_ucb" (default): one bo_model.c GP per arm over its sub-space, as
+ *   gp_ucb.c uses it: the first `n_init` pulls of the arm random, then the
+ *   GP-UCB argmax with the arm's running pulls hallucinated (GP-BUCB),
+ *   t = the arm's pull index. A COMPLETED pull of the arm adds its
+ *   sub-config and loss (diverged: bo_model's worst finite loss) and
+ *   rebuilds the arm's model (once per arm in replayed() after a replay).
+ *   Each arm's refits draw from (study seed ^ salt ^ arm index, s).
+ * - "random": bd_space_sample over the sub-space.
+ *
+ * Reward (rising_bound.h): the trial's value mapped into [0, 1] with
+ * objective.bounds, or a maximised value taken as already in [0, 1]; a
+ * minimised objective without bounds is rejected at create(). Diverged = 0.
+ * y_k(t) = the best reward of arm k after its t-th pull. A pull that fails,
+ * expires or is stopped still counts as one of the arm's pulls, with no
+ * improvement: y repeats its last value (0 before any result). It is not
+ * retried: the round goes on without it.
+ *
+ * Bounds at horizon T = limits.trials (required), per arm, t = the arm's
+ * finished pulls: w = (y(t) - y(t - C)) / C once t > C (window C, option
+ * `window`); before that the arm cannot be eliminated (u = 1).
+ * u = min(y(t) + w (T - t), 1), l = y(t). Notes on the sources:
+ * - t is the arm's own pull count, as ALGORITHMS.md's vector has it and as
+ *   the paper's Inequality 9 bounds r_k(T) (arm k's reward after T pulls);
+ *   Algorithm 1, line 7, writes T - t with t its global step counter, which
+ *   would shrink the horizon by the other arms' pulls. The authors' code
+ *   (alpha-ml monotone_mab_optimizer.py, default mode 2) uses T minus the
+ *   round number, i.e. the per-arm count.
+ * - C = 7 is the paper's; the authors' code uses 10, and (y[-1] - y[-C]) / C,
+ *   a window one pull shorter. ALGORITHMS.md says "before C pulls exist";
+ *   the paper's form needs y(t - C), so C + 1 pulls.
+ * - Elimination (option `elimination`): "non_strict" (default, the paper:
+ *   j goes when u_j <= l_i) or "strict" (the authors' code: u_j < l_i).
+ * - Cost-aware (option `cost_aware`): the horizon is the time left,
+ *   limits.seconds minus the elapsed_seconds of finished trials (COMPLETED
+ *   and STOPPED, as the engine counts them), divided by the arm's mean
+ *   elapsed_seconds over its COMPLETED pulls; an arm with no timed pull
+ *   cannot be eliminated. `halve_horizon` halves it as the authors' code
+ *   does (the code also rounds it down and keeps at least 1 step; here it
+ *   stays a real number).
+ *
+ * Rounds: a round is one pull of every surviving arm. suggest() hands the
+ * round's pulls out in arm order, so several workers run different arms at
+ * once; once all are handed out it answers WAIT until the round's results
+ * are in. The last result of a round updates every surviving arm's bounds
+ * and eliminates (bd_rising_eliminate: surviving arms by ascending u, ties
+ * by index; j goes when another surviving i has l_i >= u_j; eliminated_by
+ * is the surviving arm with the largest l); then the next round starts.
+ * With one arm left (phase last_arm) every suggest is a new pull of it, its
+ * running pulls hallucinated, with no barrier. DONE once T pulls were
+ * created (the engine's limits.trials says the same).
+ *
+ * State changes only in observe(): CREATED names the arm through
+ * config[arm_parameter]; the finishing events update y, the bounds and the
+ * round. Everything is a function of the events (bo_model's purity rule
+ * covers the GPs), so a replay proposes the same next pulls.
+ *
+ * Options: arm_parameter (see Arms), inner ("gp_ucb" | "random"), n_init
+ * (3), multiplier and delta (as gp_ucb), window (7), elimination
+ * ("non_strict" | "strict"), cost_aware (false), halve_horizon (false, only
+ * with cost_aware). Unknown keys are rejected. The study must declare
+ * limits.trials, objective.bounds for a minimised objective, and
+ * limits.seconds for cost_aware.
+ *
+ * describe(): {round (in last_arm and done: the last one played), phase
+ * (rounds | last_arm | done), window, T, pulls, inner, elimination,
+ * cost_aware, arms: [{arm, pulls, running, best_reward (null before a
+ * finished pull), growth_rate (null before C + 1), lower, upper,
+ * eliminated_round, eliminated_by}], incumbent}. The incumbent, shaped
+ * like the engine's (value in the objective's own orientation), is the
+ * best completed trial of the surviving arm with the largest l among those
+ * with a finite result (ties: lower loss, then arm order); absent while
+ * there is none, and the engine then shows its own.
+ *
+ * Cost: observe O(arms + running pulls) plus an arm's GP rebuild on
+ * COMPLETED; suggest one acquisition over a small sub-space. */
+#include "sched.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bo_model.h"
+#include "rising_bound.h"
+
+extern const struct bd_sched_ops bd_sched_rising_bandits;
+
+enum { INNER_GP_UCB, INNER_RANDOM };
+
+#define N_STARTS 4 /* local-search seeds per proposal, as gp_ucb */
+
+typedef struct best_trial {
+    int64_t trial_id; /* 0: none yet */
+    int64_t config_id;
+    double loss, budget;
+    json_t *config; /* owned: the full config */
+} best_trial;
+
+typedef struct arm {
+    const json_t *choice; /* borrowed from the space */
+    bd_space *sub;        /* owned: the arm's sub-space */
+    bd_study_def def;     /* the study's definition over sub; model borrows it */
+    bd_bo_model *model;   /* the gp_ucb inner optimizer; NULL for random or an empty sub-space */
+    long long created;    /* pulls handed out */
+    long long running;
+    double *y; /* y[i]: best reward after finished pull i + 1 */
+    size_t n_y, cap_y;
+    double seconds;        /* elapsed_seconds of COMPLETED pulls that reported it */
+    long long timed;       /* how many */
+    double growth;         /* NAN before window + 1 finished pulls */
+    bd_rising_bound bound; /* updated after every finished pull; frozen at elimination */
+    int alive;
+    long long eliminated_round; /* 0 while surviving */
+    size_t eliminated_by;       /* the arm that eliminated it */
+    best_trial best;            /* lowest finite loss */
+} arm;
+
+typedef struct pull { /* a running trial */
+    int64_t trial_id, config_id;
+    size_t arm;
+    double budget;
+    json_t *config; /* owned */
+    double *x;      /* owned: coordinates in the arm's sub-space, NULL without a model */
+} pull;
+
+typedef struct rising {
+    bd_sched base;
+    const bd_study_def *def;
+    size_t arm_index;      /* the arm parameter's index in the space */
+    const char *arm_param; /* its name, borrowed from the space */
+    arm *arms;             /* K of them; never reallocated (models borrow &arms[k].def) */
+    size_t K, alive;
+    int inner, strict, cost_aware, halve;
+    long long n_init, window, T;
+    long long created;   /* pulls created, all arms */
+    long long round;     /* the round being handed out, from 1 */
+    long long decided;   /* the last round whose eliminations were made */
+    double used_seconds; /* elapsed_seconds of finished trials */
+    pull *pend;          /* running pulls in creation order */
+    size_t n_pend, cap_pend;
+} rising;
+
+/* ------------------------------------------------------------- create */
+
+/* Does some parameter have a condition on parameter i? */
+static int has_children(const bd_space *s, size_t i)
+{
+    for (size_t j = i + 1; j < bd_space_size(s); j++) {
+        const bd_param *q = bd_space_param(s, j);
+        for (size_t c = 0; c < q->n_conds; c++)
+            if (q->conds[c].parent == i)
+                return 1;
+    }
+    return 0;
+}
+
+static int is_top_categorical(const bd_space *s, size_t i)
+{
+    const bd_param *p = bd_space_param(s, i);
+    return p->type == BD_PARAM_CATEGORICAL && p->n_conds == 0;
+}
+
+static int find_arm_parameter(const bd_space *s, const json_t *opts, size_t *out, bd_err *err)
+{
+    static const char field[] = "scheduler.options.arm_parameter";
+    const char *name = NULL;
+    size_t n = 0;
+    int rc = bd_opt_string(opts, "arm_parameter", NULL, NULL, &name, err);
+    if (rc)
+        return rc;
+    if (name) {
+        long p = bd_space_find(s, name);
+        if (p < 0 || !is_top_categorical(s, (size_t)p))
+            return bd_err_set(err, BD_EINVAL, field,
+                              "\"%s\" is not a top-level (unconditional) categorical parameter of the space", name);
+        *out = (size_t)p;
+        return 0;
+    }
+    for (size_t i = 0; i < bd_space_size(s); i++)
+        if (is_top_categorical(s, i) && has_children(s, i)) {
+            if (n++ == 0)
+                *out = i;
+        }
+    if (n == 1)
+        return 0;
+    return bd_err_set(err, BD_EINVAL, field,
+                      n == 0 ? "no top-level categorical parameter has conditional children: name the parameter "
+                               "whose choices are the arms"
+                             : "several top-level categorical parameters have conditional children: name the one "
+                               "whose choices are the arms");
+}
+
+/* What the study must declare besides the options. */
+static int check_study(const bd_study_def *def, int cost_aware, int halve, bd_err *err)
+{
+    if (def->limit_trials <= 0)
+        return bd_err_set(err, BD_EINVAL, "limits.trials",
+                          "rising_bandits needs limits.trials: the horizon T, in pulls (trials) over all arms");
+    if (!def->maximize && !def->has_bounds)
+        return bd_err_set(err, BD_EINVAL, "objective.bounds",
+                          "rising_bandits needs objective.bounds to map a loss into [0, 1]");
+    if (cost_aware && !(def->limit_seconds > 0))
+        return bd_err_set(err, BD_EINVAL, "limits.seconds",
+                          "the cost-aware variant of rising_bandits needs limits.seconds, its time budget");
+    if (halve && !cost_aware)
+        return bd_err_set(err, BD_EINVAL, "scheduler.options.halve_horizon",
+                          "applies to the cost-aware variant only (cost_aware: true)");
+    return 0;
+}
+
+static int open_arm(rising *r, size_t k, const bd_bo_ucb *ucb, bd_err *err)
+{
+    arm *a = &r->arms[k];
+    a->choice = json_array_get(bd_space_param(r->def->space, r->arm_index)->choices, k);
+    a->alive = 1;
+    a->growth = NAN;
+    a->bound = (bd_rising_bound){.lower = 0.0, .upper = 1.0, .ready = 0};
+    int rc = bd_space_subspace(r->def->space, r->arm_param, a->choice, &a->sub, err);
+    if (rc)
+        return rc;
+    a->def = *r->def;
+    a->def.space = a->sub;
+    if (r->inner != INNER_GP_UCB || bd_space_size(a->sub) == 0)
+        return 0;
+    /* Each arm's refits draw from their own stream. */
+    bd_bo_model_options mo = {.name = "rising_bandits",
+                              .fidelity = 0,
+                              .salt = 0x726973696e670000ULL /* "rising" */ ^ (uint64_t)k,
+                              .ucb = *ucb};
+    return bd_bo_model_new(&a->def, &mo, &a->model, err);
+}
+
+static void rb_destroy(bd_sched *s);
+
+static int rb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
+{
+    static const char *const known[] = {"arm_parameter", "inner",         "n_init",     "window", "elimination",
+                                        "cost_aware",    "halve_horizon", "multiplier", "delta",  NULL};
+    static const char *const inners[] = {"gp_ucb", "random", NULL};
+    static const char *const rules[] = {"non_strict", "strict", NULL};
+    const char *inner = NULL, *rule = NULL;
+    long long n_init = 0, window = 0;
+    int cost_aware = 0, halve = 0;
+    size_t p = 0;
+    bd_bo_ucb ucb;
+    int rc = bd_opt_known(def->options, known, err);
+    if (!rc)
+        rc = bd_opt_string(def->options, "inner", "gp_ucb", inners, &inner, err);
+    if (!rc)
+        rc = bd_opt_int(def->options, "n_init", 3, 1, 100000, &n_init, err);
+    if (!rc)
+        rc = bd_opt_int(def->options, "window", 7, 1, 1000000, &window, err);
+    if (!rc)
+        rc = bd_opt_string(def->options, "elimination", "non_strict", rules, &rule, err);
+    if (!rc)
+        rc = bd_opt_bool(def->options, "cost_aware", 0, &cost_aware, err);
+    if (!rc)
+        rc = bd_opt_bool(def->options, "halve_horizon", 0, &halve, err);
+    if (!rc)
+        rc = bd_bo_ucb_read(def->options, &ucb, err);
+    if (!rc)
+        rc = check_study(def, cost_aware, halve, err);
+    if (!rc)
+        rc = find_arm_parameter(def->space, def->options, &p, err);
+    if (rc)
+        return rc;
+    rising *r = bd_xcalloc(1, sizeof *r);
+    r->base.ops = &bd_sched_rising_bandits;
+    r->def = def;
+    r->arm_index = p;
+    r->arm_param = bd_space_param(def->space, p)->name;
+    r->K = json_array_size(bd_space_param(def->space, p)->choices);
+    r->alive = r->K;
+    r->arms = bd_xcalloc(r->K, sizeof *r->arms);
+    r->inner = strcmp(inner, "random") == 0 ? INNER_RANDOM : INNER_GP_UCB;
+    r->strict = strcmp(rule, "strict") == 0;
+    r->cost_aware = cost_aware;
+    r->halve = halve;
+    r->n_init = n_init;
+    r->window = window;
+    r->T = def->limit_trials;
+    r->round = 1;
+    for (size_t k = 0; k < r->K && !rc; k++)
+        rc = open_arm(r, k, &ucb, err);
+    if (rc) {
+        rb_destroy(&r->base);
+        return rc;
+    }
+    *out = &r->base;
+    return 0;
+}
+
+/* ------------------------------------------------------------- suggest */
+
+/* The arm the next pull goes to, or -1 (WAIT or DONE): in the rounds, the
+ * first surviving arm not pulled yet in this round; with one arm left, it. */
+static long next_arm(const rising *r)
+{
+    if (r->created >= r->T)
+        return -1;
+    for (size_t k = 0; k < r->K; k++)
+        if (r->arms[k].alive && (r->alive == 1 || r->arms[k].created < r->round))
+            return (long)k;
+    return -1;
+}
+
+static bd_sched_status rb_status(const bd_sched *s)
+{
+    const rising *r = (const rising *)s;
+    if (r->created >= r->T)
+        return BD_STATUS_DONE;
+    return next_arm(r) < 0 ? BD_STATUS_WAITING : BD_STATUS_RUNNING;
+}
+
+/* Arm k's next point of its sub-space into *out (new): random for its
+ * first n_init pulls or without a model, else GP-UCB with its running
+ * pulls hallucinated. */
+static int propose(const rising *r, size_t k, bd_rng *rng, json_t **out, bd_err *err)
+{
+    const arm *a = &r->arms[k];
+    const bd_gp *gp = a->model ? bd_bo_model_gp(a->model) : NULL;
+    *out = NULL;
+    if (!gp || a->created < r->n_init) {
+        *out = bd_space_sample(a->sub, rng);
+        return 0;
+    }
+    size_t d = bd_space_size(a->sub), n_run = 0;
+    double *u = bd_xmalloc(d * sizeof *u);
+    double *starts = bd_xmalloc(N_STARTS * d * sizeof *starts);
+    const double **run_x = bd_xmalloc((r->n_pend ? r->n_pend : 1) * sizeof *run_x);
+    for (size_t i = 0; i < r->n_pend; i++)
+        if (r->pend[i].arm == k && r->pend[i].x)
+            run_x[n_run++] = r->pend[i].x;
+    size_t n_starts = bd_bo_model_best_points(a->model, N_STARTS, starts);
+    int rc = bd_bo_model_propose(a->model, (double)(a->created + 1), n_run, run_x, n_starts ? starts : NULL, n_starts,
+                                 rng, u, err);
+    if (!rc)
+        *out = bd_space_decode(a->sub, u);
+    free(u);
+    free(starts);
+    free(run_x);
+    return rc;
+}
+
+static int rb_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out, bd_err *err)
+{
+    rising *r = (rising *)s;
+    bd_sched_status st = rb_status(s);
+    if (st != BD_STATUS_RUNNING)
+        return st == BD_STATUS_DONE ? BD_SUGGEST_DONE : BD_SUGGEST_WAIT;
+    size_t k = (size_t)next_arm(r);
+    const arm *a = &r->arms[k];
+    bd_rng rng = ctx->rng;
+    json_t *config = NULL;
+    int rc = propose(r, k, &rng, &config, err);
+    if (rc)
+        return rc;
+    json_object_set_new(config, r->arm_param, json_deep_copy(a->choice));
+    out->config = config;
+    out->budget = r->def->r_max;
+    out->extra = json_pack("{s:o, s:I}", "arm", json_deep_copy(a->choice), "pull", (json_int_t)(a->created + 1));
+    if (r->alive > 1)
+        json_object_set_new(out->extra, "round", json_integer((json_int_t)r->round));
+    return BD_SUGGEST_TRIAL;
+}
+
+/* ------------------------------------------------------------- observe */
+
+static long arm_of(const rising *r, const json_t *choice)
+{
+    for (size_t k = 0; choice && k < r->K; k++)
+        if (json_equal(r->arms[k].choice, choice))
+            return (long)k;
+    return -1;
+}
+
+/* Arm k's sub-space coordinates of a full config, or NULL. New. */
+static double *encode_sub(const rising *r, size_t k, const json_t *config)
+{
+    const arm *a = &r->arms[k];
+    json_t *sub = json_copy((json_t *)config);
+    double *x = bd_xmalloc(bd_space_size(a->sub) * sizeof *x);
+    json_object_del(sub, r->arm_param);
+    if (bd_space_encode(a->sub, sub, x)) { /* cannot happen: the engine validated the config */
+        free(x);
+        x = NULL;
+    }
+    json_decref(sub);
+    return x;
+}
+
+static void on_created(rising *r, const bd_event *ev)
+{
+    long k = arm_of(r, json_object_get(ev->config, r->arm_param));
+    r->created++; /* limits.trials counts every trial */
+    if (k < 0)
+        return; /* cannot happen: the engine validated the config */
+    arm *a = &r->arms[k];
+    a->created++;
+    a->running++;
+    if (r->n_pend == r->cap_pend) {
+        r->cap_pend = r->cap_pend ? 2 * r->cap_pend : 8;
+        r->pend = bd_xrealloc(r->pend, r->cap_pend * sizeof *r->pend);
+    }
+    r->pend[r->n_pend++] = (pull){.trial_id = ev->trial_id,
+                                  .config_id = ev->config_id,
+                                  .arm = (size_t)k,
+                                  .budget = ev->budget,
+                                  .config = json_incref((json_t *)ev->config),
+                                  .x = a->model ? encode_sub(r, (size_t)k, ev->config) : NULL};
+}
+
+/* Takes trial_id's pull out of the running set into *p; 0 if it is not there. */
+static int take_pull(rising *r, int64_t trial_id, pull *p)
+{
+    for (size_t i = 0; i < r->n_pend; i++)
+        if (r->pend[i].trial_id == trial_id) {
+            *p = r->pend[i];
+            memmove(&r->pend[i], &r->pend[i + 1], (r->n_pend - i - 1) * sizeof *r->pend);
+            r->n_pend--;
+            return 1;
+        }
+    return 0;
+}
+
+static void append_y(arm *a, double y)
+{
+    if (a->n_y == a->cap_y) {
+        a->cap_y = a->cap_y ? 2 * a->cap_y : 16;
+        a->y = bd_xrealloc(a->y, a->cap_y * sizeof *a->y);
+    }
+    a->y[a->n_y++] = y;
+}
+
+/* Keeps p as the arm's best trial if its loss is the lowest finite one
+ * (the first wins a tie); takes p's config reference then. */
+static void consider_best(arm *a, pull *p, double loss)
+{
+    if (!isfinite(loss) || (a->best.trial_id && loss >= a->best.loss))
+        return;
+    json_decref(a->best.config);
+    a->best = (best_trial){p->trial_id, p->config_id, loss, p->budget, p->config};
+    p->config = NULL;
+}
+
+/* The horizon in pulls for arm a's upper bound, NAN while unknown. */
+static double horizon(const rising *r, const arm *a)
+{
+    if (!r->cost_aware)
+        return (double)(r->T - (long long)a->n_y);
+    if (!a->timed)
+        return NAN;
+    double left = fmax(r->def->limit_seconds - r->used_seconds, 0.0), mean = a->seconds / (double)a->timed;
+    double h = mean > 0 ? left / mean : INFINITY;
+    return r->halve ? h / 2 : h;
+}
+
+static void update_bound(const rising *r, arm *a)
+{
+    double y = a->n_y ? a->y[a->n_y - 1] : 0.0, h = horizon(r, a);
+    a->growth = bd_rising_growth(a->y, a->n_y, (size_t)r->window);
+    a->bound.lower = y;
+    a->bound.ready = !isnan(a->growth) && !isnan(h);
+    a->bound.upper = a->bound.ready ? bd_rising_upper(y, a->growth, h) : 1.0;
+}
+
+/* Algorithm 1, lines 10-14, at the end of the current round. */
+static void eliminate(rising *r)
+{
+    bd_rising_bound *b = bd_xmalloc(r->K * sizeof *b);
+    int *alive = bd_xmalloc(r->K * sizeof *alive);
+    size_t *by = bd_xcalloc(r->K, sizeof *by);
+    for (size_t k = 0; k < r->K; k++) {
+        b[k] = r->arms[k].bound;
+        alive[k] = r->arms[k].alive;
+    }
+    bd_rising_eliminate(r->K, b, r->strict, alive, by);
+    for (size_t k = 0; k < r->K; k++)
+        if (r->arms[k].alive && !alive[k]) {
+            r->arms[k].alive = 0;
+            r->arms[k].eliminated_round = r->round;
+            r->arms[k].eliminated_by = by[k];
+            r->alive--;
+        }
+    free(b);
+    free(alive);
+    free(by);
+}
+
+/* Are the current round's results all in (and not decided yet)? */
+static int round_over(const rising *r)
+{
+    if (r->alive < 2 || r->decided >= r->round || r->n_pend)
+        return 0;
+    for (size_t k = 0; k < r->K; k++)
+        if (r->arms[k].alive && r->arms[k].created < r->round)
+            return 0;
+    return 1;
+}
+
+static void end_rounds(rising *r)
+{
+    while (round_over(r)) {
+        eliminate(r);
+        r->decided = r->round;
+        if (r->alive > 1 && r->created < r->T)
+            r->round++;
+    }
+}
+
+static void on_finished(rising *r, const bd_observe_ctx *ctx, const bd_event *ev)
+{
+    pull p;
+    if ((ev->type == BD_EV_COMPLETED || ev->type == BD_EV_STOPPED) && isfinite(ev->elapsed_seconds))
+        r->used_seconds += ev->elapsed_seconds; /* as the engine counts used seconds */
+    if (!take_pull(r, ev->trial_id, &p))
+        return;
+    arm *a = &r->arms[p.arm];
+    double y = a->n_y ? a->y[a->n_y - 1] : 0.0;
+    a->running--;
+    if (ev->type == BD_EV_COMPLETED) {
+        y = fmax(y, bd_rising_reward(r->def, ev->loss));
+        if (isfinite(ev->elapsed_seconds)) {
+            a->seconds += ev->elapsed_seconds;
+            a->timed++;
+        }
+        if (p.x) {
+            bd_bo_model_add(a->model, p.x, 1.0, ev->loss);
+            if (!ctx->replay) /* a replay rebuilds once, in replayed() */
+                bd_bo_model_rebuild(a->model);
+        }
+        consider_best(a, &p, ev->loss);
+    }
+    append_y(a, y);
+    free(p.x);
+    json_decref(p.config);
+    /* The time left changes every arm's cost-aware horizon. */
+    for (size_t k = 0; k < r->K; k++)
+        if (r->arms[k].alive)
+            update_bound(r, &r->arms[k]);
+    end_rounds(r);
+}
+
+static int rb_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev, bd_decision *out, bd_err *err)
+{
+    rising *r = (rising *)s;
+    (void)out;
+    (void)err;
+    switch (ev->type) {
+    case BD_EV_CREATED:
+        on_created(r, ev);
+        break;
+    case BD_EV_COMPLETED:
+    case BD_EV_FAILED:
+    case BD_EV_EXPIRED:
+    case BD_EV_STOPPED:
+        on_finished(r, ctx, ev);
+        break;
+    case BD_EV_MEASUREMENT:
+        break;
+    }
+    return 0;
+}
+
+static void rb_replayed(bd_sched *s)
+{
+    rising *r = (rising *)s;
+    for (size_t k = 0; k < r->K; k++)
+        if (r->arms[k].model)
+            bd_bo_model_rebuild(r->arms[k].model);
+}
+
+/* ------------------------------------------------------------- describe */
+
+static json_t *num_or_null(double v)
+{
+    return isnan(v) ? json_null() : json_real(v);
+}
+
+static json_t *arm_json(const rising *r, const arm *a)
+{
+    return json_pack("{s:o, s:I, s:I, s:o, s:o, s:f, s:f, s:o, s:o}", "arm", json_deep_copy(a->choice), "pulls",
+                     (json_int_t)a->created, "running", (json_int_t)a->running, "best_reward",
+                     num_or_null(a->n_y ? a->y[a->n_y - 1] : NAN), "growth_rate", num_or_null(a->growth), "lower",
+                     a->bound.lower, "upper", a->bound.upper, "eliminated_round",
+                     a->alive ? json_null() : json_integer((json_int_t)a->eliminated_round), "eliminated_by",
+                     a->alive ? json_null() : json_deep_copy(r->arms[a->eliminated_by].choice));
+}
+
+/* The best trial of the surviving arm with the largest lower bound (ties:
+ * lower loss, then arm order), or NULL. */
+static const best_trial *incumbent(const rising *r)
+{
+    const arm *best = NULL;
+    for (size_t k = 0; k < r->K; k++) {
+        const arm *a = &r->arms[k];
+        if (!a->alive || !a->best.trial_id)
+            continue;
+        if (!best || a->bound.lower > best->bound.lower ||
+            (a->bound.lower == best->bound.lower && a->best.loss < best->best.loss))
+            best = a;
+    }
+    return best ? &best->best : NULL;
+}
+
+/* The engine's incumbent shape (engine_json.c): value in the objective's
+ * own orientation, an integral budget printed as an integer. */
+static json_t *incumbent_json(const rising *r, const best_trial *b)
+{
+    json_t *budget = r->def->resource_integer && b->budget == floor(b->budget) && fabs(b->budget) < 9e15
+                         ? json_integer((json_int_t)b->budget)
+                         : json_real(b->budget);
+    return json_pack("{s:I, s:I, s:O, s:f, s:o}", "trial_id", (json_int_t)b->trial_id, "config_id",
+                     (json_int_t)b->config_id, "config", b->config, "value", r->def->maximize ? -b->loss : b->loss,
+                     "budget", budget);
+}
+
+static int rb_describe(const bd_sched *s, json_t **out)
+{
+    const rising *r = (const rising *)s;
+    const char *phase = r->created >= r->T ? "done" : r->alive == 1 ? "last_arm" : "rounds";
+    json_t *arms = json_array();
+    for (size_t k = 0; k < r->K; k++)
+        json_array_append_new(arms, arm_json(r, &r->arms[k]));
+    *out = json_pack("{s:I, s:s, s:I, s:I, s:I, s:s, s:s, s:b, s:o}", "round", (json_int_t)r->round, "phase", phase,
+                     "window", (json_int_t)r->window, "T", (json_int_t)r->T, "pulls", (json_int_t)r->created, "inner",
+                     r->inner == INNER_RANDOM ? "random" : "gp_ucb", "elimination", r->strict ? "strict" : "non_strict",
+                     "cost_aware", r->cost_aware, "arms", arms);
+    const best_trial *b = incumbent(r);
+    if (b)
+        json_object_set_new(*out, "incumbent", incumbent_json(r, b));
+    return 0;
+}
+
+static void rb_destroy(bd_sched *s)
+{
+    rising *r = (rising *)s;
+    if (!r)
+        return;
+    for (size_t k = 0; k < r->K; k++) {
+        arm *a = &r->arms[k];
+        bd_bo_model_free(a->model);
+        bd_space_free(a->sub);
+        free(a->y);
+        json_decref(a->best.config);
+    }
+    for (size_t i = 0; i < r->n_pend; i++) {
+        json_decref(r->pend[i].config);
+        free(r->pend[i].x);
+    }
+    free(r->pend);
+    free(r->arms);
+    free(r);
+}
+
+const struct bd_sched_ops bd_sched_rising_bandits = {
+    .abi = BD_SCHED_ABI,
+    .name = "rising_bandits",
+    .create = rb_create,
+    .suggest = rb_suggest,
+    .observe = rb_observe,
+    .replayed = rb_replayed,
+    .status = rb_status,
+    .describe = rb_describe,
+    .destroy = rb_destroy,
+};

@@ -1,0 +1,52 @@
+/* rising_bound.h: the arithmetic of Rising Bandits (Li et al., AAAI 2020,
+ * Algorithm 1 and "Rising Bandits with Loose Concavity"; ALGORITHMS.md
+ * section 4), apart from the scheduler so that the published vector can be
+ * tested on it directly: rewards in [0, 1], the smooth growth rate, the
+ * bounds on an arm's final reward and the elimination rule.
+ *
+ * Pure functions of their arguments; no state, no allocation visible to
+ * the caller. Used by rising_bandits.c. */
+#ifndef BD_RISING_BOUND_H
+#define BD_RISING_BOUND_H
+
+#include <stddef.h>
+
+#include "sched.h"
+
+/* The reward in [0, 1] of a loss as the engine delivers it (negated for a
+ * maximised objective). v = the user's value (loss, or -loss when
+ * def->maximize). With def->has_bounds [lo, hi]: (v - lo)/(hi - lo) when
+ * maximising, (hi - v)/(hi - lo) when minimising; without bounds a
+ * maximised value is taken as already in [0, 1]. Clamped to [0, 1]. A
+ * non-finite loss (diverged: +INFINITY) is 0. The caller guarantees a
+ * minimised objective has bounds (create() rejects it otherwise). */
+double bd_rising_reward(const bd_study_def *def, double loss);
+
+/* The smooth growth rate w(t) = (y(t) - y(t - C)) / C of the best-so-far
+ * rewards y[0..t-1] (y[i] after pull i + 1), the paper's form; NAN when
+ * t <= C (y(t - C) does not exist yet). */
+double bd_rising_growth(const double *y, size_t t, size_t C);
+
+/* u = min(y + w * horizon, 1), the upper bound on the final reward
+ * (the paper's Inequality 9). w <= 0 gives y whatever the horizon (so an
+ * infinite horizon does not make 0 * inf). */
+double bd_rising_upper(double y, double w, double horizon);
+
+/* One arm's bounds on its final reward. */
+typedef struct bd_rising_bound {
+    double lower; /* l = y(t) */
+    double upper; /* u; 1 while not ready */
+    int ready;    /* the growth rate is known: the arm may be eliminated */
+} bd_rising_bound;
+
+/* Algorithm 1's elimination step over n arms: alive[k] is 1 for a
+ * surviving arm. Surviving arms are considered in ascending order of upper
+ * (ties: lower index); a ready arm j is eliminated when another
+ * still-surviving arm i has lower_i >= upper_j (strict: >). Each
+ * elimination sets alive[j] = 0 and by[j] = the surviving arm with the
+ * largest lower bound at that moment (ties: lower index). Because
+ * upper >= lower, the last surviving arm is never eliminated. Returns the
+ * number of arms eliminated. */
+size_t bd_rising_eliminate(size_t n, const bd_rising_bound *b, int strict, int *alive, size_t *by);
+
+#endif

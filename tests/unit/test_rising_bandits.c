@@ -1,0 +1,764 @@
+/* test_rising_bandits.c: Rising Bandits (server/sched/rising_bandits.c and
+ * the arithmetic of rising_bound.c): the ALGORITHMS.md section 4 vector,
+ * the elimination rule, and hand-made arms driven through suggest/observe
+ * with the scheduler harness, checked through describe(). Rewards come
+ * from tables per (arm, pull), so every bound below is known exactly. */
+#include <criterion/criterion.h>
+
+#include "sched_harness.h"
+#include "server/sched/rising_bound.h"
+
+extern const struct bd_sched_ops bd_sched_rising_bandits;
+
+#define RB (&bd_sched_rising_bandits)
+#define EPS 1e-12
+
+/* ------------------------------------------------------------- the arithmetic */
+
+Test(rising_bound, algorithms_md_vector_keeps_a_and_eliminates_b)
+{
+    const double ya[] = {.50, .60, .62, .63, .635}, yb[] = {.40, .42, .43, .435, .44};
+    double wa = bd_rising_growth(ya, 5, 3), wb = bd_rising_growth(yb, 5, 3);
+    cr_expect_float_eq(wa, (0.635 - 0.60) / 3, EPS);
+    cr_expect_float_eq(wa, 0.011667, 5e-7);
+    cr_expect_float_eq(wb, 0.006667, 5e-7);
+    bd_rising_bound b[2] = {{.lower = ya[4], .upper = bd_rising_upper(ya[4], wa, 20 - 5), .ready = 1},
+                            {.lower = yb[4], .upper = bd_rising_upper(yb[4], wb, 20 - 5), .ready = 1}};
+    cr_expect_float_eq(b[0].upper, 0.81, EPS);
+    cr_expect_float_eq(b[0].lower, 0.635, EPS);
+    cr_expect_float_eq(b[1].upper, 0.54, EPS);
+    int alive[2] = {1, 1};
+    size_t by[2] = {9, 9};
+    cr_expect_eq(bd_rising_eliminate(2, b, 0, alive, by), 1);
+    cr_expect(alive[0] && !alive[1], "A must stay and B go");
+    cr_expect_eq(by[1], 0, "B is eliminated by A");
+}
+
+Test(rising_bound, upper_bound_is_capped_at_one)
+{
+    cr_expect_eq(bd_rising_upper(0.9, 0.05, 10), 1.0);
+    cr_expect_float_eq(bd_rising_upper(0.9, 0.005, 10), 0.95, EPS);
+    cr_expect_eq(bd_rising_upper(0.4, 0.0, INFINITY), 0.4, "no growth: the horizon does not matter");
+}
+
+Test(rising_bound, no_growth_rate_before_window_plus_one_pulls)
+{
+    const double y[] = {.1, .2, .3, .4};
+    cr_expect(isnan(bd_rising_growth(y, 3, 3)), "t = C: y(t - C) does not exist");
+    cr_expect_float_eq(bd_rising_growth(y, 4, 3), (.4 - .1) / 3, EPS);
+    cr_expect_float_eq(bd_rising_growth(y, 2, 1), .1, EPS);
+}
+
+Test(rising_bound, strict_and_non_strict_differ_on_a_tie)
+{
+    bd_rising_bound b[2] = {{.lower = .6, .upper = 1, .ready = 1}, {.lower = .5, .upper = .6, .ready = 1}};
+    int alive[2] = {1, 1};
+    size_t by[2] = {9, 9};
+    cr_expect_eq(bd_rising_eliminate(2, b, 0, alive, by), 1, "non-strict: u = l eliminates");
+    cr_expect(!alive[1] && by[1] == 0);
+    alive[1] = 1;
+    cr_expect_eq(bd_rising_eliminate(2, b, 1, alive, by), 0, "strict: u = l keeps");
+    cr_expect(alive[0] && alive[1]);
+}
+
+Test(rising_bound, elimination_order_and_eliminator)
+{
+    /* By ascending u: X goes (Z has the largest l), then Y, which ties Z's l. */
+    bd_rising_bound b[3] = {{.lower = .4, .upper = .4, .ready = 1},
+                            {.lower = .4, .upper = .45, .ready = 1},
+                            {.lower = .45, .upper = 1, .ready = 1}};
+    int alive[3] = {1, 1, 1};
+    size_t by[3] = {9, 9, 9};
+    cr_expect_eq(bd_rising_eliminate(3, b, 0, alive, by), 2);
+    cr_expect(!alive[0] && !alive[1] && alive[2]);
+    cr_expect_eq(by[0], 2, "the eliminator is the surviving arm with the largest l");
+    cr_expect_eq(by[1], 2);
+    int alive2[3] = {1, 1, 1};
+    cr_expect_eq(bd_rising_eliminate(3, b, 1, alive2, by), 1, "strict keeps Y (.45 is not > .45)");
+    cr_expect(!alive2[0] && alive2[1] && alive2[2]);
+}
+
+Test(rising_bound, never_eliminates_every_arm_and_spares_arms_not_ready)
+{
+    bd_rising_bound tie[2] = {{.lower = .5, .upper = .5, .ready = 1}, {.lower = .5, .upper = .5, .ready = 1}};
+    int alive[2] = {1, 1};
+    size_t by[2] = {9, 9};
+    cr_expect_eq(bd_rising_eliminate(2, tie, 0, alive, by), 1);
+    cr_expect(!alive[0] && alive[1] && by[0] == 1, "ties go by index; the last arm stays");
+    bd_rising_bound young[2] = {{.lower = 1, .upper = 1, .ready = 1}, {.lower = .2, .upper = 1, .ready = 0}};
+    int alive3[2] = {1, 1};
+    cr_expect_eq(bd_rising_eliminate(2, young, 0, alive3, by), 0, "an arm without a growth rate is never eliminated");
+}
+
+Test(rising_bound, rewards_map_values_into_unit_interval)
+{
+    bd_study_def d = {.maximize = 1};
+    cr_expect_float_eq(bd_rising_reward(&d, -0.8), 0.8, EPS); /* an accuracy, negated by the engine */
+    cr_expect_eq(bd_rising_reward(&d, -1.5), 1.0);
+    cr_expect_eq(bd_rising_reward(&d, INFINITY), 0.0, "diverged");
+    d.has_bounds = 1;
+    d.bound_low = 0;
+    d.bound_high = 100;
+    cr_expect_float_eq(bd_rising_reward(&d, -80), 0.8, EPS);
+    d = (bd_study_def){.maximize = 0, .has_bounds = 1, .bound_low = 0, .bound_high = 2};
+    cr_expect_float_eq(bd_rising_reward(&d, 0.5), 0.75, EPS);
+    cr_expect_eq(bd_rising_reward(&d, 3), 0.0, "clamped");
+    cr_expect_eq(bd_rising_reward(&d, -1), 1.0, "clamped");
+    cr_expect_eq(bd_rising_reward(&d, INFINITY), 0.0);
+}
+
+/* ------------------------------------------------------------- the scheduler */
+
+static const char *const cash3 =
+    "[{\"name\": \"algo\", \"type\": \"categorical\", \"choices\": [\"a\", \"b\", \"c\"]},"
+    " {\"name\": \"xa\", \"type\": \"float\", \"low\": 0, \"high\": 1, \"when\": {\"algo\": [\"a\"]}},"
+    " {\"name\": \"xb\", \"type\": \"float\", \"low\": 0, \"high\": 1, \"when\": {\"algo\": [\"b\"]}},"
+    " {\"name\": \"xc\", \"type\": \"float\", \"low\": 0, \"high\": 1, \"when\": {\"algo\": [\"c\"]}}]";
+
+static const char *const cash2 =
+    "[{\"name\": \"algo\", \"type\": \"categorical\", \"choices\": [\"a\", \"b\"]},"
+    " {\"name\": \"xa\", \"type\": \"float\", \"low\": 0, \"high\": 1, \"when\": {\"algo\": [\"a\"]}},"
+    " {\"name\": \"xb\", \"type\": \"float\", \"low\": 0, \"high\": 1, \"when\": {\"algo\": [\"b\"]}}]";
+
+typedef struct study {
+    int maximize, has_bounds;
+    double lo, hi;
+    long long T;
+    double seconds;
+} study;
+
+static const study accuracy30 = {.maximize = 1, .T = 30};
+
+/* Opens rising_bandits with the study fields the harness does not set.
+ * The harness creates first without them (which fails: no limits.trials),
+ * so create again. Returns create()'s code. */
+static int open_rb(hn *h, const char *params, const char *options, const study *st)
+{
+    hn_open_space(h, RB, params, options, 1, 1, 0);
+    cr_assert_null(h->s);
+    h->def.maximize = st->maximize;
+    h->def.has_bounds = st->has_bounds;
+    h->def.bound_low = st->lo;
+    h->def.bound_high = st->hi;
+    h->def.limit_trials = st->T;
+    h->def.limit_seconds = st->seconds;
+    return RB->create(&h->def, &h->s, &h->err);
+}
+
+static void open_ok(hn *h, const char *params, const char *options, const study *st)
+{
+    int rc = open_rb(h, params, options, st);
+    cr_assert_eq(rc, 0, "create failed: %s (%s)", h->err.message, h->err.field);
+}
+
+static const char *arm_name(hn *h, int64_t id)
+{
+    return json_string_value(json_object_get(hn_get(h, id)->config, "algo"));
+}
+
+/* The pull number (from 1) of trial id within its arm. */
+static int pull_no(hn *h, int64_t id)
+{
+    int n = 0;
+    for (int64_t i = 1; i <= id; i++)
+        n += strcmp(arm_name(h, i), arm_name(h, id)) == 0;
+    return n;
+}
+
+/* Maximised values per arm (a, b, c) and pull (from 1): a table row is
+ * repeated past its end. */
+#define PULLS 8
+typedef double table[3][PULLS];
+
+static double value_of(hn *h, int64_t id, const table t)
+{
+    int k = arm_name(h, id)[0] - 'a', n = pull_no(h, id);
+    return t[k][(n < PULLS ? n : PULLS) - 1];
+}
+
+static int64_t pull(hn *h)
+{
+    int64_t id = 0;
+    cr_assert_eq(hn_suggest(h, 0, &id), BD_SUGGEST_TRIAL);
+    return id;
+}
+
+/* One worker: n pulls, each reported (value from t) before the next. */
+static void play(hn *h, int n, const table t)
+{
+    for (int i = 0; i < n; i++) {
+        int64_t id = pull(h);
+        hn_complete(h, id, -value_of(h, id, t)); /* the engine negates a maximised value */
+    }
+}
+
+static json_t *arm_state(json_t *d, const char *name)
+{
+    json_t *arms = json_object_get(d, "arms");
+    for (size_t i = 0; i < json_array_size(arms); i++) {
+        json_t *a = json_array_get(arms, i);
+        if (strcmp(json_string_value(json_object_get(a, "arm")), name) == 0)
+            return a;
+    }
+    cr_assert_fail("no arm %s in describe()", name);
+    return NULL;
+}
+
+static double num(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    cr_assert(json_is_number(v), "%s is not a number", key);
+    return json_number_value(v);
+}
+
+static void expect_alive(json_t *d, const char *name)
+{
+    json_t *a = arm_state(d, name);
+    cr_expect(json_is_null(json_object_get(a, "eliminated_round")), "arm %s was eliminated", name);
+    cr_expect(json_is_null(json_object_get(a, "eliminated_by")));
+}
+
+static void expect_eliminated(json_t *d, const char *name, long long round, const char *by)
+{
+    json_t *a = arm_state(d, name);
+    cr_expect_eq(json_integer_value(json_object_get(a, "eliminated_round")), round, "arm %s: eliminated_round", name);
+    cr_expect_str_eq(json_string_value(json_object_get(a, "eliminated_by")), by, "arm %s: eliminated_by", name);
+}
+
+/* a rises, b is flat and bad, c rises then flattens (window 2, T 30). */
+static const table three = {{.60, .70, .75, .78, .80, .81, .82, .83},
+                            {.30, .30, .30, .30, .30, .30, .30, .30},
+                            {.50, .60, .65, .65, .65, .65, .65, .65}};
+
+Test(rising_bandits, rounds_eliminate_the_flat_arm_then_the_flattened_one)
+{
+    hn h;
+    open_ok(&h, cash3, "{\"inner\": \"random\", \"window\": 2}", &accuracy30);
+    play(&h, 3, three);
+    for (int64_t id = 1; id <= 3; id++) /* a round pulls every arm once, in arm order */
+        cr_expect_eq(arm_name(&h, id)[0], "abc"[id - 1]);
+    play(&h, 3, three);
+    /* Round 2: t = 2 = C, no growth rate yet: nothing can go, b's u is 1. */
+    json_t *d = hn_describe(&h);
+    cr_expect_eq(num(d, "round"), 3);
+    cr_expect_str_eq(json_string_value(json_object_get(d, "phase")), "rounds");
+    json_t *b = arm_state(d, "b");
+    expect_alive(d, "b");
+    cr_expect(json_is_null(json_object_get(b, "growth_rate")));
+    cr_expect_eq(num(b, "upper"), 1.0);
+    json_decref(d);
+
+    play(&h, 3, three);
+    /* Round 3: a (w .075, u 1), c (w .075, u 1); b (w 0, u .3 <= l_a .75) goes. */
+    d = hn_describe(&h);
+    cr_expect_eq(num(d, "round"), 4);
+    json_t *a = arm_state(d, "a");
+    cr_expect_float_eq(num(a, "growth_rate"), (.75 - .60) / 2, EPS);
+    cr_expect_float_eq(num(a, "lower"), .75, EPS);
+    cr_expect_eq(num(a, "upper"), 1.0);
+    b = arm_state(d, "b");
+    cr_expect_eq(num(b, "pulls"), 3);
+    cr_expect_float_eq(num(b, "best_reward"), .30, EPS);
+    cr_expect_eq(num(b, "growth_rate"), 0.0);
+    cr_expect_float_eq(num(b, "upper"), .30, EPS);
+    cr_expect_float_eq(num(b, "lower"), .30, EPS);
+    expect_eliminated(d, "b", 3, "a");
+    json_t *c = arm_state(d, "c");
+    cr_expect_float_eq(num(c, "growth_rate"), (.65 - .50) / 2, EPS);
+    expect_alive(d, "c");
+    json_decref(d);
+
+    /* Rounds 4 and 5 pull a and c only. Round 4: c's w = .025, u = 1.
+     * Round 5: c's w = 0, u = .65 <= l_a = .80: c goes, a is left. */
+    play(&h, 2, three);
+    cr_expect_str_eq(arm_name(&h, 10), "a");
+    cr_expect_str_eq(arm_name(&h, 11), "c");
+    d = hn_describe(&h);
+    expect_alive(d, "c");
+    cr_expect_float_eq(num(arm_state(d, "c"), "growth_rate"), (.65 - .60) / 2, EPS);
+    json_decref(d);
+    play(&h, 2, three);
+    d = hn_describe(&h);
+    expect_eliminated(d, "c", 5, "a");
+    cr_expect_float_eq(num(arm_state(d, "c"), "upper"), .65, EPS);
+    cr_expect_str_eq(json_string_value(json_object_get(d, "phase")), "last_arm");
+    cr_expect_eq(num(d, "round"), 5);
+    cr_expect_eq(num(d, "pulls"), 13);
+    /* The incumbent: a's best trial (its 5th pull, trial 12) in the objective's own orientation. */
+    json_t *inc = json_object_get(d, "incumbent");
+    cr_assert(json_is_object(inc));
+    cr_expect_eq(json_integer_value(json_object_get(inc, "trial_id")), 12);
+    cr_expect_eq(json_integer_value(json_object_get(inc, "config_id")), 12);
+    cr_expect_float_eq(num(inc, "value"), .80, EPS);
+    cr_expect(json_equal(json_object_get(inc, "config"), hn_get(&h, 12)->config));
+    cr_expect_eq(num(inc, "budget"), 1);
+    json_decref(d);
+    hn_close(&h);
+}
+
+/* u = y + w (T - t) with t the arm's own pulls (2 here), not the 4 pulls
+ * of the study (which would give .64 and .47). */
+Test(rising_bandits, horizon_is_T_minus_the_arms_own_pulls)
+{
+    static const table two = {{.50, .52, .52, .52, .52, .52, .52, .52}, {.40, .41, .41, .41, .41, .41, .41, .41}};
+    hn h;
+    study st = {.maximize = 1, .T = 10};
+    open_ok(&h, cash3, "{\"inner\": \"random\", \"window\": 1, \"arm_parameter\": \"algo\"}", &st);
+    play(&h, 6, two); /* two rounds; c (row of zeros) goes at round 2 */
+    json_t *d = hn_describe(&h);
+    cr_expect_float_eq(num(arm_state(d, "a"), "growth_rate"), .02, EPS);
+    cr_expect_float_eq(num(arm_state(d, "a"), "upper"), .52 + .02 * 8, EPS);
+    cr_expect_float_eq(num(arm_state(d, "b"), "upper"), .41 + .01 * 8, EPS);
+    expect_eliminated(d, "b", 2, "a");
+    expect_eliminated(d, "c", 2, "a");
+    cr_expect_eq(num(arm_state(d, "c"), "upper"), 0.0);
+    json_decref(d);
+    hn_close(&h);
+}
+
+/* After two pulls (window 1) b's u = .6 equals a's l = .6: the paper's
+ * non-strict rule eliminates b, the authors' strict rule keeps it. */
+Test(rising_bandits, elimination_option_decides_a_tie)
+{
+    static const table tie = {{.40, .60, .60, .60, .60, .60, .60, .60}, {.60, .60, .60, .60, .60, .60, .60, .60}};
+    study st = {.maximize = 1, .T = 10};
+    hn h;
+    open_ok(&h, cash2, "{\"inner\": \"random\", \"window\": 1}", &st);
+    play(&h, 4, tie);
+    json_t *d = hn_describe(&h);
+    cr_expect_str_eq(json_string_value(json_object_get(d, "elimination")), "non_strict");
+    expect_eliminated(d, "b", 2, "a");
+    json_decref(d);
+    hn_close(&h);
+    open_ok(&h, cash2, "{\"inner\": \"random\", \"window\": 1, \"elimination\": \"strict\"}", &st);
+    play(&h, 4, tie);
+    d = hn_describe(&h);
+    expect_alive(d, "b");
+    cr_expect_eq(num(arm_state(d, "b"), "upper"), num(arm_state(d, "a"), "lower"));
+    json_decref(d);
+    hn_close(&h);
+}
+
+Test(rising_bandits, last_arm_has_no_barrier_and_the_study_ends_at_T)
+{
+    hn h;
+    open_ok(&h, cash3, "{\"inner\": \"random\", \"window\": 2}", &accuracy30);
+    play(&h, 13, three); /* as above: a alone after 13 pulls */
+    int64_t ids[3];
+    for (int i = 0; i < 3; i++) { /* three workers at once, no WAIT */
+        cr_assert_eq(hn_suggest(&h, i, &ids[i]), BD_SUGGEST_TRIAL);
+        cr_expect_str_eq(arm_name(&h, ids[i]), "a");
+    }
+    for (int i = 0; i < 3; i++)
+        hn_complete(&h, ids[i], -.9);
+    play(&h, 30 - 16, three);
+    int64_t id;
+    cr_expect_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_DONE, "T = 30 pulls were created");
+    cr_expect_eq(RB->status(h.s), BD_STATUS_DONE);
+    json_t *d = hn_describe(&h);
+    cr_expect_str_eq(json_string_value(json_object_get(d, "phase")), "done");
+    cr_expect_eq(num(arm_state(d, "a"), "pulls"), 30 - 3 - 5);
+    cr_expect_float_eq(num(arm_state(d, "a"), "best_reward"), .9, EPS);
+    json_decref(d);
+    hn_close(&h);
+}
+
+Test(rising_bandits, done_at_T_even_in_the_middle_of_a_round_with_pulls_running)
+{
+    hn h;
+    study st = accuracy30;
+    st.T = 4;
+    open_ok(&h, cash3, "{\"inner\": \"random\"}", &st);
+    play(&h, 3, three);
+    int64_t id;
+    cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+    cr_expect_eq(hn_suggest(&h, 1, &id), BD_SUGGEST_DONE);
+    hn_complete(&h, 4, -.7);
+    cr_expect_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_DONE);
+    hn_close(&h);
+}
+
+/* Default window 7: a flat arm survives rounds 1..7 and goes at round 8,
+ * its first round with t = C + 1 pulls. */
+Test(rising_bandits, no_elimination_before_window_plus_one_pulls)
+{
+    static const table flat = {{.80, .80, .80, .80, .80, .80, .80, .80},
+                               {.10, .10, .10, .10, .10, .10, .10, .10},
+                               {.20, .20, .20, .20, .20, .20, .20, .20}};
+    hn h;
+    study st = accuracy30;
+    st.T = 40;
+    open_ok(&h, cash3, "{\"inner\": \"random\"}", &st);
+    for (int round = 1; round <= 7; round++) {
+        play(&h, 3, flat);
+        json_t *d = hn_describe(&h);
+        expect_alive(d, "b");
+        expect_alive(d, "c");
+        cr_expect(json_is_null(json_object_get(arm_state(d, "b"), "growth_rate")), "round %d", round);
+        cr_expect_eq(num(arm_state(d, "b"), "upper"), 1.0);
+        json_decref(d);
+    }
+    play(&h, 3, flat);
+    json_t *d = hn_describe(&h);
+    expect_eliminated(d, "b", 8, "a");
+    expect_eliminated(d, "c", 8, "a");
+    cr_expect_eq(num(arm_state(d, "b"), "growth_rate"), 0.0);
+    cr_expect_str_eq(json_string_value(json_object_get(d, "phase")), "last_arm");
+    json_decref(d);
+    hn_close(&h);
+}
+
+Test(rising_bandits, several_workers_get_the_rounds_arms_then_wait)
+{
+    hn h;
+    open_ok(&h, cash3, "{\"inner\": \"random\", \"window\": 2}", &accuracy30);
+    int64_t ids[3], id;
+    for (int w = 0; w < 3; w++) {
+        cr_assert_eq(hn_suggest(&h, w, &ids[w]), BD_SUGGEST_TRIAL);
+        cr_expect_eq(arm_name(&h, ids[w])[0], "abc"[w]);
+        cr_expect_eq(json_integer_value(json_object_get(hn_get(&h, ids[w])->extra, "round")), 1);
+    }
+    cr_expect_eq(hn_suggest(&h, 3, &id), BD_SUGGEST_WAIT, "the round's pulls are all out");
+    cr_expect_eq(RB->status(h.s), BD_STATUS_WAITING);
+    hn_complete(&h, ids[2], -.5);
+    hn_complete(&h, ids[0], -.6);
+    cr_expect_eq(hn_suggest(&h, 3, &id), BD_SUGGEST_WAIT, "b's result is not in");
+    hn_complete(&h, ids[1], -.3);
+    cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+    cr_expect_str_eq(arm_name(&h, id), "a");
+    cr_expect_eq(json_integer_value(json_object_get(hn_get(&h, id)->extra, "round")), 2);
+    cr_expect_eq(json_integer_value(json_object_get(hn_get(&h, id)->extra, "pull")), 2);
+    json_t *d = hn_describe(&h);
+    cr_expect_eq(num(arm_state(d, "a"), "running"), 1);
+    cr_expect_float_eq(num(arm_state(d, "c"), "best_reward"), .5, EPS);
+    json_decref(d);
+    hn_close(&h);
+}
+
+/* Failed and expired pulls count as pulls with no improvement (0 before
+ * any result) and do not hold the round up. */
+Test(rising_bandits, a_failed_pull_counts_with_no_improvement)
+{
+    hn h;
+    open_ok(&h, cash3, "{\"inner\": \"random\", \"window\": 2}", &accuracy30);
+    int64_t a1 = pull(&h), b1 = pull(&h), c1 = pull(&h);
+    hn_fail(&h, a1);
+    hn_complete(&h, b1, -.3);
+    hn_complete(&h, c1, -.5);
+    json_t *d = hn_describe(&h);
+    cr_expect_eq(num(d, "round"), 2, "the failed pull ended round 1 like any result");
+    cr_expect_eq(num(arm_state(d, "a"), "pulls"), 1);
+    cr_expect_eq(num(arm_state(d, "a"), "best_reward"), 0.0);
+    json_decref(d);
+    int64_t a2 = pull(&h), b2 = pull(&h), c2 = pull(&h);
+    hn_complete(&h, a2, -.7);
+    hn_expire(&h, b2);
+    hn_complete(&h, c2, -.6);
+    int64_t a3 = pull(&h), b3 = pull(&h), c3 = pull(&h);
+    hn_complete(&h, a3, -.75);
+    hn_complete(&h, b3, -.3);
+    hn_fail(&h, c3);
+    d = hn_describe(&h);
+    /* y_a = [0, .7, .75], y_b = [.3, .3, .3], y_c = [.5, .6, .6] */
+    cr_expect_float_eq(num(arm_state(d, "a"), "growth_rate"), (.75 - 0) / 2, EPS);
+    cr_expect_float_eq(num(arm_state(d, "c"), "growth_rate"), (.6 - .5) / 2, EPS);
+    cr_expect_float_eq(num(arm_state(d, "c"), "best_reward"), .6, EPS);
+    cr_expect_eq(num(arm_state(d, "c"), "pulls"), 3);
+    expect_eliminated(d, "b", 3, "a");
+    expect_alive(d, "c");
+    json_decref(d);
+    hn_close(&h);
+}
+
+Test(rising_bandits, minimised_objective_maps_through_its_bounds)
+{
+    hn h;
+    study st = {.maximize = 0, .has_bounds = 1, .lo = 0, .hi = 2, .T = 10};
+    open_ok(&h, cash3, "{\"inner\": \"random\"}", &st);
+    int64_t a = pull(&h), b = pull(&h), c = pull(&h);
+    hn_complete(&h, a, 0.5);
+    hn_complete(&h, b, INFINITY); /* diverged */
+    hn_complete(&h, c, 1.5);
+    json_t *d = hn_describe(&h);
+    cr_expect_float_eq(num(arm_state(d, "a"), "best_reward"), 0.75, EPS);
+    cr_expect_eq(num(arm_state(d, "b"), "best_reward"), 0.0);
+    cr_expect_float_eq(num(arm_state(d, "c"), "best_reward"), 0.25, EPS);
+    json_t *inc = json_object_get(d, "incumbent");
+    cr_expect_eq(json_integer_value(json_object_get(inc, "trial_id")), a);
+    cr_expect_float_eq(num(inc, "value"), 0.5, EPS, "a loss stays a loss");
+    json_decref(d);
+    hn_close(&h);
+}
+
+/* ------------------------------------------------------------- create() errors */
+
+static void expect_rejected(const char *params, const char *options, const study *st, const char *field)
+{
+    hn h;
+    cr_expect_eq(open_rb(&h, params, options, st), BD_EINVAL, "expected a rejection at %s", field);
+    cr_expect_str_eq(h.err.field, field, "%s", h.err.message);
+    hn_close(&h);
+}
+
+Test(rising_bandits, minimised_objective_without_bounds_is_rejected)
+{
+    hn h;
+    study st = {.maximize = 0, .T = 20};
+    cr_expect_eq(open_rb(&h, cash3, NULL, &st), BD_EINVAL);
+    cr_expect_str_eq(h.err.field, "objective.bounds");
+    cr_expect_str_eq(h.err.message, "rising_bandits needs objective.bounds to map a loss into [0, 1]");
+    hn_close(&h);
+}
+
+Test(rising_bandits, study_limits_and_options_are_checked)
+{
+    study no_t = {.maximize = 1};
+    expect_rejected(cash3, NULL, &no_t, "limits.trials");
+    expect_rejected(cash3, "{\"cost_aware\": true}", &accuracy30, "limits.seconds");
+    expect_rejected(cash3, "{\"halve_horizon\": true}", &accuracy30, "scheduler.options.halve_horizon");
+    expect_rejected(cash3, "{\"windw\": 3}", &accuracy30, "scheduler.options.windw");
+    expect_rejected(cash3, "{\"window\": 0}", &accuracy30, "scheduler.options.window");
+    expect_rejected(cash3, "{\"elimination\": \"lenient\"}", &accuracy30, "scheduler.options.elimination");
+    expect_rejected(cash3, "{\"inner\": \"tpe\"}", &accuracy30, "scheduler.options.inner");
+    expect_rejected(cash3, "{\"n_init\": 0}", &accuracy30, "scheduler.options.n_init");
+}
+
+Test(rising_bandits, arm_parameter_default_and_errors)
+{
+    /* "scale" is top-level categorical too, but without children: algo is the default. */
+    static const char *const with_scale =
+        "[{\"name\": \"scale\", \"type\": \"categorical\", \"choices\": [true, false]},"
+        " {\"name\": \"algo\", \"type\": \"categorical\", \"choices\": [\"svm\", \"knn\"]},"
+        " {\"name\": \"C\", \"type\": \"float\", \"low\": 0.1, \"high\": 10, \"when\": {\"algo\": [\"svm\"]}}]";
+    hn h;
+    open_ok(&h, with_scale, "{\"inner\": \"random\"}", &accuracy30);
+    json_t *d = hn_describe(&h);
+    cr_expect_eq(json_array_size(json_object_get(d, "arms")), 2);
+    cr_expect_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(d, "arms"), 1), "arm")), "knn");
+    json_decref(d);
+    int64_t id1 = pull(&h), id2 = pull(&h);
+    cr_expect_str_eq(arm_name(&h, id1), "svm");
+    cr_expect_str_eq(arm_name(&h, id2), "knn");
+    /* knn's sub-space holds only the shared "scale"; svm's adds C. */
+    cr_expect_eq(json_object_size(hn_get(&h, id2)->config), 2);
+    cr_expect_eq(json_object_size(hn_get(&h, id1)->config), 3);
+    hn_close(&h);
+    /* scale as the arms, by option: each arm's sub-space is algo and its children. */
+    open_ok(&h, with_scale, "{\"inner\": \"random\", \"arm_parameter\": \"scale\"}", &accuracy30);
+    id1 = pull(&h);
+    cr_expect(json_is_true(json_object_get(hn_get(&h, id1)->config, "scale")));
+    hn_close(&h);
+
+    static const char *const two_parents =
+        "[{\"name\": \"algo\", \"type\": \"categorical\", \"choices\": [\"svm\", \"knn\"]},"
+        " {\"name\": \"C\", \"type\": \"float\", \"low\": 0.1, \"high\": 10, \"when\": {\"algo\": [\"svm\"]}},"
+        " {\"name\": \"prep\", \"type\": \"categorical\", \"choices\": [\"pca\", \"none\"]},"
+        " {\"name\": \"dims\", \"type\": \"int\", \"low\": 2, \"high\": 9, \"when\": {\"prep\": [\"pca\"]}}]";
+    expect_rejected(two_parents, NULL, &accuracy30, "scheduler.options.arm_parameter");
+    open_ok(&h, two_parents, "{\"arm_parameter\": \"prep\", \"inner\": \"random\"}", &accuracy30);
+    id1 = pull(&h);
+    cr_expect_str_eq(json_string_value(json_object_get(hn_get(&h, id1)->config, "prep")), "pca");
+    cr_expect(json_object_get(hn_get(&h, id1)->config, "dims") != NULL);
+    hn_close(&h);
+
+    static const char *const flat = "[{\"name\": \"algo\", \"type\": \"categorical\", \"choices\": [\"svm\", \"knn\"]},"
+                                    " {\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}]";
+    expect_rejected(flat, NULL, &accuracy30, "scheduler.options.arm_parameter");
+    expect_rejected(cash3, "{\"arm_parameter\": \"xa\"}", &accuracy30, "scheduler.options.arm_parameter");
+    expect_rejected(cash3, "{\"arm_parameter\": \"nope\"}", &accuracy30, "scheduler.options.arm_parameter");
+    expect_rejected(cash3, "{\"arm_parameter\": 3}", &accuracy30, "scheduler.options.arm_parameter");
+    /* Named explicitly, a categorical without children is allowed: every arm proposes just its choice. */
+    open_ok(&h, flat, "{\"arm_parameter\": \"algo\"}", &accuracy30);
+    id1 = pull(&h);
+    cr_expect_eq(json_object_size(hn_get(&h, id1)->config), 2, "algo and the shared x");
+    hn_close(&h);
+}
+
+/* ------------------------------------------------------------- cost-aware */
+
+/* Round r: a reports va[r] in 2 s, b reports vb[r] in b_seconds. */
+static void timed_round(hn *h, double va, double vb, double b_seconds)
+{
+    int64_t a = pull(h), b = pull(h);
+    hn_complete_seconds(h, a, -va, 2);
+    hn_complete_seconds(h, b, -vb, b_seconds);
+}
+
+Test(rising_bandits, cost_aware_horizon_is_time_left_over_mean_trial_time)
+{
+    study st = {.maximize = 1, .T = 100, .seconds = 100};
+    hn h;
+    open_ok(&h, cash2, "{\"inner\": \"random\", \"window\": 1, \"cost_aware\": true}", &st);
+    timed_round(&h, .5, .3, 10);
+    timed_round(&h, .6, .35, 10);
+    /* 24 s used, 76 left: b's horizon 7.6 pulls, u = .35 + .05 * 7.6 = .73 > l_a = .6. */
+    json_t *d = hn_describe(&h);
+    cr_expect_float_eq(num(arm_state(d, "b"), "upper"), .73, EPS);
+    cr_expect_eq(num(arm_state(d, "a"), "upper"), 1.0, "a: .6 + .1 * 38");
+    expect_alive(d, "b");
+    json_decref(d);
+    timed_round(&h, .62, .36, 10);
+    /* 36 s used, 64 left: u_b = .36 + .01 * 6.4 = .424 <= .62. */
+    d = hn_describe(&h);
+    cr_expect_float_eq(num(arm_state(d, "b"), "upper"), .424, EPS);
+    expect_eliminated(d, "b", 3, "a");
+    json_decref(d);
+    hn_close(&h);
+
+    /* The authors' code halves the horizon: u_b = .35 + .05 * 3.8 = .54 <= .6 at round 2. */
+    open_ok(&h, cash2, "{\"inner\": \"random\", \"window\": 1, \"cost_aware\": true, \"halve_horizon\": true}", &st);
+    timed_round(&h, .5, .3, 10);
+    timed_round(&h, .6, .35, 10);
+    d = hn_describe(&h);
+    cr_expect_float_eq(num(arm_state(d, "b"), "upper"), .54, EPS);
+    expect_eliminated(d, "b", 2, "a");
+    json_decref(d);
+    hn_close(&h);
+
+    /* Without reported seconds b's cost is unknown: never eliminated. */
+    open_ok(&h, cash2, "{\"inner\": \"random\", \"window\": 1, \"cost_aware\": true}", &st);
+    for (int r = 0; r < 4; r++)
+        timed_round(&h, .9, .1, NAN);
+    d = hn_describe(&h);
+    expect_alive(d, "b");
+    cr_expect_eq(num(arm_state(d, "b"), "upper"), 1.0);
+    json_decref(d);
+    hn_close(&h);
+}
+
+/* ------------------------------------------------------------- the GP per arm, replay */
+
+/* Four arms: a and b with mixed sub-spaces, c with one float, d with none
+ * (it proposes just {algo: d}); "scale" is shared by all. */
+static const char *const cash4 =
+    "[{\"name\": \"algo\", \"type\": \"categorical\", \"choices\": [\"a\", \"b\", \"c\", \"d\"]},"
+    " {\"name\": \"scale\", \"type\": \"categorical\", \"choices\": [true, false]},"
+    " {\"name\": \"xa\", \"type\": \"float\", \"low\": 0, \"high\": 1, \"when\": {\"algo\": [\"a\"]}},"
+    " {\"name\": \"na\", \"type\": \"int\", \"low\": 1, \"high\": 50, \"log\": true, \"when\": {\"algo\": [\"a\"]}},"
+    " {\"name\": \"xb\", \"type\": \"float\", \"low\": 0.001, \"high\": 10, \"log\": true,"
+    "  \"when\": {\"algo\": [\"b\"]}},"
+    " {\"name\": \"kb\", \"type\": \"categorical\", \"choices\": [\"rbf\", \"poly\"], \"when\": {\"algo\": [\"b\"]}},"
+    " {\"name\": \"deg\", \"type\": \"int\", \"low\": 2, \"high\": 5, \"when\": {\"kb\": [\"poly\"]}},"
+    " {\"name\": \"xc\", \"type\": \"float\", \"low\": -1, \"high\": 1, \"when\": {\"algo\": [\"c\"]}}]";
+
+/* A loss in [0, 2] from the config (minimised, bounds [0, 2]). */
+static double loss_of(const json_t *c)
+{
+    double l = 1.0;
+    const char *algo = json_string_value(json_object_get(c, "algo"));
+    if (strcmp(algo, "a") == 0)
+        l = 0.3 + fabs(json_number_value(json_object_get(c, "xa")) - 0.3);
+    else if (strcmp(algo, "b") == 0)
+        l = 0.6 + 0.1 * fabs(log10(json_number_value(json_object_get(c, "xb"))));
+    else if (strcmp(algo, "c") == 0)
+        l = 0.8 + 0.2 * json_number_value(json_object_get(c, "xc")) * json_number_value(json_object_get(c, "xc"));
+    return json_is_true(json_object_get(c, "scale")) ? l : l + 0.05;
+}
+
+/* Ends trial id by its position: some fail, expire or diverge. */
+static void finish_mixed(hn *h, int64_t id)
+{
+    if (id % 7 == 3)
+        hn_fail(h, id);
+    else if (id % 11 == 5)
+        hn_expire(h, id);
+    else if (id % 13 == 6)
+        hn_complete(h, id, INFINITY);
+    else
+        hn_complete(h, id, loss_of(hn_get(h, id)->config));
+}
+
+static const study loss60 = {.maximize = 0, .has_bounds = 1, .lo = 0, .hi = 2, .T = 60};
+
+Test(rising_bandits, replay_in_the_rounds_gives_identical_next_pulls)
+{
+    hn h;
+    open_ok(&h, cash4, "{\"n_init\": 2}", &loss60);
+    /* Five rounds of four arms with two workers (window 7: nobody goes yet). */
+    for (int round = 0; round < 5; round++) {
+        int64_t ids[4];
+        for (int k = 0; k < 4; k++)
+            cr_assert_eq(hn_suggest(&h, k % 2, &ids[k]), BD_SUGGEST_TRIAL);
+        for (int k = 3; k >= 0; k--)
+            finish_mixed(&h, ids[k]);
+    }
+    int64_t id = pull(&h); /* round 6 under way: a's pull running */
+    cr_expect_str_eq(arm_name(&h, id), "a");
+    cr_expect_eq(json_object_size(hn_get(&h, 4)->config), 2, "d proposes only algo and the shared scale");
+    bd_sched *r = hn_replay(&h);
+    cr_expect(hn_same_next(&h, r, 3), "replay differs");
+    RB->destroy(r);
+    hn_close(&h);
+}
+
+Test(rising_bandits, replay_in_the_last_arm_phase_gives_identical_next_pulls)
+{
+    hn h;
+    study st = loss60;
+    open_ok(&h, cash4, "{\"n_init\": 2, \"window\": 1}", &st);
+    /* a's losses are below .9, b's at least .6, c's .8 or more, d's 1 or
+     * 1.05. Play until one arm is left (at most a few rounds). */
+    for (int i = 0; i < 40; i++) {
+        json_t *d = hn_describe(&h);
+        int last = strcmp(json_string_value(json_object_get(d, "phase")), "last_arm") == 0;
+        json_decref(d);
+        if (last)
+            break;
+        int64_t id = pull(&h);
+        hn_complete(&h, id, loss_of(hn_get(&h, id)->config));
+    }
+    json_t *d = hn_describe(&h);
+    cr_assert_str_eq(json_string_value(json_object_get(d, "phase")), "last_arm");
+    json_decref(d);
+    int64_t ids[4];
+    for (int w = 0; w < 4; w++) { /* four pulls running, hallucinated by the GP: spread out */
+        cr_assert_eq(hn_suggest(&h, w, &ids[w]), BD_SUGGEST_TRIAL);
+        cr_assert_str_eq(arm_name(&h, ids[w]), "a");
+    }
+    double min_dist = INFINITY;
+    for (int i = 0; i < 4; i++)
+        for (int j = i + 1; j < 4; j++) {
+            const json_t *ci = hn_get(&h, ids[i])->config, *cj = hn_get(&h, ids[j])->config;
+            double dx = json_number_value(json_object_get(ci, "xa")) - json_number_value(json_object_get(cj, "xa"));
+            double dn = log((double)json_integer_value(json_object_get(ci, "na"))) -
+                        log((double)json_integer_value(json_object_get(cj, "na")));
+            double ds = json_equal(json_object_get(ci, "scale"), json_object_get(cj, "scale")) ? 0 : 1;
+            min_dist = fmin(min_dist, sqrt(dx * dx + dn * dn / (log(50) * log(50)) + ds));
+        }
+    cr_expect_gt(min_dist, 0.01, "two running pulls got nearly the same point (%g apart)", min_dist);
+    bd_sched *r = hn_replay(&h);
+    cr_expect(hn_same_next(&h, r, 3), "replay differs");
+    RB->destroy(r);
+    hn_close(&h);
+}
+
+/* Outcomes by trial id: some fail, expire or diverge. */
+static int outcome_mixed(const hn *h, const hn_trial *t, void *ud, double *loss)
+{
+    (void)h;
+    (void)ud;
+    if (t->id % 7 == 3)
+        return HN_FAILED;
+    if (t->id % 11 == 5)
+        return HN_EXPIRED;
+    *loss = t->id % 13 == 6 ? INFINITY : loss_of(t->config);
+    return HN_COMPLETED;
+}
+
+/* The whole study through the harness with three workers in random
+ * completion order and failures: never stuck, T trials, every config valid
+ * (the harness checks each against the space). */
+Test(rising_bandits, runs_to_T_with_workers_and_failures)
+{
+    hn h;
+    open_ok(&h, cash4, "{\"n_init\": 2, \"window\": 2}", &loss60);
+    h.outcome = outcome_mixed;
+    cr_expect_eq(hn_run(&h, 3, HN_RANDOM, 0), HN_DONE);
+    cr_expect_eq(h.n_trials, 60);
+    cr_expect_gt(h.waits, 0, "three workers and a round barrier: someone waited");
+    json_t *d = hn_describe(&h);
+    cr_expect_str_eq(json_string_value(json_object_get(d, "phase")), "done");
+    cr_expect(json_is_object(json_object_get(d, "incumbent")));
+    json_decref(d);
+    hn_close(&h);
+}
