@@ -12,7 +12,7 @@ export PYTHONDONTWRITEBYTECODE=1
 tables=${BOBOS_TABLES:-sgd_fashion_mnist,mlp_digits}
 seeds=${BOBOS_SEEDS:-0-19}
 workers=${BOBOS_WORKERS:-1,4}
-horizon=${BOBOS_HORIZON:-200}
+horizon=${BOBOS_HORIZON:+--horizon $BOBOS_HORIZON}
 outdir=${BOBOS_OUT:-$here/results}
 
 if [ ! -x "$build/banditd" ]; then
@@ -25,10 +25,10 @@ mkdir -p "$outdir"
 
 t0=$(date +%s)
 "$py" "$here/bobos_replay.py" --methods tpe,tpe_hyperband,tpe_median --tables "$tables" --seeds "$seeds" \
-    --workers "$workers" --horizon "$horizon" --out "$tmp/optuna.jsonl" >"$tmp/optuna.log" 2>&1 &
+    --workers "$workers" $horizon --out "$tmp/optuna.jsonl" >"$tmp/optuna.log" 2>&1 &
 optuna_pid=$!
 "$py" "$here/bobos_replay.py" --banditd "$build/banditd" --methods bo_bos,gp_ucb,random,hyperband,asha \
-    --tables "$tables" --seeds "$seeds" --workers "$workers" --horizon "$horizon" --out "$tmp/banditd.jsonl"
+    --tables "$tables" --seeds "$seeds" --workers "$workers" $horizon --out "$tmp/banditd.jsonl"
 if ! wait "$optuna_pid"; then
     echo "bobos_run.sh: the Optuna side failed:" >&2
     tail -20 "$tmp/optuna.log" >&2
