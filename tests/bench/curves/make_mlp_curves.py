@@ -111,12 +111,10 @@ running config and stop, for a deadline) --compact --time-one (train the first
 import argparse
 import csv
 import gzip
-import io
 import os
 import sys
 import time
 import warnings
-import zlib
 
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
@@ -126,6 +124,9 @@ import numpy as np  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "clients", "examples"))
 from sklearn_worker import Data  # noqa: E402
+
+sys.path.insert(0, HERE)
+from curve_file import read_rows, write_all  # noqa: E402
 
 SEED = 20261123
 DEFAULT_OUT = os.path.join(HERE, "mlp_digits.csv.gz")
@@ -224,49 +225,6 @@ def run_config(data, cfg, epochs, seed):
         ["%.6g" % e for e in errs] + ["%.4f" % s for s in secs] + ["%.4f" % eval_s]
 
 
-def read_rows(path, ncols):
-    """The complete rows already in path (a truncated tail is dropped and the file rewritten)."""
-    if not os.path.exists(path):
-        return []
-    with open(path, "rb") as f:
-        data = f.read()
-    raw, truncated = b"", False
-    while data:  # member by member: a member that does not end (a killed append) is dropped whole
-        d = zlib.decompressobj(wbits=31)
-        try:
-            out = d.decompress(data) + d.flush()
-        except zlib.error:
-            truncated = True
-            break
-        if not d.eof:
-            truncated = True
-            break
-        raw += out
-        data = d.unused_data
-    rows = []
-    for rec in csv.reader(io.StringIO(raw.decode("ascii", "replace"))):
-        if not rec or rec[0] == "config_id":
-            continue
-        if len(rec) == ncols:
-            rows.append(rec)
-        else:
-            truncated = True
-    if truncated:
-        print("dropping a truncated tail of %s; keeping %d rows" % (path, len(rows)), flush=True)
-        write_all(path, rows, ncols)
-    return rows
-
-
-def write_all(path, rows, ncols, header=None):
-    tmp = path + ".tmp"
-    with gzip.GzipFile(tmp, "wb", compresslevel=9, mtime=0) as gz, \
-            io.TextIOWrapper(gz, encoding="ascii", newline="") as f:  # mtime=0: same rows, same bytes
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(header or columns((ncols - NLEAD - 1) // 2))
-        w.writerows(rows)
-    os.replace(tmp, path)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -285,8 +243,8 @@ def main():
     E = args.epochs
     cols = columns(E)
     if args.compact:
-        rows = sorted(read_rows(args.out, len(cols)), key=lambda r: int(r[0]))
-        write_all(args.out, rows, len(cols), header=cols)
+        rows = sorted(read_rows(args.out, cols), key=lambda r: int(r[0]))
+        write_all(args.out, rows, cols)
         print("%s: %d rows, rewritten as one gzip member sorted by config_id" % (args.out, len(rows)))
         return 0
     data = load_split(args.train_rows, args.val_rows, args.seed)
@@ -305,13 +263,13 @@ def main():
                      row[NLEAD + 2 * E - 1], row[-1], time.monotonic() - t), flush=True)
         return 0
 
-    have = read_rows(args.out, len(cols))
+    have = read_rows(args.out, cols)
     done = {int(r[0]) for r in have}
     todo = [c for c in cfgs if c[0] not in done]
     print("%d configs in the design, %d already in %s, %d to run" % (
         len(cfgs), len(done), args.out, len(todo)), flush=True)
     if not os.path.exists(args.out):
-        write_all(args.out, [], len(cols), header=cols)
+        write_all(args.out, [], cols)
     t_start = time.monotonic()
     for k, cfg in enumerate(todo, 1):
         if args.stop_after and time.monotonic() - wall0 > args.stop_after:
@@ -330,8 +288,8 @@ def main():
             " DIVERGED@%d" % row[6] if row[6] else "", row[NLEAD + 2 * E - 1],
             time.monotonic() - t, el / k * (len(todo) - k)), flush=True)
 
-    rows = sorted(read_rows(args.out, len(cols)), key=lambda r: int(r[0]))
-    write_all(args.out, rows, len(cols), header=cols)
+    rows = sorted(read_rows(args.out, cols), key=lambda r: int(r[0]))
+    write_all(args.out, rows, cols)
     print("%s: %d of %d configs, rewritten as one gzip member sorted by config_id" % (
         "complete" if len(done) == len(cfgs) else "INCOMPLETE", len(rows), len(cfgs)))
     print("wall time this run %.1f s" % (time.monotonic() - wall0), flush=True)
