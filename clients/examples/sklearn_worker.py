@@ -396,7 +396,9 @@ def main():
     print("trials by state: %s" % {k: v for k, v in final["trials"].items() if v})
     print("this run: %d trials, %d completed, %d stopped, %d diverged, %d failed" % (
         total.trials, total.completed, total.stopped, total.diverged, total.failed))
-    print("epochs trained %d; without resuming checkpoints it would be %d (%.0f%% saved)" % (
+    # The budgets add up to what training every trial from scratch to its
+    # budget would cost; resumed checkpoints and stopped trials save the rest.
+    print("epochs trained %d of %d budgeted (%.0f%% saved by resumed checkpoints and stopped trials)" % (
         total.epochs, total.budget_epochs,
         100.0 * (1 - total.epochs / total.budget_epochs) if total.budget_epochs else 0.0))
     print("promotions resumed from a checkpoint: %d (worker count %d); restarted from scratch: %d" % (
