@@ -768,7 +768,8 @@ void bd_http_server_stop(bd_http_server *s, double grace_seconds)
      * MHD_quiesce_daemon: with epoll and a thread pool it races the polling
      * threads for the listen socket's epoll entry, and MHD 0.9.75 aborts the
      * process ("Failed to remove listen FD from epoll set") when the polling
-     * thread wins, which a graceful stop under load hit. */
+     * thread wins: the likely end of a graceful stop under load in CI, where
+     * every request in flight at SIGTERM was reset instead of answered. */
     atomic_store(&s->stopping, 1);
     deadline = bd_monotonic() + grace_seconds;
     while (atomic_load(&s->in_flight) > 0 && bd_monotonic() < deadline) {

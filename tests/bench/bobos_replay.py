@@ -40,12 +40,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from curve_table import MAX_EPOCHS, CurveTable  # noqa: E402
 from replay_common import Client  # noqa: E402
 
+# method -> (scheduler, options). The bo_bos variants are ablations: without
+# the intermediate observations of the outer GP, and with the constants of
+# the authors' code where they differ from the paper (gamma 0.99 and the
+# multiplier 0.2 D ln(2t)).
 BANDITD_METHODS = {
-    "bo_bos": {},
-    "gp_ucb": {},
-    "random": {},
-    "hyperband": {"eta": 3, "iterations": 0},
-    "asha": {"eta": 3},
+    "bo_bos": ("bo_bos", {}),
+    "bo_bos_noint": ("bo_bos", {"intermediate_epochs": []}),
+    "bo_bos_code": ("bo_bos", {"gamma": 0.99, "multiplier": "code"}),
+    "gp_ucb": ("gp_ucb", {}),
+    "random": ("random", {}),
+    "hyperband": ("hyperband", {"eta": 3, "iterations": 0}),
+    "asha": ("asha", {"eta": 3}),
 }
 OPTUNA_METHODS = ("tpe", "tpe_hyperband", "tpe_median")
 # Simulated seconds at W = 1: about 80 full 50-epoch trainings of an average
@@ -147,7 +153,7 @@ class BanditdDriver:
             "parameters": table.space(),
             "objective": {"metric": "val_error", "goal": "minimize", "bounds": [0, 1]},
             "resource": {"name": "epochs", "min": 1, "max": MAX_EPOCHS, "integer": True},
-            "scheduler": {"name": method, "options": BANDITD_METHODS[method]},
+            "scheduler": {"name": BANDITD_METHODS[method][0], "options": BANDITD_METHODS[method][1]},
             "seed": seed,
             "lease_seconds": 86400,
         }

@@ -15,8 +15,9 @@ import math
 import statistics
 from collections import defaultdict
 
-ORDER = ["bo_bos", "gp_ucb", "random", "hyperband", "asha", "tpe", "tpe_hyperband", "tpe_median"]
-LABEL = {"bo_bos": "banditd bo_bos", "gp_ucb": "banditd gp_ucb", "random": "banditd random",
+ORDER = ["bo_bos", "bo_bos_noint", "bo_bos_code", "gp_ucb", "random", "hyperband", "asha", "tpe", "tpe_hyperband", "tpe_median"]
+LABEL = {"bo_bos": "banditd bo_bos", "bo_bos_noint": "bo_bos, no intermediate obs.",
+         "bo_bos_code": "bo_bos, authors' code constants", "gp_ucb": "banditd gp_ucb", "random": "banditd random",
          "hyperband": "banditd hyperband", "asha": "banditd asha", "tpe": "Optuna TPE",
          "tpe_hyperband": "Optuna TPE + HyperbandPruner", "tpe_median": "Optuna TPE + MedianPruner"}
 FRACTIONS = (0.125, 0.25, 0.5, 1.0)
