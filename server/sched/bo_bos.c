@@ -639,23 +639,8 @@ static int bb_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out
     for (size_t i = 0; i < g->n_run; i++)
         run_x[i] = g->run[i]->x;
     /* The best full-fidelity observations seed the local search. */
-    size_t m = bd_gp_size(gp), n_starts = 0;
     double *starts = bd_xmalloc(4 * g->d * sizeof *starts);
-    while (n_starts < 4) {
-        long best = -1;
-        for (size_t i = 0; i < m; i++) {
-            const double *xi = bd_gp_x(gp, i);
-            int taken = xi[g->d] != 1.0;
-            for (size_t j = 0; j < n_starts && !taken; j++)
-                taken = memcmp(starts + j * g->d, xi, g->d * sizeof *starts) == 0;
-            if (!taken && (best < 0 || bd_gp_y(gp, i) < bd_gp_y(gp, (size_t)best)))
-                best = (long)i;
-        }
-        if (best < 0)
-            break;
-        memcpy(starts + n_starts * g->d, bd_gp_x(gp, (size_t)best), g->d * sizeof *starts);
-        n_starts++;
-    }
+    size_t n_starts = bd_bo_model_best_points(g->model, 4, starts);
     int rc = bd_bo_model_propose(g->model, (double)(g->created + 1), g->n_run, run_x, n_starts ? starts : NULL,
                                  n_starts, &rng, u, err);
     if (!rc)
