@@ -36,7 +36,7 @@
  * e_1..e_N0, the incumbent error e* (the best completed loss so far mapped
  * to an error; 1 before any completion, the paper's y_0* = 0), t = the
  * trial's creation index (K1_t = 100 / gamma^(t-1)), and an rng seeded from
- * (study seed, trial id). The table is a pure function of that snapshot, so
+ * (study seed, t). The table is a pure function of that snapshot, so
  * it does not matter when it is computed: live, in observe() of that
  * measurement; after a replay, in replayed() for a running trial whose last
  * verdict needs it, or else at its next live measurement. Finished trials
@@ -445,7 +445,10 @@ static void ensure_table(bo_bos *g, trial *t)
     bd_bos_input in = {t->err0, g->n0, g->N, t->e_star, t->index};
     bd_rng rng;
     bd_err err = {0};
-    bd_rng_seed(&rng, g->def->seed ^ 0x626f732d736f6c76ULL /* "bos-solv" */, (uint64_t)t->id);
+    /* Seeded by the creation index, not the trial id: ids are shared by all
+     * studies of a server, so a study's decisions would depend on what other
+     * studies did before it (and a benchmark would not repeat). */
+    bd_rng_seed(&rng, g->def->seed ^ 0x626f732d736f6c76ULL /* "bos-solv" */, (uint64_t)t->index);
     if (bd_bos_solve(&in, &g->bos, &rng, &t->table, &err)) {
         t->bos = BOS_FAILED;
         snprintf(t->solve_error, sizeof t->solve_error, "%.90s", err.message);

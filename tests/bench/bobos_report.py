@@ -148,13 +148,18 @@ def plot(runs, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     keys = sorted(runs)
-    fig, axes = plt.subplots(1, len(keys), figsize=(6.5 * len(keys), 4.8), squeeze=False)
-    for ax, key in zip(axes[0], keys):
+    cols = 2 if len(keys) > 1 else 1
+    rows = (len(keys) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(7.5 * cols, 5 * rows), squeeze=False)
+    for ax in axes.flat[len(keys):]:
+        ax.set_visible(False)
+    for ax, key in zip(axes.flat, keys):
         by_method = runs[key]
         methods = [m for m in ORDER if m in by_method]
         seeds = sorted(set.intersection(*(set(by_method[m]) for m in methods)))
         horizon = by_method[methods[0]][seeds[0]]["horizon"]
         grid = [horizon * (i + 1) / 200 for i in range(200)]
+        top = 0.0  # the y range shows the medians from a tenth of the horizon on
         for m in methods:
             med, lo, hi, xs = [], [], [], []
             for t in grid:
@@ -168,10 +173,15 @@ def plot(runs, path):
                 hi.append(q3 if q3 != math.inf else float("nan"))
             if not xs:
                 continue
+            top = max([top] + [v for x, v in zip(xs, med) if x >= horizon / 10])
             style = "-" if m in ("bo_bos", "gp_ucb") else "--" if m.startswith("tpe") else ":"
             line, = ax.plot(xs, med, style, label=LABEL[m], linewidth=2 if m == "bo_bos" else 1.3)
             ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.12)
-        ax.set_title("%s, W = %d (%d seeds; median, IQR)" % (key[0], key[1], len(seeds)))
+        tbest = by_method[methods[0]][seeds[0]]["table_best"]
+        if top > tbest:
+            ax.set_ylim(tbest - 0.1 * (top - tbest), top + 0.3 * (top - tbest))
+        ax.axhline(tbest, color="black", linewidth=0.6, linestyle="-.")
+        ax.set_title("%s, W = %d (%d seeds; median, IQR; dash-dot: table's best)" % (key[0], key[1], len(seeds)))
         ax.set_xlabel("simulated wall-clock seconds (recorded training time)")
         ax.set_ylabel("best epoch-50 validation error")
         ax.grid(alpha=0.3)
