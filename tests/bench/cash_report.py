@@ -40,6 +40,8 @@ ARM_SHORT = {"adaboost": "ada", "extra_trees": "et", "gradient_boosting": "gb", 
              "liblinear_svc": "lsvc", "libsvm_svc": "svc", "lightgbm": "lgbm", "logistic_regression": "lr",
              "random_forest": "rf"}
 RISING = ("rb_gp", "rb_random")
+COLOR = {"rb_gp": "C0", "rb_random": "C1", "uniform": "C2", "uniform_random": "C2", "gp_ucb": "C3", "random": "C4",
+         "tpe": "C5"}
 EPS = 1e-12
 
 
@@ -157,9 +159,21 @@ def table(key, by_ds, oracle_arm):
                  if mean([best[rb][d][s] for s in seeds]) >= mean([best[un][d][s] for s in seeds]) - EPS)
         w = sum(1 for d in datasets for s in seeds if best[rb][d][s] > best[un][d][s] + EPS)
         lo = sum(1 for d in datasets for s in seeds if best[rb][d][s] < best[un][d][s] - EPS)
-        out.append("\n%s >= %s (mean best over seeds) on %d of %d datasets (%.0f%%; the issue's target: at least "
+        out.append("\n%s >= %s (mean best over seeds) on %d of %d datasets (%.1f%%; the issue's target: at least "
                    "80%%); per (dataset, seed): %d wins, %d ties, %d losses." % (
                        LABEL[rb], LABEL[un], ge, n_ds, 100.0 * ge / n_ds, w, n_ds * len(seeds) - w - lo, lo))
+    for rb in RISING:
+        if rb not in methods:
+            continue
+        cells = []
+        for m in methods:
+            if m == rb:
+                continue
+            w = sum(1 for d in datasets for s in seeds if best[rb][d][s] > best[m][d][s] + EPS)
+            lo = sum(1 for d in datasets for s in seeds if best[rb][d][s] < best[m][d][s] - EPS)
+            cells.append("%s %d / %d / %d" % (SHORT[m], w, n_ds * len(seeds) - w - lo, lo))
+        out.append("\n%s against each method, per (dataset, seed), wins / ties / losses: %s." % (
+            LABEL[rb], "; ".join(cells)))
     order = sorted(methods, key=lambda m: avg[m])
     out.append("\nBest average rank: %s (%.2f); next %s (%.2f)." % (LABEL[order[0]], avg[order[0]],
                                                                      LABEL[order[1]], avg[order[1]]))
@@ -287,7 +301,9 @@ def best_at(points, t):
 
 
 def report(runs, oracle_arm):
-    return "".join(table(k, runs[k], oracle_arm) for k in sorted(runs, key=lambda k: (k[0] != "nearest", k[1])))
+    head = ("# CASH replay (issue 8, item 1): results\n\nMade by tests/bench/cash_report.py from the runs of "
+            "tests/bench/cash_replay.py; the setting, the command and the limits are in tests/bench/README-cash.md.\n")
+    return head + "".join(table(k, runs[k], oracle_arm) for k in sorted(runs, key=lambda k: (k[0] != "nearest", k[1])))
 
 
 def plot(runs, path):
@@ -309,7 +325,7 @@ def plot(runs, path):
                 ys.append(mean([by_ds[d][m][s]["dataset_best"] - best_at(by_ds[d][m][s]["points"], t)
                                 for d in datasets for s in seeds]))
             style = "-" if m.startswith("rb") else "--" if m.startswith("uniform") else ":"
-            ax.plot(grid, ys, style, label=LABEL[m], linewidth=2 if m.startswith("rb") else 1.3)
+            ax.plot(grid, ys, style, color=COLOR[m], label=LABEL[m], linewidth=2 if m.startswith("rb") else 1.3)
         ax.set_yscale("log")
         ax.set_title("oracle %s, T = %d (%d datasets x %d seeds)" % (key[0], T, len(datasets), len(seeds)))
         ax.set_xlabel("pulls")
