@@ -1,0 +1,356 @@
+#!/usr/bin/python3
+"""cash_report: tables (markdown) and an anytime plot (PNG) from the JSON
+lines that cash_replay.py wrote.
+
+    /usr/bin/python3 tests/bench/cash_report.py runs.jsonl [more.jsonl ...] \\
+        --md tests/bench/results/cash.md --png tests/bench/results/cash_anytime.png
+
+Ranks: per (oracle, T, dataset, seed) the methods are ranked on the best
+balanced accuracy they reached (1 = best, ties share the mean rank); the
+oracle is not ranked (it is the dataset's best by definition and would tie
+for first everywhere). A method's average rank is taken over the datasets
+for each seed; the table gives its mean over seeds, the standard deviation
+over seeds and the [min, max] over seeds. Only (dataset, seed) blocks where
+every method of the table ran are used.
+"""
+
+import argparse
+import gzip
+import json
+import math
+import statistics
+from collections import defaultdict
+
+# (oracle, method) -> label; the order is the tables' order. In the shuffle
+# form the inner optimizer cannot matter (proposals are ignored), so
+# rising_bandits and uniform run with inner random there.
+LABEL = {
+    "rb_gp": "rising_bandits (GP-UCB inner)",
+    "rb_random": "rising_bandits (random inner)",
+    "uniform": "uniform (round robin, GP-UCB inner)",
+    "uniform_random": "uniform (round robin, random inner)",
+    "gp_ucb": "joint gp_ucb (40 of 50 parameters)",
+    "random": "random search",
+    "tpe": "Optuna 3.1 TPE",
+}
+ORDER = ["rb_gp", "rb_random", "uniform", "uniform_random", "gp_ucb", "random", "tpe"]
+SHORT = {"rb_gp": "RB-GP", "rb_random": "RB-rand", "uniform": "unif-GP", "uniform_random": "unif-rand",
+         "gp_ucb": "jointGP", "random": "random", "tpe": "TPE"}
+ARM_SHORT = {"adaboost": "ada", "extra_trees": "et", "gradient_boosting": "gb", "k_nearest_neighbors": "knn",
+             "liblinear_svc": "lsvc", "libsvm_svc": "svc", "lightgbm": "lgbm", "logistic_regression": "lr",
+             "random_forest": "rf"}
+RISING = ("rb_gp", "rb_random")
+COLOR = {"rb_gp": "C0", "rb_random": "C1", "uniform": "C2", "uniform_random": "C2", "gp_ucb": "C3", "random": "C4",
+         "tpe": "C5"}
+EPS = 1e-12
+
+
+def load(paths):
+    runs = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))  # (oracle, T) -> ds -> method -> seed
+    oracle_arm = defaultdict(dict)  # (oracle, ds) -> seed -> run
+    for p in paths:
+        with (gzip.open(p, "rt") if p.endswith(".gz") else open(p)) as f:
+            for line in f:
+                r = json.loads(line)
+                if r["method"] == "oracle_arm":
+                    oracle_arm[(r["oracle"], r["dataset"])][r["seed"]] = r
+                else:
+                    runs[(r["oracle"], r["trials"])][r["dataset"]][r["method"]][r["seed"]] = r
+    return runs, oracle_arm
+
+
+def ranks(values):
+    """Ranks (1 = largest), ties averaged."""
+    out = []
+    for v in values:
+        above = sum(1 for w in values if w > v + EPS)
+        same = sum(1 for w in values if abs(w - v) <= EPS)
+        out.append(above + (same + 1) / 2.0)
+    return out
+
+
+def quart(xs):
+    xs = sorted(xs)
+    if len(xs) == 1:
+        return xs[0], xs[0], xs[0]
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return q[0], statistics.median(xs), q[2]
+
+
+def fq(xs, digits=0):
+    if not xs:
+        return "—"
+    q1, m, q3 = quart(xs)
+    return "%.*f [%.*f, %.*f]" % (digits, m, digits, q1, digits, q3)
+
+
+def mean(xs):
+    return sum(xs) / len(xs) if xs else math.nan
+
+
+def elimination_pulls(state):
+    """arm -> the global pull after which it was eliminated (rounds are barriers: at the end of round r,
+    sum over arms of min(pulls, r) pulls were made). Also checks pulls == eliminated_round."""
+    arms = state["arms"]
+    out, bad = {}, []
+    for a in arms:
+        r = a.get("eliminated_round")
+        if r:
+            if a["pulls"] != r:
+                bad.append("%s: %d pulls, eliminated in round %d" % (a["arm"], a["pulls"], r))
+            out[a["arm"]] = sum(min(b["pulls"], r) for b in arms)
+    return out, bad
+
+
+def blocks(by_ds):
+    """Methods, datasets and seeds of complete blocks."""
+    methods = [m for m in ORDER if any(m in by_ds[d] for d in by_ds)]
+    datasets = sorted(by_ds)
+    seeds = None
+    for d in datasets:
+        for m in methods:
+            s = set(by_ds[d].get(m, {}))
+            seeds = s if seeds is None else seeds & s
+    return methods, datasets, sorted(seeds or [])
+
+
+def table(key, by_ds, oracle_arm):
+    oracle, T = key
+    methods, datasets, seeds = blocks(by_ds)
+    out = []
+    if not seeds:
+        return "\n### oracle %s, T = %d: no complete (dataset, seed) block\n" % key
+    n_ds = len(datasets)
+    out.append("\n## Oracle \"%s\", T = %d pulls: %d datasets x %d seeds (%s)\n"
+               % (oracle, T, n_ds, len(seeds), ", ".join(str(s) for s in seeds)))
+    # ranks and bests
+    rank = {m: defaultdict(dict) for m in methods}  # m -> ds -> seed -> rank
+    best = {m: defaultdict(dict) for m in methods}
+    for d in datasets:
+        for s in seeds:
+            vals = [by_ds[d][m][s]["best"] for m in methods]
+            for m, v, rk in zip(methods, vals, ranks(vals)):
+                rank[m][d][s] = rk
+                best[m][d][s] = v
+    dsbest = {d: by_ds[d][methods[0]][seeds[0]]["dataset_best"] for d in datasets}
+
+    out.append("Average rank over the %d datasets (1 = best of %d methods; mean over seeds ± standard deviation "
+               "over seeds [min, max over seeds]); mean gap to the dataset's best balanced accuracy (over datasets "
+               "and seeds); datasets whose best was reached in every seed:\n" % (n_ds, len(methods)))
+    out.append("| method | average rank | gap to dataset best | best reached (all seeds) |")
+    out.append("|---|---|---|---|")
+    avg = {}
+    for m in methods:
+        per_seed = [mean([rank[m][d][s] for d in datasets]) for s in seeds]
+        avg[m] = mean(per_seed)
+        sd = statistics.stdev(per_seed) if len(per_seed) > 1 else 0.0
+        gap = mean([dsbest[d] - best[m][d][s] for d in datasets for s in seeds])
+        hit = sum(1 for d in datasets if all(best[m][d][s] >= dsbest[d] - EPS for s in seeds))
+        out.append("| %s | %.2f ± %.2f [%.2f, %.2f] | %.4f | %d / %d |" % (
+            LABEL[m], avg[m], sd, min(per_seed), max(per_seed), gap, hit, n_ds))
+
+    pairs = [("rb_gp", "uniform"), ("rb_random", "uniform_random")]
+    if "uniform_random" not in methods:
+        pairs.append(("rb_random", "uniform"))
+    for rb, un in pairs:
+        if rb not in methods or un not in methods:
+            continue
+        ge = sum(1 for d in datasets
+                 if mean([best[rb][d][s] for s in seeds]) >= mean([best[un][d][s] for s in seeds]) - EPS)
+        w = sum(1 for d in datasets for s in seeds if best[rb][d][s] > best[un][d][s] + EPS)
+        lo = sum(1 for d in datasets for s in seeds if best[rb][d][s] < best[un][d][s] - EPS)
+        out.append("\n%s >= %s (mean best over seeds) on %d of %d datasets (%.1f%%; the issue's target: at least "
+                   "80%%); per (dataset, seed): %d wins, %d ties, %d losses." % (
+                       LABEL[rb], LABEL[un], ge, n_ds, 100.0 * ge / n_ds, w, n_ds * len(seeds) - w - lo, lo))
+    for rb in RISING:
+        if rb not in methods:
+            continue
+        cells = []
+        for m in methods:
+            if m == rb:
+                continue
+            w = sum(1 for d in datasets for s in seeds if best[rb][d][s] > best[m][d][s] + EPS)
+            lo = sum(1 for d in datasets for s in seeds if best[rb][d][s] < best[m][d][s] - EPS)
+            cells.append("%s %d / %d / %d" % (SHORT[m], w, n_ds * len(seeds) - w - lo, lo))
+        out.append("\n%s against each method, per (dataset, seed), wins / ties / losses: %s." % (
+            LABEL[rb], "; ".join(cells)))
+    order = sorted(methods, key=lambda m: avg[m])
+    out.append("\nBest average rank: %s (%.2f); next %s (%.2f)." % (LABEL[order[0]], avg[order[0]],
+                                                                     LABEL[order[1]], avg[order[1]]))
+
+    # per dataset
+    out.append("\nPer dataset: the dataset's best balanced accuracy (the oracle) and its arm(s); each method's "
+               "best balanced accuracy, mean over seeds, and its mean rank over seeds in parentheses; the "
+               "oracle arm's own run: pulls it needed to reach the dataset's best, median over seeds.\n")
+    out.append("| dataset | oracle | best arm | " + " | ".join(SHORT[m] for m in methods) + " | oracle run |")
+    out.append("|---|---|---|" + "---|" * len(methods) + "---|")
+    for d in datasets:
+        r0 = by_ds[d][methods[0]][seeds[0]]
+        barms = r0["best_arms"]
+        barm = ",".join(ARM_SHORT[a] for a in barms) if len(barms) < 4 else "%d tied" % len(barms)
+        cells = ["%.4f (%.1f)" % (mean([best[m][d][s] for s in seeds]), mean([rank[m][d][s] for s in seeds]))
+                 for m in methods]
+        oa = oracle_arm.get((oracle, d), {})
+        reach = [first_reach(oa[s]["points"], dsbest[d]) for s in seeds if s in oa]
+        out.append("| %s | %.4f | %s | %s | %s |" % (d, dsbest[d], barm, " | ".join(cells),
+                                                    ("%.0f" % statistics.median(reach)) if reach else "—"))
+
+    # rising bandits
+    for rb in RISING:
+        if rb not in methods:
+            continue
+        rs = [by_ds[d][rb][s] for d in datasets for s in seeds]
+        n = len(rs)
+        final_best = sum(1 for r in rs if r["state"]["incumbent_arm"] in r["best_arms"])
+        lost = 0
+        elim_pulls, bad = [], []
+        per_arm = defaultdict(list)
+        for r in rs:
+            ep, b = elimination_pulls(r["state"])
+            bad.extend(b)
+            survivors = [a["arm"] for a in r["state"]["arms"] if not a.get("eliminated_round")]
+            if not set(survivors) & set(r["best_arms"]):
+                lost += 1
+            elim_pulls.append(sum(a["pulls"] for a in r["state"]["arms"] if a.get("eliminated_round")))
+            for a, p in ep.items():
+                per_arm[a].append(p)
+        phases = defaultdict(int)
+        for r in rs:
+            phases["%s, %d left" % (r["state"]["phase"], sum(1 for a in r["state"]["arms"]
+                                                              if not a.get("eliminated_round")))] += 1
+        out.append("\n### %s\n" % LABEL[rb])
+        out.append("- Final arm (the incumbent's arm) is a best arm of the dataset: %d of %d runs (%.0f%%)."
+                   % (final_best, n, 100.0 * final_best / n))
+        out.append("- Every best arm of the dataset eliminated: %d of %d runs." % (lost, n))
+        out.append("- Pulls spent on arms that were eliminated, per run: median [Q1, Q3] %s of %d; %.1f%% of "
+                   "all pulls." % (fq(elim_pulls), T, 100.0 * sum(elim_pulls) / (n * T)))
+        out.append("- End state: %s." % ", ".join("%s: %d" % kv for kv in sorted(phases.items())))
+        out.append("- Per arm: runs in which it was eliminated, and the pull (global count) after which it "
+                   "was, median [Q1, Q3]:\n")
+        out.append("| arm | best arm of | eliminated | at pull |")
+        out.append("|---|---|---|---|")
+        for a in sorted(ARM_SHORT):
+            nb = sum(1 for d in datasets if a in by_ds[d][rb][seeds[0]]["best_arms"])
+            out.append("| %s | %d datasets | %d / %d | %s |" % (a, nb, len(per_arm[a]), n, fq(per_arm[a])))
+        out.append("\nPer dataset, the pull after which each arm was eliminated (median over the seeds that "
+                   "eliminated it; in brackets how many seeds did, when not all; — never), best arm(s) marked *:\n")
+        arms_sorted = sorted(ARM_SHORT)
+        out.append("| dataset | " + " | ".join(ARM_SHORT[a] for a in arms_sorted) + " | on eliminated arms |")
+        out.append("|---|" + "---|" * (len(arms_sorted) + 1))
+        for d in datasets:
+            cells = []
+            ps_el = []
+            for a in arms_sorted:
+                got = []
+                for s in seeds:
+                    ep, _ = elimination_pulls(by_ds[d][rb][s]["state"])
+                    if a in ep:
+                        got.append(ep[a])
+                c = "—" if not got else "%.0f" % statistics.median(got)
+                if got and len(got) < len(seeds):
+                    c += " (%d)" % len(got)
+                if a in by_ds[d][rb][seeds[0]]["best_arms"]:
+                    c += " *"
+                cells.append(c)
+            for s in seeds:
+                st = by_ds[d][rb][s]["state"]
+                ps_el.append(sum(x["pulls"] for x in st["arms"] if x.get("eliminated_round")))
+            out.append("| %s | %s | %.0f |" % (d, " | ".join(cells), statistics.median(ps_el)))
+        if bad:
+            out.append("\nInconsistent elimination records: %d, e.g. %s" % (len(bad), bad[:3]))
+
+    out.append("\nShare of the pulls that went to a best arm of the dataset (mean over datasets and seeds; "
+               "on the dataset where all 9 arms tie it is 1 for every method):\n")
+    out.append("| method | share |")
+    out.append("|---|---|")
+    for m in methods:
+        sh = [sum(by_ds[d][m][s]["arm_pulls"][a] for a in by_ds[d][m][s]["best_arms"]) / T
+              for d in datasets for s in seeds]
+        out.append("| %s | %.2f |" % (LABEL[m], mean(sh)))
+
+    # repeats
+    out.append("\nExhausted arms: pulls answered by repeating a random used record (the arm had no unused "
+               "record left); runs with any, and all such pulls over all pulls:\n")
+    out.append("| method | runs with repeats | repeated pulls |")
+    out.append("|---|---|---|")
+    for m in methods:
+        rs = [by_ds[d][m][s] for d in datasets for s in seeds]
+        out.append("| %s | %d / %d | %d / %d (%.2f%%) |" % (
+            LABEL[m], sum(1 for r in rs if r["repeats"]), len(rs), sum(r["repeats"] for r in rs),
+            len(rs) * T, 100.0 * sum(r["repeats"] for r in rs) / (len(rs) * T)))
+    problems = [p for d in datasets for m in methods for s in seeds for p in by_ds[d][m][s].get("problems", [])]
+    if problems:
+        out.append("\nProblems reported by the replay: %d, e.g. %s" % (len(problems), problems[:3]))
+    return "\n".join(out) + "\n"
+
+
+def first_reach(points, target):
+    for p, v in points:
+        if v >= target - EPS:
+            return p
+    return math.inf
+
+
+def best_at(points, t):
+    v = -math.inf
+    for p, pv in points:
+        if p > t:
+            break
+        v = pv
+    return v
+
+
+def report(runs, oracle_arm):
+    head = ("# CASH replay (issue 8, item 1): results\n\nMade by tests/bench/cash_report.py from the runs of "
+            "tests/bench/cash_replay.py; the setting, the command and the limits are in tests/bench/README-cash.md.\n")
+    return head + "".join(table(k, runs[k], oracle_arm) for k in sorted(runs, key=lambda k: (k[0] != "nearest", k[1])))
+
+
+def plot(runs, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    keys = sorted(runs, key=lambda k: (k[0] != "nearest", k[1]))
+    fig, axes = plt.subplots(1, len(keys), figsize=(5.5 * len(keys), 4.5), squeeze=False)
+    for ax, key in zip(axes[0], keys):
+        by_ds = runs[key]
+        methods, datasets, seeds = blocks(by_ds)
+        if not seeds:
+            continue
+        T = key[1]
+        grid = list(range(1, T + 1))
+        for m in methods:
+            ys = []
+            for t in grid:
+                ys.append(mean([by_ds[d][m][s]["dataset_best"] - best_at(by_ds[d][m][s]["points"], t)
+                                for d in datasets for s in seeds]))
+            style = "-" if m.startswith("rb") else "--" if m.startswith("uniform") else ":"
+            ax.plot(grid, ys, style, color=COLOR[m], label=LABEL[m], linewidth=2 if m.startswith("rb") else 1.3)
+        ax.set_yscale("log")
+        ax.set_title("oracle %s, T = %d (%d datasets x %d seeds)" % (key[0], T, len(datasets), len(seeds)))
+        ax.set_xlabel("pulls")
+        ax.set_ylabel("mean gap to the dataset's best balanced accuracy")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+")
+    ap.add_argument("--md")
+    ap.add_argument("--png")
+    args = ap.parse_args()
+    runs, oracle_arm = load(args.runs)
+    text = report(runs, oracle_arm)
+    print(text)
+    if args.md:
+        with open(args.md, "w") as f:
+            f.write(text)
+    if args.png:
+        plot(runs, args.png)
+
+
+if __name__ == "__main__":
+    main()
