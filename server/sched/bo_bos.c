@@ -631,26 +631,13 @@ static int bb_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out
     if (st != BD_STATUS_RUNNING)
         return st == BD_STATUS_DONE ? BD_SUGGEST_DONE : BD_SUGGEST_WAIT;
     bd_rng rng = ctx->rng;
-    const bd_gp *gp = bd_bo_model_gp(g->model);
     out->budget = g->def->r_max;
-    if (g->created < g->n_init || !gp) {
-        out->config = bd_space_sample(g->def->space, &rng);
-        return BD_SUGGEST_TRIAL;
-    }
-    double *u = bd_xmalloc(g->d * sizeof *u);
     const double **run_x = bd_xmalloc((g->n_run ? g->n_run : 1) * sizeof *run_x);
     for (size_t i = 0; i < g->n_run; i++)
         run_x[i] = g->run[i]->x;
-    /* The best full-fidelity observations seed the local search. */
-    double *starts = bd_xmalloc(4 * g->d * sizeof *starts);
-    size_t n_starts = bd_bo_model_best_points(g->model, 4, starts);
-    int rc = bd_bo_model_propose(g->model, (double)(g->created + 1), g->n_run, run_x, n_starts ? starts : NULL,
-                                 n_starts, &rng, u, err);
-    if (!rc)
-        out->config = bd_space_decode(g->def->space, u);
+    int rc = bd_bo_model_next_config(g->model, g->def->space, (size_t)g->created, (size_t)g->n_init, g->n_run, run_x,
+                                     &rng, &out->config, err);
     free(run_x);
-    free(starts);
-    free(u);
     return rc ? rc : BD_SUGGEST_TRIAL;
 }
 

@@ -398,6 +398,26 @@ size_t bd_bo_model_best_points(const bd_bo_model *m, size_t k, double *starts)
     return found;
 }
 
+int bd_bo_model_next_config(const bd_bo_model *m, const bd_space *space, size_t created, size_t n_init, size_t n_run,
+                            const double *const *run_x, bd_rng *rng, json_t **out, bd_err *err)
+{
+    *out = NULL;
+    if (created < n_init || !m->gp) {
+        *out = bd_space_sample(space, rng);
+        return 0;
+    }
+    double *u = bd_xmalloc(m->d * sizeof *u);
+    double *starts = bd_xmalloc(4 * m->d * sizeof *starts);
+    size_t n_starts = bd_bo_model_best_points(m, 4, starts);
+    int rc = bd_bo_model_propose(m, (double)(created + 1), n_run, run_x, n_starts ? starts : NULL, n_starts, rng, u,
+                                 err);
+    if (!rc)
+        *out = bd_space_decode(space, u);
+    free(u);
+    free(starts);
+    return rc;
+}
+
 /* ------------------------------------------------------------- describe */
 
 const char *bd_bo_model_multiplier_name(const bd_bo_model *m)

@@ -119,6 +119,16 @@ int bd_bo_model_propose(const bd_bo_model *m, double t, size_t n_run, const doub
  * suggest; rising_bandits.c calls it for each arm's model. */
 size_t bd_bo_model_best_points(const bd_bo_model *m, size_t k, double *starts);
 
+/* The next config of a GP-UCB study over space (the model's space): a
+ * random draw for the first n_init trials or while there is no current
+ * model, else bd_bo_model_propose seeded by the 4 bd_bo_model_best_points
+ * and decoded. created: trials created so far (t = created + 1); run_x:
+ * the n_run running trials to hallucinate (borrowed). *out is new. Shared
+ * by bo_bos.c and rising_bandits.c (gp_ucb.c seeds its search by its own,
+ * older rule). */
+int bd_bo_model_next_config(const bd_bo_model *m, const bd_space *space, size_t created, size_t n_init, size_t n_run,
+                            const double *const *run_x, bd_rng *rng, json_t **out, bd_err *err) BD_MUST_CHECK;
+
 /* For describe(): the option "multiplier" ("paper" / "code"; static). */
 const char *bd_bo_model_multiplier_name(const bd_bo_model *m);
 /* For describe(): the current model as {training_points, lengthscales (D

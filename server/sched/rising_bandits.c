@@ -101,7 +101,6 @@ extern const struct bd_sched_ops bd_sched_rising_bandits;
 
 enum { INNER_GP_UCB, INNER_RANDOM };
 
-#define N_STARTS 4 /* local-search seeds per proposal, as gp_ucb */
 
 typedef struct best_trial {
     int64_t trial_id; /* 0: none yet */
@@ -332,26 +331,17 @@ static bd_sched_status rb_status(const bd_sched *s)
 static int propose(const rising *r, size_t k, bd_rng *rng, json_t **out, bd_err *err)
 {
     const arm *a = &r->arms[k];
-    const bd_gp *gp = a->model ? bd_bo_model_gp(a->model) : NULL;
-    *out = NULL;
-    if (!gp || a->created < r->n_init) {
+    if (!a->model) { /* inner "random" */
         *out = bd_space_sample(a->sub, rng);
         return 0;
     }
-    size_t d = bd_space_size(a->sub), n_run = 0;
-    double *u = bd_xmalloc(d * sizeof *u);
-    double *starts = bd_xmalloc(N_STARTS * d * sizeof *starts);
+    size_t n_run = 0;
     const double **run_x = bd_xmalloc((r->n_pend ? r->n_pend : 1) * sizeof *run_x);
     for (size_t i = 0; i < r->n_pend; i++)
         if (r->pend[i].arm == k && r->pend[i].x)
             run_x[n_run++] = r->pend[i].x;
-    size_t n_starts = bd_bo_model_best_points(a->model, N_STARTS, starts);
-    int rc = bd_bo_model_propose(a->model, (double)(a->created + 1), n_run, run_x, n_starts ? starts : NULL, n_starts,
-                                 rng, u, err);
-    if (!rc)
-        *out = bd_space_decode(a->sub, u);
-    free(u);
-    free(starts);
+    int rc = bd_bo_model_next_config(a->model, a->sub, (size_t)a->created, (size_t)r->n_init, n_run, run_x, rng, out,
+                                     err);
     free(run_x);
     return rc;
 }
