@@ -465,6 +465,9 @@ class DaemonTestCase(unittest.TestCase):
                     sys.stderr.write("\n---- %s: banditd on port %d, db %s: last requests ----\n%s\n"
                                      "---- stderr tail ----\n%s\n---- end ----\n"
                                      % (self.id(), d.port, d.db_path, "\n".join(d.history), d.log_tail()))
+            # The failure again, last: CI often shows only the end of a long output.
+            failure = (result.failures + result.errors)[-1][1]
+            sys.stderr.write("---- %s failed ----\n%s\n" % (self.id(), failure[-3000:]))
         return out
 
     def assertError(self, got, status, code, field=None, check_field=True, what=""):

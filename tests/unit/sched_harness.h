@@ -43,6 +43,8 @@ typedef struct hn_trial {
     json_t *extra;       /* owned, may be NULL */
     long long iteration; /* extra "iteration", else 1 */
     int bracket, rung;   /* extra "bracket" / "rung", else -1 */
+    int has_instance;    /* algorithm configuration: the run's instance */
+    int64_t instance;
     int state;           /* HN_* state */
     double loss;         /* when completed */
     int worker;
@@ -63,6 +65,7 @@ struct hn {
     bd_study_def def;
     bd_space *space;
     json_t *options;
+    json_t *instances; /* NULL without */
     bd_err err;       /* from create */
     hn_trial *trials; /* trials[id - 1] */
     size_t n_trials, cap_trials;
@@ -89,9 +92,10 @@ HN_FN int hn_loss_default(const hn *h, const hn_trial *t, void *ud, double *loss
 }
 
 /* Opens a study over the parameters params (JSON list text) with the given
- * scheduler options (JSON text). Returns create()'s code (h->err says why). */
-HN_FN int hn_open_space(hn *h, const struct bd_sched_ops *ops, const char *params, const char *options, double r_min,
-                        double r_max, int integer)
+ * scheduler options (JSON text) and problem instances (JSON list text, or
+ * NULL for none). Returns create()'s code (h->err says why). */
+HN_FN int hn_open_instances(hn *h, const struct bd_sched_ops *ops, const char *params, const char *options,
+                            double r_min, double r_max, int integer, const char *instances)
 {
     json_error_t jerr;
     memset(h, 0, sizeof *h);
@@ -113,10 +117,24 @@ HN_FN int hn_open_space(hn *h, const struct bd_sched_ops *ops, const char *param
                             .options = h->options,
                             .seed = 42,
                             .lease_seconds = 300};
+    if (instances) {
+        h->instances = json_loads(instances, 0, &jerr);
+        cr_assert(json_is_array(h->instances), "bad instances JSON in test");
+        h->def.instances = h->instances;
+        h->def.n_instances = json_array_size(h->instances);
+    }
     h->check_pure = 1;
     h->first_wait_at = -1;
     bd_rng_seed(&h->order_rng, 7, 7);
     return ops->create(&h->def, &h->s, &h->err);
+}
+
+/* Opens a study over the parameters params (JSON list text) with the given
+ * scheduler options (JSON text). Returns create()'s code (h->err says why). */
+HN_FN int hn_open_space(hn *h, const struct bd_sched_ops *ops, const char *params, const char *options, double r_min,
+                        double r_max, int integer)
+{
+    return hn_open_instances(h, ops, params, options, r_min, r_max, integer, NULL);
 }
 
 /* Opens a study with one float parameter x in [0, 1] and the given
@@ -143,6 +161,7 @@ HN_FN void hn_close(hn *h)
     free(h->log);
     free(h->running);
     json_decref(h->options);
+    json_decref(h->instances);
     bd_space_free(h->space);
     memset(h, 0, sizeof *h);
 }
@@ -190,6 +209,8 @@ static bd_event hn_created_event(const hn_trial *t)
                       .config = t->config,
                       .resume_from = t->resume_from,
                       .extra = t->extra,
+                      .has_instance = t->has_instance,
+                      .instance = t->instance,
                       .loss = NAN,
                       .elapsed_seconds = NAN};
 }
@@ -217,7 +238,7 @@ static void hn_check_suggestion(hn *h, const bd_suggestion *s)
 static int hn_same_suggestion(const bd_suggestion *a, const bd_suggestion *b)
 {
     return json_equal(a->config, b->config) && a->config_id == b->config_id && a->budget == b->budget &&
-           a->resume_from == b->resume_from &&
+           a->resume_from == b->resume_from && a->has_instance == b->has_instance && a->instance == b->instance &&
            ((!a->extra && !b->extra) || (a->extra && b->extra && json_equal(a->extra, b->extra)));
 }
 
@@ -240,6 +261,8 @@ static int64_t hn_create(hn *h, bd_suggestion *s, int worker)
     t->iteration = bd_json_int(s->extra, "iteration", 1);
     t->bracket = (int)bd_json_int(s->extra, "bracket", -1);
     t->rung = (int)bd_json_int(s->extra, "rung", -1);
+    t->has_instance = s->has_instance;
+    t->instance = s->instance;
     t->state = HN_RUNNING;
     t->worker = worker;
     bd_event ev = hn_created_event(t);
@@ -334,6 +357,24 @@ HN_FN void hn_complete(hn *h, int64_t id, double loss)
 HN_FN void hn_complete_seconds(hn *h, int64_t id, double loss, double seconds)
 {
     hn_end_timed(h, id, BD_EV_COMPLETED, loss, seconds);
+}
+/* Completes trial id as a run that hit its cap (status "timeout"): the
+ * engine then reports the cap as the loss. */
+HN_FN void hn_complete_timeout(hn *h, int64_t id)
+{
+    hn_trial *t = hn_get(h, id);
+    cr_assert_eq(t->state, HN_RUNNING, "trial %lld is not running", (long long)id);
+    t->state = HN_COMPLETED;
+    t->loss = t->budget;
+    for (size_t i = 0; i < h->n_running; i++)
+        if (h->running[i] == id) {
+            memmove(&h->running[i], &h->running[i + 1], (h->n_running - i - 1) * sizeof *h->running);
+            h->n_running--;
+            break;
+        }
+    bd_event ev = {.type = BD_EV_COMPLETED, .trial_id = id, .config_id = t->config_id, .budget = t->budget,
+                   .loss = t->budget, .timeout = 1, .elapsed_seconds = t->budget};
+    hn_feed(h, &ev, NULL, NULL);
 }
 HN_FN void hn_fail(hn *h, int64_t id)
 {
