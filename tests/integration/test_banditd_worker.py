@@ -1,0 +1,103 @@
+"""clients/banditd-worker against a daemon: minisat configured by spc on real
+SATLIB instances with CPU caps, a Hyperband-style study whose value comes
+from the command's output, failures and template errors."""
+
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bdtest  # noqa: E402
+from bdtest import check_status, create_study  # noqa: E402
+
+SOURCE = os.environ.get("BD_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+WORKER = os.path.join(SOURCE, "clients", "banditd-worker")
+SAT = os.path.join(SOURCE, "tests", "integration", "fixtures", "sat")
+
+
+def worker(d, study_id, *args, command):
+    token = os.path.join(d.tmpdir, "token")
+    with open(token, "w") as f:
+        f.write(d.token)
+    argv = ["/usr/bin/python3", WORKER, "--url", "http://127.0.0.1:%d" % d.port, "--token-file", token,
+            "--study", str(study_id)] + list(args) + ["--"] + command
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+
+def trials(d, sid):
+    return bdtest.list_all_trials(d, sid)
+
+
+@unittest.skipUnless(shutil.which("minisat"), "minisat is not installed (docker/install-deps.sh --test installs it)")
+class MinisatUnderSpc(bdtest.DaemonTestCase):
+    def setUp(self):
+        self.d = bdtest.Daemon(lease_seconds=30)
+        self.addCleanup(self.d.cleanup)
+
+    def test_minisat_runs_capped_and_reported(self):
+        instances = sorted(f for f in os.listdir(SAT) if f.endswith(".cnf"))
+        s = create_study(
+            self.d,
+            parameters=[{"name": "rnd_freq", "type": "float", "low": 0, "high": 0.5},
+                        {"name": "var_decay", "type": "float", "low": 0.6, "high": 0.99},
+                        {"name": "luby", "type": "categorical", "choices": ["-luby", "-no-luby"]}],
+            objective={"metric": "runtime", "goal": "minimize"},
+            resource={"name": "cpu_seconds", "min": 0.005, "max": 0.4},
+            instances=instances,
+            scheduler={"name": "spc", "options": {"kappa0": 0.01, "first_sample": 4, "max_configs": 12}})
+        out = worker(self.d, s["id"], "--parallel", "2", "--max-runs", "40", "--instance-dir", SAT,
+                     command=["minisat", "-verb=0", "-rnd-freq={rnd_freq}", "-var-decay={var_decay}", "{luby}",
+                              "{instance}"])
+        self.assertEqual(out.returncode, 0, out.stderr)
+        ts = [t for t in trials(self.d, s["id"]) if t["state"] != "running"]
+        self.assertGreaterEqual(len(ts), 40, out.stdout)
+        timeouts = [t for t in ts if t.get("timeout")]
+        solved = [t for t in ts if t["state"] == "completed" and not t.get("timeout")]
+        self.assertTrue(timeouts, "caps from 0.01 s: some runs time out\n" + out.stdout)
+        self.assertTrue(solved, "some runs finish under their caps\n" + out.stdout)
+        for t in solved:
+            self.assertLessEqual(t["value"], t["budget"] + 0.05, "a finished run is within its cap: %r" % t)
+        for t in timeouts:
+            self.assertEqual(t["value"], t["budget"], "a timeout counts its cap")
+        self.assertTrue(all(t["state"] != "failed" for t in ts), "minisat exits 10/20: never a failure\n"
+                        + out.stdout)
+        st = check_status(self, self.d.request("GET", "/v1/studies/%d" % s["id"]), 200)
+        self.assertIn("active_instances", st["incumbent"])
+
+
+class AnyCommand(bdtest.DaemonTestCase):
+    def setUp(self):
+        self.d = bdtest.Daemon(lease_seconds=30)
+        self.addCleanup(self.d.cleanup)
+
+    def test_hyperband_value_from_stdout(self):
+        s = create_study(self.d, parameters=[{"name": "x", "type": "float", "low": 0, "high": 1}],
+                         resource={"name": "epochs", "min": 1, "max": 9},
+                         scheduler={"name": "hyperband", "options": {"eta": 3}})
+        out = worker(self.d, s["id"], "--max-runs", "12",
+                     command=["sh", "-c", "echo training {x} for {budget} epochs; echo loss {x}"])
+        self.assertEqual(out.returncode, 0, out.stderr)
+        done = [t for t in trials(self.d, s["id"]) if t["state"] == "completed"]
+        self.assertGreaterEqual(len(done), 12)
+        for t in done:
+            self.assertAlmostEqual(t["value"], t["config"]["x"], places=9, msg="the last number printed")
+
+    def test_a_crash_and_a_template_error_fail_the_trial(self):
+        s = create_study(self.d, parameters=[{"name": "x", "type": "float", "low": 0, "high": 1}],
+                         scheduler={"name": "random", "options": {"max_trials": 2}})
+        out = worker(self.d, s["id"], "--max-runs", "1", command=["sh", "-c", "echo oops >&2; exit 3"])
+        self.assertEqual(out.returncode, 0, out.stderr)
+        out = worker(self.d, s["id"], "--max-runs", "1", command=["echo", "{nope}"])
+        self.assertEqual(out.returncode, 0, out.stderr)
+        failed = [t for t in trials(self.d, s["id"]) if t["state"] == "failed"]
+        self.assertEqual(len(failed), 2, out.stdout)
+        reasons = sorted(t.get("reason", "") for t in failed)
+        self.assertIn("exit status 3: oops", reasons[0])
+        self.assertIn("{nope}", reasons[1])
+
+
+if __name__ == "__main__":
+    unittest.main()
