@@ -9,11 +9,21 @@
  * `"status": "timeout"` at the cap. One configuration tester per config
  * (spc_tester.h) keeps the active instances, the FIFO of timed-out
  * (instance, doubled cap) pairs and the LCB; the main loop runs the tester
- * with the smallest LCB (ties: the earlier config). Every tester walks the
- * instances in one order: the study's list shuffled once by the study seed
- * (option `shuffle_instances`, default true), so configs are compared on
- * the same instances first. A tester that has activated every instance and
- * has nothing queued is finished; with all finished the study is DONE.
+ * with the smallest LCB (ties: the earlier config).
+ *
+ * The instance stream: every tester walks the same stream, so configs are
+ * compared on the same instances first. Pass 0 is the study's list,
+ * shuffled by the study seed (option `shuffle_instances`, default true).
+ * The paper's testers draw from an infinite i.i.d. stream; with option
+ * `stream` = "cycle" (the default) pass k >= 1 goes through the list again
+ * in a new seeded order, i.e. draws from the uniform distribution over the
+ * declared instances, the distribution whose mean runtime SPC estimates.
+ * This matters: the LCB stays 0 until a tester has about 36 ln t active
+ * values (eps <= 1/2 needs r >= 36 ln t), more than most instance sets
+ * hold. Each trial's extra says its stream position and pass, so a worker
+ * can seed a randomized solver with the pass. With "once" a tester that has
+ * activated every instance and has nothing queued is finished; with all
+ * finished the study is DONE.
  *
  * Which configs:
  * - option `configs`: an explicit list of configs of the study's space;
@@ -77,6 +87,7 @@
 #include "sched.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,8 +122,10 @@ typedef struct spc {
     int sampled;                  /* the large-space extension is on */
     size_t first_sample, max_configs;
     int64_t n_instances;
-    int64_t *instance_at;         /* stream position -> the study's instance index */
-    int64_t *position_of;         /* instance index -> stream position */
+    int shuffle;                  /* option shuffle_instances */
+    int64_t stream_end;           /* positions a tester may activate: n_instances ("once") or INT64_MAX */
+    int64_t **pass_order;         /* pass k's order (NULL until needed; NULL throughout without shuffle) */
+    size_t n_passes;
     spc_tester *testers;
     size_t n_testers, cap_testers;
     spc_sample *samples;
@@ -222,37 +235,46 @@ static int build_configs(spc *p, const json_t *list, bd_err *err)
     return 0;
 }
 
-/* The stream order of the instances: the study's, shuffled by its seed. */
-static void order_instances(spc *p, int shuffle)
+/* The study's instance at stream position pos: pass pos / n, in that
+ * pass's order (built on first use, deterministically from the seed). */
+static int64_t instance_at(spc *p, int64_t pos)
 {
-    int64_t n = p->n_instances;
-    p->instance_at = bd_xmalloc((size_t)n * sizeof *p->instance_at);
-    p->position_of = bd_xmalloc((size_t)n * sizeof *p->position_of);
-    for (int64_t i = 0; i < n; i++)
-        p->instance_at[i] = i;
-    if (shuffle) {
-        bd_rng rng;
-        bd_rng_seed(&rng, p->def->seed ^ SPC_ORDER_SALT, 0);
-        for (int64_t i = n - 1; i > 0; i--) { /* Fisher-Yates */
-            int64_t j = (int64_t)bd_rng_below(&rng, (uint64_t)i + 1), tmp = p->instance_at[i];
-            p->instance_at[i] = p->instance_at[j];
-            p->instance_at[j] = tmp;
-        }
+    int64_t n = p->n_instances, pass = pos / n, i = pos % n;
+    if (!p->shuffle)
+        return i;
+    if ((size_t)pass >= p->n_passes) {
+        size_t more = (size_t)pass + 1;
+        p->pass_order = bd_xrealloc(p->pass_order, more * sizeof *p->pass_order);
+        memset(p->pass_order + p->n_passes, 0, (more - p->n_passes) * sizeof *p->pass_order);
+        p->n_passes = more;
     }
-    for (int64_t i = 0; i < n; i++)
-        p->position_of[p->instance_at[i]] = i;
+    if (!p->pass_order[pass]) {
+        int64_t *o = bd_xmalloc((size_t)n * sizeof *o);
+        bd_rng rng;
+        bd_rng_seed(&rng, p->def->seed ^ SPC_ORDER_SALT, (uint64_t)pass);
+        for (int64_t k = 0; k < n; k++)
+            o[k] = k;
+        for (int64_t k = n - 1; k > 0; k--) { /* Fisher-Yates */
+            int64_t j = (int64_t)bd_rng_below(&rng, (uint64_t)k + 1), tmp = o[k];
+            o[k] = o[j];
+            o[j] = tmp;
+        }
+        p->pass_order[pass] = o;
+    }
+    return p->pass_order[pass][i];
 }
 
 /* ------------------------------------------------------------- create */
 
 static void spc_destroy(bd_sched *s);
 
-static int read_options(spc *p, const bd_study_def *def, int *shuffle, bd_err *err)
+static int read_options(spc *p, const bd_study_def *def, bd_err *err)
 {
     static const char *const known[] = {"kappa0", "multiplier", "par", "configs", "first_sample", "max_configs",
-                                        "max_failures", "shuffle_instances", "lcb", NULL};
+                                        "max_failures", "shuffle_instances", "lcb", "stream", NULL};
     static const char *const lcb_modes[] = {"current", "last_step", NULL};
-    const char *lcb_mode;
+    static const char *const streams[] = {"cycle", "once", NULL};
+    const char *lcb_mode, *stream;
     const json_t *o = def->options;
     long long first, max_configs, max_failures;
     double dflt_kappa0 = fmin(fmax(1.0, def->r_min), def->r_max);
@@ -270,11 +292,14 @@ static int read_options(spc *p, const bd_study_def *def, int *shuffle, bd_err *e
     if (!rc)
         rc = bd_opt_int(o, "max_failures", 3, 1, 100, &max_failures, err);
     if (!rc)
-        rc = bd_opt_bool(o, "shuffle_instances", 1, shuffle, err);
+        rc = bd_opt_bool(o, "shuffle_instances", 1, &p->shuffle, err);
     if (!rc)
         rc = bd_opt_string(o, "lcb", "current", lcb_modes, &lcb_mode, err);
+    if (!rc)
+        rc = bd_opt_string(o, "stream", "cycle", streams, &stream, err);
     if (rc)
         return rc;
+    p->stream_end = strcmp(stream, "once") == 0 ? (int64_t)def->n_instances : INT64_MAX;
     p->lcb_now = strcmp(lcb_mode, "current") == 0;
     p->first_sample = (size_t)first;
     p->max_configs = (size_t)max_configs;
@@ -293,15 +318,13 @@ static int spc_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     p->def = def;
     p->cap_max = def->r_max;
     p->n_instances = (int64_t)def->n_instances;
-    int shuffle = 1;
-    int rc = read_options(p, def, &shuffle, err);
+    int rc = read_options(p, def, err);
     if (!rc)
         rc = build_configs(p, json_object_get(def->options, "configs"), err);
     if (rc) {
         spc_destroy(&p->base);
         return rc;
     }
-    order_instances(p, shuffle);
     *out = &p->base;
     return 0;
 }
@@ -331,7 +354,7 @@ static long pick_tester(const spc *p, spc_run *run, int *fresh)
             const spc_tester *t = &p->testers[k];
             spc_run r;
             int f;
-            if ((pass == 0 && t->in_flight) || !spc_tester_next(t, p->n_instances, &r, &f))
+            if ((pass == 0 && t->in_flight) || !spc_tester_next(t, p->stream_end, &r, &f))
                 continue;
             const spc_sample *s = &p->samples[t->sample];
             double share = (s->charged + s->reserved) / s->weight;
@@ -370,9 +393,9 @@ static int spc_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *ou
     out->config_id = t->config_id;
     out->budget = run.cap;
     out->has_instance = 1;
-    out->instance = p->instance_at[run.position];
-    out->extra = json_pack("{s:I, s:i, s:I}", "tester", (json_int_t)k, "sample", t->sample, "stream_position",
-                           (json_int_t)run.position);
+    out->instance = instance_at(p, run.position);
+    out->extra = json_pack("{s:I, s:i, s:I, s:I}", "tester", (json_int_t)k, "sample", t->sample, "stream_position",
+                           (json_int_t)run.position, "pass", (json_int_t)(run.position / p->n_instances));
     return BD_SUGGEST_TRIAL;
 }
 
@@ -397,14 +420,14 @@ static void join_due_samples(spc *p)
 static void on_created(spc *p, const bd_event *ev)
 {
     const json_t *tester = json_object_get(ev->extra, "tester"); /* extra may be NULL: then so is tester */
+    const json_t *position = json_object_get(ev->extra, "stream_position");
     json_int_t k = json_is_integer(tester) ? json_integer_value(tester) : -1;
-    if (k < 0 || (size_t)k >= p->n_testers || !ev->has_instance || ev->instance < 0 ||
-        ev->instance >= p->n_instances)
+    json_int_t pos = json_is_integer(position) ? json_integer_value(position) : -1;
+    if (k < 0 || (size_t)k >= p->n_testers || pos < 0 || pos > p->testers[k].r || pos >= p->stream_end ||
+        !ev->has_instance || ev->instance != instance_at(p, pos))
         return; /* not a run this scheduler proposed */
     spc_tester *t = &p->testers[k];
-    spc_run run = {.position = p->position_of[ev->instance], .cap = ev->budget};
-    if (run.position > t->r)
-        return;
+    spc_run run = {.position = pos, .cap = ev->budget};
     spc_tester_start(t, &run, run.position == t->r);
     if (!t->config_id)
         t->config_id = ev->config_id;
@@ -546,8 +569,9 @@ static void spc_destroy(bd_sched *s)
         spc_tester_clear(&p->testers[k]);
     free(p->testers);
     free(p->samples);
-    free(p->instance_at);
-    free(p->position_of);
+    for (size_t i = 0; i < p->n_passes; i++)
+        free(p->pass_order[i]);
+    free(p->pass_order);
     free(p);
 }
 

@@ -34,7 +34,7 @@ void spc_tester_clear(spc_tester *t)
     memset(t, 0, sizeof *t);
 }
 
-int spc_tester_next(const spc_tester *t, int64_t n_instances, spc_run *out, int *fresh)
+int spc_tester_next(const spc_tester *t, int64_t n_positions, spc_run *out, int *fresh)
 {
     *fresh = 0;
     if (t->n_retry) {
@@ -43,7 +43,7 @@ int spc_tester_next(const spc_tester *t, int64_t n_instances, spc_run *out, int 
     }
     /* Algorithm 1, step 1: a fresh instance while the queue is below its
      * bound (and the study has one left), else the queue's front. */
-    if ((int64_t)t->q_len < t->q && t->r < n_instances) {
+    if ((int64_t)t->q_len < t->q && t->r < n_positions) {
         *out = (spc_run){.position = t->r, .cap = t->theta};
         *fresh = 1;
         return 1;

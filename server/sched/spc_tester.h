@@ -66,9 +66,9 @@ void spc_tester_clear(spc_tester *t);
 
 /* The tester's next run, as Algorithm 1 would take it (re-offered failed
  * runs first): 1 with *out set, 0 when it has nothing to run (all
- * n_instances positions active and no run queued). *fresh says the run
- * activates a new position. Pure. */
-int spc_tester_next(const spc_tester *t, int64_t n_instances, spc_run *out, int *fresh);
+ * n_positions stream positions active and no run queued). *fresh says the
+ * run activates a new position. Pure. */
+int spc_tester_next(const spc_tester *t, int64_t n_positions, spc_run *out, int *fresh);
 /* Applies a run spc_tester_next proposed (the trial was created). */
 void spc_tester_start(spc_tester *t, const spc_run *run, int fresh);
 

@@ -299,12 +299,12 @@ static void check_sequential(const char *options, int poll_all)
 
 Test(spc, one_worker_reproduces_the_sequential_algorithm)
 {
-    check_sequential("{\"shuffle_instances\": false}", 1);
+    check_sequential("{\"shuffle_instances\": false, \"stream\": \"once\"}", 1);
 }
 
 Test(spc, one_worker_reproduces_the_sequential_algorithm_lcb_last_step)
 {
-    check_sequential("{\"shuffle_instances\": false, \"lcb\": \"last_step\"}", 0);
+    check_sequential("{\"shuffle_instances\": false, \"stream\": \"once\", \"lcb\": \"last_step\"}", 0);
 }
 
 /* Every config times out at kappa0 on the first instance, then one more run. */
@@ -339,7 +339,7 @@ Test(spc, ties_go_to_the_earlier_config_and_untested_configs_run_first)
 Test(spc, several_workers_never_wait_while_a_tester_has_work)
 {
     hn h;
-    open_solvers(&h, "{}");
+    open_solvers(&h, "{\"stream\": \"once\"}");
     bd_rng order;
     bd_rng_seed(&order, 3, 3);
     int64_t running[8];
@@ -394,6 +394,32 @@ Test(spc, the_first_runs_go_to_idle_testers)
     int64_t extra;
     cr_assert_eq(hn_suggest(&h, NC, &extra), BD_SUGGEST_TRIAL, "all busy: a busy tester runs a fresh instance");
     cr_assert_neq(hn_get(&h, extra)->instance, hn_get(&h, ids[0])->instance);
+    hn_close(&h);
+}
+
+Test(spc, the_stream_cycles_through_the_instances_in_new_orders)
+{
+    hn h;
+    open_solvers(&h, "{\"configs\": [{\"solver\": \"s1\"}]}");
+    int seen[2][NI] = {{0}};
+    int64_t first_pass[NI], second_pass[NI];
+    for (int k = 0; k < 2 * NI; k++) {
+        int64_t id;
+        cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+        hn_trial *t = hn_get(&h, id);
+        int pass = (int)bd_json_int(t->extra, "pass", -1);
+        cr_assert_eq(bd_json_int(t->extra, "stream_position", -1), k, "one config, every result solved: fresh positions");
+        cr_assert_eq(pass, k / NI);
+        seen[pass][t->instance]++;
+        (pass ? second_pass : first_pass)[k % NI] = t->instance;
+        hn_complete(&h, id, 0.1); /* below kappa0: never queued */
+    }
+    for (int j = 0; j < NI; j++)
+        cr_assert(seen[0][j] == 1 && seen[1][j] == 1, "each pass is a permutation of the instances");
+    cr_assert_neq(memcmp(first_pass, second_pass, sizeof first_pass), 0, "the second pass is shuffled anew");
+    bd_sched *rebuilt = hn_replay(&h);
+    cr_assert(hn_same_next(&h, rebuilt, 5));
+    bd_sched_spc.destroy(rebuilt);
     hn_close(&h);
 }
 

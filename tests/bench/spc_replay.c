@@ -1,0 +1,147 @@
+/* spc_replay.c: bd_spc_replay, the `spc` scheduler (server/sched/spc.c)
+ * driven in-process on a runtime matrix, for the many seeds of
+ * spc_replay.py. It calls the scheduler's suggest / observe exactly as the
+ * engine does with one worker (events numbered, rng streams seeded as in
+ * server/engine*.c), without HTTP or SQLite: a replay of 300,000 runs takes
+ * seconds instead of the daemon's minutes. spc_replay.py checks on a few
+ * seeds that the daemon over HTTP gives the same incumbent trace.
+ *
+ * Input on stdin (written by spc_replay.py):
+ *   n_solvers n_instances cutoff horizon n_checkpoints seed lcb_mode
+ *   one solver name per line
+ *   n_solvers lines of n_instances runtimes, instances in the seed's order
+ *   (-1: not solved within the cutoff)
+ * The instances are declared in that order (shuffle_instances off), later
+ * passes of the stream reshuffled by the scheduler from the seed.
+ * Output: one JSON object {"runs", "cpu", "trace": [[cpu, solver], ...]},
+ * the incumbent (describe()'s, the most active instances) sampled at
+ * n_checkpoints log-spaced CPU times up to the horizon. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/rng.h"
+#include "server/sched/sched.h"
+#include "server/space.h"
+
+extern const struct bd_sched_ops bd_sched_spc;
+
+static void die(const char *what)
+{
+    fprintf(stderr, "bd_spc_replay: %s\n", what);
+    exit(1);
+}
+
+typedef struct replay {
+    const struct bd_sched_ops *ops;
+    bd_sched *s;
+    bd_study_def def;
+    int64_t next_event, next_trial;
+} replay;
+
+static void feed(replay *r, bd_event *ev)
+{
+    bd_observe_ctx ctx = {.replay = 0};
+    bd_decision d = {0};
+    bd_err err;
+    ev->id = ++r->next_event;
+    bd_observe_ctx_seed(&ctx, r->def.seed, ev->id);
+    if (r->ops->observe(r->s, &ctx, ev, &d, &err))
+        die("observe failed");
+}
+
+int main(void)
+{
+    int n_solvers, n_instances, n_checkpoints;
+    double cutoff, horizon;
+    unsigned long long seed;
+    char lcb[32];
+    if (scanf("%d %d %lf %lf %d %llu %31s", &n_solvers, &n_instances, &cutoff, &horizon, &n_checkpoints, &seed,
+              lcb) != 7 ||
+        n_solvers < 1 || n_instances < 1 || n_checkpoints < 2)
+        die("bad header");
+    json_t *choices = json_array();
+    char name[4096];
+    for (int c = 0; c < n_solvers; c++) {
+        if (scanf("%4095s", name) != 1)
+            die("bad solver name");
+        json_array_append_new(choices, json_string(name));
+    }
+    double *rt = malloc((size_t)n_solvers * (size_t)n_instances * sizeof *rt);
+    for (long i = 0; i < (long)n_solvers * n_instances; i++)
+        if (scanf("%lf", &rt[i]) != 1)
+            die("bad runtime");
+    json_t *instances = json_array();
+    for (int j = 0; j < n_instances; j++) {
+        char inst[32];
+        snprintf(inst, sizeof inst, "%d", j);
+        json_array_append_new(instances, json_string(inst));
+    }
+    json_t *params = json_pack("[{s:s, s:s, s:O}]", "name", "solver", "type", "categorical", "choices", choices);
+    json_t *options = json_pack("{s:f, s:b, s:s}", "kappa0", 1.0, "shuffle_instances", 0, "lcb", lcb);
+    bd_space *space;
+    bd_err err;
+    if (bd_space_parse(params, &space, &err))
+        die(err.message);
+    replay r = {.ops = &bd_sched_spc};
+    r.def = (bd_study_def){.id = 1, .name = "replay", .space = space, .metric = "runtime",
+                           .resource_name = "cpu_seconds", .r_min = 0.01, .r_max = cutoff, .options = options,
+                           .seed = seed, .lease_seconds = 300, .instances = instances,
+                           .n_instances = (size_t)n_instances};
+    if (r.ops->create(&r.def, &r.s, &err))
+        die(err.message);
+
+    double lo = fmax(1.0, horizon * 1e-6), cpu = 0;
+    int next_cp = 0;
+    long runs = 0;
+    printf("{\"trace\": [");
+    int first = 1;
+    while (cpu < horizon) {
+        bd_suggest_ctx ctx = {.trials_created = r.next_trial, .worker = "replay"};
+        bd_suggestion s = {0};
+        bd_rng_seed(&ctx.rng, seed, (uint64_t)r.next_trial);
+        if (r.ops->suggest(r.s, &ctx, &s, &err) != BD_SUGGEST_TRIAL)
+            break;
+        int64_t id = ++r.next_trial;
+        const char *solver = json_string_value(json_object_get(s.config, "solver"));
+        int c = 0;
+        while (c < n_solvers && strcmp(json_string_value(json_array_get(choices, (size_t)c)), solver) != 0)
+            c++;
+        bd_event created = {.type = BD_EV_CREATED, .trial_id = id, .config_id = s.config_id ? s.config_id : id,
+                            .budget = s.budget, .config = s.config, .extra = s.extra, .has_instance = 1,
+                            .instance = s.instance, .loss = NAN, .elapsed_seconds = NAN};
+        feed(&r, &created);
+        double v = rt[(long)c * n_instances + s.instance], cap = s.budget;
+        int timeout = v < 0 || v > cap;
+        bd_event done = {.type = BD_EV_COMPLETED, .trial_id = id, .config_id = created.config_id, .budget = cap,
+                         .loss = timeout ? cap : v, .timeout = timeout, .elapsed_seconds = timeout ? cap : v};
+        feed(&r, &done);
+        json_decref(s.config);
+        json_decref(s.extra);
+        cpu += timeout ? cap : v;
+        runs++;
+        if (next_cp < n_checkpoints && cpu >= lo * pow(horizon / lo, (double)next_cp / (n_checkpoints - 1))) {
+            while (next_cp < n_checkpoints && cpu >= lo * pow(horizon / lo, (double)next_cp / (n_checkpoints - 1)))
+                next_cp++;
+            json_t *d = NULL;
+            if (r.ops->describe(r.s, &d))
+                die("describe failed");
+            const json_t *inc = json_object_get(d, "incumbent");
+            const char *best = inc ? json_string_value(json_object_get(json_object_get(inc, "config"), "solver")) : NULL;
+            printf("%s[%.3f, %s%s%s]", first ? "" : ", ", cpu, best ? "\"" : "", best ? best : "null", best ? "\"" : "");
+            first = 0;
+            json_decref(d);
+        }
+    }
+    printf("], \"runs\": %ld, \"cpu\": %.3f}\n", runs, cpu);
+    r.ops->destroy(r.s);
+    bd_space_free(space);
+    json_decref(params);
+    json_decref(options);
+    json_decref(instances);
+    json_decref(choices);
+    free(rt);
+    return 0;
+}
