@@ -152,8 +152,11 @@ double spc_tester_lcb_at(const spc_tester *t, int64_t t_now)
         return SPC_EMPTY_LCB;
     double lcb = 0, prev = 0;
     for (size_t j = 0; j < t->n_levels; j++) {
+        double b = spc_beta(t->above[j], t->valued, (double)t_now, t->valued);
+        if (b == 0)
+            break; /* eps only grows as p shrinks: every higher level adds 0 too */
         if (t->levels[j] > prev) /* values of 0 add nothing */
-            lcb += (t->levels[j] - prev) * spc_beta(t->above[j], t->valued, (double)t_now, t->valued);
+            lcb += (t->levels[j] - prev) * b;
         prev = t->levels[j] > prev ? t->levels[j] : prev;
     }
     return lcb;
@@ -236,8 +239,11 @@ double spc_lcb(double *values, int64_t n, double t, int64_t r)
     int64_t at_or_below = 0;
     for (int64_t i = 0; i < n;) {
         double u = values[i];
+        double b = spc_beta(n - at_or_below, n, t, r);
+        if (b == 0)
+            break; /* eps only grows as p shrinks: every higher level adds 0 too */
         if (u > prev)
-            lcb += (u - prev) * spc_beta(n - at_or_below, n, t, r);
+            lcb += (u - prev) * b;
         while (i < n && values[i] == u)
             i++;
         at_or_below = i;

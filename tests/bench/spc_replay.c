@@ -7,7 +7,7 @@
  * seeds that the daemon over HTTP gives the same incumbent trace.
  *
  * Input on stdin (written by spc_replay.py):
- *   n_solvers n_instances cutoff horizon n_checkpoints seed lcb_mode
+ *   n_solvers n_instances cutoff horizon n_checkpoints seed lcb_mode stream
  *   one solver name per line
  *   n_solvers lines of n_instances runtimes, instances in the seed's order
  *   (-1: not solved within the cutoff)
@@ -57,9 +57,9 @@ int main(void)
     int n_solvers, n_instances, n_checkpoints;
     double cutoff, horizon;
     unsigned long long seed;
-    char lcb[32];
-    if (scanf("%d %d %lf %lf %d %llu %31s", &n_solvers, &n_instances, &cutoff, &horizon, &n_checkpoints, &seed,
-              lcb) != 7 ||
+    char lcb[32], stream[32];
+    if (scanf("%d %d %lf %lf %d %llu %31s %31s", &n_solvers, &n_instances, &cutoff, &horizon, &n_checkpoints, &seed,
+              lcb, stream) != 8 ||
         n_solvers < 1 || n_instances < 1 || n_checkpoints < 2)
         die("bad header");
     json_t *choices = json_array();
@@ -80,7 +80,8 @@ int main(void)
         json_array_append_new(instances, json_string(inst));
     }
     json_t *params = json_pack("[{s:s, s:s, s:O}]", "name", "solver", "type", "categorical", "choices", choices);
-    json_t *options = json_pack("{s:f, s:b, s:s}", "kappa0", 1.0, "shuffle_instances", 0, "lcb", lcb);
+    json_t *options = json_pack("{s:f, s:b, s:s, s:s}", "kappa0", 1.0, "shuffle_instances", 0, "lcb", lcb, "stream",
+                                stream);
     bd_space *space;
     bd_err err;
     if (bd_space_parse(params, &space, &err))

@@ -17,6 +17,8 @@ Methods (each for every seed; a seed is an order of the instances):
   GET /v1/studies/{id} answers (the most active instances).
 - spc_last_step: the same with the option lcb = "last_step" (ALGORITHMS.md's
   form; the default polls every tester's LCB at the current iteration).
+- spc_once: spc with stream = "once": every instance at most once per
+  config (no new draws of the instances after the first pass).
 - uniform: the same testers (fresh instance while the queue is below its
   bound, else the queue's front; doubling caps) taken in round-robin order
   instead of by LCB; incumbent the most active instances. Simulated here.
@@ -56,6 +58,11 @@ from bobos_replay import Daemon, parse_range  # noqa: E402
 from replay_common import Client  # noqa: E402
 
 DATA = os.path.join(HERE, "..", "..", "..", "shared", "data", "runtimes")
+POINTS = 600  # log-spaced checkpoints from 1e-6 of the horizon: 2.3% apart
+
+
+# banditd's spc, by its options (lcb, stream).
+SPC_METHODS = {"spc": ("current", "cycle"), "spc_last_step": ("last_step", "cycle"), "spc_once": ("current", "once")}
 
 
 class Matrix:
@@ -86,7 +93,8 @@ class Matrix:
 class Trace:
     """The incumbent against CPU time, sampled at log-spaced checkpoints."""
 
-    def __init__(self, m, horizon, points=240):
+    def __init__(self, m, horizon, points=None):
+        points = points or POINTS
         self.m, self.horizon = m, horizon
         lo = max(1.0, horizon * 1e-6)
         self.checkpoints = [lo * (horizon / lo) ** (k / (points - 1)) for k in range(points)]
@@ -132,7 +140,7 @@ class Trace:
 
 # ---------------------------------------------------------------- spc (daemon)
 
-def run_spc(client, m, seed, horizon, lcb):
+def run_spc(client, m, seed, horizon, lcb, stream="cycle"):
     order = m.order(seed)
     study = client.call("POST", "/v1/studies", {
         "name": "spc-%s-%d" % (m.name, seed),
@@ -140,7 +148,8 @@ def run_spc(client, m, seed, horizon, lcb):
         "objective": {"metric": "runtime", "goal": "minimize"},
         "resource": {"name": "cpu_seconds", "min": 0.01, "max": m.cutoff},
         "instances": [m.instances[i] for i in order],
-        "scheduler": {"name": "spc", "options": {"kappa0": 1, "shuffle_instances": False, "lcb": lcb}},
+        "scheduler": {"name": "spc", "options": {"kappa0": 1, "shuffle_instances": False, "lcb": lcb,
+                                                    "stream": stream}},
         "seed": seed})
     sid, cpu, runs = study["id"], 0.0, 0
     solver_index = {s: k for k, s in enumerate(m.solvers)}
@@ -168,10 +177,11 @@ def run_spc(client, m, seed, horizon, lcb):
     return out
 
 
-def run_spc_inprocess(binary, m, seed, horizon, lcb, points=240):
+def run_spc_inprocess(binary, m, seed, horizon, lcb, stream="cycle", points=POINTS):
     """The same scheduler code driven in-process by bd_spc_replay (fast)."""
     order = m.order(seed)
-    lines = ["%d %d %r %r %d %d %s" % (len(m.solvers), len(m.instances), m.cutoff, horizon, points, seed, lcb)]
+    lines = ["%d %d %r %r %d %d %s %s" % (len(m.solvers), len(m.instances), m.cutoff, horizon, points, seed, lcb,
+                                          stream)]
     lines += m.solvers
     for c in range(len(m.solvers)):
         lines.append(" ".join("-1" if math.isinf(m.rt[c][j]) else repr(m.rt[c][j]) for j in order))
@@ -302,7 +312,7 @@ def main():
                     "over HTTP, checked to give the same incumbent trace as in-process")
     ap.add_argument("--data", default=DATA)
     ap.add_argument("--scenarios", default="sat11-indu,sat18-exp,sat20-main")
-    ap.add_argument("--methods", default="spc,spc_last_step,uniform,hyperband,naive")
+    ap.add_argument("--methods", default="spc,spc_last_step,spc_once,uniform,hyperband,naive")
     ap.add_argument("--seeds", default="0-19")
     ap.add_argument("--check-fraction", type=float, default=0.01,
                     help="the daemon check's horizon, a fraction of the run's")
@@ -322,13 +332,13 @@ def main():
                 for seed in parse_range(args.seeds):
                     for method in args.methods.split(","):
                         started = time.time()
-                        if method in ("spc", "spc_last_step"):
-                            lcb = "current" if method == "spc" else "last_step"
-                            r = run_spc_inprocess(replayer, m, seed, horizon, lcb)
+                        if method in SPC_METHODS:
+                            lcb, stream = SPC_METHODS[method]
+                            r = run_spc_inprocess(replayer, m, seed, horizon, lcb, stream)
                             if seed in daemon_seeds:  # over HTTP on a short horizon: the same decisions?
                                 short = horizon * args.check_fraction
-                                via = run_spc(client, m, seed, short, lcb)
-                                ref = run_spc_inprocess(replayer, m, seed, short, lcb)
+                                via = run_spc(client, m, seed, short, lcb, stream)
+                                ref = run_spc_inprocess(replayer, m, seed, short, lcb, stream)
                                 same = via["trace"] == ref["trace"] and via["runs"] == ref["runs"]
                                 r["daemon_check"] = "same" if same else "DIFFERENT"
                                 if not same:

@@ -22,9 +22,9 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import describe, md_table, quantile  # noqa: E402
 
-ORDER = ["spc", "spc_last_step", "uniform", "hyperband", "naive"]
-COLORS = {"spc": "tab:red", "spc_last_step": "tab:orange", "uniform": "tab:blue", "hyperband": "tab:green",
-          "naive": "black"}
+ORDER = ["spc", "spc_last_step", "spc_once", "uniform", "hyperband", "naive"]
+COLORS = {"spc": "tab:red", "spc_last_step": "tab:orange", "spc_once": "tab:purple", "uniform": "tab:blue",
+          "hyperband": "tab:green", "naive": "black"}
 
 
 def load(path):

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import unittest
 
 sys.dont_write_bytecode = True
@@ -52,6 +53,7 @@ class MinisatUnderSpc(bdtest.DaemonTestCase):
                      command=["minisat", "-verb=0", "-rnd-freq={rnd_freq}", "-var-decay={var_decay}", "{luby}",
                               "{instance}"])
         self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("cpu-time caps", out.stdout.splitlines()[0], "the resource cpu_seconds says CPU time")
         ts = [t for t in trials(self.d, s["id"]) if t["state"] != "running"]
         self.assertGreaterEqual(len(ts), 40, out.stdout)
         timeouts = [t for t in ts if t.get("timeout")]
@@ -84,6 +86,22 @@ class AnyCommand(bdtest.DaemonTestCase):
         self.assertGreaterEqual(len(done), 12)
         for t in done:
             self.assertAlmostEqual(t["value"], t["config"]["x"], places=9, msg="the last number printed")
+
+    def test_wall_time_caps_kill_the_process_group(self):
+        s = create_study(self.d, parameters=[{"name": "nap", "type": "categorical", "choices": ["0.05", "30"]}],
+                         objective={"metric": "seconds", "goal": "minimize"},
+                         resource={"name": "wall_seconds", "min": 0.1, "max": 0.4}, instances=["i1"],
+                         scheduler={"name": "spc", "options": {"kappa0": 0.4, "stream": "once"}})
+        started = time.monotonic()
+        # the shell's child sleeps: killing only the shell would leave it running past the cap
+        out = worker(self.d, s["id"], "--max-runs", "2", command=["sh", "-c", "sleep {nap}; true"])
+        # (a surviving sleep would hold the output pipe open: the worker waits 5 s for it)
+        self.assertLess(time.monotonic() - started, 4, "the 30 s sleep was killed with its group at the 0.4 s cap")
+        self.assertIn("wall-time caps", out.stdout.splitlines()[0])
+        ts = {t["config"]["nap"]: t for t in trials(self.d, s["id"])}
+        self.assertTrue(ts["30"].get("timeout"), out.stdout)
+        self.assertFalse(ts["0.05"].get("timeout"), out.stdout)
+        self.assertLess(ts["0.05"]["value"], 0.4)
 
     def test_a_crash_and_a_template_error_fail_the_trial(self):
         s = create_study(self.d, parameters=[{"name": "x", "type": "float", "low": 0, "high": 1}],

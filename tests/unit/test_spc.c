@@ -229,6 +229,14 @@ static void run_from_matrix(hn *h, int64_t id)
         hn_complete(h, id, rt);
 }
 
+/* A scheduler rebuilt from h's events proposes the same next k runs. */
+static void check_replay(hn *h, int k)
+{
+    bd_sched *rebuilt = hn_replay(h);
+    cr_assert(hn_same_next(h, rebuilt, k), "the replayed scheduler differs");
+    bd_sched_spc.destroy(rebuilt);
+}
+
 static void open_solvers(hn *h, const char *options)
 {
     char *names = instance_names(NI);
@@ -417,9 +425,7 @@ Test(spc, the_stream_cycles_through_the_instances_in_new_orders)
     for (int j = 0; j < NI; j++)
         cr_assert(seen[0][j] == 1 && seen[1][j] == 1, "each pass is a permutation of the instances");
     cr_assert_neq(memcmp(first_pass, second_pass, sizeof first_pass), 0, "the second pass is shuffled anew");
-    bd_sched *rebuilt = hn_replay(&h);
-    cr_assert(hn_same_next(&h, rebuilt, 5));
-    bd_sched_spc.destroy(rebuilt);
+    check_replay(&h, 5);
     hn_close(&h);
 }
 
@@ -466,9 +472,7 @@ Test(spc, replay_after_restart_gives_identical_next_runs)
             run_from_matrix(&h, running[pick]);
         running[pick] = running[--n];
     }
-    bd_sched *rebuilt = hn_replay(&h);
-    cr_assert(hn_same_next(&h, rebuilt, 50));
-    bd_sched_spc.destroy(rebuilt);
+    check_replay(&h, 50);
     hn_close(&h);
 }
 
@@ -512,9 +516,7 @@ Test(spc, a_large_space_runs_doubling_samples)
     cr_assert_eq(json_integer_value(json_object_get(json_array_get(samples, 2), "size")), 16);
     cr_assert_eq(json_array_size(json_object_get(d, "testers")), 28);
     json_decref(d);
-    bd_sched *rebuilt = hn_replay(&h);
-    cr_assert(hn_same_next(&h, rebuilt, 20));
-    bd_sched_spc.destroy(rebuilt);
+    check_replay(&h, 20);
     hn_close(&h);
 }
 

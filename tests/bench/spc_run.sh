@@ -1,0 +1,24 @@
+#!/bin/sh
+# SPC replay benchmark (README-spc.md): spc_replay.py on the three ASlib SAT
+# matrices, 20 instance orders each, then the report. spc runs in-process
+# through bd_spc_replay (the daemon's scheduler code, no HTTP); seeds 0 and 1
+# also run through the daemon over HTTP on 1% of the horizon, checked to make
+# the same decisions. One core; about 12 minutes.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${1:-$root/build}
+py=/usr/bin/python3
+export PYTHONDONTWRITEBYTECODE=1
+outdir=${SPC_OUT:-$here/results}
+
+if [ ! -x "$build/banditd" ] || [ ! -x "$build/tests/bench/bd_spc_replay" ]; then
+    echo "spc_run.sh: build first: cmake --build $build -j2 (README-spc.md)" >&2
+    exit 1
+fi
+mkdir -p "$outdir"
+rm -f "$outdir/spc_runs.jsonl"
+"$py" "$here/spc_replay.py" --banditd "$build/banditd" --seeds "${SPC_SEEDS:-0-19}" --daemon-seeds 0-1 \
+    --out "$outdir/spc_runs.jsonl"
+"$py" "$here/spc_report.py" "$outdir/spc_runs.jsonl" --md "$outdir/spc.md" --png "$outdir/spc_anytime.png"
