@@ -79,11 +79,15 @@
  * falls as t grows, a tester that has not run for a while looks worse than
  * it is (with a dozen instances the first tester to score a non-zero LCB
  * at t <= 1 can wait hundreds of iterations). Both are implemented and
- * tested; the difference is reported in the closing note of the issue.
+ * tested; tests/bench/README-spc.md measures both.
  *
  * Anytime answer (describe()'s "incumbent"): the config with the most
  * active instances (the paper's), ties broken by the smaller mean capped
- * runtime, then the earlier config; its value is that mean. */
+ * runtime, then the earlier config; its value is that mean. With samples,
+ * the most active instances of all: the paper's rule for the sampled
+ * extension is lost in the stored text, and a larger sample's configs get
+ * less time each, so this favours the first samples; each sample's own
+ * incumbent is in describe()'s "samples" (incumbent_tester, -1 = none). */
 #include "sched.h"
 
 #include <math.h>
@@ -500,10 +504,10 @@ static bd_sched_status spc_status(const bd_sched *s)
 /* ----------------------------------------------------------- describe */
 
 /* The most active instances, then the smaller mean, then the earlier config. */
-static long incumbent(const spc *p)
+static long incumbent_among(const spc *p, size_t from, size_t to)
 {
     long best = -1;
-    for (size_t k = 0; k < p->n_testers; k++) {
+    for (size_t k = from; k < to; k++) {
         const spc_tester *t = &p->testers[k];
         if (!t->valued)
             continue;
@@ -512,6 +516,11 @@ static long incumbent(const spc *p)
             best = (long)k;
     }
     return best;
+}
+
+static long incumbent(const spc *p)
+{
+    return incumbent_among(p, 0, p->n_testers);
 }
 
 static json_t *tester_json(const spc *p, size_t k)
@@ -544,8 +553,10 @@ static int spc_describe(const bd_sched *s, json_t **out)
         json_array_append_new(testers, tester_json(p, k));
     for (size_t i = 0; i < p->n_samples; i++) {
         const spc_sample *sm = &p->samples[i];
-        json_array_append_new(samples, json_pack("{s:I, s:f, s:f, s:I}", "size", (json_int_t)sm->size, "weight",
-                                                 sm->weight, "seconds", sm->charged, "t", (json_int_t)sm->t));
+        long own = incumbent_among(p, sm->first, sm->first + sm->size);
+        json_array_append_new(samples, json_pack("{s:I, s:f, s:f, s:I, s:I}", "size", (json_int_t)sm->size, "weight",
+                                                 sm->weight, "seconds", sm->charged, "t", (json_int_t)sm->t,
+                                                 "incumbent_tester", (json_int_t)own));
     }
     *out = json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:I, s:f, s:o, s:o}", "configs",
                      p->sampled ? "sampled" : "list", "lcb", p->lcb_now ? "current" : "last_step", "kappa0", p->kappa0, "multiplier", p->multiplier, "par", p->par,
