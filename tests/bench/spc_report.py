@@ -69,6 +69,30 @@ def tables(runs):
     return "\n".join(out)
 
 
+def live_table(path):
+    """The minisat run of spc_live.py: default vs the incumbents."""
+    with open(path) as f:
+        r = json.load(f)
+    out = ["### Live: minisat on SATLIB uf175 / uuf175 (spc_live.py)\n",
+           "%d training and %d held-out instances, caps %g .. %g CPU s, %d runs per (config, instance) in the "
+           "measurement, PAR1 at %g s. Incumbent snapshots:\n" % (
+               len(r["train"]), len(r["test"]), r["kappa0"], r["cutoff"], r["repeats"], r["cutoff"])]
+    out.append(md_table(["minute", "runs", "solver CPU s", "configs sampled", "incumbent's active instances",
+                         "its mean capped runtime (s)"],
+                        [[s["minute"], s["runs"], "%.0f" % s["cpu_seconds"], s["configs"],
+                          (s["incumbent"] or {}).get("active_instances", "-"),
+                          "%.4f" % s["incumbent"]["value"] if s["incumbent"] else "-"] for s in r["snapshots"]]))
+    out.append("\nMean CPU seconds per instance (max; timeouts at the cutoff):\n")
+    rows = []
+    for name, c in r["configs"].items():
+        rows.append([name, "%.4f (%.3f; %d)" % (c["train"]["mean"], c["train"]["max"], c["train"]["timeouts"]),
+                     "%.4f (%.3f; %d)" % (c["test"]["mean"], c["test"]["max"], c["test"]["timeouts"]),
+                     " ".join("%s=%s" % (k, ("%.4g" % v) if isinstance(v, float) else v)
+                              for k, v in sorted(c["config"].items()))])
+    out.append(md_table(["config", "training instances", "held-out instances", "parameters"], rows))
+    return "\n".join(out) + "\n"
+
+
 def plot(runs, png):
     import matplotlib
     matplotlib.use("Agg")
@@ -119,6 +143,7 @@ def main():
     ap.add_argument("runs")
     ap.add_argument("--md", required=True)
     ap.add_argument("--png", required=True)
+    ap.add_argument("--live", help="spc_live.py's JSON, tabled after the replay")
     args = ap.parse_args()
     runs = load(args.runs)
     with open(args.md, "w") as f:
@@ -127,6 +152,8 @@ def main():
         f.write("Run %s on %s, source %s.\n\nCommand: `tests/bench/spc_run.sh` (see README-spc.md).\n\n" % (
             d["date"], d["machine"], d["source"]))
         f.write(tables(runs))
+        if args.live:
+            f.write("\n" + live_table(args.live))
     plot(runs, args.png)
 
 

@@ -21,4 +21,7 @@ mkdir -p "$outdir"
 rm -f "$outdir/spc_runs.jsonl"
 "$py" "$here/spc_replay.py" --banditd "$build/banditd" --seeds "${SPC_SEEDS:-0-19}" --daemon-seeds 0-1 \
     --out "$outdir/spc_runs.jsonl"
-"$py" "$here/spc_report.py" "$outdir/spc_runs.jsonl" --md "$outdir/spc.md" --png "$outdir/spc_anytime.png"
+live=""
+[ -f "$outdir/spc_live.json" ] && live="--live $outdir/spc_live.json" # spc_live.py's run, when made
+# shellcheck disable=SC2086
+"$py" "$here/spc_report.py" "$outdir/spc_runs.jsonl" --md "$outdir/spc.md" --png "$outdir/spc_anytime.png" $live
