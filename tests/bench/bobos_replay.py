@@ -238,14 +238,17 @@ def parse_range(text):
 
 
 class Daemon:
-    def __init__(self, binary):
+    """A banditd on a free port, on a new database in a temporary directory
+    (kept after stop()), or on db when given."""
+
+    def __init__(self, binary, db=None):
         self.tmp = tempfile.mkdtemp(prefix="bd-bobos.")
         import socket
         s = socket.socket()
         s.bind(("127.0.0.1", 0))
         self.port = s.getsockname()[1]
         s.close()
-        db = os.path.join(self.tmp, "bd.db")
+        db = db or os.path.join(self.tmp, "bd.db")
         self.log = open(os.path.join(self.tmp, "daemon.log"), "wb")
         self.proc = subprocess.Popen([binary, "--listen", "127.0.0.1:%d" % self.port, "--db", db,
                                       "--log-level", "warn"], stderr=self.log)

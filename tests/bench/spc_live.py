@@ -13,9 +13,10 @@
 3. Run `banditd-worker --parallel 2 --cap-kind cpu -- minisat ...` for
    --minutes, recording the incumbent (GET /v1/studies/{id}) at each of
    --snapshots minutes.
-4. Measure minisat's default config and every snapshot's incumbent on the
-   training and the held-out instances, each run --repeats times (CPU
-   seconds from wait4, capped at the cutoff, PAR1), one run at a time.
+4. Measure minisat's default config, every snapshot's incumbent and each
+   sample's own final incumbent on the training and the held-out instances,
+   each run --repeats times (CPU seconds from wait4, capped at the cutoff,
+   PAR1), one run at a time.
 
     /usr/bin/python3 tests/bench/spc_live.py --banditd build/banditd --minutes 30 \\
         --out tests/bench/results/spc_live.json
@@ -85,6 +86,45 @@ def measure(config, instances, cutoff, repeats):
     return {"mean": sum(per) / len(per), "max": max(per), "timeouts": sum(v >= cutoff for v in per)}
 
 
+def sample_incumbents(client, study_id):
+    """Each sample's own incumbent (most active instances within it) at the end."""
+    st = client.call("GET", "/v1/studies/%d" % study_id)["scheduler"]["state"]
+    out = []
+    for i, sm in enumerate(st["samples"]):
+        k = sm.get("incumbent_tester", -1)
+        if k >= 0:
+            t = st["testers"][k]
+            out.append({"sample": i, "size": sm["size"], "config": t["config"],
+                        "active_instances": t["active_instances"], "mean_capped": t["mean_capped_runtime"]})
+    return out
+
+
+def measure_samples(result, samples, train, test, cutoff, repeats):
+    result["sample_incumbents"] = []
+    for s in samples:
+        s = dict(s, train=measure(s["config"], train, cutoff, repeats), test=measure(s["config"], test, cutoff, repeats))
+        result["sample_incumbents"].append(s)
+        print("sample %d (%d configs): incumbent with %d active instances: train %.4f s, held-out %.4f s" % (
+            s["sample"], s["size"], s["active_instances"], s["train"]["mean"], s["test"]["mean"]), flush=True)
+
+
+def add_sample_incumbents(args):
+    """--db: a finished run's database; measure each sample's final incumbent
+    and add them to --out (the run's JSON)."""
+    with open(args.out) as f:
+        result = json.load(f)
+    daemon = Daemon(args.banditd, db=args.db)
+    try:
+        client = Client(daemon.url, daemon.token, timeout=60)
+        study = client.call("GET", "/v1/studies")["studies"][0]
+        samples = sample_incumbents(client, study["id"])
+    finally:
+        daemon.stop()
+    measure_samples(result, samples, result["train"], result["test"], result["cutoff"], result["repeats"])
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--banditd", required=True)
@@ -95,7 +135,10 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--db", help="only measure the sample incumbents of a finished run's database into --out")
     args = ap.parse_args()
+    if args.db:
+        return add_sample_incumbents(args)
     if not shutil.which("minisat"):
         sys.exit("minisat is not installed: docker/install-deps.sh --test")
     train, test = split(args.seed)
@@ -128,6 +171,7 @@ def main():
                               "configs": len(state["testers"])})
             print("%4.0f min: %d runs, %.0f CPU s, %d configs; incumbent %r" % (
                 minute, state["runs"], state["seconds"], len(state["testers"]), st["incumbent"]), flush=True)
+        samples = sample_incumbents(client, study["id"])
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(60)
@@ -149,6 +193,7 @@ def main():
             "active_instances": snap["incumbent"].get("active_instances"),
             "train": measure(cfg, train, args.cutoff, args.repeats),
             "test": measure(cfg, test, args.cutoff, args.repeats)}
+    measure_samples(result, samples, train, test, args.cutoff, args.repeats)
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
     for name, r in result["configs"].items():

@@ -90,6 +90,15 @@ def live_table(path):
                      " ".join("%s=%s" % (k, ("%.4g" % v) if isinstance(v, float) else v)
                               for k, v in sorted(c["config"].items()))])
     out.append(md_table(["config", "training instances", "held-out instances", "parameters"], rows))
+    if r.get("sample_incumbents"):
+        out.append("\nEach sample's own incumbent at the end (most active instances within the sample), "
+                   "measured the same way:\n")
+        out.append(md_table(["sample", "configs", "active instances", "spc's mean capped runtime", "training",
+                             "held-out"],
+                            [[s["sample"], s["size"], s["active_instances"], "%.4f" % s["mean_capped"],
+                              "%.4f (%d)" % (s["train"]["mean"], s["train"]["timeouts"]),
+                              "%.4f (%d)" % (s["test"]["mean"], s["test"]["timeouts"])]
+                             for s in r["sample_incumbents"]]))
     return "\n".join(out) + "\n"
 
 
