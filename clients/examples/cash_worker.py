@@ -5,8 +5,9 @@ classifiers and reports their cross-validated balanced accuracy.
 
 The space (SPACE) has a top-level categorical `classifier` with six arms, and
 each arm's hyperparameters as its conditional children, named
-`<arm>.<hyperparameter>` (ranges after auto-sklearn's classification space,
-narrowed where a value would make one fit cost minutes; see HYPER):
+`<arm>.<hyperparameter>` (ranges after auto-sklearn's classification space
+where it has the classifier, narrowed where a value would make one fit cost
+minutes; see HYPER):
 random_forest, extra_trees, hist_gradient_boosting (scikit-learn's
 HistGradientBoostingClassifier), svc (libsvm, with `degree` and `coef0`
 nested under the kernel), logistic_regression (liblinear, l1 or l2) and
@@ -113,7 +114,7 @@ HYPER = {
         {"name": "coef0", "type": "float", "low": -1.0, "high": 1.0, "when": {"kernel": ["poly", "sigmoid"]}},
         _CLASS_WEIGHT,
     ],
-    "logistic_regression": [
+    "logistic_regression": [  # not in auto-sklearn's space: the usual C range
         {"name": "C", "type": "float", "low": 1e-4, "high": 1e4, "log": True},
         {"name": "penalty", "type": "categorical", "choices": ["l1", "l2"]},
         _CLASS_WEIGHT,

@@ -228,7 +228,39 @@ def final_tables(runs, datasets, methods, seeds):
                   mean_best(runs, d, "uniform", seeds) - EPS]
             out += ["", "rising_bandits >= uniform on the mean over seeds of the cross-validated best: %d of %d "
                         "datasets (%s)." % (len(ge), len(datasets), ", ".join(ge) or "none")]
+            out += ["", after_elimination(runs, datasets, seeds)]
     return out
+
+
+def joint_random_phase(runs, datasets, methods, seeds):
+    """How far joint gp_ucb got past its random start (n_init trials) within the budget."""
+    if "gp_ucb" not in methods:
+        return []
+    rows = []
+    for d in datasets:
+        rs = [runs[d]["gp_ucb"][s]["run"] for s in seeds[d]]
+        n_init = rs[0]["state"]["n_init"]
+        beyond = [max(0, len(r["trials"]) - n_init) for r in rs]
+        rows.append([d, n_init, "%d / %d" % (sum(1 for b in beyond if b), len(rs)), median_range(beyond)])
+    return ["", "Joint gp_ucb starts with n_init random trials (its default, 2 x 31 parameters) before its "
+                "GP-UCB proposals; within the budget it got this far:", "",
+            md_table(["dataset", "n_init", "runs past the random start", "GP-UCB trials, median [min, max]"], rows)]
+
+
+def after_elimination(runs, datasets, seeds):
+    """Where rising_bandits beat uniform, did its best trial end after its first elimination (the two
+    make the same pulls until then, so an earlier win is timing noise)?"""
+    wins = late = 0
+    for d in datasets:
+        for s in seeds[d]:
+            rb, un = runs[d]["rising_bandits"][s]["run"], runs[d]["uniform"][s]["run"]
+            if rb["best"]["value"] <= un["best"]["value"] + EPS:
+                continue
+            wins += 1
+            el, _ = eliminations(rb)
+            late += bool(el) and rb["best"]["end"] > min(e["time"] for e in el.values())
+    return ("Of the %d (dataset, seed) pairs where rising_bandits beat uniform, %d had their best trial end after "
+            "rising_bandits' first elimination (before it, both make the same pulls)." % (wins, late))
 
 
 def mean_best(runs, d, m, seeds):
@@ -260,8 +292,7 @@ def time_table(runs, datasets, methods, seeds):
     out = ["", "## Where the time went", "",
            "Seconds per run, mean ± sd over seeds (share of the budget): for rising_bandits on the arms it "
            "eliminated (all their trials, before the elimination); for every method on the arms other than "
-           "the final arm (the incumbent's). The budget also holds the daemon's decisions, the HTTP calls "
-           "and the fork of each trial: the last column is the budget minus the trials' seconds.", ""]
+           "the final arm (the incumbent's).", ""]
     rows = []
     for d in datasets:
         budget = runs[d][methods[0]][seeds[d][0]]["budget"]
@@ -273,12 +304,25 @@ def time_table(runs, datasets, methods, seeds):
             rs = [runs[d][m][s]["run"] for s in seeds[d]]
             off = [sum(x["seconds"] for x in r["trials"] if x["arm"] != final_arm(r)) for r in rs]
             row.append("%s (%.0f%%)" % (pm(off, 1), 100 * mean(off) / budget))
-        over = [budget - sum(x["seconds"] for x in runs[d][m][s]["run"]["trials"]) for m in methods for s in seeds[d]]
-        row.append("%.2f s (%.1f%%)" % (mean(over), 100 * mean(over) / budget))
         rows.append(row)
     heads = ["dataset"] + (["rising_bandits: eliminated arms"] if "rising_bandits" in methods else []) + \
-        ["%s: not the final arm" % LABEL[m] for m in methods] + ["outside trials (all methods)"]
+        ["%s: not the final arm" % LABEL[m] for m in methods]
     out.append(md_table(heads, rows))
+
+    out += ["", "The budget also holds what happens between trials: the suggest and complete calls (with the "
+                "daemon's decision: joint gp_ucb's acquisition over 31 parameters, rising_bandits' per-arm GP) "
+                "and the fork of each trial's process. Seconds of the budget outside the trials per run, mean "
+                "over seeds, and per trial:", ""]
+    rows = []
+    for d in datasets:
+        row = [d]
+        for m in methods:
+            rs = [runs[d][m][s]["run"] for s in seeds[d]]
+            gaps = [r["budget"] - sum(x["seconds"] for x in r["trials"]) for r in rs]
+            per = [g / len(r["trials"]) for g, r in zip(gaps, rs)]
+            row.append("%.2f s (%.0f ms a trial)" % (mean(gaps), 1000 * mean(per)))
+        rows.append(row)
+    out.append(md_table(["dataset"] + [LABEL[m] for m in methods], rows))
     return out
 
 
@@ -314,23 +358,80 @@ def elimination_tables(runs, datasets, methods, seeds):
         rows.append([d, "(first elimination)", "%d / %d seeds" % (len(first), n), median_range(first, 1), "", ""])
     out.append(md_table(["dataset", "arm", "eliminated", "at seconds", "round", "by"], rows))
 
-    out += ["", "End state of rising_bandits (surviving arms per run, by seed) and the final arm of every "
-                "method (the incumbent's arm; count over seeds):", ""]
+    out += ["", "End state of rising_bandits (surviving arms per run, by seed); the best arm(s): those whose "
+                "best score, over every run of every method, is the dataset's best score any run found, and "
+                "the rising_bandits runs that eliminated every one of them; the final arm of every method "
+                "(the incumbent's arm; count over seeds):", ""]
     rows = []
     for d in datasets:
-        surv = []
+        surv, lost = [], 0
+        top = best_arms(runs, d, methods, seeds)
         for s in seeds[d]:
             arms = runs[d]["rising_bandits"][s]["run"]["state"]["arms"]
-            surv.append(str(sum(1 for a in arms if not a.get("eliminated_round"))))
-        row = [d, " ".join(surv)]
+            alive = {a["arm"] for a in arms if not a.get("eliminated_round")}
+            surv.append(str(len(alive)))
+            lost += not (alive & set(top))
+        row = [d, " ".join(surv), ", ".join(ARM_SHORT[a] for a in top), "%d / %d" % (lost, len(seeds[d]))]
         for m in methods:
             c = Counter(final_arm(runs[d][m][s]["run"]) for s in seeds[d])
             row.append(", ".join("%s %d" % (ARM_SHORT[a], k) for a, k in c.most_common()))
         rows.append(row)
-    out.append(md_table(["dataset", "rising_bandits: arms left"] + ["final arm: %s" % LABEL[m] for m in methods],
-                        rows))
+    out.append(md_table(["dataset", "rising_bandits: arms left", "best arm", "best arm eliminated"] +
+                        ["final arm: %s" % LABEL[m] for m in methods], rows))
     if problems:
         out += ["", "Inconsistent elimination records: %d, e.g. %s" % (len(problems), problems[:3])]
+    return out
+
+
+def best_arms(runs, d, methods, seeds):
+    """The arms whose best result over every run of dataset d equals the best any run found."""
+    best = defaultdict(lambda: -math.inf)
+    for m in methods:
+        for s in seeds[d]:
+            for x in runs[d][m][s]["run"]["trials"]:
+                if x["value"] is not None:
+                    best[x["arm"]] = max(best[x["arm"]], x["value"])
+    top = max(best.values())
+    return [a for a in ARM_SHORT if best.get(a, -math.inf) >= top - EPS]
+
+
+def shared_prefix(rb, un):
+    """Trials at the start of two runs with the same arm and config (a cut trial has no value)."""
+    n = 0
+    for a, b in zip(rb["trials"], un["trials"]):
+        if a["arm"] != b["arm"] or a["config"] != b["config"]:
+            break
+        if a["value"] is not None and b["value"] is not None and abs(a["value"] - b["value"]) > EPS:
+            break
+        n += 1
+    return n
+
+
+def noise_table(runs, datasets, methods, seeds):
+    """rising_bandits and uniform make the same pulls until the first elimination: a check that they
+    did, and, from the time the same trials took in the two runs, how noisy the clock was."""
+    if "rising_bandits" not in methods or "uniform" not in methods:
+        return []
+    out = ["", "## Same pulls, different clocks", "",
+           "rising_bandits and uniform share the study seed and the per-arm GP-UCB, so up to rising_bandits' "
+           "first elimination they propose the same configs in the same order. Per dataset: the runs where "
+           "the two agree on every trial up to that point (or, without an elimination, up to the shorter "
+           "run), and the ratio of the seconds that same prefix took in the rising_bandits run to the "
+           "seconds in the uniform run, median [min, max] over seeds: the same work, timed twice, so its "
+           "spread is the timing noise of the machine.", ""]
+    rows = []
+    for d in datasets:
+        agree, ratios = 0, []
+        for s in seeds[d]:
+            rb, un = runs[d]["rising_bandits"][s]["run"], runs[d]["uniform"][s]["run"]
+            el, _ = eliminations(rb)
+            want = min([e["pull"] for e in el.values()] or [min(len(rb["trials"]), len(un["trials"]))])
+            n = shared_prefix(rb, un)
+            if n >= want:
+                agree += 1
+                ratios.append(rb["trials"][want - 1]["end"] / un["trials"][want - 1]["end"])
+        rows.append([d, "%d / %d" % (agree, len(seeds[d])), median_range(ratios, 2)])
+    out.append(md_table(["dataset", "same pulls", "time ratio rising_bandits / uniform"], rows))
     return out
 
 
@@ -367,9 +468,11 @@ def report(runs):
         raise SystemExit("no dataset has a seed where every method completed")
     out = header(runs, datasets, methods, seeds)
     out += final_tables(runs, datasets, methods, seeds)
+    out += joint_random_phase(runs, datasets, methods, seeds)
     out += anytime_table(runs, datasets, methods, seeds)
     out += time_table(runs, datasets, methods, seeds)
     out += elimination_tables(runs, datasets, methods, seeds)
+    out += noise_table(runs, datasets, methods, seeds)
     out += arm_table(runs, datasets, methods, seeds)
     return "\n".join(out) + "\n"
 
@@ -382,8 +485,12 @@ def plot(runs, path):
     import matplotlib.pyplot as plt
     datasets, methods, seeds = blocks(runs)
     datasets = [d for d in datasets if seeds[d]]
-    fig, axes = plt.subplots(1, len(datasets), figsize=(4.6 * len(datasets), 4.2), squeeze=False)
-    for ax, d in zip(axes[0], datasets):
+    cols = min(2, len(datasets))
+    rows = (len(datasets) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(6.4 * cols, 4.6 * rows), squeeze=False)
+    for ax in axes.flat[len(datasets):]:
+        ax.set_visible(False)
+    for ax, d in zip(axes.flat, datasets):
         budget = runs[d][methods[0]][seeds[d][0]]["budget"]
         grid = [budget * i / 400.0 for i in range(401)]
         lows = []
