@@ -83,15 +83,26 @@ def _read_idx(path):
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
+def read_fashion_mnist():
+    """Returns (X, y, X_test, y_test): the 60,000 training and 10,000 test images of the
+    Debian package dataset-fashion-mnist as rows of 784 pixels in [0, 1], and int64 labels.
+    Also used by cash_worker.py."""
+    if not os.path.isdir(FASHION_DIR):
+        raise SystemExit("%s not found: install the Debian package dataset-fashion-mnist "
+                         "(docker/install-deps.sh --bench)" % FASHION_DIR)
+    X = _read_idx(os.path.join(FASHION_DIR, "train-images-idx3-ubyte.gz")).reshape(60000, -1) / 255.0
+    y = _read_idx(os.path.join(FASHION_DIR, "train-labels-idx1-ubyte.gz")).astype(np.int64)
+    Xt = _read_idx(os.path.join(FASHION_DIR, "t10k-images-idx3-ubyte.gz")).reshape(10000, -1) / 255.0
+    yt = _read_idx(os.path.join(FASHION_DIR, "t10k-labels-idx1-ubyte.gz")).astype(np.int64)
+    return X, y, Xt, yt
+
+
 def load_data(name, train_size, seed):
     rng = np.random.RandomState(seed)
     if name == "auto":
         name = "fashion-mnist" if os.path.isdir(FASHION_DIR) else "digits"
     if name == "fashion-mnist":
-        X = _read_idx(os.path.join(FASHION_DIR, "train-images-idx3-ubyte.gz")).reshape(60000, -1) / 255.0
-        y = _read_idx(os.path.join(FASHION_DIR, "train-labels-idx1-ubyte.gz")).astype(np.int64)
-        Xt = _read_idx(os.path.join(FASHION_DIR, "t10k-images-idx3-ubyte.gz")).reshape(10000, -1) / 255.0
-        yt = _read_idx(os.path.join(FASHION_DIR, "t10k-labels-idx1-ubyte.gz")).astype(np.int64)
+        X, y, Xt, yt = read_fashion_mnist()
         perm = rng.permutation(len(y))
         val, train = perm[:10000], perm[10000:10000 + (train_size or 50000)]
         return Data(name, X[train], y[train], X[val], y[val], Xt, yt)
