@@ -46,9 +46,9 @@ class MinisatUnderSpc(bdtest.DaemonTestCase):
                         {"name": "var_decay", "type": "float", "low": 0.6, "high": 0.99},
                         {"name": "luby", "type": "categorical", "choices": ["-luby", "-no-luby"]}],
             objective={"metric": "runtime", "goal": "minimize"},
-            resource={"name": "cpu_seconds", "min": 0.005, "max": 0.4},
+            resource={"name": "cpu_seconds", "min": 0.005, "max": 0.8},
             instances=instances,
-            scheduler={"name": "spc", "options": {"kappa0": 0.01, "first_sample": 4, "max_configs": 12}})
+            scheduler={"name": "spc", "options": {"kappa0": 0.05, "first_sample": 4, "max_configs": 12}})
         out = worker(self.d, s["id"], "--parallel", "2", "--max-runs", "40", "--instance-dir", SAT,
                      command=["minisat", "-verb=0", "-rnd-freq={rnd_freq}", "-var-decay={var_decay}", "{luby}",
                               "{instance}"])
@@ -58,7 +58,7 @@ class MinisatUnderSpc(bdtest.DaemonTestCase):
         self.assertGreaterEqual(len(ts), 40, out.stdout)
         timeouts = [t for t in ts if t.get("timeout")]
         solved = [t for t in ts if t["state"] == "completed" and not t.get("timeout")]
-        self.assertTrue(timeouts, "caps from 0.01 s: some runs time out\n" + out.stdout)
+        self.assertTrue(timeouts, "caps from 0.05 s: some runs time out\n" + out.stdout)
         self.assertTrue(solved, "some runs finish under their caps\n" + out.stdout)
         for t in solved:
             self.assertLessEqual(t["value"], t["budget"] + 0.05, "a finished run is within its cap: %r" % t)
