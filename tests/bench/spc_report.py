@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """spc_report: tables and the plot from spc_replay.py's JSON lines.
 
-    /usr/bin/python3 tests/bench/spc_report.py tests/bench/results/spc_runs.jsonl \\
+    /usr/bin/python3 tests/bench/spc_report.py tests/bench/results/spc_runs.jsonl.gz \\
         --md tests/bench/results/spc.md --png tests/bench/results/spc_anytime.png
 
 Per scenario and method, over the seeds: the CPU time from which the
@@ -13,6 +13,7 @@ true mean runtime against CPU time (median over seeds, quartile band).
 """
 
 import argparse
+import gzip
 import json
 import math
 import os
@@ -29,7 +30,7 @@ COLORS = {"spc": "tab:red", "spc_last_step": "tab:orange", "spc_once": "tab:purp
 
 def load(path):
     runs = {}
-    with open(path) as f:
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         for line in f:
             r = json.loads(line)
             runs.setdefault(r["scenario"], {}).setdefault(r["method"], []).append(r)

@@ -18,10 +18,11 @@ if [ ! -x "$build/banditd" ] || [ ! -x "$build/tests/bench/bd_spc_replay" ]; the
     exit 1
 fi
 mkdir -p "$outdir"
-rm -f "$outdir/spc_runs.jsonl"
+rm -f "$outdir/spc_runs.jsonl" "$outdir/spc_runs.jsonl.gz"
 "$py" "$here/spc_replay.py" --banditd "$build/banditd" --seeds "${SPC_SEEDS:-0-19}" --daemon-seeds 0-1 \
     --out "$outdir/spc_runs.jsonl"
+gzip -n -9 "$outdir/spc_runs.jsonl"
 live=""
 [ -f "$outdir/spc_live.json" ] && live="--live $outdir/spc_live.json" # spc_live.py's run, when made
 # shellcheck disable=SC2086
-"$py" "$here/spc_report.py" "$outdir/spc_runs.jsonl" --md "$outdir/spc.md" --png "$outdir/spc_anytime.png" $live
+"$py" "$here/spc_report.py" "$outdir/spc_runs.jsonl.gz" --md "$outdir/spc.md" --png "$outdir/spc_anytime.png" $live
