@@ -7,6 +7,8 @@
 - describe(): date, machine, source state and load average, the first columns
   of every figures table in tests/bench/README.md.
 - md_table(headers, rows): a Markdown table ready to paste.
+- report_main(doc, load, report, plot): the command line the report scripts
+  share (runs... [--md FILE] [--png FILE]).
 """
 
 import os
@@ -101,3 +103,23 @@ def quantile(xs, q):
         return float("nan")
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def report_main(doc, load, report, plot):
+    """A report script's command line: `runs... [--md FILE] [--png FILE]`.
+    load(paths) -> runs; report(runs) -> Markdown (printed, and written to
+    --md); plot(runs, png) draws --png."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+")
+    ap.add_argument("--md")
+    ap.add_argument("--png")
+    args = ap.parse_args()
+    runs = load(args.runs)
+    text = report(runs)
+    print(text)
+    if args.md:
+        with open(args.md, "w") as f:
+            f.write(text)
+    if args.png:
+        plot(runs, args.png)

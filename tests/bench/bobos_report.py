@@ -9,11 +9,15 @@ Every statistic is over seeds of the same (table, W, method): median and
 quartiles [Q1, Q3]; "—" where fewer than half of the seeds have a value.
 """
 
-import argparse
 import json
 import math
 import statistics
+import os
+import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import report_main  # noqa: E402
 
 ORDER = ["bo_bos", "bo_bos_noint", "bo_bos_code", "gp_ucb", "random", "hyperband", "asha", "tpe", "tpe_hyperband", "tpe_median"]
 LABEL = {"bo_bos": "banditd bo_bos", "bo_bos_noint": "bo_bos, no intermediate obs.",
@@ -191,19 +195,7 @@ def plot(runs, path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+")
-    ap.add_argument("--md")
-    ap.add_argument("--png")
-    args = ap.parse_args()
-    runs = load(args.runs)
-    text = report(runs)
-    print(text)
-    if args.md:
-        with open(args.md, "w") as f:
-            f.write(text)
-    if args.png:
-        plot(runs, args.png)
+    report_main(__doc__, load, report, plot)
 
 
 if __name__ == "__main__":

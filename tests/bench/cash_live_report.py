@@ -25,7 +25,6 @@ Mean ± standard deviation are over seeds; only (dataset, seed) blocks in
 which every method ran are used.
 """
 
-import argparse
 import gzip
 import json
 import math
@@ -36,7 +35,7 @@ from collections import Counter, defaultdict
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import md_table  # noqa: E402
+from bench_common import md_table, report_main  # noqa: E402
 from cash_report import elimination_pulls  # noqa: E402
 
 ORDER = ("rising_bandits", "uniform", "gp_ucb")
@@ -534,19 +533,7 @@ def plot(runs, path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+")
-    ap.add_argument("--md")
-    ap.add_argument("--png")
-    args = ap.parse_args()
-    runs = load(args.runs)
-    text = report(runs)
-    print(text)
-    if args.md:
-        with open(args.md, "w") as f:
-            f.write(text)
-    if args.png:
-        plot(runs, args.png)
+    report_main(__doc__, load, report, plot)
 
 
 if __name__ == "__main__":

@@ -14,12 +14,16 @@ over seeds and the [min, max] over seeds. Only (dataset, seed) blocks where
 every method of the table ran are used.
 """
 
-import argparse
 import gzip
 import json
 import math
 import statistics
+import os
+import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import report_main  # noqa: E402
 
 # (oracle, method) -> label; the order is the tables' order. In the shuffle
 # form the inner optimizer cannot matter (proposals are ignored), so
@@ -337,19 +341,8 @@ def plot(runs, path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+")
-    ap.add_argument("--md")
-    ap.add_argument("--png")
-    args = ap.parse_args()
-    runs, oracle_arm = load(args.runs)
-    text = report(runs, oracle_arm)
-    print(text)
-    if args.md:
-        with open(args.md, "w") as f:
-            f.write(text)
-    if args.png:
-        plot(runs, args.png)
+    # load gives (runs, oracle_arm): the report needs both, the plot the runs.
+    report_main(__doc__, load, lambda loaded: report(*loaded), lambda loaded, png: plot(loaded[0], png))
 
 
 if __name__ == "__main__":
