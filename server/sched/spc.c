@@ -335,6 +335,18 @@ static int spc_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 
 /* ------------------------------------------------------------ suggest */
 
+/* Does any tester have a run to give? O(testers), no LCB needed. */
+static int any_runnable(const spc *p)
+{
+    for (size_t k = 0; k < p->n_testers; k++) {
+        spc_run r;
+        int f;
+        if (spc_tester_next(&p->testers[k], p->stream_end, &r, &f))
+            return 1;
+    }
+    return 0;
+}
+
 /* Tester k's LCB as the main loop compares it: at its sample's current
  * iteration (the paper: every tester is polled at iteration t), or as of
  * its own last step (ALGORITHMS.md, the authors' code). */
@@ -411,9 +423,7 @@ static void join_due_samples(spc *p)
     while (next_sample_fits(p)) {
         size_t i = p->n_samples, size = p->first_sample << i;
         int due = p->charged >= p->kappa0 * (double)size * (double)((i + 1) * (i + 1));
-        spc_run r;
-        int f;
-        if (!due && p->running == 0 && pick_tester(p, &r, &f) < 0)
+        if (!due && p->running == 0 && !any_runnable(p))
             due = 1;
         if (!due)
             break;
@@ -494,9 +504,7 @@ static int spc_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *e
 static bd_sched_status spc_status(const bd_sched *s)
 {
     const spc *p = (const spc *)s;
-    spc_run r;
-    int f;
-    if (pick_tester(p, &r, &f) >= 0)
+    if (any_runnable(p)) /* reads ask this often: no LCB is computed */
         return BD_STATUS_RUNNING;
     return p->running ? BD_STATUS_WAITING : BD_STATUS_DONE;
 }
