@@ -103,6 +103,28 @@ class AnyCommand(bdtest.DaemonTestCase):
         self.assertFalse(ts["0.05"].get("timeout"), out.stdout)
         self.assertLess(ts["0.05"]["value"], 0.4)
 
+    def test_a_refused_report_does_not_end_the_loop(self):
+        s = create_study(self.d, parameters=[{"name": "x", "type": "float", "low": 0, "high": 1}],
+                         scheduler={"name": "random", "options": {"max_trials": 2}})
+        token = os.path.join(self.d.tmpdir, "token")
+        with open(token, "w") as f:
+            f.write(self.d.token)
+        proc = subprocess.Popen(["/usr/bin/python3", WORKER, "--url", "http://127.0.0.1:%d" % self.d.port,
+                                 "--token-file", token, "--study", str(s["id"]), "--max-runs", "2", "--",
+                                 "sh", "-c", "sleep 1; echo {x}"], stdout=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # someone else ends the first trial while it runs
+            running = [t for t in trials(self.d, s["id"]) if t["state"] == "running"]
+            if running:
+                check_status(self, self.d.request("POST", "/v1/trials/%d/fail" % running[0]["id"], {}), 200)
+                break
+            time.sleep(0.05)
+        out, _ = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 0, out)
+        self.assertIn("the daemon refused the report", out)
+        states = sorted(t["state"] for t in trials(self.d, s["id"]))
+        self.assertEqual(states, ["completed", "failed"], "the loop went on to the second trial\n" + out)
+
     def test_a_crash_and_a_template_error_fail_the_trial(self):
         s = create_study(self.d, parameters=[{"name": "x", "type": "float", "low": 0, "high": 1}],
                          scheduler={"name": "random", "options": {"max_trials": 2}})
