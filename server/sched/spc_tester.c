@@ -121,6 +121,38 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The distinct values of sorted[0 .. n-1] (ascending) into levels, and
+ * how many values are >= each into above; returns how many levels. */
+static size_t to_levels(const double *sorted, size_t n, double *levels, int64_t *above)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n;) {
+        levels[m] = sorted[i];
+        above[m++] = (int64_t)(n - i);
+        while (i < n && sorted[i] == levels[m - 1])
+            i++;
+    }
+    return m;
+}
+
+/* sum over distinct u_1 < ... < u_m of (u_j - u_{j-1}) beta(1 - F(u_{j-1}), t),
+ * u_0 = 0, where 1 - F(u_{j-1}) = above[j] / n: the values are >= 0, so the
+ * first level's step starts at 0. */
+static double lcb_of_levels(const double *levels, const int64_t *above, size_t m, int64_t n, double t, int64_t r)
+{
+    if (n <= 0)
+        return SPC_EMPTY_LCB;
+    double lcb = 0, prev = 0;
+    for (size_t j = 0; j < m; j++) {
+        double b = spc_beta(above[j], n, t, r);
+        if (b == 0)
+            break; /* eps only grows as p shrinks: every higher level adds 0 too */
+        lcb += (levels[j] - prev) * b;
+        prev = levels[j];
+    }
+    return lcb;
+}
+
 /* Rebuilds levels / above from the active instances' values. */
 static void rebuild_levels(spc_tester *t)
 {
@@ -136,30 +168,13 @@ static void rebuild_levels(spc_tester *t)
         t->above = bd_xrealloc(t->above, n * sizeof *t->above);
         t->levels_cap = n;
     }
-    t->n_levels = 0;
-    for (size_t i = 0; i < n;) {
-        t->levels[t->n_levels] = v[i];
-        t->above[t->n_levels++] = (int64_t)(n - i);
-        while (i < n && v[i] == t->levels[t->n_levels - 1])
-            i++;
-    }
+    t->n_levels = to_levels(v, n, t->levels, t->above);
     free(v);
 }
 
 double spc_tester_lcb_at(const spc_tester *t, int64_t t_now)
 {
-    if (!t->valued)
-        return SPC_EMPTY_LCB;
-    double lcb = 0, prev = 0;
-    for (size_t j = 0; j < t->n_levels; j++) {
-        double b = spc_beta(t->above[j], t->valued, (double)t_now, t->valued);
-        if (b == 0)
-            break; /* eps only grows as p shrinks: every higher level adds 0 too */
-        if (t->levels[j] > prev) /* values of 0 add nothing */
-            lcb += (t->levels[j] - prev) * b;
-        prev = t->levels[j] > prev ? t->levels[j] : prev;
-    }
-    return lcb;
+    return lcb_of_levels(t->levels, t->above, t->n_levels, t->valued, (double)t_now, t->valued);
 }
 
 /* Steps 3 and 4: this tester's LCB and queue bound at iteration t_iter. */
@@ -233,22 +248,11 @@ double spc_lcb(double *values, int64_t n, double t, int64_t r)
     if (n <= 0)
         return SPC_EMPTY_LCB;
     qsort(values, (size_t)n, sizeof *values, cmp_double);
-    /* sum over distinct u_1 < ... < u_m of (u_j - u_{j-1}) beta(1 - F(u_{j-1})),
-     * u_0 = 0: 1 - F(u_{j-1}) is the share of values above u_{j-1}. */
-    double lcb = 0, prev = 0;
-    int64_t at_or_below = 0;
-    for (int64_t i = 0; i < n;) {
-        double u = values[i];
-        double b = spc_beta(n - at_or_below, n, t, r);
-        if (b == 0)
-            break; /* eps only grows as p shrinks: every higher level adds 0 too */
-        if (u > prev)
-            lcb += (u - prev) * b;
-        while (i < n && values[i] == u)
-            i++;
-        at_or_below = i;
-        prev = u > prev ? u : prev;
-    }
+    double *levels = bd_xmalloc((size_t)n * sizeof *levels);
+    int64_t *above = bd_xmalloc((size_t)n * sizeof *above);
+    double lcb = lcb_of_levels(levels, above, to_levels(values, (size_t)n, levels, above), n, t, r);
+    free(levels);
+    free(above);
     return lcb;
 }
 
