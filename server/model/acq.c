@@ -1,4 +1,5 @@
-/* acq.c: the acquisition optimiser of acq.h: scrambled Sobol candidates,
+/* acq.c: the acquisition optimiser of acq.h: scrambled Sobol candidates
+ * (Latin hypercube columns past Sobol's 40 dimensions),
  * then a batched compass search from the best few, with exhaustive moves on
  * categoricals and conditional coordinates held at 0.5 while inactive.
  * Also GP-UCB's exploration multipliers (ALGORITHMS.md section 6).
@@ -27,9 +28,9 @@ void bd_acq_options_default(bd_acq_options *o)
 
 int bd_acq_check(const bd_acq_problem *p, bd_err *err)
 {
-    if (p->d < 1 || p->d > BD_SOBOL_MAX_DIM)
+    if (p->d < 1 || p->d > BD_ACQ_MAX_DIM)
         return bd_err_set(err, BD_EINVAL, NULL, "the acquisition optimiser takes 1 to %d coordinates, not %zu",
-                          BD_SOBOL_MAX_DIM, p->d);
+                          BD_ACQ_MAX_DIM, p->d);
     if (!p->dims || !p->score)
         return bd_err_set(err, BD_EINVAL, NULL, "the problem needs dims and a score function");
     for (size_t j = 0; j < p->d; j++) {
@@ -102,7 +103,7 @@ static double snap(const bd_acq_dim *dm, double u)
 
 void bd_acq_project(const bd_acq_problem *p, double *u, unsigned char *mask)
 {
-    unsigned char local[BD_SOBOL_MAX_DIM], *m = mask ? mask : local;
+    unsigned char local[BD_ACQ_MAX_DIM], *m = mask ? mask : local;
     for (size_t j = 0; j < p->d; j++)
         u[j] = snap(&p->dims[j], u[j]);
     if (p->active)
@@ -154,8 +155,8 @@ static int refine(search *s, double *x, double fx)
 {
     const bd_acq_problem *p = s->p;
     size_t d = p->d;
-    double h = s->o->step0, u[BD_SOBOL_MAX_DIM];
-    unsigned char mask[BD_SOBOL_MAX_DIM];
+    double h = s->o->step0, u[BD_ACQ_MAX_DIM];
+    unsigned char mask[BD_ACQ_MAX_DIM];
     int rc;
     for (size_t poll = 0; poll < s->o->max_polls; poll++) {
         size_t n = 0, best_k = 0;
@@ -213,6 +214,49 @@ static int refine(search *s, double *x, double fx)
     return 0;
 }
 
+int bd_acq_candidates(size_t d, size_t n, bd_rng *rng, double *U, bd_err *err)
+{
+    size_t d_sobol = d < BD_SOBOL_MAX_DIM ? d : BD_SOBOL_MAX_DIM;
+    double x[BD_SOBOL_MAX_DIM];
+    size_t *perm = NULL;
+    bd_sobol *sob = NULL;
+    int rc;
+
+    if (d < 1 || d > BD_ACQ_MAX_DIM)
+        return bd_err_set(err, BD_EINVAL, NULL, "the acquisition optimiser takes 1 to %d coordinates, not %zu",
+                          BD_ACQ_MAX_DIM, d);
+    if ((rc = bd_sobol_new(d_sobol, &sob, err)))
+        return rc;
+    bd_sobol_shift(sob, rng);
+    for (size_t i = 0; i < n; i++) {
+        if ((rc = bd_sobol_next(sob, x))) {
+            rc = bd_err_set(err, rc, NULL, "too many Sobol candidates");
+            goto out;
+        }
+        memcpy(U + i * d, x, d_sobol * sizeof *x);
+    }
+    if (d > d_sobol && n > 0) {
+        perm = bd_xmalloc(n * sizeof *perm);
+        for (size_t j = d_sobol; j < d; j++) {
+            for (size_t i = 0; i < n; i++)
+                perm[i] = i;
+            for (size_t i = n - 1; i > 0; i--) { /* Fisher-Yates */
+                size_t k = (size_t)bd_rng_below(rng, (uint64_t)i + 1), t = perm[i];
+                perm[i] = perm[k];
+                perm[k] = t;
+            }
+            for (size_t i = 0; i < n; i++) {
+                double u = ((double)perm[i] + bd_rng_uniform(rng)) / (double)n;
+                U[i * d + j] = u < 1 ? u : nextafter(1.0, 0.0);
+            }
+        }
+    }
+out:
+    free(perm);
+    bd_sobol_free(sob);
+    return rc;
+}
+
 typedef struct ranked {
     double score;
     size_t i;
@@ -230,9 +274,8 @@ int bd_acq_maximize(const bd_acq_problem *p, const bd_acq_options *o, bd_rng *rn
                     bd_err *err)
 {
     bd_acq_options def;
-    bd_sobol *sob = NULL;
     size_t d = p->d, n, n_nb = 0, *chosen = NULL, n_chosen = 0;
-    double *U = NULL, *scores = NULL, x[BD_SOBOL_MAX_DIM];
+    double *U = NULL, *scores = NULL, x[BD_ACQ_MAX_DIM];
     ranked *order = NULL;
     search s = {0};
     int rc;
@@ -245,19 +288,13 @@ int bd_acq_maximize(const bd_acq_problem *p, const bd_acq_options *o, bd_rng *rn
         return rc;
     if (o->n_candidates + o->n_starts == 0)
         return bd_err_set(err, BD_EINVAL, NULL, "no candidates to search from");
-    if ((rc = bd_sobol_new(d, &sob, err)))
-        return rc;
-    bd_sobol_shift(sob, rng);
     n = o->n_candidates + o->n_starts;
     U = bd_xmalloc(n * d * sizeof *U);
     scores = bd_xmalloc(n * sizeof *scores);
-    for (size_t i = 0; i < o->n_candidates; i++) {
-        if ((rc = bd_sobol_next(sob, U + i * d))) {
-            rc = bd_err_set(err, rc, NULL, "too many Sobol candidates");
-            goto out;
-        }
+    if ((rc = bd_acq_candidates(d, o->n_candidates, rng, U, err)))
+        goto out;
+    for (size_t i = 0; i < o->n_candidates; i++)
         bd_acq_project(p, U + i * d, NULL);
-    }
     for (size_t i = 0; i < o->n_starts; i++) {
         memcpy(U + (o->n_candidates + i) * d, o->starts + i * d, d * sizeof *U);
         bd_acq_project(p, U + (o->n_candidates + i) * d, NULL);
@@ -293,7 +330,6 @@ int bd_acq_maximize(const bd_acq_problem *p, const bd_acq_options *o, bd_rng *rn
     if (best_score)
         *best_score = s.best;
 out:
-    bd_sobol_free(sob);
     free(U);
     free(scores);
     free(order);

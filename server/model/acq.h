@@ -17,8 +17,8 @@
  *   value bd_space_encode gives it, so it adds nothing to a GP distance
  *   between points where it is inactive and is never searched.
  *
- * The search (bd_acq_maximize): n_candidates scrambled Sobol points plus
- * the caller's start points, projected onto the space and scored in
+ * The search (bd_acq_maximize): n_candidates space-filling points (see
+ * bd_acq_candidates) plus the caller's start points, projected onto the space and scored in
  * batches; then the n_local best distinct ones are refined by a compass
  * search that, at each step, polls in one batch every active continuous
  * coordinate +-h, every active integer coordinate by +-h (at least one
@@ -37,6 +37,14 @@
 
 #include "../common.h"
 #include "../rng.h"
+
+/* Coordinates the optimiser takes. The Joe-Kuo direction numbers stored in
+ * sobol.c stop at 40 dimensions; coordinates beyond the 40th get Latin
+ * hypercube columns (bd_acq_candidates). 100 keeps a candidate batch
+ * (2048 x d doubles) and a compass poll (2 d + sum K points) small; a GP
+ * over more coordinates than that would need far more trials than a study
+ * holds to learn anything. */
+#define BD_ACQ_MAX_DIM 100
 
 typedef enum { BD_ACQ_CONTINUOUS, BD_ACQ_INTEGER, BD_ACQ_CATEGORICAL } bd_acq_kind;
 
@@ -57,7 +65,7 @@ typedef int (*bd_acq_score_fn)(void *ctx, size_t n, const double *U, double *out
 typedef void (*bd_acq_active_fn)(void *ctx, const double *u, unsigned char *mask);
 
 typedef struct bd_acq_problem {
-    size_t d;               /* coordinates, 1 .. BD_SOBOL_MAX_DIM (40) */
+    size_t d;               /* coordinates, 1 .. BD_ACQ_MAX_DIM */
     const bd_acq_dim *dims; /* d entries, borrowed */
     bd_acq_score_fn score;
     void *score_ctx;
@@ -90,8 +98,17 @@ void bd_acq_project(const bd_acq_problem *p, double *u, unsigned char *mask);
  * arithmetic (log scale when dm->log), rounded and kept in [low, high]. */
 double bd_acq_int_value(const bd_acq_dim *dm, double u);
 
+/* Fills U (n x d, row-major) with n points of [0, 1)^d spread over the
+ * cube: coordinates 0 .. min(d, 40) - 1 are a randomly shifted Sobol
+ * sequence (the first 2^k points of each such coordinate are stratified on
+ * the grid of 2^-k); every later coordinate is a Latin hypercube column (a
+ * random permutation of the n strata [i/n, (i+1)/n), one uniform point in
+ * each), so every one-dimensional projection stays stratified whatever d.
+ * Randomness comes from rng. BD_EINVAL when d is outside 1 .. BD_ACQ_MAX_DIM. */
+int bd_acq_candidates(size_t d, size_t n, bd_rng *rng, double *U, bd_err *err) BD_MUST_CHECK;
+
 /* Finds a high-scoring point: best_u (d entries) receives it, *best_score
- * (may be NULL) its score. Randomness (the Sobol shift) comes from rng. */
+ * (may be NULL) its score. Randomness (the candidates) comes from rng. */
 int bd_acq_maximize(const bd_acq_problem *p, const bd_acq_options *o, bd_rng *rng, double *best_u, double *best_score,
                     bd_err *err) BD_MUST_CHECK;
 

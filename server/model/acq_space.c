@@ -12,7 +12,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "sobol.h"
 
 typedef struct cond {
     size_t parent;
@@ -60,9 +59,9 @@ int bd_acq_space_new(const bd_space *space, bd_acq_space **out, bd_err *err)
     size_t d = bd_space_size(space);
     bd_acq_space *as;
     *out = NULL;
-    if (d > BD_SOBOL_MAX_DIM)
+    if (d > BD_ACQ_MAX_DIM)
         return bd_err_set(err, BD_EINVAL, "parameters", "model-based search handles at most %d parameters, not %zu",
-                          BD_SOBOL_MAX_DIM, d);
+                          BD_ACQ_MAX_DIM, d);
     as = bd_xcalloc(1, sizeof *as);
     as->d = d;
     as->dims = bd_xcalloc(d, sizeof *as->dims);

@@ -22,7 +22,7 @@
 typedef struct bd_acq_space bd_acq_space;
 
 /* Compiles space. *out is new (bd_acq_space_free) and keeps no reference
- * to space. BD_EINVAL when the space has more than BD_SOBOL_MAX_DIM (40)
+ * to space. BD_EINVAL when the space has more than BD_ACQ_MAX_DIM (100)
  * parameters. */
 int bd_acq_space_new(const bd_space *space, bd_acq_space **out, bd_err *err) BD_MUST_CHECK;
 void bd_acq_space_free(bd_acq_space *as); /* NULL-safe */

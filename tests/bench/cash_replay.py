@@ -74,20 +74,18 @@ BANDITD_METHODS = {
     "oracle_arm": ("gp_ucb", {}),                            # the best arm alone, see run_oracle_arm
 }
 OPTUNA_METHODS = ("tpe",)
-# banditd's model-based search takes at most 40 parameters (the Sobol table of
-# server/model/sobol.h); the joint space has 50. Joint gp_ucb therefore runs
-# over the space without these 10 solver and near-duplicate settings, chosen
-# without looking at scores: the solvers' tolerances, libsvm's shrinking
-# heuristic, liblinear's primal/dual choice, logistic regression's solver
-# and max_iter, and min_samples_split of the three forests (min_samples_leaf
-# stays). Its proposals leave them out, which the oracle's distance turns
-# into the same +1 for every record of the arm: the nearest record is chosen
-# on the coordinates the proposal sets.
-JOINT_DROP = ("liblinear_svc.tol", "libsvm_svc.tol", "logistic_regression.tol", "libsvm_svc.shrinking",
-              "liblinear_svc.dual", "logistic_regression.solver", "logistic_regression.max_iter",
-              "extra_trees.min_samples_split", "gradient_boosting.min_samples_split",
-              "random_forest.min_samples_split")
-JOINT_MAX = 40
+# Joint gp_ucb searches the whole conditional space (50 parameters with the
+# algorithm choice): banditd's acquisition takes up to 100 coordinates
+# (server/model/acq.h: Sobol for the first 40, Latin hypercube columns past
+# them). Until 2026-11-24 it took 40, and joint gp_ucb ran without 10
+# solver settings (the tolerances, shrinking, dual, solver, max_iter and the
+# forests' min_samples_split); JOINT_DROP is kept to rerun that form.
+JOINT_DROP = ()
+JOINT_DROP_40 = ("liblinear_svc.tol", "libsvm_svc.tol", "logistic_regression.tol", "libsvm_svc.shrinking",
+                 "liblinear_svc.dual", "logistic_regression.solver", "logistic_regression.max_iter",
+                 "extra_trees.min_samples_split", "gradient_boosting.min_samples_split",
+                 "random_forest.min_samples_split")
+JOINT_MAX = 100
 RISING = ("rb_gp", "rb_random", "uniform", "uniform_random")
 
 

@@ -183,3 +183,63 @@ Test(acq, rejects_bad_problems_and_stops_on_errors)
     p.score = score_fail;
     cr_assert_eq(bd_acq_maximize(&p, NULL, &rng, u, NULL, &err), BD_EINTERNAL);
 }
+
+/* Past Sobol's 40 dimensions the candidates get Latin hypercube columns:
+ * every coordinate, Sobol or not, puts exactly one of n = 256 points in each
+ * stratum [k/n, (k+1)/n), so no coordinate is left unexplored. */
+Test(acq, candidates_stay_stratified_past_forty_dimensions)
+{
+    enum { D = 57, N = 256 };
+    static double U[N * D];
+    int differ = 0;
+    bd_rng rng;
+    bd_rng_seed(&rng, 7, 1);
+    cr_assert_eq(bd_acq_candidates(D, N, &rng, U, NULL), 0);
+    for (size_t j = 0; j < D; j++) {
+        unsigned char seen[N] = {0};
+        for (size_t i = 0; i < N; i++) {
+            double u = U[i * D + j];
+            cr_assert(u >= 0 && u < 1, "coordinate %zu point %zu: %g", j, i, u);
+            size_t k = (size_t)(u * N);
+            cr_assert_eq(seen[k], 0, "coordinate %zu: stratum %zu holds two points", j, k);
+            seen[k] = 1;
+        }
+    }
+    for (size_t i = 0; i < N; i++) /* two Latin columns are not copies */
+        differ |= (size_t)(U[i * D + 45] * N) != (size_t)(U[i * D + 46] * N);
+    cr_assert(differ);
+    cr_assert_eq(bd_acq_candidates(BD_ACQ_MAX_DIM + 1, N, &rng, U, NULL), BD_EINVAL);
+}
+
+static int score_wide_bowl(void *ctx, size_t n, const double *U, double *out)
+{
+    const size_t *d = ctx;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = 0;
+        for (size_t j = 0; j < *d; j++)
+            out[i] -= (U[i * *d + j] - 0.3) * (U[i * *d + j] - 0.3);
+    }
+    return 0;
+}
+
+/* A 60-coordinate bowl: the optimiser takes it, and its compass search
+ * improves on the best of the same candidates. */
+Test(acq, searches_sixty_coordinates)
+{
+    enum { D = 60 };
+    size_t d = D;
+    bd_acq_dim dims[D];
+    bd_acq_problem p = {D, dims, score_wide_bowl, &d, NULL, NULL};
+    bd_acq_options o;
+    double u[D], searched, candidates_only;
+    bd_rng rng;
+    for (size_t j = 0; j < D; j++)
+        dims[j] = (bd_acq_dim){BD_ACQ_CONTINUOUS, 0, 0, 0, 0};
+    bd_acq_options_default(&o);
+    o.n_local = 0;
+    bd_rng_seed(&rng, 3, 4);
+    cr_assert_eq(bd_acq_maximize(&p, &o, &rng, u, &candidates_only, NULL), 0);
+    bd_rng_seed(&rng, 3, 4);
+    cr_assert_eq(bd_acq_maximize(&p, NULL, &rng, u, &searched, NULL), 0);
+    cr_assert_gt(searched, candidates_only + 0.1, "search %g, best candidate %g", searched, candidates_only);
+}
