@@ -12,7 +12,8 @@
 static char *text_of(const bd_csv_buf *b)
 {
     char *s = malloc(b->len + 1);
-    memcpy(s, b->data, b->len);
+    if (b->len)
+        memcpy(s, b->data, b->len);
     s[b->len] = '\0';
     return s;
 }
