@@ -50,9 +50,9 @@ if ! podman run --rm --pull=never debian:12-slim true 2>"$work/run-probe.log"; t
   podman run $run_opts --rm --pull=never debian:12-slim true
 fi
 
-cleanup() {
-  podman rm -f bd-verify bd-verify-gen bd-verify-bind >/dev/null 2>&1 || true
-  podman volume rm -f bd-verify-data bd-verify-gen >/dev/null 2>&1 || true
+cleanup() { # one name per call: podman rm stops at the first name it does not know
+  for c in bd-verify bd-verify-gen bd-verify-bind; do podman rm -f "$c" >/dev/null 2>&1 || true; done
+  for v in bd-verify-data bd-verify-gen; do podman volume rm -f "$v" >/dev/null 2>&1 || true; done
   podman secret rm banditd_admin_token_verify >/dev/null 2>&1 || true
 }
 cleanup

@@ -114,7 +114,8 @@ void bd_engine_stats_get(bd_engine *e, bd_engine_stats *out);
  * daemon). */
 int bd_engine_healthy(bd_engine *e);
 
-/* The admin token created by the first start of this engine, or NULL (borrowed;
+/* The admin token this open created or read from admin_token_file (the first
+ * start of the database), or NULL (borrowed;
  * for tests that open an engine on ":memory:"). */
 const char *bd_engine_first_admin_token(const bd_engine *e);
 
