@@ -1,21 +1,24 @@
 #!/bin/sh
 # Installs the Debian 12 packages banditd needs. Shared by the README commands,
 # the Dockerfile and .ci/run, so there is one list to keep current.
-#   install-deps.sh           build + run the daemon
+#   install-deps.sh           build + run the daemon (help2man makes banditd.1
+#                             from banditd --help)
 #   install-deps.sh --test    also the test tools (Criterion; clang and its runtime
 #                             libraries for libFuzzer and the sanitizers, whose
 #                             libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev;
 #                             minisat, the solver banditd-worker's test configures;
 #                             nodejs and npm for the OpenAPI lint, tests/openapi/, only
 #                             when node / npm are not on PATH: NodeSource's nodejs
-#                             bundles npm, and Debian's npm would conflict with it)
+#                             bundles npm, and Debian's npm would conflict with it);
+#                             systemd for systemd-analyze, with which the install
+#                             test verifies the unit)
 #   install-deps.sh --bench   also the benchmark peers (Optuna, plotting, sklearn)
 # Packages already present are skipped, so re-running it is cheap.
 set -eu
 
 build="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev \
-libsqlite3-dev libgsl-dev libsodium-dev"
-test_pkgs="libcriterion-dev curl python3 clang libclang-rt-14-dev minisat"
+libsqlite3-dev libgsl-dev libsodium-dev help2man"
+test_pkgs="libcriterion-dev curl python3 clang libclang-rt-14-dev minisat systemd"
 bench_pkgs="python3-optuna python3-matplotlib python3-sklearn python3-numpy dataset-fashion-mnist"
 
 node_pkgs=""

@@ -1,4 +1,5 @@
-/* auth.c: token generation, parsing and hashing with libsodium (see auth.h). */
+/* auth.c: token generation, parsing, checking of operator-supplied tokens and
+ * hashing with libsodium (see auth.h). */
 #include "auth.h"
 
 #include <sodium.h>
@@ -42,6 +43,48 @@ int bd_auth_parse_token(const char *token, int64_t *id, uint8_t hash[BD_TOKEN_HA
     const char *secret = end + 1;
     if (strlen(secret) != BD_TOKEN_SECRET_HEX)
         return BD_EAUTH;
+    *id = v;
+    hash_secret(secret, BD_TOKEN_SECRET_HEX, hash);
+    return 0;
+}
+
+int bd_auth_check_supplied(const char *token, int64_t *id, uint8_t hash[BD_TOKEN_HASH_BYTES], bd_err *err)
+{
+    static const char form[] = "a token of the form bdt_<id>_<64 lowercase hex digits>";
+    const char *p = token + 4, *secret;
+    int64_t v = 0;
+    unsigned seen = 0, distinct = 0;
+
+    if (strncmp(token, "bdt_", 4) != 0)
+        return bd_err_set(err, BD_EINVAL, NULL, "is not %s (it does not start with bdt_)", form);
+    /* Digits only, no sign or leading zero: one id has one spelling. */
+    if (*p < '1' || *p > '9')
+        return bd_err_set(err, BD_EINVAL, NULL, "is not %s (the id is not a positive number)", form);
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (INT64_MAX - (*p - '0')) / 10)
+            return bd_err_set(err, BD_EINVAL, NULL, "is not %s (the id is too large)", form);
+        v = v * 10 + (*p - '0');
+    }
+    if (*p != '_')
+        return bd_err_set(err, BD_EINVAL, NULL, "is not %s (no '_' after the id)", form);
+    secret = p + 1;
+    for (p = secret; *p; p++) {
+        int digit = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+        if (digit < 0)
+            return bd_err_set(err, BD_EINVAL, NULL, "is not %s (the secret has a character that is not 0-9 or a-f)",
+                              form);
+        if (!(seen & (1u << digit))) {
+            seen |= 1u << digit;
+            distinct++;
+        }
+    }
+    if (p - secret != BD_TOKEN_SECRET_HEX)
+        return bd_err_set(err, BD_EINVAL, NULL, "is not %s (the secret has %zu digits)", form, (size_t)(p - secret));
+    if (distinct < BD_TOKEN_MIN_DISTINCT)
+        return bd_err_set(err, BD_EINVAL, NULL,
+                          "has a secret that uses only %u different hex digits: not a random one (draw 32 random "
+                          "bytes, e.g. od -An -vtx1 -N32 /dev/urandom)",
+                          distinct);
     *id = v;
     hash_secret(secret, BD_TOKEN_SECRET_HEX, hash);
     return 0;

@@ -120,6 +120,16 @@ static int set_db(bd_config *cfg, const char *value, const char *who, bd_err *er
     return 0;
 }
 
+static int set_admin_token_file(bd_config *cfg, const char *value, const char *who, bd_err *err)
+{
+    if (!*value)
+        return bd_err_set(err, BD_EINVAL, who, "%s: the path is empty", who);
+    if (strlen(value) >= sizeof cfg->admin_token_file)
+        return bd_err_set(err, BD_EINVAL, who, "%s: path too long", who);
+    strcpy(cfg->admin_token_file, value);
+    return 0;
+}
+
 static int set_threads(bd_config *cfg, const char *value, const char *who, bd_err *err)
 {
     unsigned long long v;
@@ -208,7 +218,14 @@ static const option_def options[] = {
     {"--listen", "BANDITD_LISTEN", "HOST:PORT", "127.0.0.1:8080",
      "address to serve HTTP on; [::1]:8080 for IPv6, port 0 picks a free port", set_listen},
     {"--db", "BANDITD_DB", "PATH", "./banditd.db",
-     "SQLite database file; the first start writes the admin token to PATH.admin-token", set_db},
+     "SQLite database file; the first start creates the user admin and writes its token to PATH.admin-token "
+     "(mode 0600) unless --admin-token-file is given",
+     set_db},
+    {"--admin-token-file", "BANDITD_ADMIN_TOKEN_FILE", "FILE", NULL,
+     "read the admin's token from FILE instead (a Docker or systemd secret), on the first start only: "
+     "bdt_1_ and 64 random lowercase hex digits, e.g. printf 'bdt_1_%s\\n' \"$(od -An -vtx1 -N32 "
+     "/dev/urandom | tr -d ' \\n')\"; FILE must be a regular file that only its owner may write",
+     set_admin_token_file},
     {"--threads", "BANDITD_THREADS", "N", NULL,
      "HTTP polling threads, which read requests and send answers (default: 2 x online cores)", set_threads},
     {"--handlers", "BANDITD_HANDLERS", "N", "64",
@@ -228,22 +245,67 @@ static const option_def options[] = {
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 
+#define HELP_INDENT 22 /* help2man takes a line indented 20+ under an option as its description */
+#define HELP_WIDTH 79
+
+/* Writes words (split at spaces) from column HELP_INDENT, wrapped at
+ * HELP_WIDTH; a word longer than a line gets a line of its own. */
+static void put_wrapped(FILE *f, const char *text)
+{
+    int col = 0;
+
+    while (*text) {
+        size_t n = strcspn(text, " ");
+        if (col > HELP_INDENT && col + 1 + (int)n > HELP_WIDTH) {
+            fputc('\n', f);
+            col = 0;
+        }
+        if (col == 0)
+            col = fprintf(f, "%*s", HELP_INDENT, "");
+        else
+            col += fprintf(f, " ");
+        col += fprintf(f, "%.*s", (int)n, text);
+        text += n;
+        text += strspn(text, " ");
+    }
+    fputc('\n', f);
+}
+
+/* Laid out for help2man (CMakeLists.txt makes banditd.1 from it): the text
+ * before "Options:" becomes DESCRIPTION, and "Options:", "Environment:" and
+ * "Files:" become the man page's sections. */
 void bd_config_usage(FILE *f)
 {
+    char line[1024];
+
     fprintf(f, "Usage: banditd [OPTION]...\n"
-               "Hyperparameter-tuning daemon: serves the banditd HTTP API (JSON over HTTP).\n\n"
-               "Options (each may also be set by the environment variable shown; a flag wins):\n");
+               "Hyperparameter-suggestion daemon: serves the banditd HTTP API (JSON over HTTP),\n"
+               "which hands workers trials to run and decides from their reports; all state is\n"
+               "in one SQLite database.\n\n"
+               "SIGINT or SIGTERM stops the daemon gracefully. Exit status: 0 after a clean stop,\n"
+               "1 when the daemon cannot start, 2 for invalid options.\n\n"
+               "Options:\n");
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const option_def *o = &options[i];
-        fprintf(f, "  %s %s\n      %s\n      env %s", o->flag, o->arg, o->help, o->env);
-        if (o->def)
-            fprintf(f, ", default %s", o->def);
-        fputc('\n', f);
+        snprintf(line, sizeof line, "%s (env %s%s%s)", o->help, o->env, o->def ? ", default " : "",
+                 o->def ? o->def : "");
+        fprintf(f, "  %s=%s\n", o->flag, o->arg);
+        put_wrapped(f, line);
     }
-    fprintf(f, "  -h, --help\n      print this help and exit\n"
-               "  -V, --version\n      print the version and exit\n\n"
-               "SIGINT or SIGTERM stops the daemon gracefully. Exit status: 0 after a clean stop,\n"
-               "1 when the daemon cannot start, 2 for invalid options.\n");
+    fprintf(f, "  -h, --help\n");
+    put_wrapped(f, "print this help and exit");
+    fprintf(f, "  -V, --version\n");
+    put_wrapped(f, "print the version and exit");
+    fprintf(f, "\nEnvironment:\n"
+               "Each option may also be set by a variable; a flag wins, and an empty variable\n"
+               "counts as unset.\n\n");
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        fprintf(f, "  %-24s  same as %s\n", options[i].env, options[i].flag);
+    fprintf(f, "\nFiles:\n  PATH, PATH-wal\n");
+    put_wrapped(f, "the database (--db) and its write-ahead log, mode 0600");
+    fprintf(f, "  PATH.admin-token\n");
+    put_wrapped(f, "the admin's token, written with mode 0600 by the start that creates the database, "
+                   "unless --admin-token-file is given");
 }
 
 static const char *env_lookup(char *const envp[], const char *name)

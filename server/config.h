@@ -21,6 +21,7 @@ typedef struct bd_config {
     struct sockaddr_storage listen_addr; /* listen resolved (numeric host or name) */
     socklen_t listen_addr_len;
     char db_path[4096]; /* SQLite file, or ":memory:" */
+    char admin_token_file[4096]; /* --admin-token-file; "" when not given */
     int threads;        /* HTTP polling threads, >= 1 (default 2 x online cores) */
     int handlers;       /* request-handling threads, >= 1 (default 64) */
     bd_log_level log_level;

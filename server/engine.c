@@ -623,7 +623,7 @@ int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
         token_path = bd_xmalloc(strlen(opts->db_path) + 16);
         sprintf(token_path, "%s.admin-token", opts->db_path);
     }
-    if ((rc = bd_engine_bootstrap_admin(e, token_path, err)))
+    if ((rc = bd_engine_bootstrap_admin(e, token_path, opts->admin_token_file, err)))
         goto out;
     int64_t next_trial, next_event;
     if ((rc = bd_store_next_ids(e->store, &next_trial, &next_event, err)))

@@ -29,6 +29,9 @@ typedef struct bd_engine_opts {
     double default_lease_seconds; /* used when a study does not set lease_seconds */
     const char *admin_token_path; /* where the first admin token is written (mode 0600);
                                      NULL: "<db_path>.admin-token"; ignored for ":memory:" */
+    const char *admin_token_file; /* NULL, or a file holding the first admin's token, read only
+                                     when the database has no user yet (then nothing is written
+                                     to admin_token_path); see bd_auth_check_supplied */
     double reaper_interval;       /* seconds between lease-expiry sweeps; 0 = no reaper thread */
 } bd_engine_opts;
 
@@ -159,7 +162,8 @@ void bd_engine_stats_get(bd_engine *e, bd_engine_stats *out);
  * daemon). */
 int bd_engine_healthy(bd_engine *e);
 
-/* The admin token created by the first start of this engine, or NULL (borrowed;
+/* The admin token this open created or read from admin_token_file (the first
+ * start of the database), or NULL (borrowed;
  * for tests that open an engine on ":memory:"). */
 const char *bd_engine_first_admin_token(const bd_engine *e);
 

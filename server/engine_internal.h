@@ -178,8 +178,11 @@ json_t *bd_engine_trial_json(const study_rt *st, const bd_trial_row *row); /* ne
 json_t *bd_engine_study_json(bd_engine *e, study_rt *st);                  /* new; st->mu held */
 
 /* ---- engine_users.c ---- */
-/* Creates the admin user and its token on an empty database. */
-int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, bd_err *err) BD_MUST_CHECK;
+/* Creates the admin user and its token on an empty database: the token read
+ * from supplied_path if not NULL, else a new one written to token_path (if
+ * not NULL). */
+int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, const char *supplied_path,
+                              bd_err *err) BD_MUST_CHECK;
 int bd_engine_user_name(bd_engine *e, int64_t user_id, char name[64]);
 /* Empties the auth caches; auth_mu held. */
 void bd_engine_auth_forget(bd_engine *e);

@@ -7,6 +7,7 @@
  * first, then drops the cached entry. */
 #include "engine_internal.h"
 #include "json_util.h"
+#include "log.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -122,25 +123,116 @@ out:
     return rc;
 }
 
-int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, bd_err *err)
+/* Reads the token an operator supplied for the first admin (a Docker or
+ * systemd secret) into token. The path may be a symbolic link (Kubernetes
+ * and systemd credentials are), but what it names must be a regular file
+ * (not a FIFO that could block the start, nor a device) that no one but its
+ * owner may write: whoever can write it chooses the admin's secret. Readable
+ * by others is only warned about, since Docker mounts secrets 0444. The
+ * token is never put into a message. */
+static int read_supplied_token(const char *path, char token[BD_TOKEN_MAX_LEN], int64_t *id,
+                               uint8_t hash[BD_TOKEN_HASH_BYTES], bd_err *err)
 {
-    int64_t users, user_id, token_id;
+    char buf[BD_TOKEN_MAX_LEN + 1];
+    size_t len = 0;
+    struct stat st;
+    bd_err why;
+    int rc = 0, fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
+    if (fd < 0)
+        return bd_err_set(err, BD_EINVAL, NULL, "cannot open the admin token file %s: %s", path, strerror(errno));
+    if (fstat(fd, &st) != 0) {
+        rc = bd_err_set(err, BD_EINVAL, NULL, "cannot stat the admin token file %s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = bd_err_set(err, BD_EINVAL, NULL, "the admin token file %s is not a regular file", path);
+        goto out;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        rc = bd_err_set(err, BD_EINVAL, NULL,
+                        "the admin token file %s may be written by group or others (mode %04o); chmod go-w it",
+                        path, (unsigned)(st.st_mode & 07777));
+        goto out;
+    }
+    if (st.st_mode & (S_IRGRP | S_IROTH))
+        bd_log(BD_LOG_WARN,
+               "the admin token file %s may be read by group or others (mode %04o); fine for a container's "
+               "secret, elsewhere chmod 600 it",
+               path, (unsigned)(st.st_mode & 07777));
+    /* One byte more than a token may take, so a longer file is seen as such. */
+    while (len < sizeof buf) {
+        ssize_t n = read(fd, buf + len, sizeof buf - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = bd_err_set(err, BD_EINVAL, NULL, "cannot read the admin token file %s: %s", path, strerror(errno));
+            goto out;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' ' || buf[len - 1] == '\t'))
+        len--;
+    if (len >= BD_TOKEN_MAX_LEN) {
+        rc = bd_err_set(err, BD_EINVAL, NULL, "the admin token file %s is longer than a token", path);
+        goto out;
+    }
+    buf[len] = '\0';
+    if (strlen(buf) != len) {
+        rc = bd_err_set(err, BD_EINVAL, NULL, "the admin token file %s holds a NUL byte", path);
+        goto out;
+    }
+    if (bd_auth_check_supplied(buf, id, hash, &why)) {
+        rc = bd_err_set(err, BD_EINVAL, NULL, "the admin token file %s %s", path, why.message);
+        goto out;
+    }
+    memcpy(token, buf, len + 1);
+out:
+    memset(buf, 0, sizeof buf);
+    close(fd);
+    return rc;
+}
+
+int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, const char *supplied_path, bd_err *err)
+{
+    int64_t users, user_id, token_id, supplied_id = 0;
     char token[BD_TOKEN_MAX_LEN];
+    uint8_t hash[BD_TOKEN_HASH_BYTES];
     int rc = bd_store_begin(e->store, err);
     if (rc)
         return rc;
     if ((rc = bd_store_user_count(e->store, &users, err)) || users > 0)
         goto out;
-    if ((rc = bd_store_user_create(e->store, "admin", 1, bd_now(), &user_id, err)) ||
-        (rc = mint_token(e, user_id, token, sizeof token, &token_id, err)))
+    if ((rc = bd_store_user_create(e->store, "admin", 1, bd_now(), &user_id, err)))
         goto out;
-    /* The file is written before the commit: a crash in between leaves a
-     * token that never worked, and the next start replaces it with a new one.
-     * The other order could commit an admin whose token nobody ever saw. */
-    if (token_path && (rc = write_secret_file(token_path, token, err)))
-        goto out;
+    if (supplied_path) {
+        /* The store numbers tokens itself (1 on an empty database, also after
+         * a start that crashed before its commit), so the id the operator
+         * wrote must be the one it gives: the token then works verbatim. */
+        if ((rc = read_supplied_token(supplied_path, token, &supplied_id, hash, err)) ||
+            (rc = bd_store_token_add(e->store, user_id, hash, bd_now(), &token_id, err)))
+            goto out;
+        if (token_id != supplied_id) {
+            rc = bd_err_set(err, BD_EINVAL, NULL,
+                            "the admin token file %s names token id %lld, but this database's first token is %lld: "
+                            "write bdt_%lld_<secret>",
+                            supplied_path, (long long)supplied_id, (long long)token_id, (long long)token_id);
+            goto out;
+        }
+    } else {
+        if ((rc = mint_token(e, user_id, token, sizeof token, &token_id, err)))
+            goto out;
+        /* The file is written before the commit: a crash in between leaves a
+         * token that never worked, and the next start replaces it with a new one.
+         * The other order could commit an admin whose token nobody ever saw. */
+        if (token_path && (rc = write_secret_file(token_path, token, err)))
+            goto out;
+    }
     e->first_admin_token = bd_xstrdup(token);
 out:
+    memset(token, 0, sizeof token);
     if (rc || users > 0) {
         bd_store_rollback(e->store);
         return rc;

@@ -82,6 +82,7 @@ int main(int argc, char **argv)
     eopts.sync_full = cfg.sync_full;
     eopts.default_lease_seconds = cfg.lease_seconds;
     eopts.admin_token_path = NULL;
+    eopts.admin_token_file = cfg.admin_token_file[0] ? cfg.admin_token_file : NULL;
     eopts.reaper_interval = REAPER_INTERVAL;
     rc = bd_engine_open(&eopts, &engine, &err);
     if (rc < 0) {
@@ -89,7 +90,12 @@ int main(int argc, char **argv)
         return 1;
     }
     first_token = bd_engine_first_admin_token(engine); /* non-NULL only when this start created the admin */
-    if (first_token && strcmp(cfg.db_path, ":memory:") == 0)
+    if (first_token && eopts.admin_token_file) /* the operator's secret: never logged */
+        bd_log(BD_LOG_INFO, "created the admin user with the token in %s", cfg.admin_token_file);
+    else if (!first_token && eopts.admin_token_file)
+        bd_log(BD_LOG_INFO, "the database has users: %s was not read (it is only read on the first start)",
+               cfg.admin_token_file);
+    else if (first_token && strcmp(cfg.db_path, ":memory:") == 0)
         bd_log(BD_LOG_WARN, "in-memory database: the admin token is %s (nothing is saved)", first_token);
     else if (first_token)
         bd_log(BD_LOG_INFO, "created the admin user; its token is in %s.admin-token (mode 0600)", cfg.db_path);

@@ -67,6 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(cfg.max_body_bytes >= 1, "max_body_bytes %zu", cfg.max_body_bytes);
         FUZZ_CHECK(cfg.lease_seconds > 0 && isfinite(cfg.lease_seconds), "lease %g", cfg.lease_seconds);
         FUZZ_CHECK(cfg.db_path[0] != '\0', "empty db path");
+        FUZZ_CHECK(memchr(cfg.admin_token_file, '\0', sizeof cfg.admin_token_file), "token file not a string");
         FUZZ_CHECK(memchr(cfg.listen, '\0', sizeof cfg.listen) && cfg.listen[0], "listen not a string");
         FUZZ_CHECK(cfg.listen_addr_len > 0 && cfg.listen_addr_len <= sizeof cfg.listen_addr, "address length %u",
                    (unsigned)cfg.listen_addr_len);

@@ -152,7 +152,7 @@ class Daemon:
     """A banditd process with its own temporary database directory."""
 
     def __init__(self, extra_args=(), lease_seconds=300, env=None, start=True, db_path=None, umask=None,
-                 nofile=None):
+                 nofile=None, admin_token_file=None):
         binary = os.environ.get("BANDITD")
         if not binary:
             raise unittest.SkipTest("BANDITD is not set (run through ctest)")
@@ -167,6 +167,7 @@ class Daemon:
         self.env = env
         self.umask = umask
         self.nofile = nofile  # soft RLIMIT_NOFILE the daemon starts with (e.g. 1024, a common default)
+        self.admin_token_file = admin_token_file  # where the admin token is read from (default <db>.admin-token)
         self.proc = None
         self.token = None
         self.history = collections.deque(maxlen=40)
@@ -230,7 +231,7 @@ class Daemon:
                 raise AssertionError("banditd did not answer GET /healthz within %.0f s (last: %s); "
                                      "stderr:\n%s" % (timeout, last, self.log_tail()))
             time.sleep(0.05)
-        token_path = self.db_path + ".admin-token"
+        token_path = self.admin_token_file or self.db_path + ".admin-token"
         try:
             with open(token_path) as f:
                 self.token = f.read().strip()

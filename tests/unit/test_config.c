@@ -296,3 +296,19 @@ Test(config, handlers_are_bounded)
     cr_expect_eq(PARSE(&cfg, no_env, &err, "--handlers", "5000"), BD_EINVAL);
     cr_expect_eq(PARSE(&cfg, no_env, &err, "--handlers", "4096"), BD_CONFIG_RUN);
 }
+
+Test(config, admin_token_file_from_flag_or_environment)
+{
+    bd_config cfg;
+    bd_err err;
+    char *const env[] = {"BANDITD_ADMIN_TOKEN_FILE=/run/secrets/banditd_admin_token", NULL};
+
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "--db", "x.db"), BD_CONFIG_RUN);
+    cr_assert_str_eq(cfg.admin_token_file, "", "no token file unless one is given");
+    cr_assert_eq(PARSE(&cfg, env, &err, "--db", "x.db"), BD_CONFIG_RUN, "%s", err.message);
+    cr_assert_str_eq(cfg.admin_token_file, "/run/secrets/banditd_admin_token");
+    cr_assert_eq(PARSE(&cfg, env, &err, "--admin-token-file=/etc/banditd/token"), BD_CONFIG_RUN, "%s", err.message);
+    cr_assert_str_eq(cfg.admin_token_file, "/etc/banditd/token", "the flag wins over the variable");
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "--admin-token-file", ""), BD_EINVAL);
+    cr_assert_str_eq(err.field, "--admin-token-file");
+}
