@@ -11,7 +11,7 @@
 set -eu
 
 build="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev \
-libsqlite3-dev libgsl-dev libsodium-dev"
+libsqlite3-dev libgsl-dev libsodium-dev libcurl4-openssl-dev"
 test_pkgs="libcriterion-dev curl python3 clang libclang-rt-14-dev minisat"
 bench_pkgs="python3-optuna python3-matplotlib python3-sklearn python3-numpy dataset-fashion-mnist"
 
