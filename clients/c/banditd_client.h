@@ -53,13 +53,13 @@ extern "C" {
 
 enum {
     BD_CLIENT_OK = 0,
-    BD_CLIENT_EINVAL = -1,   /* a bad argument, refused before sending (err.field names it) */
-    BD_CLIENT_EHTTP = -2,    /* the server answered an error status: err.status, err.code, err.field */
-    BD_CLIENT_ENET = -3,     /* no answer after every retry (refused, reset, timeout): err.message */
-    BD_CLIENT_EPROTO = -4,   /* the answer is not what the API promises (not JSON, a field missing) */
-    BD_CLIENT_ETOOBIG = -5,  /* the answer is over max_response_bytes */
-    BD_CLIENT_EIO = -6,      /* writing to the caller's FILE failed (export) */
-    BD_CLIENT_ENOMEM = -7    /* out of memory */
+    BD_CLIENT_EINVAL = -1,  /* a bad argument, refused before sending (err.field names it) */
+    BD_CLIENT_EHTTP = -2,   /* the server answered an error status: err.status, err.code, err.field */
+    BD_CLIENT_ENET = -3,    /* no answer after every retry (refused, reset, timeout): err.message */
+    BD_CLIENT_EPROTO = -4,  /* the answer is not what the API promises (not JSON, a field missing) */
+    BD_CLIENT_ETOOBIG = -5, /* the answer is over max_response_bytes */
+    BD_CLIENT_EIO = -6,     /* writing to the caller's FILE failed (export) */
+    BD_CLIENT_ENOMEM = -7   /* out of memory */
 };
 
 /* What went wrong. status is the HTTP status (0 when no answer arrived);
@@ -81,7 +81,8 @@ typedef struct bd_client bd_client;
  * prefix; http and https only) and bearer token (NULL: send no
  * Authorization header, e.g. for /healthz). Both strings are copied. *out is
  * new (bd_client_free). */
-BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_new(const char *url, const char *token, bd_client **out, bd_client_err *err);
+BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_new(const char *url, const char *token, bd_client **out,
+                                                     bd_client_err *err);
 /* Closes the connection and frees the handle; NULL is allowed. */
 BD_CLIENT_API void bd_client_free(bd_client *c);
 
@@ -89,7 +90,8 @@ BD_CLIENT_API void bd_client_free(bd_client *c);
  * waiting backoff_ms, doubling up to max_backoff_ms (each 0..600000), times a
  * random factor in [0.5, 1.5). The first re-send after a broken kept-alive
  * connection does not wait. */
-BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_set_retries(bd_client *c, int retries, long backoff_ms, long max_backoff_ms);
+BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_set_retries(bd_client *c, int retries, long backoff_ms,
+                                                             long max_backoff_ms);
 /* Per-attempt timeout (connect + transfer) in ms, 1..86400000 (default 30000). */
 BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_set_timeout(bd_client *c, long timeout_ms);
 /* The largest answer body accepted, 1 KiB..1 TiB (default 64 MiB); also bounds
@@ -104,9 +106,9 @@ BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_set_max_response(bd_client *c, 
  * *answer (may be NULL) a new reference to the decoded JSON (json null for
  * an empty body). On an error status returns BD_CLIENT_EHTTP with err filled
  * from the server's {"error": {...}} body and *answer NULL. */
-BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_request(bd_client *c, const char *method, const char *path, const json_t *body,
-                                           const char *idempotency_key, long *status, json_t **answer,
-                                           bd_client_err *err);
+BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_request(bd_client *c, const char *method, const char *path,
+                                                         const json_t *body, const char *idempotency_key, long *status,
+                                                         json_t **answer, bd_client_err *err);
 
 /* Percent-encodes s for a query value (RFC 3986 unreserved kept). Returns a
  * new string (free()), NULL when out of memory. */
@@ -117,15 +119,16 @@ BD_CLIENT_API char *bd_client_escape(const char *s);
 /* POST /v1/studies with definition (borrowed; the StudyCreate object of
  * api/openapi.yaml, "if_exists" included when wanted). *study: new. */
 BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_create_study(bd_client *c, const json_t *definition, json_t **study,
-                                                bd_client_err *err);
+                                                              bd_client_err *err);
 /* GET /v1/studies/{id}: counts, incumbent, scheduler state. *study: new. */
-BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_get_study(bd_client *c, int64_t study_id, json_t **study, bd_client_err *err);
+BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_get_study(bd_client *c, int64_t study_id, json_t **study,
+                                                           bd_client_err *err);
 /* GET /v1/studies, one page: after (0: from the start), limit (0: the
  * server's default), name (NULL: any) are sent only when set. *page: new,
  * {"studies": [...], "next_after": id|null}; pass next_after back as after
  * until it is null. */
 BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_list_studies(bd_client *c, int64_t after, int limit, const char *name,
-                                                json_t **page, bd_client_err *err);
+                                                              json_t **page, bd_client_err *err);
 /* DELETE /v1/studies/{id}: the study and its trials. */
 BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_delete_study(bd_client *c, int64_t study_id, bd_client_err *err);
 
@@ -135,13 +138,13 @@ BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_delete_study(bd_client *c, int6
  * server's default (1), else 1..100. *answer: new, {"trials": [...]} plus
  * "retry_after_ms" (nothing to hand out now) or "done": true. */
 BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_suggest(bd_client *c, int64_t study_id, const char *worker, int count,
-                                           json_t **answer, bd_client_err *err);
+                                                         json_t **answer, bd_client_err *err);
 /* POST /v1/trials/{id}/measurements {"step", "value", "elapsed_seconds"}:
  * an intermediate value. elapsed_seconds < 0 leaves it out. *stop (may be
  * NULL) is 1 when the scheduler answers "stop" (the trial is then over:
  * do not complete it), else 0. Non-finite numbers are refused (EINVAL). */
 BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_report(bd_client *c, int64_t trial_id, double step, double value,
-                                          double elapsed_seconds, int *stop, bd_client_err *err);
+                                                        double elapsed_seconds, int *stop, bd_client_err *err);
 
 /* How a trial ended, for bd_client_complete_ex. */
 typedef enum {
@@ -159,19 +162,23 @@ typedef struct bd_client_completion {
 } bd_client_completion;
 
 /* POST /v1/trials/{id}/complete {"value": value}. */
-BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_complete(bd_client *c, int64_t trial_id, double value, bd_client_err *err);
+BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_complete(bd_client *c, int64_t trial_id, double value,
+                                                          bd_client_err *err);
 /* POST /v1/trials/{id}/complete with any body form of the contract: a value,
  * diverged or timeout. *trial (may be NULL): new, the completed trial. */
-BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_complete_ex(bd_client *c, int64_t trial_id, const bd_client_completion *how,
-                                               json_t **trial, bd_client_err *err);
+BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_complete_ex(bd_client *c, int64_t trial_id,
+                                                             const bd_client_completion *how, json_t **trial,
+                                                             bd_client_err *err);
 /* POST /v1/trials/{id}/fail {"reason"} (reason NULL: none): give a trial up. */
-BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_fail(bd_client *c, int64_t trial_id, const char *reason, bd_client_err *err);
+BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_fail(bd_client *c, int64_t trial_id, const char *reason,
+                                                      bd_client_err *err);
 /* POST /v1/trials/{id}/heartbeat: renews the lease; *lease_expires_at (may be
  * NULL) gets its new end (Unix seconds). */
 BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_heartbeat(bd_client *c, int64_t trial_id, double *lease_expires_at,
-                                             bd_client_err *err);
+                                                           bd_client_err *err);
 /* GET /v1/trials/{id}: the trial with its "measurements". *trial: new. */
-BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_get_trial(bd_client *c, int64_t trial_id, json_t **trial, bd_client_err *err);
+BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_get_trial(bd_client *c, int64_t trial_id, json_t **trial,
+                                                           bd_client_err *err);
 
 /* Filters of bd_client_list_trials; a zeroed struct (or NULL) means none. */
 typedef struct bd_client_trial_query {
@@ -186,13 +193,15 @@ typedef struct bd_client_trial_query {
 
 /* GET /v1/studies/{id}/trials, one page. *page: new, {"trials": [...],
  * "next_after": id|null}. */
-BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_list_trials(bd_client *c, int64_t study_id, const bd_client_trial_query *q,
-                                               json_t **page, bd_client_err *err);
+BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_list_trials(bd_client *c, int64_t study_id,
+                                                             const bd_client_trial_query *q, json_t **page,
+                                                             bd_client_err *err);
 
 /* GET /v1/studies/{id}/trials.csv: the study's trials as CSV, streamed to
  * out as it arrives (at most max_response_bytes). Nothing is written unless
  * the answer is 2xx; a retry happens only while nothing was written. */
-BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_export_csv(bd_client *c, int64_t study_id, FILE *out, bd_client_err *err);
+BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_export_csv(bd_client *c, int64_t study_id, FILE *out,
+                                                            bd_client_err *err);
 
 #ifdef __cplusplus
 }

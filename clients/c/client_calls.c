@@ -65,8 +65,8 @@ out:
 
 /* Sends and requires a JSON object answer with member `need` (NULL: any
  * object). *out: new, or NULL when out is NULL (the answer is dropped). */
-static int call(bd_client *c, const char *method, const char *path, const json_t *body, const char *need,
-                json_t **out, bd_client_err *err)
+static int call(bd_client *c, const char *method, const char *path, const json_t *body, const char *need, json_t **out,
+                bd_client_err *err)
 {
     json_t *doc = NULL;
     long status = 0;
@@ -123,8 +123,7 @@ int bd_client_get_study(bd_client *c, int64_t study_id, json_t **study, bd_clien
     return call(c, "GET", path, NULL, "id", study, err);
 }
 
-int bd_client_list_studies(bd_client *c, int64_t after, int limit, const char *name, json_t **page,
-                           bd_client_err *err)
+int bd_client_list_studies(bd_client *c, int64_t after, int limit, const char *name, json_t **page, bd_client_err *err)
 {
     char path[PATH_CAP], *escaped = NULL;
     size_t n;
@@ -373,7 +372,9 @@ int bd_client_list_trials(bd_client *c, int64_t study_id, const bd_client_trial_
     }
     if ((q->has_instance && q->instance < 0) || q->after < 0 || q->limit < 0 || q->limit > 1000)
         return bdc_err_set(err, BD_CLIENT_EINVAL, 0, "client_invalid",
-                           q->after < 0 ? "after" : q->limit < 0 || q->limit > 1000 ? "limit" : "instance",
+                           q->after < 0                      ? "after"
+                           : q->limit < 0 || q->limit > 1000 ? "limit"
+                                                             : "instance",
                            "instance and after must be >= 0, limit 0 (default) to 1000");
     n = (size_t)snprintf(path, sizeof path, "/v1/studies/%" PRId64 "/trials", study_id);
     if (q->state)

@@ -19,15 +19,15 @@
 #define BDC_DEFAULT_MAX_RESPONSE ((int64_t)64 << 20)
 
 struct bd_client {
-    CURL *curl;             /* one easy handle: keeps the connection alive between calls */
-    char *base;             /* scheme://host[:port][/prefix], no trailing slash */
-    char *auth;             /* "Authorization: Bearer <token>", or NULL */
-    int retries;            /* re-sends after a network error or 503 */
-    long backoff_ms;        /* first wait before a re-send */
-    long max_backoff_ms;    /* the wait doubles up to this */
-    long timeout_ms;        /* per attempt */
-    int64_t max_response;   /* largest body accepted */
-    uint64_t jitter;        /* xorshift state for the backoff's random factor */
+    CURL *curl;           /* one easy handle: keeps the connection alive between calls */
+    char *base;           /* scheme://host[:port][/prefix], no trailing slash */
+    char *auth;           /* "Authorization: Bearer <token>", or NULL */
+    int retries;          /* re-sends after a network error or 503 */
+    long backoff_ms;      /* first wait before a re-send */
+    long max_backoff_ms;  /* the wait doubles up to this */
+    long timeout_ms;      /* per attempt */
+    int64_t max_response; /* largest body accepted */
+    uint64_t jitter;      /* xorshift state for the backoff's random factor */
 };
 
 /* Fills err (when non-NULL) and returns rc. field may be NULL. */

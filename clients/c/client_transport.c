@@ -238,8 +238,8 @@ int bd_client_set_max_response(bd_client *c, int64_t max_bytes)
 
 typedef struct sink {
     bd_client *c;
-    FILE *out;       /* export: 2xx bodies go here */
-    char *buf;       /* everything else collects here */
+    FILE *out; /* export: 2xx bodies go here */
+    char *buf; /* everything else collects here */
     size_t len, cap;
     int64_t total;   /* bytes of this answer so far */
     int64_t written; /* bytes that reached out */
@@ -418,8 +418,8 @@ int bdc_send(bd_client *c, const char *method, const char *path, const char *dat
     if (key)
         snprintf(line, sizeof line, "Idempotency-Key: %s", key);
     /* "Expect:" off: the daemon answers small bodies at once, no 100-continue round trip. */
-    if (add_header(&headers, out ? "Accept: text/csv, application/json" : "Accept: application/json") || add_header(&headers, "Expect:") ||
-        (data && add_header(&headers, "Content-Type: application/json")) ||
+    if (add_header(&headers, out ? "Accept: text/csv, application/json" : "Accept: application/json") ||
+        add_header(&headers, "Expect:") || (data && add_header(&headers, "Content-Type: application/json")) ||
         (c->auth && add_header(&headers, c->auth)) || (key && add_header(&headers, line))) {
         rc = bdc_err_set(err, BD_CLIENT_ENOMEM, 0, "out_of_memory", NULL, "out of memory");
         goto out;

@@ -43,10 +43,10 @@
 /* ------------------------------------------------------------ the data */
 
 typedef struct dataset {
-    int n, d, k;   /* samples, features, classes */
-    double *x;     /* n x d, standardised with the training rows' mean and sd */
-    int *y;        /* n class indices in 0..k-1 */
-    int n_train;   /* rows 0..n_train-1 train, the rest validate (after a fixed shuffle) */
+    int n, d, k; /* samples, features, classes */
+    double *x;   /* n x d, standardised with the training rows' mean and sd */
+    int *y;      /* n class indices in 0..k-1 */
+    int n_train; /* rows 0..n_train-1 train, the rest validate (after a fixed shuffle) */
 } dataset;
 
 static int load_csv(const char *path, dataset *ds)
@@ -62,8 +62,8 @@ static int load_csv(const char *path, dataset *ds)
     }
     if (getline(&line, &cap, f) < 0 || sscanf(line, "%d,%d", &ds->n, &ds->d) != 2 || ds->n < 10 ||
         ds->n > MAX_SAMPLES || ds->d < 1 || ds->d > MAX_FEATURES) {
-        fprintf(stderr, "%s: the first line must be n_samples,n_features,... (n 10..%d, d 1..%d)\n", path,
-                MAX_SAMPLES, MAX_FEATURES);
+        fprintf(stderr, "%s: the first line must be n_samples,n_features,... (n 10..%d, d 1..%d)\n", path, MAX_SAMPLES,
+                MAX_FEATURES);
         goto out;
     }
     ds->x = calloc((size_t)ds->n * (size_t)ds->d, sizeof *ds->x);
@@ -160,15 +160,15 @@ static int split_and_scale(dataset *ds)
 /* ------------------------------------------------------------ the model */
 
 typedef struct model {
-    int64_t trial_id;   /* the trial that trained it (a checkpoint's key) */
-    int epochs;         /* epochs trained */
-    double *w;          /* k x (d + 1): weights and bias per class */
+    int64_t trial_id; /* the trial that trained it (a checkpoint's key) */
+    int epochs;       /* epochs trained */
+    double *w;        /* k x (d + 1): weights and bias per class */
 } model;
 
 typedef struct hparams {
     double lr, l2;
     int batch;
-    int64_t config_id;  /* seeds the SGD order */
+    int64_t config_id; /* seeds the SGD order */
 } hparams;
 
 /* Class probabilities of row x into p[k]; softmax with the max subtracted. */
@@ -348,16 +348,23 @@ static char *read_token(const char *path)
     return buf[0] ? strdup(buf) : NULL;
 }
 
-/* The study this worker creates: lr, l2 and batch size, epochs as resource. */
+/* The study this worker creates: lr, l2 and batch size, epochs as resource.
+ * options is stolen. The bounds say where a loss lies for BO-BOS. */
 static json_t *study_definition(const char *name, const char *scheduler, json_t *options, int max_epochs, int seed)
 {
-    return json_pack("{s:s, s:[{s:s, s:s, s:f, s:f, s:b}, {s:s, s:s, s:f, s:f, s:b}, {s:s, s:s, s:i, s:i, s:b}],"
-                     " s:{s:s, s:s, s:[f, f]}, s:{s:s, s:i, s:i, s:b}, s:{s:s, s:o}, s:i}",
-                     "name", name, "parameters", "name", "lr", "type", "float", "low", 1e-3, "high", 10.0, "log", 1,
-                     "name", "l2", "type", "float", "low", 1e-6, "high", 1e-1, "log", 1, "name", "batch", "type",
-                     "int", "low", 1, "high", 64, "log", 1, "objective", "metric", "val_loss", "goal", "minimize",
-                     "bounds", 0.0, 1.0, "resource", "name", "epochs", "min", 1, "max", max_epochs, "integer", 1,
-                     "scheduler", "name", scheduler, "options", options, "seed", seed);
+    /* clang-format off */
+    json_t *params = json_pack("[{s:s, s:s, s:f, s:f, s:b}, {s:s, s:s, s:f, s:f, s:b}, {s:s, s:s, s:i, s:i, s:b}]",
+        "name", "lr",    "type", "float", "low", 1e-3, "high", 10.0, "log", 1,
+        "name", "l2",    "type", "float", "low", 1e-6, "high", 1e-1, "log", 1,
+        "name", "batch", "type", "int",   "low", 1,    "high", 64,   "log", 1);
+    return json_pack("{s:s, s:o, s:{s:s, s:s, s:[f, f]}, s:{s:s, s:i, s:i, s:b}, s:{s:s, s:o}, s:i}",
+        "name", name,
+        "parameters", params,
+        "objective", "metric", "val_loss", "goal", "minimize", "bounds", 0.0, 1.0,
+        "resource", "name", "epochs", "min", 1, "max", max_epochs, "integer", 1,
+        "scheduler", "name", scheduler, "options", options,
+        "seed", seed);
+    /* clang-format on */
 }
 
 int main(int argc, char **argv)
