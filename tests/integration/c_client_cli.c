@@ -92,13 +92,13 @@ int main(int argc, char **argv)
     } else if (strcmp(a[0], "suggest") == 0 && need(n, 4)) {
         rc = bd_client_suggest(c, strtoll(a[1], NULL, 10), opt(a[2]), atoi(a[3]), &answer, &err);
     } else if (strcmp(a[0], "report") == 0 && need(n, 5)) {
-        rc = bd_client_report(c, strtoll(a[1], NULL, 10), strtod(a[2], NULL), strtod(a[3], NULL),
-                              strtod(a[4], NULL), &stop, &err);
+        rc = bd_client_report(c, strtoll(a[1], NULL, 10), strtod(a[2], NULL), strtod(a[3], NULL), strtod(a[4], NULL),
+                              &stop, &err);
     } else if (strcmp(a[0], "complete") == 0 && need(n, 3)) {
         rc = bd_client_complete(c, strtoll(a[1], NULL, 10), strtod(a[2], NULL), &err);
     } else if (strcmp(a[0], "complete_diverged") == 0 && need(n, 3)) {
-        bd_client_completion how = {.kind = BD_CLIENT_DONE_DIVERGED, .runtime = -1, .elapsed_seconds = -1,
-                                    .reason = a[2]};
+        bd_client_completion how = {
+            .kind = BD_CLIENT_DONE_DIVERGED, .runtime = -1, .elapsed_seconds = -1, .reason = a[2]};
         rc = bd_client_complete_ex(c, strtoll(a[1], NULL, 10), &how, &answer, &err);
     } else if (strcmp(a[0], "complete_timeout") == 0 && need(n, 2)) {
         bd_client_completion how = {.kind = BD_CLIENT_DONE_TIMEOUT, .runtime = -1, .elapsed_seconds = 1.5};
@@ -136,9 +136,8 @@ int main(int argc, char **argv)
         return 2;
     }
 print:;
-    json_t *out = json_pack("{s:i, s:i, s:s, s:s, s:s, s:O?, s:i}", "rc", rc, "status", (json_int_t)err.status,
-                            "code", err.code, "message", err.message, "field", err.field, "answer", answer, "stop",
-                            stop);
+    json_t *out = json_pack("{s:i, s:i, s:s, s:s, s:s, s:O?, s:i}", "rc", rc, "status", (json_int_t)err.status, "code",
+                            err.code, "message", err.message, "field", err.field, "answer", answer, "stop", stop);
     char *text = json_dumps(out, JSON_COMPACT);
     puts(text ? text : "{}");
     free(text);

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <banditd_client.h>
 
@@ -328,7 +329,8 @@ out:
 static void usage(FILE *f)
 {
     fprintf(f, "usage: banditd-c-worker --url URL --token-file FILE --data CSV\n"
-               "         [--study ID | --scheduler NAME [--options JSON] [--max-epochs N] [--name NAME] [--seed N]]\n"
+               "         [--study ID | --scheduler NAME [--options JSON] [--max-epochs N] [--name NAME] [--seed N]\n"
+               "          [--if-exists error|load|create]]\n"
                "         [--worker NAME] [--max-trials N]\n"
                "CSV: a scikit-learn bundled dataset, e.g.\n"
                "  /usr/lib/python3/dist-packages/sklearn/datasets/data/breast_cancer.csv (iris.csv, wine_data.csv)\n");
@@ -370,7 +372,8 @@ static json_t *study_definition(const char *name, const char *scheduler, json_t 
 int main(int argc, char **argv)
 {
     const char *url = NULL, *token_file = NULL, *data = NULL, *scheduler = NULL, *options = "{}";
-    const char *name = "c-worker", *worker = "c-worker";
+    const char *name = NULL, *worker = "c-worker", *if_exists = NULL;
+    char default_name[64];
     int64_t study_id = 0;
     int max_epochs = 27, seed = 1, max_trials = 0;
     for (int i = 1; i < argc; i++) {
@@ -400,6 +403,8 @@ int main(int argc, char **argv)
             max_epochs = atoi(v);
         else if (strcmp(a, "--name") == 0)
             name = v;
+        else if (strcmp(a, "--if-exists") == 0)
+            if_exists = v;
         else if (strcmp(a, "--seed") == 0)
             seed = atoi(v);
         else if (strcmp(a, "--worker") == 0)
@@ -414,6 +419,10 @@ int main(int argc, char **argv)
     if (!url || !token_file || !data || (study_id < 1) == !scheduler || max_epochs < 1 || max_epochs > MAX_EPOCHS) {
         usage(stderr);
         return 2;
+    }
+    if (!name) { /* a study name is unique among the caller's live studies */
+        snprintf(default_name, sizeof default_name, "c-worker-%lld-%ld", (long long)time(NULL), (long)getpid());
+        name = default_name;
     }
     dataset ds;
     if (load_csv(data, &ds) || split_and_scale(&ds))
@@ -435,6 +444,8 @@ int main(int argc, char **argv)
         json_t *def = study_definition(name, scheduler, json_loads(options, 0, NULL), max_epochs, seed);
         if (!def)
             snprintf(err.message, sizeof err.message, "--options is not a JSON object");
+        else if (if_exists) /* "load": run on the same-named study when its definition matches */
+            json_object_set_new(def, "if_exists", json_string(if_exists));
         int r = def ? bd_client_create_study(c, def, &study, &err) : -1;
         json_decref(def);
         if (r)
