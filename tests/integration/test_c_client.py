@@ -213,6 +213,44 @@ class CClient(bdtest.DaemonTestCase):
         self.assertCError(got, ETOOBIG, 200, "too_big")
         self.assertEqual(self.call("list_studies", 0, 0, "-", opts=["--max-response", str(64 << 20)])["rc"], 0)
 
+    def test_paged_and_ordered_listings_on_the_daemon(self):
+        prefix = bdtest.unique_name("c-page")
+        ids = [self.study(name="%s-%d" % (prefix, i))["id"] for i in range(3)]
+        seen, after = [], 0
+        for _ in range(100):
+            page = self.ok(self.call("list_studies", after, 2, "-"))
+            self.assertLessEqual(len(page["studies"]), 2)
+            seen += [x["id"] for x in page["studies"]]
+            if page["next_after"] is None:
+                break
+            after = page["next_after"]
+        self.assertEqual(seen, sorted(seen))
+        self.assertTrue(set(ids) <= set(seen), (ids, seen))
+        named = self.ok(self.call("list_studies", 0, 0, "%s-1" % prefix))
+        self.assertEqual([x["id"] for x in named["studies"]], [ids[1]])
+        self.assertIn("last_activity_at", named["studies"][0])
+        # Trials: best first, and with their measurements.
+        s = self.ok(self.call("get_study", ids[0]))
+        trials = self.ok(self.call("suggest", s["id"], "p", 3))["trials"]
+        for t, v in zip(trials, (0.3, 0.1, 0.2)):
+            self.assertEqual(self.call("report", t["id"], 1, v + 0.5, -1)["rc"], 0)
+            self.assertEqual(self.call("complete", t["id"], v)["rc"], 0)
+        best = self.ok(self.call("list_trials", s["id"], "-", 0, 2, 0, 1))
+        self.assertEqual([t["id"] for t in best["trials"]], [trials[1]["id"], trials[2]["id"]])
+        self.assertIsNone(best["next_after"])
+        full = self.ok(self.call("list_trials", s["id"], "completed", 0, 0, 1, 0))
+        self.assertEqual([[m["value"] for m in t["measurements"]] for t in full["trials"]], [[0.8], [0.6], [0.7]])
+
+    def test_create_study_if_exists(self):
+        name = bdtest.unique_name("c-ifx")
+        first = self.study(name=name)
+        self.assertCError(self.call("create_study", json.dumps({
+            "name": name, "parameters": PARAMS, "objective": {"metric": "loss", "goal": "minimize"},
+            "scheduler": {"name": "random", "options": {"max_trials": 1000}}, "seed": 5})),
+            EHTTP, 409, "conflict", "name")
+        again = self.study(name=name, if_exists="load")
+        self.assertEqual(again["id"], first["id"])
+
     # ---- retries ----
 
     def test_dropped_answers_are_retried_with_the_same_key(self):
