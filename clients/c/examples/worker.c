@@ -280,7 +280,8 @@ static int run_trial(bd_client *c, const dataset *ds, const json_t *trial, int *
     size_t size = (size_t)ds->k * (size_t)(ds->d + 1);
     hparams h = {.config_id = json_integer_value(json_object_get(trial, "config_id"))};
     model m = {.trial_id = id};
-    int *order = malloc((size_t)ds->n_train * sizeof *order), stop = 0, rc = 0, epochs = (int)ceil(budget);
+    int *order = malloc((size_t)ds->n_train * sizeof *order), stop = 0, rc = 0;
+    int epochs = budget >= 1 && budget <= MAX_EPOCHS ? (int)ceil(budget) : 0; /* 0: refused below */
     double *grad = malloc(size * sizeof *grad), *p = malloc((size_t)ds->k * sizeof *p), loss = INFINITY;
     struct timespec t0, t1;
     m.w = calloc(size, sizeof *m.w);
@@ -298,6 +299,7 @@ static int run_trial(bd_client *c, const dataset *ds, const json_t *trial, int *
     if (prev && prev->epochs <= epochs) {
         memcpy(m.w, prev->w, size * sizeof *m.w);
         m.epochs = prev->epochs;
+        loss = val_loss(ds, &m, p); /* the answer if the budget needs no more epochs */
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);
     while (m.epochs < epochs && !stop) {
