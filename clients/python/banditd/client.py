@@ -22,6 +22,10 @@ import threading
 import time
 import urllib.parse
 import uuid
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple, Union
+
+if TYPE_CHECKING:  # pragma: no cover
+    from banditd.optimize import Study
 
 __all__ = ["Client", "BanditdError", "read_token"]
 
@@ -32,19 +36,19 @@ _RETRYABLE = (OSError, http.client.HTTPException)  # socket.timeout and Connecti
 class BanditdError(Exception):
     """An error answer: HTTP status, error code ("not_found", ...), message, field (or None)."""
 
-    def __init__(self, status, code, message, field=None):
+    def __init__(self, status: int, code: str, message: str, field: Optional[str] = None) -> None:
         super().__init__(status, code, message, field)
         self.status = status
         self.code = code
         self.message = message
         self.field = field
 
-    def __str__(self):
+    def __str__(self) -> str:
         where = " (field %s)" % self.field if self.field else ""
         return "HTTP %d %s: %s%s" % (self.status, self.code, self.message, where)
 
 
-def read_token(path):
+def read_token(path: str) -> str:
     """Returns the token stored in a file (such as <db>.admin-token), stripped."""
     with open(path) as f:
         token = f.read().strip()
@@ -57,7 +61,8 @@ class Client:
     """A banditd API client. url: "http://host:port" (a path prefix is kept);
     retries: how many times a request is re-sent after a connection error or 503."""
 
-    def __init__(self, url, token, timeout=30.0, retries=5, backoff=0.2, max_backoff=5.0):
+    def __init__(self, url: str, token: Optional[str], timeout: float = 30.0, retries: int = 5,
+                 backoff: float = 0.2, max_backoff: float = 5.0) -> None:
         u = urllib.parse.urlsplit(url if "://" in url else "http://" + url)
         if u.scheme not in ("http", "https"):
             raise ValueError("url must be http:// or https://: %r" % url)
@@ -76,7 +81,7 @@ class Client:
 
     # ---- transport ----
 
-    def close(self):
+    def close(self) -> None:
         """Closes the connections of all threads; the client reconnects if used again."""
         with self._lock:
             conns, self._conns = self._conns, []
@@ -84,10 +89,15 @@ class Client:
             conn.close()
         self._local.conn = None
 
-    def __enter__(self):
+    def close_thread(self) -> None:
+        """Closes the calling thread's connection only. A thread that ends should
+        call it, or its socket stays open until close()."""
+        self._drop()
+
+    def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     def _conn(self):
@@ -109,7 +119,7 @@ class Client:
                 if conn in self._conns:
                     self._conns.remove(conn)
 
-    def _send(self, method, path, data, headers):
+    def _send(self, method: str, path: str, data: Optional[bytes], headers: Dict[str, str]) -> Tuple[int, bytes]:
         """One request on this thread's connection; returns (status, bytes)."""
         conn = self._conn()
         try:
@@ -123,7 +133,8 @@ class Client:
             self._drop()
         return resp.status, payload
 
-    def request(self, method, path, body=None, idempotency_key=None, query=None):
+    def request(self, method: str, path: str, body: Any = None, idempotency_key: Optional[str] = None,
+                query: Optional[Dict[str, Any]] = None) -> Any:
         """Sends a request, retrying on connection errors and 503; returns the decoded
         JSON answer or raises BanditdError (or the last OSError/HTTPException)."""
         if query:
@@ -161,8 +172,11 @@ class Client:
 
     # ---- studies ----
 
-    def create_study(self, name, parameters, scheduler, options=None, objective=None, resource=None,
-                     seed=None, lease_seconds=None, idempotency_key=None, **extra):
+    def create_study(self, name: str, parameters: List[Dict[str, Any]], scheduler: Union[str, Dict[str, Any]],
+                     options: Optional[Dict[str, Any]] = None, objective: Optional[Dict[str, Any]] = None,
+                     resource: Optional[Dict[str, Any]] = None, seed: Optional[int] = None,
+                     lease_seconds: Optional[float] = None, idempotency_key: Optional[str] = None,
+                     **extra: Any) -> Dict[str, Any]:
         """Creates a study; scheduler is a name ("hyperband") or {"name", "options"}."""
         if isinstance(scheduler, str):
             scheduler = {"name": scheduler, "options": options or {}}
@@ -176,19 +190,35 @@ class Client:
         body.update(extra)
         return self.request("POST", "/v1/studies", body, idempotency_key)
 
-    def get_study(self, study_id):
+    def get_study(self, study_id: int) -> Dict[str, Any]:
+        """Returns the study (trial counts, incumbent, state)."""
         return self.request("GET", "/v1/studies/%d" % study_id)
 
-    def list_studies(self):
+    def list_studies(self) -> List[Dict[str, Any]]:
         """Returns the list of the caller's studies."""
         return self.request("GET", "/v1/studies")["studies"]
 
-    def delete_study(self, study_id, idempotency_key=None):
+    def delete_study(self, study_id: int, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Deletes the study with its trials; returns {"deleted": true, "id"}."""
         return self.request("DELETE", "/v1/studies/%d" % study_id, None, idempotency_key)
+
+    def study(self, name: Optional[str] = None, parameters: Optional[List[Dict[str, Any]]] = None,
+              scheduler: Union[str, Dict[str, Any], None] = None, study_id: Optional[int] = None,
+              if_exists: Optional[str] = None, **kwargs: Any) -> "Study":
+        """Returns a banditd.Study for the optimize loop: the study study_id when
+        given, else a new one (create_study's arguments); if_exists="load" loads
+        the caller's study of that name instead when it exists."""
+        from banditd.optimize import Study  # here: optimize imports this module
+        if study_id is not None:
+            return Study.load(self, study_id)
+        if name is None or parameters is None or scheduler is None:
+            raise ValueError("give study_id, or name, parameters and scheduler to create a study")
+        return Study.create(self, name, parameters, scheduler, if_exists=if_exists, **kwargs)
 
     # ---- trials ----
 
-    def suggest(self, study_id, worker=None, count=None, idempotency_key=None):
+    def suggest(self, study_id: int, worker: Optional[str] = None, count: Optional[int] = None,
+                idempotency_key: Optional[str] = None) -> Dict[str, Any]:
         """Returns {"trials": [...]} plus "retry_after_ms" (nothing to do now) or "done"."""
         body = {}
         if worker is not None:
@@ -197,15 +227,17 @@ class Client:
             body["count"] = count
         return self.request("POST", "/v1/studies/%d/suggest" % study_id, body, idempotency_key)
 
-    def measure(self, trial_id, step, value, elapsed_seconds=None, idempotency_key=None):
+    def measure(self, trial_id: int, step: float, value: float, elapsed_seconds: Optional[float] = None,
+                idempotency_key: Optional[str] = None) -> Dict[str, Any]:
         """Reports an intermediate value; returns {"action": "continue"|"stop", "reason"?}."""
         body = {"step": step, "value": value}
         if elapsed_seconds is not None:
             body["elapsed_seconds"] = elapsed_seconds
         return self.request("POST", "/v1/trials/%d/measurements" % trial_id, body, idempotency_key)
 
-    def complete(self, trial_id, value=_MISSING, status=None, runtime=None, elapsed_seconds=None,
-                 reason=None, idempotency_key=None):
+    def complete(self, trial_id: int, value: Any = _MISSING, status: Optional[str] = None,
+                 runtime: Optional[float] = None, elapsed_seconds: Optional[float] = None,
+                 reason: Optional[str] = None, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
         """Completes a trial with value (None: diverged, give a reason) or status ("timeout")."""
         body = {}
         if value is not _MISSING:
@@ -216,19 +248,20 @@ class Client:
                 body[k] = v
         return self.request("POST", "/v1/trials/%d/complete" % trial_id, body, idempotency_key)
 
-    def fail(self, trial_id, reason=None, idempotency_key=None):
+    def fail(self, trial_id: int, reason: Optional[str] = None, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Fails a running trial (a crash, a bad config); returns the trial."""
         body = {} if reason is None else {"reason": reason}
         return self.request("POST", "/v1/trials/%d/fail" % trial_id, body, idempotency_key)
 
-    def heartbeat(self, trial_id, idempotency_key=None):
+    def heartbeat(self, trial_id: int, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
         """Renews the trial's lease; returns {"lease_expires_at": t}."""
         return self.request("POST", "/v1/trials/%d/heartbeat" % trial_id, {}, idempotency_key)
 
-    def get_trial(self, trial_id):
+    def get_trial(self, trial_id: int) -> Dict[str, Any]:
         """Returns the trial with its "measurements"."""
         return self.request("GET", "/v1/trials/%d" % trial_id)
 
-    def list_trials(self, study_id, state=None, limit=100):
+    def list_trials(self, study_id: int, state: Optional[str] = None, limit: int = 100) -> Iterator[Dict[str, Any]]:
         """Yields the study's trials (optionally of one state), fetching page after page."""
         after = 0
         while True:
@@ -244,26 +277,29 @@ class Client:
 
     # ---- users and tokens ----
 
-    def me(self):
+    def me(self) -> Dict[str, Any]:
+        """Returns the caller: {"id", "name", "admin", ...}."""
         return self.request("GET", "/v1/me")
 
-    def create_user(self, name, admin=False, idempotency_key=None):
+    def create_user(self, name: str, admin: bool = False, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
         """Creates a user (admin only); returns {"id", "name", "admin", "created_at"}."""
         return self.request("POST", "/v1/users", {"name": name, "admin": admin}, idempotency_key)
 
-    def create_token(self, user, idempotency_key=None):
+    def create_token(self, user: str, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
         """Returns {"token", "token_id"} for a new token of user (admin or that user)."""
         return self.request("POST", "/v1/users/%s/tokens" % urllib.parse.quote(user, safe=""), None,
                             idempotency_key)
 
-    def revoke_token(self, token_id, idempotency_key=None):
+    def revoke_token(self, token_id: int, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Revokes a token; returns {"revoked": true, "token_id"}."""
         return self.request("DELETE", "/v1/tokens/%d" % token_id, None, idempotency_key)
 
-    def healthz(self):
+    def healthz(self) -> Dict[str, Any]:
+        """GET /healthz: {"status": "ok"} while the daemon serves."""
         return self.request("GET", "/healthz")
 
 
-def _answer(status, payload):
+def _answer(status: int, payload: bytes) -> Any:
     """Decodes a response body; raises BanditdError unless status is 2xx."""
     text = payload.decode("utf-8", errors="replace")
     try:
