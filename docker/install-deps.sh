@@ -5,14 +5,18 @@
 #   install-deps.sh --test    also the test tools (Criterion; clang and its runtime
 #                             libraries for libFuzzer and the sanitizers, whose
 #                             libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev;
-#                             minisat, the solver banditd-worker's test configures)
+#                             minisat, the solver banditd-worker's test configures;
+#                             python3-venv and python3-wheel, with which the Python
+#                             package installs offline into a venv; python3-sklearn
+#                             and python3-numpy, the training the optimize test runs)
 #   install-deps.sh --bench   also the benchmark peers (Optuna, plotting, sklearn)
 # Packages already present are skipped, so re-running it is cheap.
 set -eu
 
 build="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev \
 libsqlite3-dev libgsl-dev libsodium-dev"
-test_pkgs="libcriterion-dev curl python3 clang libclang-rt-14-dev minisat"
+test_pkgs="libcriterion-dev curl python3 clang libclang-rt-14-dev minisat python3-venv python3-wheel \
+python3-sklearn python3-numpy"
 bench_pkgs="python3-optuna python3-matplotlib python3-sklearn python3-numpy dataset-fashion-mnist"
 
 want="$build"
