@@ -283,5 +283,38 @@ class Optimize(bdtest.DaemonTestCase):
                 a.optimize(lambda config, budget, report: 0.0, **bad)
 
 
+
+class PublicNamesDocumented(unittest.TestCase):
+    """Every public name of the package has a docstring, and every public
+    function and method has type hints on its parameters and its return."""
+
+    def test_docstrings_and_hints(self):
+        import inspect
+
+        import banditd
+        missing = []
+        for name in banditd.__all__:
+            obj = getattr(banditd, name)
+            if name == "__version__" or not (inspect.isclass(obj) or inspect.isfunction(obj)):
+                continue
+            members = [(name, obj)]
+            if inspect.isclass(obj):
+                members += [("%s.%s" % (name, m), f) for m, f in vars(obj).items()
+                            if (not m.startswith("_") or m in ("__init__", "__call__"))
+                            and (inspect.isfunction(f) or isinstance(f, (classmethod, property)))]
+            for label, f in members:
+                f = f.__func__ if isinstance(f, classmethod) else f.fget if isinstance(f, property) else f
+                if not (f.__doc__ or "").strip() and not label.endswith("__init__"):
+                    missing.append("%s: no docstring" % label)
+                if inspect.isfunction(f):
+                    sig = inspect.signature(f)
+                    for p in sig.parameters.values():
+                        if p.name not in ("self", "cls") and p.annotation is inspect.Parameter.empty:
+                            missing.append("%s: parameter %s has no type hint" % (label, p.name))
+                    if sig.return_annotation is inspect.Signature.empty:
+                        missing.append("%s: no return type hint" % label)
+        self.assertEqual(missing, [])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -7,10 +7,13 @@ bundled digits dataset, one report per epoch, two worker threads.
   every trial ends completed with one measurement per epoch it trained.
 - BO-BOS: the scheduler answers "stop" to measurements of trials it judges
   worse than the incumbent; report() raises TrialStopped in the objective,
-  which ends there, and the daemon records those trials as stopped."""
+  which ends there, and the daemon records those trials as stopped.
+- clients/examples/optimize_digits.py, the README's complete tuning loop, as
+  a user runs it (and the README shows that file verbatim)."""
 
 import copy
 import os
+import subprocess
 import sys
 import threading
 import unittest
@@ -170,6 +173,31 @@ class OptimizeSklearn(bdtest.DaemonTestCase):
             self.assertEqual(full["measurements"][-1]["step"], seen[t["id"]], full)
             self.assertLess(seen[t["id"]], 20, "stopped early, before the last epoch")
             self.assertTrue(full.get("reason"), full)
+
+    def test_readme_tuning_loop(self):
+        """clients/examples/optimize_digits.py, the complete loop shown in
+        clients/README.md (the same text), run as a user runs it."""
+        source = os.environ.get("BD_SOURCE_DIR") or os.path.join(HERE, "..", "..")
+        path = os.path.join(source, "clients", "examples", "optimize_digits.py")
+        with open(path) as f:
+            program = f.read()
+        with open(os.path.join(source, "clients", "README.md")) as f:
+            readme = f.read()
+        self.assertIn("```python\n" + program + "```\n", readme, "the README shows optimize_digits.py verbatim")
+        token = os.path.join(self.d.tmpdir, "example-token")
+        with open(token, "w") as f:
+            f.write(self.d.token)
+        env = dict(os.environ, PYTHONPATH=os.path.join(source, "clients", "python"), PYTHONDONTWRITEBYTECODE="1")
+        got = subprocess.run(["/usr/bin/python3", path, "http://127.0.0.1:%d" % self.d.port, token],
+                             capture_output=True, text=True, env=env, cwd=self.d.tmpdir, timeout=240)
+        self.assertEqual(got.returncode, 0, got.stderr[-3000:])
+        (study,) = [s for s in self.c.list_studies() if s["name"] == "digits-sgd"]
+        study = self.c.get_study(study["id"])
+        self.assertTrue(study["done"], study["trials"])
+        self.assertEqual(study["trials"]["total"], study["trials"]["completed"], study["trials"])
+        best = study["incumbent"]
+        self.assertEqual(got.stdout.strip(), "best validation error %.4f with %s" % (best["value"], best["config"]))
+        self.assertLess(best["value"], 0.2, got.stdout)
 
 
 if __name__ == "__main__":

@@ -143,6 +143,8 @@ class Reporter:
         self.trial: Dict[str, Any] = run.trial  #: the trial as suggest returned it
 
     def __call__(self, step: Any, value: float, elapsed_seconds: Optional[float] = None) -> Dict[str, Any]:
+        """Sends value at step (epochs so far, in the study's resource units);
+        returns the daemon's answer or raises TrialStopped."""
         run, client = self._run, self._loop.client
         if run.ended is not None:
             raise TrialStopped(run.id, step, run.reason)
