@@ -7,8 +7,10 @@
 #                             libraries for libFuzzer and the sanitizers, whose
 #                             libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev;
 #                             minisat, the solver banditd-worker's test configures;
-#                             python3-sklearn for the datasets the C example worker's
-#                             test trains on, e.g. sklearn/datasets/data/breast_cancer.csv;
+#                             python3-venv and python3-wheel, with which the Python
+#                             package installs offline into a venv; python3-sklearn
+#                             and python3-numpy, the training the optimize test runs and
+#                             the datasets the C example worker's test trains on;
 #                             nodejs and npm for the OpenAPI lint, tests/openapi/, only
 #                             when node / npm are not on PATH: NodeSource's nodejs
 #                             bundles npm, and Debian's npm would conflict with it);
@@ -20,7 +22,8 @@ set -eu
 
 build="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev \
 libsqlite3-dev libgsl-dev libsodium-dev libcurl4-openssl-dev help2man"
-test_pkgs="libcriterion-dev curl python3 clang libclang-rt-14-dev minisat systemd python3-sklearn"
+test_pkgs="libcriterion-dev curl python3 clang libclang-rt-14-dev minisat systemd python3-venv python3-wheel \
+python3-sklearn python3-numpy"
 bench_pkgs="python3-optuna python3-matplotlib python3-sklearn python3-numpy dataset-fashion-mnist"
 
 node_pkgs=""
