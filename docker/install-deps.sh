@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the Debian 12 packages banditd needs. Shared by the README commands,
 # the Dockerfile and .ci/run, so there is one list to keep current.
-#   install-deps.sh           build + run the daemon
+#   install-deps.sh           build + run the daemon (and bdctl: python3-yaml
+#                             reads YAML study files)
 #   install-deps.sh --test    also the test tools (Criterion; clang and its runtime
 #                             libraries for libFuzzer and the sanitizers, whose
 #                             libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev;
@@ -11,8 +12,8 @@
 set -eu
 
 build="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev \
-libsqlite3-dev libgsl-dev libsodium-dev"
-test_pkgs="libcriterion-dev curl python3 clang libclang-rt-14-dev minisat"
+libsqlite3-dev libgsl-dev libsodium-dev python3-yaml"
+test_pkgs="libcriterion-dev curl python3 python3-yaml clang libclang-rt-14-dev minisat"
 bench_pkgs="python3-optuna python3-matplotlib python3-sklearn python3-numpy dataset-fashion-mnist"
 
 want="$build"

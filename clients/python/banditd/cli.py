@@ -30,7 +30,18 @@ from .cli_show import report as show_report
 from .cli_tail import tail
 
 DEFAULT_URL = "http://127.0.0.1:8080"
-PAGE = 1000
+
+
+def _page_size():
+    """Items per listing request: $BDCTL_PAGE_SIZE (1..1000, the daemon's
+    maximum; small values exercise paging), else 1000."""
+    try:
+        return min(1000, max(1, int(os.environ.get("BDCTL_PAGE_SIZE", "1000"))))
+    except ValueError:
+        return 1000
+
+
+PAGE = _page_size()
 EXIT_ERROR, EXIT_USAGE = 1, 2
 EXIT_DONE, EXIT_WAIT, EXIT_STOP = 3, 4, 3
 STATES = ("running", "completed", "stopped", "failed", "expired")

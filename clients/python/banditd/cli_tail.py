@@ -22,7 +22,7 @@ import time
 
 from .cli_format import config_text, num
 
-PAGE = 1000
+PAGE = 1000  # trials per request (the daemon's maximum)
 MAX_PAGES = 10
 MAX_CHANGED = 200
 
