@@ -1,0 +1,318 @@
+"""banditd.client: a small Python client for the banditd HTTP API (stdlib only).
+(It was the one-module banditd_client, which still re-exports it.)
+
+    from banditd import Client
+    c = Client("http://127.0.0.1:8080", token)
+    study = c.create_study("demo", [{"name": "x", "type": "float", "low": 0, "high": 1}], "random")
+    for t in c.suggest(study["id"], worker="w1")["trials"]:
+        c.complete(t["id"], value=(t["config"]["x"] - 0.3) ** 2)
+
+Every method returns the decoded JSON answer; an error answer raises BanditdError.
+Each thread gets its own kept-alive connection, so one Client may be shared by
+threads; close() (or a with block) closes them all. Every POST and DELETE carries an Idempotency-Key (a fresh uuid4 per
+call unless one is given), so a request that failed on the wire (connection
+refused or reset, timeout) or got 503 is sent again with the same key: the
+daemon acts once and a retried suggest returns the same trials.
+"""
+
+import http.client
+import json
+import random
+import threading
+import time
+import urllib.parse
+import uuid
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple, Union
+
+if TYPE_CHECKING:  # pragma: no cover
+    from banditd.optimize import Study
+
+__all__ = ["Client", "BanditdError", "read_token"]
+
+_MISSING = object()
+_RETRYABLE = (OSError, http.client.HTTPException)  # socket.timeout and ConnectionError are OSErrors
+
+
+class BanditdError(Exception):
+    """An error answer: HTTP status, error code ("not_found", ...), message, field (or None)."""
+
+    def __init__(self, status: int, code: str, message: str, field: Optional[str] = None) -> None:
+        super().__init__(status, code, message, field)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+
+    def __str__(self) -> str:
+        where = " (field %s)" % self.field if self.field else ""
+        return "HTTP %d %s: %s%s" % (self.status, self.code, self.message, where)
+
+
+def read_token(path: str) -> str:
+    """Returns the token stored in a file (such as <db>.admin-token), stripped."""
+    with open(path) as f:
+        token = f.read().strip()
+    if not token:
+        raise ValueError("token file %s is empty" % path)
+    return token
+
+
+class Client:
+    """A banditd API client. url: "http://host:port" (a path prefix is kept);
+    retries: how many times a request is re-sent after a connection error or 503."""
+
+    def __init__(self, url: str, token: Optional[str], timeout: float = 30.0, retries: int = 5,
+                 backoff: float = 0.2, max_backoff: float = 5.0) -> None:
+        u = urllib.parse.urlsplit(url if "://" in url else "http://" + url)
+        if u.scheme not in ("http", "https"):
+            raise ValueError("url must be http:// or https://: %r" % url)
+        self.scheme = u.scheme
+        self.host = u.hostname or "127.0.0.1"
+        self.port = u.port or (443 if u.scheme == "https" else 80)
+        self.prefix = u.path.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._conns = []  # every thread's connection, for close()
+
+    # ---- transport ----
+
+    def close(self) -> None:
+        """Closes the connections of all threads; the client reconnects if used again."""
+        with self._lock:
+            conns, self._conns = self._conns, []
+        for conn in conns:
+            conn.close()
+        self._local.conn = None
+
+    def close_thread(self) -> None:
+        """Closes the calling thread's connection only. A thread that ends should
+        call it, or its socket stays open until close()."""
+        self._drop()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _conn(self):
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
+            conn = cls(self.host, self.port, timeout=self.timeout)
+            self._local.conn = conn
+            with self._lock:
+                self._conns.append(conn)
+        return conn
+
+    def _drop(self):
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            conn.close()
+            with self._lock:
+                if conn in self._conns:
+                    self._conns.remove(conn)
+
+    def _send(self, method: str, path: str, data: Optional[bytes], headers: Dict[str, str]) -> Tuple[int, bytes]:
+        """One request on this thread's connection; returns (status, bytes)."""
+        conn = self._conn()
+        try:
+            conn.request(method, self.prefix + path, body=data, headers=headers)
+            resp = conn.getresponse()
+            payload = resp.read()
+        except BaseException:
+            self._drop()
+            raise
+        if resp.will_close:
+            self._drop()
+        return resp.status, payload
+
+    def request(self, method: str, path: str, body: Any = None, idempotency_key: Optional[str] = None,
+                query: Optional[Dict[str, Any]] = None) -> Any:
+        """Sends a request, retrying on connection errors and 503; returns the decoded
+        JSON answer or raises BanditdError (or the last OSError/HTTPException)."""
+        if query:
+            path += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
+        headers = {"Accept": "application/json"}
+        if self.token is not None:
+            headers["Authorization"] = "Bearer " + self.token
+        data = None
+        if body is not None:
+            data = json.dumps(body, allow_nan=False).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        elif method in ("POST", "PUT", "PATCH"):
+            headers["Content-Length"] = "0"
+        if method in ("POST", "DELETE"):
+            headers["Idempotency-Key"] = idempotency_key or str(uuid.uuid4())
+        delay = self.backoff
+        for attempt in range(self.retries + 1):
+            last = attempt == self.retries
+            try:
+                status, payload = self._send(method, path, data, headers)
+            except _RETRYABLE:
+                if last:
+                    raise
+                # A kept-alive connection closed by the server fails at once: retry without waiting.
+                if attempt > 0:
+                    time.sleep(delay * (0.5 + random.random()))
+                    delay = min(delay * 2, self.max_backoff)
+                continue
+            if status == 503 and not last:
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, self.max_backoff)
+                continue
+            return _answer(status, payload)
+        raise AssertionError("unreachable")
+
+    # ---- studies ----
+
+    def create_study(self, name: str, parameters: List[Dict[str, Any]], scheduler: Union[str, Dict[str, Any]],
+                     options: Optional[Dict[str, Any]] = None, objective: Optional[Dict[str, Any]] = None,
+                     resource: Optional[Dict[str, Any]] = None, seed: Optional[int] = None,
+                     lease_seconds: Optional[float] = None, idempotency_key: Optional[str] = None,
+                     **extra: Any) -> Dict[str, Any]:
+        """Creates a study; scheduler is a name ("hyperband") or {"name", "options"}."""
+        if isinstance(scheduler, str):
+            scheduler = {"name": scheduler, "options": options or {}}
+        elif options is not None:
+            raise ValueError("give options inside the scheduler dict or with a scheduler name, not both")
+        body = {"name": name, "parameters": parameters, "scheduler": scheduler}
+        for k, v in (("objective", objective), ("resource", resource), ("seed", seed),
+                     ("lease_seconds", lease_seconds)):
+            if v is not None:
+                body[k] = v
+        body.update(extra)
+        return self.request("POST", "/v1/studies", body, idempotency_key)
+
+    def get_study(self, study_id: int) -> Dict[str, Any]:
+        """Returns the study (trial counts, incumbent, state)."""
+        return self.request("GET", "/v1/studies/%d" % study_id)
+
+    def list_studies(self) -> List[Dict[str, Any]]:
+        """Returns the list of the caller's studies."""
+        return self.request("GET", "/v1/studies")["studies"]
+
+    def delete_study(self, study_id: int, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Deletes the study with its trials; returns {"deleted": true, "id"}."""
+        return self.request("DELETE", "/v1/studies/%d" % study_id, None, idempotency_key)
+
+    def study(self, name: Optional[str] = None, parameters: Optional[List[Dict[str, Any]]] = None,
+              scheduler: Union[str, Dict[str, Any], None] = None, study_id: Optional[int] = None,
+              if_exists: Optional[str] = None, **kwargs: Any) -> "Study":
+        """Returns a banditd.Study for the optimize loop: the study study_id when
+        given, else a new one (create_study's arguments); if_exists="load" loads
+        the caller's study of that name instead when it exists."""
+        from banditd.optimize import Study  # here: optimize imports this module
+        if study_id is not None:
+            return Study.load(self, study_id)
+        if name is None or parameters is None or scheduler is None:
+            raise ValueError("give study_id, or name, parameters and scheduler to create a study")
+        return Study.create(self, name, parameters, scheduler, if_exists=if_exists, **kwargs)
+
+    # ---- trials ----
+
+    def suggest(self, study_id: int, worker: Optional[str] = None, count: Optional[int] = None,
+                idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Returns {"trials": [...]} plus "retry_after_ms" (nothing to do now) or "done"."""
+        body = {}
+        if worker is not None:
+            body["worker"] = worker
+        if count is not None:
+            body["count"] = count
+        return self.request("POST", "/v1/studies/%d/suggest" % study_id, body, idempotency_key)
+
+    def measure(self, trial_id: int, step: float, value: float, elapsed_seconds: Optional[float] = None,
+                idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Reports an intermediate value; returns {"action": "continue"|"stop", "reason"?}."""
+        body = {"step": step, "value": value}
+        if elapsed_seconds is not None:
+            body["elapsed_seconds"] = elapsed_seconds
+        return self.request("POST", "/v1/trials/%d/measurements" % trial_id, body, idempotency_key)
+
+    def complete(self, trial_id: int, value: Any = _MISSING, status: Optional[str] = None,
+                 runtime: Optional[float] = None, elapsed_seconds: Optional[float] = None,
+                 reason: Optional[str] = None, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Completes a trial with value (None: diverged, give a reason) or status ("timeout")."""
+        body = {}
+        if value is not _MISSING:
+            body["value"] = value
+        for k, v in (("status", status), ("runtime", runtime), ("elapsed_seconds", elapsed_seconds),
+                     ("reason", reason)):
+            if v is not None:
+                body[k] = v
+        return self.request("POST", "/v1/trials/%d/complete" % trial_id, body, idempotency_key)
+
+    def fail(self, trial_id: int, reason: Optional[str] = None, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Fails a running trial (a crash, a bad config); returns the trial."""
+        body = {} if reason is None else {"reason": reason}
+        return self.request("POST", "/v1/trials/%d/fail" % trial_id, body, idempotency_key)
+
+    def heartbeat(self, trial_id: int, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Renews the trial's lease; returns {"lease_expires_at": t}."""
+        return self.request("POST", "/v1/trials/%d/heartbeat" % trial_id, {}, idempotency_key)
+
+    def get_trial(self, trial_id: int) -> Dict[str, Any]:
+        """Returns the trial with its "measurements"."""
+        return self.request("GET", "/v1/trials/%d" % trial_id)
+
+    def list_trials(self, study_id: int, state: Optional[str] = None, limit: int = 100) -> Iterator[Dict[str, Any]]:
+        """Yields the study's trials (optionally of one state), fetching page after page."""
+        after = 0
+        while True:
+            page = self.request("GET", "/v1/studies/%d/trials" % study_id,
+                                query={"state": state, "after": after, "limit": limit})
+            yield from page["trials"]
+            nxt = page.get("next_after")
+            if nxt is None or not page["trials"]:
+                return
+            if nxt <= after:
+                raise BanditdError(200, "internal", "next_after %r does not advance past %d" % (nxt, after))
+            after = nxt
+
+    # ---- users and tokens ----
+
+    def me(self) -> Dict[str, Any]:
+        """Returns the caller: {"id", "name", "admin", ...}."""
+        return self.request("GET", "/v1/me")
+
+    def create_user(self, name: str, admin: bool = False, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Creates a user (admin only); returns {"id", "name", "admin", "created_at"}."""
+        return self.request("POST", "/v1/users", {"name": name, "admin": admin}, idempotency_key)
+
+    def create_token(self, user: str, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Returns {"token", "token_id"} for a new token of user (admin or that user)."""
+        return self.request("POST", "/v1/users/%s/tokens" % urllib.parse.quote(user, safe=""), None,
+                            idempotency_key)
+
+    def revoke_token(self, token_id: int, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Revokes a token; returns {"revoked": true, "token_id"}."""
+        return self.request("DELETE", "/v1/tokens/%d" % token_id, None, idempotency_key)
+
+    def healthz(self) -> Dict[str, Any]:
+        """GET /healthz: {"status": "ok"} while the daemon serves."""
+        return self.request("GET", "/healthz")
+
+
+def _answer(status: int, payload: bytes) -> Any:
+    """Decodes a response body; raises BanditdError unless status is 2xx."""
+    text = payload.decode("utf-8", errors="replace")
+    try:
+        doc = json.loads(text) if text else None
+    except ValueError:
+        doc = None
+    if 200 <= status < 300:
+        if doc is None and text:
+            raise BanditdError(status, "bad_response", "the answer is not JSON: %.200s" % text)
+        return doc
+    err = doc.get("error") if isinstance(doc, dict) else None
+    if isinstance(err, dict):
+        raise BanditdError(status, err.get("code") or "http_%d" % status, err.get("message") or "",
+                           err.get("field"))
+    raise BanditdError(status, "http_%d" % status, text[:200] or http.client.responses.get(status, ""))
+
