@@ -107,6 +107,15 @@ typedef struct bd_http_resp {
     json_t *json; /* new: the body, sent compactly as application/json */
     char *text;   /* new (free()): the body when json is NULL */
     size_t text_len;
+    /* A streamed body (json and text NULL): stream_read fills buf with up to
+     * max bytes and returns how many, 0 at the end, < 0 on an error (the
+     * connection is then cut, so the client sees a truncated answer). It runs
+     * on the connection's polling thread after the handler returned; the
+     * server owns stream_ctx from then on and frees it with stream_free. */
+    long (*stream_read)(void *ctx, char *buf, size_t max);
+    void (*stream_free)(void *ctx);
+    void *stream_ctx;
+    char disposition[160];    /* Content-Disposition header when non-empty */
     const char *content_type; /* static; NULL means application/json */
     char allow[64];           /* Allow header when non-empty */
     int www_authenticate;     /* send WWW-Authenticate: Bearer */
