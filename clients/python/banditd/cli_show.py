@@ -21,7 +21,9 @@ MAX_BRACKETS = 8
 def _param_text(p):
     kind = p.get("type", "?")
     if kind == "categorical":
-        dom = "{" + ", ".join(str(c) for c in p.get("choices", [])) + "}"
+        choices = p.get("choices") or []
+        more = ", ... %d more" % (len(choices) - 12) if len(choices) > 12 else ""
+        dom = "{" + ", ".join(str(c) for c in choices[:12]) + more + "}"
     elif "low" in p or "high" in p:
         dom = "[%s, %s]" % (num(p.get("low")), num(p.get("high")))
         if p.get("log"):
@@ -30,7 +32,8 @@ def _param_text(p):
         dom = ""
     cond = ""
     if isinstance(p.get("when"), dict):
-        cond = " when " + ", ".join("%s in %s" % (k, v) for k, v in p["when"].items())
+        cond = " when " + ", ".join("%s in {%s}" % (k, ", ".join(str(x) for x in v) if isinstance(v, list) else v)
+                                    for k, v in p["when"].items())
     return "%s %s %s%s" % (p.get("name", "?"), kind, dom, cond)
 
 
