@@ -549,7 +549,8 @@ class Bdctl(bdtest.DaemonTestCase):
         for t in trials:
             full = bdtest.expect(self.d.request("GET", "/v1/trials/%d" % t["id"]), 200)
             start = budgets[t["resume_from"]] if t["resume_from"] else 0
-            self.assertEqual([m["step"] for m in full["measurements"]], list(range(start + 1, t["budget"] + 1)),
+            steps = [m["step"] for m in full["measurements"]]
+            self.assertEqual(steps, list(range(start + 1, t["budget"] + 1)),
                              "trial %d (resumes %s)" % (t["id"], t["resume_from"]))
             self.assertEqual(full["worker"], "shw")
             self.assertEqual(full["value"], full["measurements"][-1]["value"])
