@@ -248,7 +248,8 @@ class Client:
                 body[k] = v
         return self.request("POST", "/v1/trials/%d/complete" % trial_id, body, idempotency_key)
 
-    def fail(self, trial_id: int, reason: Optional[str] = None, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+    def fail(self, trial_id: int, reason: Optional[str] = None,
+             idempotency_key: Optional[str] = None) -> Dict[str, Any]:
         """Fails a running trial (a crash, a bad config); returns the trial."""
         body = {} if reason is None else {"reason": reason}
         return self.request("POST", "/v1/trials/%d/fail" % trial_id, body, idempotency_key)

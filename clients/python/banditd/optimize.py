@@ -22,7 +22,7 @@ How the loop treats each answer and outcome:
   value / status ("timeout") / runtime / elapsed_seconds / reason as the
   complete body (for instance-based studies such as spc); anything else, or an
   exception, fails the trial with the exception's text. After max_failures
-  failed trials the loop stops and raises TooManyFailures.
+  failed or lost trials the loop stops and raises TooManyFailures.
 - KeyboardInterrupt fails the running trials ("interrupted") so the study can
   hand them out again, and is raised again from optimize().
 
@@ -105,7 +105,8 @@ class TooManyFailures(RuntimeError):
 
     def __init__(self, result: OptimizeResult) -> None:
         last = result.errors[-1] if result.errors else "?"
-        super().__init__("%d trials of study %d failed; the last: %s" % (result.failed, result.study_id, last))
+        super().__init__("%d trials of study %d failed and %d were lost; the last: %s"
+                         % (result.failed, result.study_id, result.lost, last))
         self.result = result  #: the OptimizeResult of the call
 
 
@@ -142,6 +143,8 @@ class Reporter:
         self.trial: Dict[str, Any] = run.trial  #: the trial as suggest returned it
 
     def __call__(self, step: Any, value: float, elapsed_seconds: Optional[float] = None) -> Dict[str, Any]:
+        """Sends value at step (epochs so far, in the study's resource units);
+        returns the daemon's answer or raises TrialStopped."""
         run, client = self._run, self._loop.client
         if run.ended is not None:
             raise TrialStopped(run.id, step, run.reason)
@@ -157,10 +160,12 @@ class Reporter:
         try:
             answer = client.measure(run.id, step, v, elapsed_seconds=elapsed_seconds)
         except BanditdError as e:
-            if e.status in (404, 409) and run.claim("lost", str(e)):
+            if e.status not in (404, 409):
+                raise
+            # Ended on the daemon: by someone else (lost), or by this loop meanwhile (an interrupt).
+            if run.claim("lost", "the daemon no longer runs this trial: %s" % e):
                 self._loop.count("lost", str(e))
-                raise TrialStopped(run.id, step, "the daemon no longer runs this trial: %s" % e) from None
-            raise
+            raise TrialStopped(run.id, step, run.reason) from None
         if answer.get("action") == "stop":
             reason = answer.get("reason") or "stopped by the scheduler"
             # The daemon has already marked the trial stopped: nothing more to send.
@@ -212,6 +217,8 @@ class _Loop:
         self.taken = 0  # trials asked for or running (n_trials slots)
         self.running: Dict[int, _Run] = {}
         self.error: Optional[BaseException] = None
+        self.active = 0  # worker threads still running
+        self.all_ended = threading.Event()  # set when the last worker thread ends
 
     # ---- bookkeeping ----
 
@@ -226,7 +233,9 @@ class _Loop:
             setattr(self.result, what, getattr(self.result, what) + 1)
             if reason is not None:
                 self.result.errors = (self.result.errors + [reason])[-20:]
-            over = what == "failed" and self.max_failures is not None and self.result.failed >= self.max_failures
+            # Lost trials count too: a loop whose every trial expires must end as well.
+            over = (what in ("failed", "lost") and self.max_failures is not None
+                    and self.result.failed + self.result.lost >= self.max_failures)
         if over:
             self.halt("max_failures")
 
@@ -381,6 +390,10 @@ class _Loop:
             self.halt("interrupted" if isinstance(e, KeyboardInterrupt) else "error")
         finally:
             self.client.close_thread()
+            with self.lock:
+                self.active -= 1
+                if self.active == 0:
+                    self.all_ended.set()
 
 
 def _cut(reason: str) -> str:
@@ -472,8 +485,8 @@ class Study:
                  max_failures: Optional[int] = 10) -> OptimizeResult:
         """Runs fn(config, budget, report) on the study's trials until the study is
         done, n_trials trials were run, timeout seconds passed (no new trial
-        starts after it; running ones finish) or max_failures trials failed
-        (then raises TooManyFailures). n_workers threads each run their own
+        starts after it; running ones finish) or max_failures trials failed or
+        were lost (then raises TooManyFailures). n_workers threads each run their own
         loop, named worker_name-<i> (default host-pid). Returns an
         OptimizeResult. See the module's docstring for how each outcome is sent."""
         if isinstance(n_workers, bool) or not isinstance(n_workers, int) or not 1 <= n_workers <= MAX_WORKERS:
@@ -499,18 +512,18 @@ class Study:
         else:
             threads = [threading.Thread(target=loop.thread_main, args=(i,), daemon=True,
                                         name="banditd-worker-%d" % i) for i in range(n_workers)]
+            loop.active = n_workers
             for t in threads:
                 t.start()
+            # An Event, not Thread.join: after a join interrupted by Ctrl-C, later
+            # joins of that thread returned at once here (CPython 3.11) while it ran on.
             try:
-                for t in threads:
-                    while t.is_alive():
-                        t.join(0.2)
+                while not loop.all_ended.wait(0.2):
+                    pass
             except KeyboardInterrupt:
                 loop.interrupt()
                 # The failed trials' fn end at their next report; wait a little for them.
-                end = time.monotonic() + 5.0
-                for t in threads:
-                    t.join(max(0.0, end - time.monotonic()))
+                loop.all_ended.wait(5.0)
                 raise
             if loop.error is not None:
                 if isinstance(loop.error, KeyboardInterrupt):
