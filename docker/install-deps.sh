@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages banditd needs. Shared by the README commands,
 # the Dockerfile and .ci/run, so there is one list to keep current.
 #   install-deps.sh           build + run the daemon (help2man makes banditd.1
-#                             from banditd --help)
+#                             from banditd --help; python3-yaml lets bdctl read
+#                             YAML study files)
 #   install-deps.sh --test    also the test tools (Criterion; clang and its runtime
 #                             libraries for libFuzzer and the sanitizers, whose
 #                             libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev;
@@ -21,9 +22,9 @@
 set -eu
 
 build="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev \
-libsqlite3-dev libgsl-dev libsodium-dev libcurl4-openssl-dev help2man"
-test_pkgs="libcriterion-dev curl python3 clang libclang-rt-14-dev minisat systemd python3-venv python3-wheel \
-python3-sklearn python3-numpy"
+libsqlite3-dev libgsl-dev libsodium-dev libcurl4-openssl-dev help2man python3-yaml"
+test_pkgs="libcriterion-dev curl python3 python3-yaml clang libclang-rt-14-dev minisat systemd python3-venv \
+python3-wheel python3-sklearn python3-numpy"
 bench_pkgs="python3-optuna python3-matplotlib python3-sklearn python3-numpy dataset-fashion-mnist"
 
 node_pkgs=""
