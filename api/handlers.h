@@ -27,6 +27,8 @@ BD_HANDLER(bd_h_get_study);
 BD_HANDLER(bd_h_delete_study);
 BD_HANDLER(bd_h_suggest);
 BD_HANDLER(bd_h_list_trials);
+BD_HANDLER(bd_h_trials_csv);
+BD_HANDLER(bd_h_history);
 
 /* handlers_trials.c */
 BD_HANDLER(bd_h_measure);

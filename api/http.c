@@ -36,6 +36,8 @@ void bd_http_resp_clear(bd_http_resp *resp)
 {
     json_decref(resp->json);
     free(resp->text);
+    if (resp->stream_ctx && resp->stream_free)
+        resp->stream_free(resp->stream_ctx);
     memset(resp, 0, sizeof *resp);
 }
 

@@ -116,7 +116,16 @@ typedef struct bd_http_resp {
     json_t *json; /* new: the body, sent compactly as application/json */
     char *text;   /* new (free()): the body when json is NULL */
     size_t text_len;
-    const void *body; /* borrowed, static (compiled-in files): the body when json and text are NULL */
+    /* A streamed body (json and text NULL): stream_read fills buf with up to
+     * max bytes and returns how many, 0 at the end, < 0 on an error (the
+     * connection is then cut, so the client sees a truncated answer). It runs
+     * on the connection's polling thread after the handler returned; the
+     * server owns stream_ctx from then on and frees it with stream_free. */
+    long (*stream_read)(void *ctx, char *buf, size_t max);
+    void (*stream_free)(void *ctx);
+    void *stream_ctx;
+    char disposition[160];    /* Content-Disposition header when non-empty */
+    const void *body; /* borrowed, static (compiled-in files): the body when json, text and stream_read are NULL */
     size_t body_len;
     const char *content_type; /* static; NULL means application/json */
     bd_http_header headers[BD_RESP_HEADERS_MAX]; /* extra headers, sent in order */

@@ -296,6 +296,32 @@ static const char *lookup_query(void *conn, const char *key, int *present)
     return value;
 }
 
+#define STREAM_BLOCK 65536 /* what MHD asks a streamed body for at a time */
+
+typedef struct stream_cls {
+    long (*read)(void *ctx, char *buf, size_t max);
+    void (*free)(void *ctx);
+    void *ctx;
+} stream_cls;
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    stream_cls *c = cls;
+    long n;
+    (void)pos;
+    n = c->read(c->ctx, buf, max);
+    if (n < 0)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+    stream_cls *c = cls;
+    c->free(c->ctx);
+    free(c);
+}
+
 /* Serializes resp into an MHD response; NULL only if MHD cannot allocate. */
 static struct MHD_Response *make_response(bd_http_resp *resp)
 {
@@ -316,6 +342,14 @@ static struct MHD_Response *make_response(bd_http_resp *resp)
             if (!mr)
                 free(s);
         }
+    } else if (resp->stream_read) {
+        stream_cls *c = bd_xmalloc(sizeof *c);
+        *c = (stream_cls){resp->stream_read, resp->stream_free, resp->stream_ctx};
+        mr = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_reader, c, stream_free);
+        if (mr)
+            resp->stream_ctx = NULL; /* MHD's now: stream_free runs when the response is destroyed */
+        else
+            free(c);
     } else if (resp->text) {
         mr = MHD_create_response_from_buffer(resp->text_len, resp->text, MHD_RESPMEM_MUST_FREE);
         if (mr)
@@ -329,6 +363,8 @@ static struct MHD_Response *make_response(bd_http_resp *resp)
                             resp->content_type ? resp->content_type : "application/json");
     if (resp->allow[0])
         MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, resp->allow);
+    if (resp->disposition[0])
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_DISPOSITION, resp->disposition);
     if (resp->www_authenticate)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (resp->close)

@@ -5,7 +5,10 @@
 #   install-deps.sh --test    also the test tools (Criterion; clang and its runtime
 #                             libraries for libFuzzer and the sanitizers, whose
 #                             libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev;
-#                             minisat, the solver banditd-worker's test configures)
+#                             minisat, the solver banditd-worker's test configures;
+#                             nodejs and npm for the OpenAPI lint, tests/openapi/, only
+#                             when node / npm are not on PATH: NodeSource's nodejs
+#                             bundles npm, and Debian's npm would conflict with it)
 #   install-deps.sh --bench   also the benchmark peers (Optuna, plotting, sklearn)
 # Packages already present are skipped, so re-running it is cheap.
 set -eu
@@ -15,11 +18,15 @@ libsqlite3-dev libgsl-dev libsodium-dev"
 test_pkgs="libcriterion-dev curl python3 clang libclang-rt-14-dev minisat"
 bench_pkgs="python3-optuna python3-matplotlib python3-sklearn python3-numpy dataset-fashion-mnist"
 
+node_pkgs=""
+command -v node >/dev/null 2>&1 || node_pkgs="nodejs"
+command -v npm >/dev/null 2>&1 || node_pkgs="$node_pkgs npm"
+
 want="$build"
 for arg in "$@"; do
   case "$arg" in
-    --test) want="$want $test_pkgs" ;;
-    --bench) want="$want $test_pkgs $bench_pkgs" ;;
+    --test) want="$want $test_pkgs $node_pkgs" ;;
+    --bench) want="$want $test_pkgs $node_pkgs $bench_pkgs" ;;
     *) echo "install-deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done

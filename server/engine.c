@@ -74,6 +74,12 @@ void bd_engine_study_free(study_rt *st)
 
 /* -------------------------------------------------------------------- feed */
 
+void bd_engine_touch(study_rt *st, double at)
+{
+    if (at > st->last_activity_at)
+        st->last_activity_at = at;
+}
+
 double bd_engine_loss(const study_rt *st, int has_value, double value)
 {
     if (!has_value || isnan(value))
@@ -194,6 +200,7 @@ static int replay_created(replay_ctx *c, const bd_event_row *row)
                    .elapsed_seconds = NAN};
     const trial_ref *resumed = t.resume_from ? find_ref(c, t.resume_from) : NULL;
     bd_engine_feed(c->st, &ev, 1, resumed ? resumed->budget : 0, &d);
+    bd_engine_touch(c->st, row->created_at);
     if (c->n == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 256;
         c->refs = bd_xrealloc(c->refs, c->cap * sizeof *c->refs);
@@ -225,6 +232,7 @@ static int replay_event(const bd_event_row *row, void *arg)
                    .timeout = row->timeout,
                    .elapsed_seconds = row->elapsed_seconds};
     bd_engine_feed(c->st, &ev, 1, 0, &d);
+    bd_engine_touch(c->st, row->created_at);
     return 0;
 }
 
@@ -246,6 +254,7 @@ static int replay(bd_engine *e, study_rt *st, bd_err *err)
     st->trials_created = 0;
     st->used = (study_usage){0, 0, 0};
     st->best = st->best_full = (best_trial){0, 0};
+    st->last_activity_at = st->created_at;
     if ((rc = ops->create(&st->spec.def, &st->sched, err)))
         return rc;
     replay_ctx c = {.e = e, .st = st, .err = err};
@@ -327,6 +336,7 @@ void bd_engine_plan_event(bd_engine *e, study_rt *st, bd_write_plan *p, const bd
                     .timeout = row->timeout,
                     .elapsed_seconds = row->elapsed_seconds};
     bd_engine_feed(st, &sev, 0, 0, d);
+    bd_engine_touch(st, row->created_at);
 }
 
 /* Writes the plan inside the caller's transaction. */

@@ -61,8 +61,30 @@ typedef struct bd_request {
 } bd_request;
 
 /* ---- studies ---- */
-int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *body, json_t **out, bd_err *err) BD_MUST_CHECK;
-int bd_engine_list_studies(bd_engine *e, const bd_caller *who, json_t **out, bd_err *err) BD_MUST_CHECK;
+/* body: the study definition plus "if_exists": "error" (default) | "load" |
+ * "create". A study name is unique per owner among live studies unless
+ * "create" is given: with "error" a live study of the caller with that name
+ * is BD_ECONFLICT (field "name"); with "load" that study is the answer when
+ * its definition equals the body's (a body without "seed" matches any seed;
+ * else BD_ECONFLICT naming the first differing top-level field) and *loaded
+ * (may be NULL) is set to 1; otherwise a new study is created (*loaded = 0). */
+int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *body, json_t **out, int *loaded,
+                           bd_err *err) BD_MUST_CHECK;
+/* A page of who's studies: id > after, at most limit (1..1000), only those
+ * named name unless it is NULL. Answers {"studies": [...], "next_after": id|null}. */
+typedef struct bd_study_query {
+    int64_t after;
+    int64_t limit;
+    const char *name; /* borrowed; NULL: any */
+} bd_study_query;
+int bd_engine_list_studies(bd_engine *e, const bd_caller *who, const bd_study_query *q, json_t **out,
+                           bd_err *err) BD_MUST_CHECK;
+/* Best-value history for plots: {"best": [{"trial_id", "finished_at",
+ * "elapsed_seconds", "resource", "value"}...], "completed", "resource_total"}
+ * with at most points (2..2000) points, the first and last improvement kept.
+ * Scans the study's trials in pages without its mutex. */
+int bd_engine_history(bd_engine *e, const bd_caller *who, int64_t study_id, int64_t points, json_t **out,
+                      bd_err *err) BD_MUST_CHECK;
 int bd_engine_get_study(bd_engine *e, const bd_caller *who, int64_t study_id, json_t **out, bd_err *err) BD_MUST_CHECK;
 int bd_engine_delete_study(bd_engine *e, const bd_request *req, int64_t study_id, json_t **out, bd_err *err) BD_MUST_CHECK;
 
@@ -78,11 +100,37 @@ int bd_engine_complete(bd_engine *e, const bd_request *req, int64_t trial_id, co
 int bd_engine_fail(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out, bd_err *err) BD_MUST_CHECK;
 int bd_engine_heartbeat(bd_engine *e, const bd_request *req, int64_t trial_id, json_t **out, bd_err *err) BD_MUST_CHECK;
 int bd_engine_get_trial(bd_engine *e, const bd_caller *who, int64_t trial_id, json_t **out, bd_err *err) BD_MUST_CHECK;
-/* state: NULL or a state name; instance: an instance index, or -1 for any;
- * after: trial id cursor (0 = from the start); limit 1..1000.
- * Answers {"trials": [...], "next_after": id|null}. */
-int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, const char *state,
-                          int64_t instance, int64_t after, int64_t limit, json_t **out, bd_err *err) BD_MUST_CHECK;
+/* What a trial listing asks for. */
+typedef struct bd_trial_query {
+    const char *state;     /* NULL or a state name (borrowed) */
+    int64_t instance;      /* an instance index, or -1 for any */
+    int64_t after;         /* trial id cursor (0 = from the start) */
+    int64_t limit;         /* 1..1000 */
+    int with_measurements; /* each trial gets its "measurements" (as bd_engine_get_trial) */
+    int best_first;        /* completed trials with a value, best first by the study's goal,
+                              ties by id; state must be NULL or "completed", after 0 */
+} bd_trial_query;
+/* Answers {"trials": [...], "next_after": id|null}. With measurements a page
+ * ends early once it holds BD_LIST_MEASUREMENTS_MAX measurements (it always
+ * holds one trial if any matches); with best_first next_after is null. */
+#define BD_LIST_MEASUREMENTS_MAX 50000
+int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, const bd_trial_query *q,
+                          json_t **out, bd_err *err) BD_MUST_CHECK;
+
+/* CSV export of a study's trials (GET /v1/studies/{id}/trials.csv), read in
+ * pages of BD_CSV_PAGE trials so neither the store lock nor memory grows with
+ * the study. The column layout is documented in api/openapi.yaml. */
+#define BD_CSV_PAGE 1000
+typedef struct bd_csv_export bd_csv_export;
+/* Checks that who owns the study (else BD_ENOTFOUND) and the filters (as
+ * bd_engine_list_trials); *out is new (bd_engine_csv_close). */
+int bd_engine_csv_open(bd_engine *e, const bd_caller *who, int64_t study_id, const char *state, int64_t instance,
+                       bd_csv_export **out, bd_err *err) BD_MUST_CHECK;
+/* The next part of the file: the header row first, then the rows of the
+ * next page of trials. Returns 1 with *text (borrowed until the next call)
+ * and *len set, 0 at the end, or a BD_E* code. */
+int bd_engine_csv_next(bd_csv_export *x, const char **text, size_t *len, bd_err *err) BD_MUST_CHECK;
+void bd_engine_csv_close(bd_csv_export *x); /* NULL-safe */
 
 /* Expires every running trial whose lease has ended (the reaper calls this;
  * tests call it directly). *expired (may be NULL) receives how many. */

@@ -48,6 +48,8 @@ typedef struct study_rt {
     study_usage used;               /* against spec.limits */
     best_trial best;                /* best completed trial, any budget */
     best_trial best_full;           /* best completed trial at resource.max */
+    double last_activity_at;        /* latest event (trial created, measured, ended) or
+                                       the creation; rebuilt by replay */
 } study_rt;
 
 /* The auth caches are direct-mapped by id with a fixed number of slots, so
@@ -128,6 +130,8 @@ void bd_engine_study_free(study_rt *st);
  * study seed and ev->id) and updates counts, usage and incumbents.
  * resumed_budget: for CREATED, the budget of the trial it resumes (0 if none). */
 void bd_engine_feed(study_rt *st, const bd_event *ev, int replay, double resumed_budget, bd_decision *out);
+/* Records an event of st at time at (st->mu held): last_activity_at. */
+void bd_engine_touch(study_rt *st, double at);
 /* The minimized loss of a reported value (NAN / absent -> +INFINITY). */
 double bd_engine_loss(const study_rt *st, int has_value, double value);
 

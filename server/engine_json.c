@@ -95,6 +95,7 @@ json_t *bd_engine_study_json(bd_engine *e, study_rt *st)
     json_object_set_new(j, "id", json_integer(st->id));
     json_object_set_new(j, "owner", json_string(st->owner));
     json_object_set_new(j, "created_at", json_real(st->created_at));
+    json_object_set_new(j, "last_activity_at", json_real(st->last_activity_at));
     for (int s = 0; s < BD_TRIAL_NSTATES; s++) {
         json_object_set_new(counts, bd_trial_state_name((bd_trial_state)s), json_integer(st->counts[s]));
         total += st->counts[s];

@@ -15,15 +15,85 @@
  * 600 KB of JSON at most (documented in api/openapi.yaml). */
 #define SUGGEST_MAX_VALUES 20000
 
-int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *body, json_t **out, bd_err *err)
+/* The study named name that who owns (borrowed), or NULL. */
+typedef struct named_ctx {
+    int64_t id;
+} named_ctx;
+
+static int first_named(const bd_study_row *row, void *arg)
+{
+    ((named_ctx *)arg)->id = row->id;
+    return 1;
+}
+
+/* "load": the existing study (st->mu held) answers when body defines the
+ * same study; else BD_ECONFLICT naming the first top-level field that
+ * differs. A body without "seed" takes any seed (it would draw a new one). */
+static int load_existing(bd_engine *e, study_rt *st, const bd_study_spec *spec, const json_t *body, json_t **out,
+                         bd_err *err)
+{
+    json_t *mine = json_deep_copy(spec->normalized), *theirs = st->spec.normalized;
+    const char *key;
+    json_t *v;
+    int rc = 0;
+    if (!json_object_get(body, "seed"))
+        json_object_set(mine, "seed", json_object_get(theirs, "seed"));
+    json_object_foreach(mine, key, v) {
+        if (!json_equal(v, json_object_get(theirs, key))) {
+            rc = bd_err_set(err, BD_ECONFLICT, key, "study %lld is named so but its %s differs",
+                            (long long)st->id, key);
+            break;
+        }
+    }
+    if (!rc) {
+        json_object_foreach(theirs, key, v) {
+            if (!json_object_get(mine, key)) {
+                rc = bd_err_set(err, BD_ECONFLICT, key, "study %lld is named so but has %s", (long long)st->id,
+                                key);
+                break;
+            }
+        }
+    }
+    json_decref(mine);
+    if (!rc)
+        *out = bd_engine_study_json(e, st);
+    return rc;
+}
+
+/* The value of "if_exists" (0 error, 1 load, 2 create), removed from a copy
+ * of body (*def, new) that the study parser then sees. */
+static int parse_if_exists(const json_t *body, json_t **def, int *mode, bd_err *err)
+{
+    static const char *const modes[] = {"error", "load", "create"};
+    const json_t *v = json_object_get(body, "if_exists");
+    *mode = 0;
+    if (v) {
+        *mode = -1;
+        for (int i = 0; json_is_string(v) && i < 3; i++)
+            if (strcmp(json_string_value(v), modes[i]) == 0)
+                *mode = i;
+        if (*mode < 0)
+            return bd_err_set(err, BD_EINVAL, "if_exists", "must be one of error, load, create");
+    }
+    *def = json_copy((json_t *)body);
+    json_object_del(*def, "if_exists");
+    return 0;
+}
+
+int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *body, json_t **out, int *loaded,
+                           bd_err *err)
 {
     bd_engine_recover_if_needed(e);
     study_rt *st = bd_xcalloc(1, sizeof *st);
     bd_study_row row = {0};
-    json_t *answer = NULL;
-    int rc;
+    json_t *answer = NULL, *def = NULL;
+    int rc, mode;
+    if (loaded)
+        *loaded = 0;
     pthread_mutex_init(&st->mu, NULL);
-    if ((rc = bd_study_spec_parse(body, e->default_lease, &st->spec, err)))
+    if ((rc = parse_if_exists(body, &def, &mode, err)))
+        goto out;
+    if ((rc = bd_study_spec_parse(def, e->default_lease, &st->spec, err)))
         goto out;
     if ((rc = bd_study_spec_sched(&st->spec)->create(&st->spec.def, &st->sched, err)))
         goto out;
@@ -31,8 +101,41 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
         rc = rc > 0 ? 0 : rc;
         goto out;
     }
+    /* Looked up inside the transaction: the store lock it holds makes the
+     * lookup and the insert one step against a concurrent create. */
+    if (mode != 2) {
+        named_ctx found = {0};
+        rc = bd_store_study_page(e->store, req->caller->user_id, st->spec.def.name, 0, 1, first_named, &found, err);
+        rc = rc == 1 ? 0 : rc;
+        study_rt *old = found.id ? bd_engine_study(e, found.id, req->caller->user_id) : NULL;
+        if (!rc && found.id && mode == 0)
+            rc = bd_err_set(err, BD_ECONFLICT, "name",
+                            "study %lld already has this name (\"if_exists\": \"load\" answers it, "
+                            "\"create\" makes another)", (long long)found.id);
+        else if (!rc && found.id && !old)
+            rc = bd_err_set(err, BD_EINTERNAL, NULL, "study %lld is stored but not loaded", (long long)found.id);
+        if (rc || found.id) {
+            bd_store_rollback(e->store);
+            if (!rc) {
+                /* study mu after the store lock would invert the lock order: released first */
+                pthread_mutex_lock(&old->mu);
+                rc = old->deleted ? bd_err_set(err, BD_ECONFLICT, "name", "study %lld was just deleted; retry",
+                                               (long long)found.id)
+                                  : load_existing(e, old, &st->spec, def, &answer, err);
+                pthread_mutex_unlock(&old->mu);
+                if (!rc && loaded)
+                    *loaded = 1;
+                if (!rc) {
+                    *out = answer;
+                    answer = NULL;
+                }
+            }
+            goto out;
+        }
+    }
     st->user_id = req->caller->user_id;
     st->created_at = bd_now();
+    st->last_activity_at = st->created_at;
     snprintf(st->owner, sizeof st->owner, "%s", req->caller->name);
     row.user_id = st->user_id;
     row.name = (char *)st->spec.def.name;
@@ -47,32 +150,54 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
     if ((rc = bd_engine_txn_end(e, req, rc, answer, err)))
         goto out;
     bd_engine_study_register(e, st);
+    json_decref(def);
     *out = answer;
     return 0;
 out:
+    json_decref(def);
     json_decref(answer);
     bd_engine_study_free(st);
     return rc;
 }
 
-int bd_engine_list_studies(bd_engine *e, const bd_caller *who, json_t **out, bd_err *err)
+typedef struct page_ctx {
+    bd_engine *e;
+    const bd_caller *who;
+    json_t *list;
+    int64_t last_id;
+    int64_t rows;
+} page_ctx;
+
+static int add_study(const bd_study_row *row, void *arg)
 {
-    json_t *list = json_array();
-    (void)err;
-    for (int64_t id = 1;; id++) {
-        pthread_rwlock_rdlock(&e->studies_lock);
-        size_t cap = e->studies_cap;
-        pthread_rwlock_unlock(&e->studies_lock);
-        if ((size_t)id >= cap)
-            break;
-        study_rt *st;
-        bd_err ignored;
-        if (bd_engine_lock_study(e, who, id, &st, &ignored))
-            continue;
-        json_array_append_new(list, bd_engine_study_json(e, st));
-        pthread_mutex_unlock(&st->mu);
+    page_ctx *c = arg;
+    study_rt *st;
+    bd_err ignored;
+    c->rows++;
+    c->last_id = row->id;
+    if (bd_engine_lock_study(c->e, c->who, row->id, &st, &ignored))
+        return 0; /* deleted since the read */
+    json_array_append_new(c->list, bd_engine_study_json(c->e, st));
+    pthread_mutex_unlock(&st->mu);
+    return 0;
+}
+
+int bd_engine_list_studies(bd_engine *e, const bd_caller *who, const bd_study_query *q, json_t **out, bd_err *err)
+{
+    if (q->limit < 1 || q->limit > 1000)
+        return bd_err_set(err, BD_EINVAL, "limit", "must be from 1 to 1000");
+    if (q->after < 0)
+        return bd_err_set(err, BD_EINVAL, "after", "must be a study id >= 0");
+    /* The caller's own studies from the store's index (user, id): the page
+     * costs its length, however many studies other users have. */
+    page_ctx c = {.e = e, .who = who, .list = json_array()};
+    int rc = bd_store_study_page(e->store, who->user_id, q->name, q->after, q->limit, add_study, &c, err);
+    if (rc) {
+        json_decref(c.list);
+        return rc;
     }
-    *out = json_pack("{s:o}", "studies", list);
+    *out = json_pack("{s:o, s:o}", "studies", c.list, "next_after",
+                     c.rows == q->limit ? json_integer(c.last_id) : json_null());
     return 0;
 }
 
@@ -234,6 +359,7 @@ static int plan_trial(bd_engine *e, study_rt *st, bd_write_plan *plan, bd_sugges
                    .extra = s->extra, .has_instance = row->has_instance, .instance = row->instance_index,
                    .loss = NAN, .elapsed_seconds = NAN};
     bd_engine_feed(st, &ev, 0, resumed, &d);
+    bd_engine_touch(st, now);
     json_array_append_new(trials, bd_engine_trial_json(st, row));
     return 0;
 }

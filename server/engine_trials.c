@@ -342,34 +342,58 @@ int bd_engine_get_trial(bd_engine *e, const bd_caller *who, int64_t trial_id, js
 }
 
 typedef struct list_ctx {
+    bd_engine *e;
     const study_rt *st;
     json_t *trials;
     int64_t last_id;
+    int with_measurements;
+    size_t measurements;  /* in the page so far */
+    int full;             /* the page reached BD_LIST_MEASUREMENTS_MAX: stopped early */
+    bd_err *err;
 } list_ctx;
 
 static int add_trial(const bd_trial_row *row, void *arg)
 {
     list_ctx *c = arg;
-    json_array_append_new(c->trials, bd_engine_trial_json(c->st, row));
+    if (c->full)
+        return 1;
+    json_t *t = bd_engine_trial_json(c->st, row);
+    if (c->with_measurements) {
+        json_t *m = json_array();
+        int rc = bd_store_event_each_of_trial(c->e->store, row->id, add_measurement, m, c->err);
+        json_object_set_new(t, "measurements", m);
+        if (rc) {
+            json_decref(t);
+            return rc;
+        }
+        c->measurements += json_array_size(m);
+        /* A trial is never split: the page that passes the bound ends with it. */
+        c->full = c->measurements >= BD_LIST_MEASUREMENTS_MAX;
+    }
+    json_array_append_new(c->trials, t);
     c->last_id = row->id;
     return 0;
 }
 
-int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, const char *state,
-                          int64_t instance, int64_t after, int64_t limit, json_t **out, bd_err *err)
+int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, const bd_trial_query *q,
+                          json_t **out, bd_err *err)
 {
     int st_filter = -1;
     study_rt *st;
     int rc;
-    if (state && (st_filter = bd_trial_state_parse(state)) < 0)
+    if (q->state && (st_filter = bd_trial_state_parse(q->state)) < 0)
         return bd_err_set(err, BD_EINVAL, "state", "must be one of running, completed, stopped, failed, expired");
-    if (limit < 1 || limit > 1000)
+    if (q->limit < 1 || q->limit > 1000)
         return bd_err_set(err, BD_EINVAL, "limit", "must be from 1 to 1000");
-    if (after < 0)
+    if (q->after < 0)
         return bd_err_set(err, BD_EINVAL, "after", "must be a trial id >= 0");
+    if (q->best_first && st_filter >= 0 && st_filter != BD_TRIAL_COMPLETED)
+        return bd_err_set(err, BD_EINVAL, "state", "order=best lists completed trials only");
+    if (q->best_first && q->after)
+        return bd_err_set(err, BD_EINVAL, "after", "order=best has no cursor (it answers the top trials)");
     if ((rc = bd_engine_lock_study(e, who, study_id, &st, err)))
         return rc;
-    if (instance >= 0 && (size_t)instance >= st->spec.def.n_instances) {
+    if (q->instance >= 0 && (size_t)q->instance >= st->spec.def.n_instances) {
         pthread_mutex_unlock(&st->mu);
         return bd_err_set(err, BD_EINVAL, "instance", "must be an instance index of the study (it has %zu)",
                           st->spec.def.n_instances);
@@ -377,14 +401,20 @@ int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, 
     /* The study's mutex is released before reading: the listing reads
      * committed rows only and must not hold up the study's workers. */
     pthread_mutex_unlock(&st->mu);
-    list_ctx c = {.st = st, .trials = json_array()};
-    rc = bd_store_trial_each(e->store, study_id, st_filter, instance, after, limit, add_trial, &c, err);
+    list_ctx c = {.e = e, .st = st, .trials = json_array(), .with_measurements = q->with_measurements, .err = err};
+    if (q->best_first)
+        rc = bd_store_trial_each_best(e->store, study_id, st->spec.def.maximize, q->instance, q->limit, add_trial,
+                                      &c, err);
+    else
+        rc = bd_store_trial_each(e->store, study_id, st_filter, q->instance, q->after, q->limit, add_trial, &c, err);
+    if (rc == 1 && c.full)
+        rc = 0;
     if (rc) {
         json_decref(c.trials);
         return rc;
     }
-    *out = json_pack("{s:o, s:o}", "trials", c.trials, "next_after",
-                     (int64_t)json_array_size(c.trials) == limit ? json_integer(c.last_id) : json_null());
+    int more = !q->best_first && ((int64_t)json_array_size(c.trials) == q->limit || c.full);
+    *out = json_pack("{s:o, s:o}", "trials", c.trials, "next_after", more ? json_integer(c.last_id) : json_null());
     return 0;
 }
 

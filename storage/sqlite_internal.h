@@ -39,6 +39,7 @@ enum bd_sql_stmt {
     BD_SQL_STUDY_GET,
     BD_SQL_STUDY_SCAN_ALL,
     BD_SQL_STUDY_SCAN_USER,
+    BD_SQL_STUDY_SCAN_NAMED,
     BD_SQL_STUDY_DELETE,
     BD_SQL_TRIAL_INSERT,
     BD_SQL_TRIAL_GET,
@@ -47,6 +48,9 @@ enum bd_sql_stmt {
     BD_SQL_TRIAL_SET_LEASE,
     BD_SQL_TRIAL_SCAN,
     BD_SQL_TRIAL_SCAN_EXPIRED,
+    BD_SQL_TRIAL_BEST_MIN,
+    BD_SQL_TRIAL_BEST_MAX,
+    BD_SQL_TRIAL_STEPS,
     BD_SQL_EVENT_APPEND,
     BD_SQL_EVENT_SCAN_STUDY,
     BD_SQL_EVENT_SCAN_TRIAL,
@@ -171,5 +175,14 @@ int bd_sqlite_scan(bd_store *s, enum bd_sql_stmt which, const bd_sqlite_rowtype 
                    int (*bind)(sqlite3_stmt *st, const void *key), const void *key, int64_t after_id,
                    int64_t limit, int (*call)(const void *row, void *cb), void *cb, bd_err *err,
                    const char *what) BD_MUST_CHECK;
+
+/* For statements in another order than by id (no keyset to resume from):
+ * runs which once (?1 = 0, ?2 = limit, ?3.. by bind), reads its first limit
+ * rows (limit >= 1, memory limit x type->size plus the rows' strings), then
+ * resets it, leaves the lock and calls call(row, cb) for each in order. */
+int bd_sqlite_scan_once(bd_store *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
+                        int (*bind)(sqlite3_stmt *st, const void *key), const void *key, int64_t limit,
+                        int (*call)(const void *row, void *cb), void *cb, bd_err *err,
+                        const char *what) BD_MUST_CHECK;
 
 #endif

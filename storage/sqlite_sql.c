@@ -33,6 +33,8 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
     [BD_SQL_STUDY_SCAN_ALL] = "SELECT " STUDY_COLS " FROM studies WHERE id > ?1 ORDER BY id LIMIT ?2",
     [BD_SQL_STUDY_SCAN_USER] =
         "SELECT " STUDY_COLS " FROM studies WHERE user_id = ?3 AND id > ?1 ORDER BY id LIMIT ?2",
+    [BD_SQL_STUDY_SCAN_NAMED] = "SELECT " STUDY_COLS " FROM studies WHERE user_id = ?3 AND name = ?4 AND id > ?1 "
+                                "ORDER BY id LIMIT ?2",
     [BD_SQL_STUDY_DELETE] = "DELETE FROM studies WHERE id = ?1",
 
     /* config_id 0 is replaced by the new id (trigger trials_config_self); id
@@ -53,6 +55,16 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
     /* 'running' is a literal so the partial index trials_lease applies. */
     [BD_SQL_TRIAL_SCAN_EXPIRED] = "SELECT " TRIAL_COLS " FROM trials WHERE state = 'running' "
                                   "AND lease_expires_at < ?3 AND id > ?1 ORDER BY id LIMIT ?2",
+    /* Completed trials with a value, best first (?1 is unused: no keyset). */
+    [BD_SQL_TRIAL_BEST_MIN] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = ?3 AND state = 'completed' "
+                              "AND value IS NOT NULL AND (?5 IS NULL OR instance_index = ?5) AND ?1 = 0 "
+                              "ORDER BY value ASC, id LIMIT ?2",
+    [BD_SQL_TRIAL_BEST_MAX] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = ?3 AND state = 'completed' "
+                              "AND value IS NOT NULL AND (?5 IS NULL OR instance_index = ?5) AND ?1 = 0 "
+                              "ORDER BY value DESC, id LIMIT ?2",
+    /* A trial's measurement count and its latest measurement's value. */
+    [BD_SQL_TRIAL_STEPS] = "SELECT count(*), (SELECT value FROM events WHERE trial_id = ?1 AND type = 'measurement' "
+                           "ORDER BY id DESC LIMIT 1) FROM events WHERE trial_id = ?1 AND type = 'measurement'",
 
     [BD_SQL_EVENT_APPEND] =
         "INSERT INTO events (study_id, trial_id, type, step, has_value, value, timeout, elapsed_seconds, "

@@ -539,3 +539,34 @@ int bd_sqlite_scan(bd_store *s, enum bd_sql_stmt which, const bd_sqlite_rowtype 
     free(rows);
     return ret;
 }
+
+int bd_sqlite_scan_once(bd_store *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
+                        int (*bind)(sqlite3_stmt *st, const void *key), const void *key, int64_t limit,
+                        int (*call)(const void *row, void *cb), void *cb, bd_err *err, const char *what)
+{
+    assert(limit >= 1 && limit <= INT32_MAX);
+    char *rows = bd_xmalloc((size_t)limit * type->size);
+    int64_t last_id = 0;
+    int n = 0, ret;
+    int locked = bd_sqlite_enter(s);
+    sqlite3_stmt *st = s->stmt[which];
+    int rc = SQLITE_OK;
+    bd_sqlite_bind_i64(st, 1, 0, &rc);
+    bd_sqlite_bind_i64(st, 2, limit, &rc);
+    if (rc == SQLITE_OK)
+        rc = bind(st, key);
+    if (rc != SQLITE_OK)
+        ret = bd_sqlite_fail(s, rc, err, what);
+    else
+        ret = fill_batch(s, st, type, rows, (int)limit, &n, &last_id, err, what);
+    bd_sqlite_done(st);
+    bd_sqlite_leave(s, locked);
+    for (int i = 0; i < n; i++) {
+        void *row = rows + (size_t)i * type->size;
+        if (!ret)
+            ret = call(row, cb);
+        type->clear(row);
+    }
+    free(rows);
+    return ret;
+}

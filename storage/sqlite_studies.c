@@ -90,6 +90,31 @@ int bd_store_study_each(bd_store *s, int64_t user_id, bd_study_fn fn, void *arg,
                           &user_id, 0, 0, study_call, &cb, err, "list studies");
 }
 
+struct study_page_key {
+    int64_t user_id;
+    const char *name;
+};
+
+static int bind_user_name(sqlite3_stmt *st, const void *key)
+{
+    const struct study_page_key *k = key;
+    int rc = sqlite3_bind_int64(st, 3, k->user_id);
+    if (rc == SQLITE_OK && k->name)
+        rc = sqlite3_bind_text(st, 4, k->name, -1, SQLITE_STATIC);
+    return rc;
+}
+
+int bd_store_study_page(bd_store *s, int64_t user_id, const char *name, int64_t after_id, int64_t limit,
+                        bd_study_fn fn, void *arg, bd_err *err)
+{
+    if (user_id < 1 || limit < 1 || limit > 1000)
+        return bd_err_set(err, BD_EINVAL, "limit", "a study page needs a user and a limit from 1 to 1000");
+    struct study_cb cb = {fn, arg};
+    struct study_page_key k = {user_id, name};
+    return bd_sqlite_scan(s, name ? BD_SQL_STUDY_SCAN_NAMED : BD_SQL_STUDY_SCAN_USER, &study_type, bind_user_name,
+                          &k, after_id, limit, study_call, &cb, err, "list studies");
+}
+
 int bd_store_study_delete(bd_store *s, int64_t id, bd_err *err)
 {
     int locked = bd_sqlite_enter(s);

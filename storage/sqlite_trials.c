@@ -240,6 +240,36 @@ int bd_store_trial_each(bd_store *s, int64_t study_id, int state, int64_t instan
                           &cb, err, "list trials");
 }
 
+int bd_store_trial_each_best(bd_store *s, int64_t study_id, int maximize, int64_t instance, int64_t limit,
+                             bd_trial_fn fn, void *arg, bd_err *err)
+{
+    if (limit < 1 || limit > 1000)
+        return bd_err_set(err, BD_EINVAL, "limit", "must be from 1 to 1000");
+    struct trial_filter f = {study_id, -1, instance};
+    struct trial_cb cb = {fn, arg};
+    return bd_sqlite_scan_once(s, maximize ? BD_SQL_TRIAL_BEST_MAX : BD_SQL_TRIAL_BEST_MIN, &trial_type,
+                               bind_study_state, &f, limit, trial_call, &cb, err, "list best trials");
+}
+
+int bd_store_trial_steps(bd_store *s, int64_t trial_id, int64_t *steps, double *last, bd_err *err)
+{
+    int locked = bd_sqlite_enter(s);
+    sqlite3_stmt *st = s->stmt[BD_SQL_TRIAL_STEPS];
+    int rc = SQLITE_OK;
+    bd_sqlite_bind_i64(st, 1, trial_id, &rc);
+    int ret = bd_sqlite_step_row(s, st, rc, err, "count trial measurements");
+    if (ret == 1) {
+        *steps = sqlite3_column_int64(st, 0);
+        *last = bd_sqlite_col_double(st, 1, NAN);
+        ret = 0;
+    } else if (ret == 0) {
+        ret = bd_err_set(err, BD_ESTORAGE, NULL, "storage: count trial measurements: no row");
+    }
+    bd_sqlite_done(st);
+    bd_sqlite_leave(s, locked);
+    return ret;
+}
+
 static int bind_now(sqlite3_stmt *st, const void *key)
 {
     const double *now = key;

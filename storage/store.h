@@ -125,6 +125,11 @@ int bd_store_study_get(bd_store *s, int64_t id, bd_study_row *out, bd_err *err) 
  * and returns fn's value when it is non-zero. The row is borrowed for the call. */
 typedef int (*bd_study_fn)(const bd_study_row *row, void *arg);
 int bd_store_study_each(bd_store *s, int64_t user_id, bd_study_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
+/* One page of user_id's studies (user_id >= 1), id ascending, with id >
+ * after_id, at most limit (1..1000) of them; only those named name unless
+ * name is NULL. Rows are borrowed for the call; fn non-zero stops. */
+int bd_store_study_page(bd_store *s, int64_t user_id, const char *name, int64_t after_id, int64_t limit,
+                        bd_study_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
 /* Deletes the study and its trials, events (cascade). */
 int bd_store_study_delete(bd_store *s, int64_t id, bd_err *err) BD_MUST_CHECK;
 
@@ -180,6 +185,14 @@ int bd_store_trial_set_lease(bd_store *s, int64_t id, double lease_expires_at, b
 typedef int (*bd_trial_fn)(const bd_trial_row *row, void *arg);
 int bd_store_trial_each(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id,
                         int64_t limit, bd_trial_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
+/* The completed trials of a study that have a value, best first (smallest
+ * value first unless maximize, ties by id), at most limit (1..1000), of one
+ * instance index unless instance < 0. Rows are borrowed for the call. */
+int bd_store_trial_each_best(bd_store *s, int64_t study_id, int maximize, int64_t instance, int64_t limit,
+                             bd_trial_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
+/* How many measurements trial_id has (*steps) and the value of its latest
+ * one (*last: NAN when there is none or it was null). */
+int bd_store_trial_steps(bd_store *s, int64_t trial_id, int64_t *steps, double *last, bd_err *err) BD_MUST_CHECK;
 /* Running trials (any study) whose lease ended before now (index on state, lease). */
 int bd_store_trial_each_expired(bd_store *s, double now, bd_trial_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what is missing, builds, and runs every test twice: a normal build
 # with warnings as errors, and a build with AddressSanitizer +
-# UndefinedBehaviorSanitizer; then runs each libFuzzer target of tests/fuzz/
+# UndefinedBehaviorSanitizer; lints api/openapi.yaml (tests/openapi/lint.sh);
+# then runs each libFuzzer target of tests/fuzz/
 # for BD_FUZZ_SECONDS (default 60). This is the README's test command and what
 # .ci/run executes.
 set -eu
@@ -29,6 +30,9 @@ cmake --build build -j "$jobs"
 echo "== tests"
 count_tests build
 ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== OpenAPI lint (Redocly, recommended-strict)"
+tests/openapi/lint.sh
 
 echo "== build (ASan + UBSan)"
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DBD_WERROR=ON -DBD_SANITIZE=ON -DBD_TESTS=ON >/dev/null

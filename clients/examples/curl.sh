@@ -56,7 +56,7 @@ echo "< $(curl -sS "$URL/healthz")"
 echo
 
 echo "# 2. Create a study: two hyperparameters, epochs as the resource (1..9), $SCHEDULER."
-api POST /v1/studies '{"name": "curl-walkthrough",
+api POST /v1/studies '{"name": "curl-walkthrough-'"$$"'",
   "parameters": [{"name": "lr", "type": "float", "low": 1e-5, "high": 1, "log": true},
                  {"name": "layers", "type": "int", "low": 1, "high": 8}],
   "objective": {"metric": "val_loss", "goal": "minimize"},

@@ -339,7 +339,7 @@ def create_study(client, args, data):
         "sgd-%s-%s-R%d-eta%d" % (data.name, sched, R, eta), SPACE, sched, options=options,
         objective={"metric": "val_error", "goal": "minimize"},
         resource={"name": "epochs", "min": 1, "max": R, "integer": True},
-        seed=args.seed)
+        seed=args.seed, if_exists="create")  # every run its own study, even with the same settings
 
 
 def main():

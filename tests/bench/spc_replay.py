@@ -143,7 +143,7 @@ class Trace:
 def run_spc(client, m, seed, horizon, lcb, stream="cycle"):
     order = m.order(seed)
     study = client.call("POST", "/v1/studies", {
-        "name": "spc-%s-%d" % (m.name, seed),
+        "name": "spc-%s-%s-%s-%d" % (m.name, lcb, stream, seed),  # unique per run in one daemon
         "parameters": [{"name": "solver", "type": "categorical", "choices": m.solvers}],
         "objective": {"metric": "runtime", "goal": "minimize"},
         "resource": {"name": "cpu_seconds", "min": 0.01, "max": m.cutoff},

@@ -360,6 +360,45 @@ def rows(sid, tid, ctid, ftid, revoked, user):
         ("after word", "GET", TR + "?after=abc", {}, None, 400, "invalid_argument", ANY),
         ("unknown state", "GET", TR + "?state=bogus", {}, None, 400, "invalid_argument", ANY),
         ("state without value", "GET", TR + "?state", {}, None, 400, "invalid_argument", ANY),
+        # ---- include / order of the trial listing, the CSV export, history, study paging:
+        # the contract names these query fields ----
+        ("include unknown", "GET", TR + "?include=config", {}, None, 400, "invalid_argument", "include"),
+        ("include empty", "GET", TR + "?include=", {}, None, 400, "invalid_argument", "include"),
+        ("include without value", "GET", TR + "?include", {}, None, 400, "invalid_argument", "include"),
+        ("include twice joined", "GET", TR + "?include=measurements,config", {}, None, 400, "invalid_argument",
+         "include"),
+        ("order unknown", "GET", TR + "?order=worst", {}, None, 400, "invalid_argument", "order"),
+        ("order empty", "GET", TR + "?order=", {}, None, 400, "invalid_argument", "order"),
+        ("order best with state", "GET", TR + "?order=best&state=running", {}, None, 400, "invalid_argument",
+         "state"),
+        ("order best with after", "GET", TR + "?order=best&after=3", {}, None, 400, "invalid_argument", "after"),
+        ("order best limit 1001", "GET", TR + "?order=best&limit=1001", {}, None, 400, "invalid_argument", "limit"),
+        ("csv unknown state", "GET", TR + ".csv?state=bogus", {}, None, 400, "invalid_argument", "state"),
+        ("csv instance word", "GET", TR + ".csv?instance=x", {}, None, 400, "invalid_argument", "instance"),
+        ("csv instance beyond", "GET", TR + ".csv?instance=0", {}, None, 400, "invalid_argument", "instance"),
+        ("csv instance huge", "GET", TR + ".csv?instance=99999999999999999999", {}, None, 400, "invalid_argument",
+         "instance"),
+        ("history points 1", "GET", "/v1/studies/%d/history?points=1" % sid, {}, None, 400, "invalid_argument",
+         "points"),
+        ("history points 2001", "GET", "/v1/studies/%d/history?points=2001" % sid, {}, None, 400,
+         "invalid_argument", "points"),
+        ("history points word", "GET", "/v1/studies/%d/history?points=many" % sid, {}, None, 400,
+         "invalid_argument", "points"),
+        ("history points negative", "GET", "/v1/studies/%d/history?points=-5" % sid, {}, None, 400,
+         "invalid_argument", "points"),
+        ("history points huge", "GET", "/v1/studies/%d/history?points=1%s" % (sid, "0" * 30), {}, None, 400,
+         "invalid_argument", "points"),
+        ("studies limit 0", "GET", S + "?limit=0", {}, None, 400, "invalid_argument", "limit"),
+        ("studies limit 1001", "GET", S + "?limit=1001", {}, None, 400, "invalid_argument", "limit"),
+        ("studies after word", "GET", S + "?after=x", {}, None, 400, "invalid_argument", "after"),
+        ("studies after negative", "GET", S + "?after=-1", {}, None, 400, "invalid_argument", "after"),
+        ("studies name empty", "GET", S + "?name=", {}, None, 400, "invalid_argument", "name"),
+        ("studies name too long", "GET", S + "?name=" + "n" * 201, {}, None, 400, "invalid_argument", "name"),
+        ("if_exists unknown", "POST", S, {}, study(if_exists="replace"), 400, "invalid_argument", "if_exists"),
+        ("if_exists number", "POST", S, {}, study(if_exists=1), 400, "invalid_argument", "if_exists"),
+        ("if_exists null", "POST", S, {}, J(dict(base_study(), if_exists=None)), 400, "invalid_argument",
+         "if_exists"),
+        ("if_exists case", "POST", S, {}, study(if_exists="LOAD"), 400, "invalid_argument", "if_exists"),
         # A bad limit must not slip through because other query parameters came first.
         ("negative limit after 20 others", "GET", TR + "?" + "&".join("x%d=1" % i for i in range(20)) + "&limit=-1",
          {}, None, 400, "invalid_argument", ANY),
@@ -479,9 +518,10 @@ class BadInputs(bdtest.DaemonTestCase):
     def test_json_with_charset_is_json(self):
         # These are all the application/json media type (RFC 9110 8.3.1: parameters
         # are allowed, type and subtype are case-insensitive), so none is a 415.
-        for ct in ("application/json; charset=utf-8", "application/JSON", "Application/Json;charset=UTF-8"):
+        for i, ct in enumerate(("application/json; charset=utf-8", "application/JSON",
+                                "Application/Json;charset=UTF-8")):
             with self.subTest(content_type=ct):
-                st, body, _ = self.d.request("POST", "/v1/studies", token=self.user, raw_body=study(name="ct"),
+                st, body, _ = self.d.request("POST", "/v1/studies", token=self.user, raw_body=study(name="ct%d" % i),
                                              headers={"Content-Type": ct})
                 self.assertEqual(st, 201, body)
 

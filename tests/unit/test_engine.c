@@ -45,7 +45,7 @@ static int64_t create_study(bd_engine *e, const bd_caller *c, const char *body)
     bd_request req = {.caller = c};
     json_t *b = must_parse(body), *out = NULL;
     bd_err err = {0};
-    cr_assert_eq(bd_engine_create_study(e, &req, b, &out, &err), 0, "create: %s (%s)", err.message, err.field);
+    cr_assert_eq(bd_engine_create_study(e, &req, b, &out, NULL, &err), 0, "create: %s (%s)", err.message, err.field);
     int64_t id = json_integer_value(json_object_get(out, "id"));
     json_decref(b);
     json_decref(out);
@@ -114,7 +114,7 @@ Test(engine, study_validation_names_the_field)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *b = must_parse(cases[i].body), *out = NULL;
         bd_err err = {0};
-        cr_expect_eq(bd_engine_create_study(e, &req, b, &out, &err), BD_EINVAL, "case %zu", i);
+        cr_expect_eq(bd_engine_create_study(e, &req, b, &out, NULL, &err), BD_EINVAL, "case %zu", i);
         cr_expect_str_eq(err.field, cases[i].field, "case %zu: %s", i, err.message);
         json_decref(b);
     }
@@ -251,7 +251,7 @@ Test(engine, users_tokens_and_isolation)
     json_decref(a);
     cr_expect_eq(bd_engine_get_trial(e, &bob, trial, &out, &err), BD_ENOTFOUND);
     cr_expect_eq(report(e, &bob, trial, "complete", "{\"value\": 1}", &err), BD_ENOTFOUND);
-    cr_assert_eq(bd_engine_list_studies(e, &bob, &out, &err), 0);
+    cr_assert_eq(bd_engine_list_studies(e, &bob, &(bd_study_query){.limit = 100}, &out, &err), 0);
     cr_expect_eq(json_array_size(json_object_get(out, "studies")), 0);
     json_decref(out);
 
