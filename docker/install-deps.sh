@@ -8,14 +8,17 @@
 #                             minisat, the solver banditd-worker's test configures;
 #                             nodejs and npm for the OpenAPI lint, tests/openapi/, only
 #                             when node / npm are not on PATH: NodeSource's nodejs
-#                             bundles npm, and Debian's npm would conflict with it)
+#                             bundles npm, and Debian's npm would conflict with it);
+#                             Debian's chromium and scikit-learn for the dashboard's
+#                             browser test, tests/browser/ (node drives chromium)
 #   install-deps.sh --bench   also the benchmark peers (Optuna, plotting, sklearn)
 # Packages already present are skipped, so re-running it is cheap.
 set -eu
 
 build="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev \
 libsqlite3-dev libgsl-dev libsodium-dev"
-test_pkgs="libcriterion-dev curl python3 clang libclang-rt-14-dev minisat"
+test_pkgs="libcriterion-dev curl python3 clang libclang-rt-14-dev minisat \
+chromium python3-sklearn python3-numpy"
 bench_pkgs="python3-optuna python3-matplotlib python3-sklearn python3-numpy dataset-fashion-mnist"
 
 node_pkgs=""

@@ -27,6 +27,7 @@ export function studyView(root, id) {
   const latest = new Map();
   let study = null;
   let lastId = 0; // the largest trial id of this study seen so far
+  let latestFrom = 0; // the trials cursor of the next refresh of `latest`
   let bestAt = 0;
   let bestCompleted = -1;
   let schedJson = '';
@@ -207,18 +208,41 @@ export function studyView(root, id) {
     bestCompleted = study.trials ? study.trials.completed : 0;
   }
 
-  // The newest trials: first the last LATEST_N ids, then on each refresh the
-  // trials after the oldest one still running (or after the newest seen).
+  // The cursor after which exactly the study's last LATEST_N trials follow
+  // (0 when it has fewer): ids are global, so other studies' trials may sit
+  // between this study's. Gallops down from the last id, then bisects, with
+  // id-only pages (no measurements): O(log n) requests of at most LATEST_N rows.
+  async function latestCursor() {
+    const full = async (x) => ((await trialsQ({ after: x, limit: LATEST_N })).trials || []).length >= LATEST_N;
+    let hi = lastId, lo = 0, step = LATEST_N;
+    for (;;) {
+      const x = lastId - step;
+      if (x <= 0) break;
+      if (await full(x)) {
+        lo = x;
+        break;
+      }
+      hi = x;
+      step *= 2;
+    }
+    if (lo === 0 && !(await full(0))) return 0;
+    while (hi - lo > 1) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (await full(mid)) lo = mid;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  // The newest trials: first the study's last LATEST_N, then on each refresh
+  // the trials after the oldest one still running of those (or after the
+  // newest seen); a full page moves the cursor on, so new trials are reached.
   async function loadLatest(initial) {
-    let after;
     if (initial) {
       lastId = await findLastId(lastId);
-      after = Math.max(0, lastId - LATEST_N);
-    } else {
-      const running = [...latest.values()].filter((t) => t.state === 'running').map((t) => t.id);
-      after = Math.max(running.length ? Math.min(...running) - 1 : lastId, lastId - LATEST_N);
+      latestFrom = await latestCursor();
     }
-    const r = await trialsQ({ after, limit: LATEST_N, include: 'measurements' });
+    const r = await trialsQ({ after: latestFrom, limit: LATEST_N, include: 'measurements' });
     for (const t of r.trials || []) {
       latest.set(t.id, t);
       if (best.has(t.id)) best.set(t.id, t);
@@ -226,6 +250,9 @@ export function studyView(root, id) {
     }
     const ids = [...latest.keys()].sort((a, b) => b - a);
     for (const old of ids.slice(LATEST_N)) latest.delete(old);
+    const running = [...latest.values()].filter((t) => t.state === 'running').map((t) => t.id);
+    if (r.next_after !== null && r.next_after !== undefined) latestFrom = r.next_after;
+    else latestFrom = running.length ? Math.min(...running) - 1 : lastId;
   }
 
   async function refresh(initial) {
