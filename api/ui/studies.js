@@ -41,6 +41,7 @@ export function studiesView(root) {
   const table = el('table', { id: 'studies', class: 'grid' },
     el('thead', null, el('tr', null, ['ID', 'Name', 'Scheduler', 'State', 'Trials', 'Best value', 'Last activity'].map((h) => el('th', { text: h })))),
     tbody);
+  delete root.dataset.loaded;
   clear(root).append(el('h1', { text: 'Studies' }), status, table, el('div', { class: 'pager' }, prev, nextB));
 
   async function load() {

@@ -35,6 +35,7 @@ export function studyView(root, id) {
   let busy = false;
   let ui = null;
 
+  delete root.dataset.loaded;
   clear(root).append(el('p', { class: 'muted', text: 'Loading study ' + id + '…' }));
 
   const trialsQ = (q) => getJson(base + '/trials', q, signal);
@@ -271,7 +272,7 @@ export function studyView(root, id) {
       drawScatter();
       await ui.table.load();
       ui.refreshed.textContent = 'refreshed ' + new Date().toLocaleTimeString() + (study.state === 'done' ? '' : ' · live every ' + POLL_MS / 1000 + ' s');
-      root.dataset.loaded = '1';
+      root.dataset.loaded = String(id); // for tests: this study's first draw is complete
     } catch (e) {
       if (e.name === 'AbortError') return;
       const msg = e instanceof ApiError && e.status === 404 ? 'No study ' + id + ' (or it is not yours).' : 'Cannot load the study: ' + e.message;

@@ -130,6 +130,47 @@ async function smallStudy(token, name, trials) {
   return s;
 }
 
+// The other schedulers' own views: one small study each, driven through the
+// API (n suggest -> measurements -> complete loops, values from the trial's config).
+const OTHER_SCHEDULERS = {
+  rising_bandits: {
+    parameters: [{ name: 'algo', type: 'categorical', choices: ['svm', 'rf', 'knn'] }, { name: 'C', type: 'float', low: 0.1, high: 10, when: { algo: ['svm'] } }],
+    objective: { metric: 'acc', goal: 'maximize' }, limits: { trials: 30 },
+    scheduler: { name: 'rising_bandits', options: { arm_parameter: 'algo', window: 2 } },
+  },
+  spc: {
+    parameters: [{ name: 'p', type: 'float', low: 0, high: 1 }], objective: { metric: 'runtime', goal: 'minimize' },
+    instances: ['a.cnf', 'b.cnf', 'c.cnf'], resource: { name: 'seconds', min: 0.1, max: 60 }, scheduler: { name: 'spc', options: {} },
+  },
+  bo_bos: {
+    parameters: [{ name: 'lr', type: 'float', low: 1e-4, high: 1, log: true }], objective: { metric: 'loss', goal: 'minimize' },
+    resource: { name: 'epochs', min: 1, max: 12, integer: true }, scheduler: { name: 'bo_bos', options: { max_trials: 10 } },
+  },
+  asha: {
+    parameters: [{ name: 'lr', type: 'float', low: 1e-4, high: 1, log: true }], objective: { metric: 'loss', goal: 'minimize' },
+    resource: { name: 'epochs', min: 1, max: 9, integer: true }, scheduler: { name: 'asha', options: { eta: 3, max_trials: 30 } },
+  },
+};
+
+async function driveStudy(token, name, def, n) {
+  const s = await api('POST', '/v1/studies', token, Object.assign({ name, seed: 5 }, def));
+  for (let i = 0; i < n; i++) {
+    const r = await api('POST', '/v1/studies/' + s.id + '/suggest', token, { worker: 'w', count: 1 });
+    if (!r.trials || !r.trials.length) break;
+    const t = r.trials[0];
+    const c = t.config;
+    const q = c.algo ? { svm: 0.9, rf: 0.7, knn: 0.5 }[c.algo] : c.p !== undefined ? c.p : Math.abs(Math.log10(c.lr) + 2) / 4;
+    let stopped = false;
+    const steps = def.resource && def.resource.integer ? Math.max(1, Math.round(t.budget)) : 1;
+    for (let st = 1; st <= steps && !stopped; st++) {
+      const a = await api('POST', '/v1/trials/' + t.id + '/measurements', token, { step: st, value: q + 1 / (st + 1) });
+      stopped = a.action === 'stop';
+    }
+    if (!stopped) await api('POST', '/v1/trials/' + t.id + '/complete', token, { value: def.scheduler.name === 'spc' ? q * t.budget : q + 1 / (steps + 1) });
+  }
+  return s;
+}
+
 // In the page: what uPlot was given and how many coloured (non-grey) pixels it drew.
 function chartState(name) {
   const u = window.bdDash && window.bdDash.charts[name];
@@ -242,7 +283,7 @@ async function main() {
 
     // ---- the Hyperband study ----
     await page.click('#studies tr[data-study="' + hb.id + '"] a.study-link');
-    await page.waitForSelector('#view[data-loaded="1"]', { timeout: 20000 });
+    await page.waitForSelector('#view[data-loaded="' + hb.id + '"]', { timeout: 20000 });
     await page.waitForTimeout(300);
     for (const name of ['best_time', 'best_resource', 'curves', 'scatter']) {
       const st = await page.evaluate(chartState, name);
@@ -291,7 +332,7 @@ async function main() {
 
     // ---- the hostile study, and live refresh ----
     await page.goto(base + '/ui/#/study/' + hostile.id);
-    await page.waitForSelector('#view[data-loaded="1"]');
+    await page.waitForSelector('#view[data-loaded="' + hostile.id + '"]');
     check((await page.textContent('#view h1')) === HOSTILE, 'the hostile name is the study page\'s title, as text');
     check((await page.$$('#view img')).length === 0, 'no <img> element on the hostile study\'s page');
     const t = (await api('POST', '/v1/studies/' + hostile.id + '/suggest', alice, { worker: 'late', count: 1 })).trials[0];
@@ -301,6 +342,35 @@ async function main() {
     check(true, 'a new trial appears without reloading (live refresh)');
     const bobPage = await page.goto(base + '/ui/#/study/' + secret.id).then(() => page.waitForSelector('#view .error')).then((e) => e.textContent());
     check(/No study/.test(bobPage), 'bob\'s study id shows not-found to alice', bobPage);
+    // ---- the other schedulers' views ----
+    const views = {
+      rising_bandits: async () => {
+        const arms = await page.$$eval('#scheduler table.arms tbody tr', (trs) => trs.map((tr) => tr.textContent));
+        check(arms.length === 3 && arms.some((a) => a.includes('alive')), 'rising_bandits: one row per arm with its status', JSON.stringify(arms));
+        check((await page.$$('#scheduler .bound')).length === 3, 'rising_bandits: each arm\'s bounds are drawn');
+      },
+      spc: async () => {
+        const heads = await page.$$eval('#scheduler th', (ths) => ths.map((th) => th.textContent));
+        const rows = await page.$$('#scheduler table tbody tr');
+        check(heads.includes('cap') && heads.includes('LCB') && rows.length > 0, 'spc: testers with caps and LCBs', JSON.stringify(heads));
+      },
+      bo_bos: async () => {
+        const text = await page.textContent('#scheduler');
+        check(/Bayesian optimal stopping: triggered \d+, stopped \d+/.test(text), 'bo_bos: the stopping summary and verdicts', text.slice(0, 200));
+      },
+      asha: async () => {
+        check((await page.$$('#scheduler .bracket tbody tr')).length > 0, 'asha: brackets with their rungs');
+      },
+    };
+    for (const [name, def] of Object.entries(OTHER_SCHEDULERS)) {
+      const st = await driveStudy(alice, 'view-' + name, def, 25);
+      await page.goto(base + '/ui/#/study/' + st.id);
+      await page.waitForFunction((n) => {
+        const s = document.querySelector('#scheduler .sched');
+        return s && s.dataset.scheduler === n.name && document.getElementById('view').dataset.loaded === String(n.id);
+      }, { name, id: st.id });
+      await views[name]();
+    }
     check(dialogs.length === 0, 'no dialog fired', JSON.stringify(dialogs));
 
     // ---- a refused token, then logout ----
@@ -327,7 +397,7 @@ async function main() {
       await page.waitForSelector('#studies tbody tr[data-study]');
       bytes = 0;
       await page.goto(base + '/ui/#/study/' + bigStudy.id);
-      await page.waitForSelector('#view[data-loaded="1"]', { timeout: 30000 });
+      await page.waitForSelector('#view[data-loaded="' + bigStudy.id + '"]', { timeout: 30000 });
       await page.waitForTimeout(7000); // two refreshes
       const shown = await page.textContent('dd[data-fact="trials"]');
       check(shown.startsWith(BIG_TRIALS + ' total'), 'the page shows the big study\'s total', shown);
