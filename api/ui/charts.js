@@ -42,6 +42,25 @@ export function colourBy(p) {
   };
 }
 
+// A small key for colourBy(p): a swatch per choice, or the ramp from low to high.
+export function colourKey(p) {
+  const key = el('div', { class: 'colour-key' });
+  if (!p) return key;
+  if (p.type === 'categorical') {
+    const colour = colourBy(p);
+    for (const c of (p.choices || []).slice(0, 20)) {
+      const sw = el('span', { class: 'swatch' });
+      sw.style.background = colour({ [p.name]: c });
+      key.append(el('span', { class: 'key-item' }, sw, String(c)));
+    }
+    return key;
+  }
+  const bar = el('span', { class: 'ramp' });
+  bar.style.background = 'linear-gradient(to right, ' + [0, 0.25, 0.5, 0.75, 1].map(ramp).join(', ') + ')';
+  key.append(el('span', { text: p.name + ' ' + fmtNum(p.low) + ' ' }), bar, el('span', { text: ' ' + fmtNum(p.high) + (p.log ? ' (log scale)' : '') }));
+  return key;
+}
+
 function width(box) {
   return Math.max(280, Math.floor(box.clientWidth || 600) - 4);
 }

@@ -33,6 +33,16 @@ function rungColumns(rungs) {
   return keys.map((k) => [k, k]);
 }
 
+function winnerText(w) {
+  if (typeof w !== 'object') return String(w);
+  const parts = [];
+  if (w.config_id !== undefined) parts.push('config ' + w.config_id);
+  if (w.config) parts.push(fmtConfig(w.config));
+  if (w.loss !== undefined) parts.push('loss ' + fmtNum(w.loss));
+  if (w.budget !== undefined) parts.push('at budget ' + fmtNum(w.budget));
+  return parts.length ? parts.join(', ') : JSON.stringify(w);
+}
+
 function brackets(state) {
   const list = state.brackets || [];
   const out = [summary(state, ['brackets', 'plan', 'next'])];
@@ -49,7 +59,7 @@ function brackets(state) {
     out.push(el('div', { class: 'bracket', dataset: { bracket: b.bracket } },
       el('h4', { text: head.join(' · ') }),
       rungs.length ? table(rungs, rungColumns(rungs), (r) => (b.active_rung === r.rung ? 'active' : null)) : null,
-      w ? el('p', { class: 'muted', text: 'Winner: ' + (typeof w === 'object' ? fmtConfig(w.config) || JSON.stringify(w) : String(w)) }) : null));
+      w ? el('p', { class: 'muted', text: 'Winner: ' + winnerText(w) }) : null));
   }
   if (list.length > 50) out.push(el('p', { class: 'muted', text: (list.length - 50) + ' older brackets not shown.' }));
   if (state.plan) {

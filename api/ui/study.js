@@ -9,7 +9,7 @@
 // trials completed, the best BEST_N and the history again (both bounded).
 import { getJson, ApiError } from './api.js';
 import { el, clear, fmtNum, fmtAgo, fmtTime, fmtConfig } from './dom.js';
-import { Chart, colourBy, steppedPaths, noPaths } from './charts.js';
+import { Chart, colourBy, colourKey, steppedPaths, noPaths } from './charts.js';
 import { schedulerView } from './sched_view.js';
 import { TrialsTable } from './trials_table.js';
 
@@ -95,6 +95,8 @@ export function studyView(root, id) {
     ui.bestRes = new Chart(ui.charts, 'best_resource', 'Best ' + metric + ' vs ' + resName + ' spent', { xLabel: resName + ' spent (all trials)', yLabel: metric });
     ui.curves = new Chart(ui.charts, 'curves', 'Learning curves (' + metric + ' per step)', { xLabel: 'step', yLabel: metric });
     ui.curves.note.textContent = 'Dashed: stopped by the scheduler. Thick with dots: a promotion (resumed from an earlier trial).';
+    ui.key = el('div');
+    ui.curves.box.before(ui.key);
     ui.scatter = new Chart(ui.charts, 'scatter', 'Parameter vs ' + metric + ' (completed trials shown)', { xLabel: 'parameter', yLabel: metric });
     root.append(el('section', { class: 'panel wide' }, el('h3', { text: 'Scheduler: ' + (study.scheduler ? study.scheduler.name : '?') }), ui.sched));
     ui.table = new TrialsTable(root, study, signal);
@@ -157,6 +159,10 @@ export function studyView(root, id) {
         spanGaps: true,
         points: { show: promoted, size: 4 },
       });
+    }
+    if (ui.key.dataset.param !== ui.colourSel.value) {
+      ui.key.dataset.param = ui.colourSel.value;
+      clear(ui.key).append(colourKey(param));
     }
     const key = ui.colourSel.value + '|' + trials.map((t) => t.id + t.state[0]).join(',');
     ui.curves.set(data, series, key);

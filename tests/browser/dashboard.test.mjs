@@ -306,6 +306,10 @@ async function main() {
     await page.selectOption('#colour-param', 'alpha');
     const recoloured = await page.evaluate(chartState, 'curves');
     check(recoloured && recoloured.points === curves.points, 'colouring by another parameter keeps the curves', JSON.stringify(recoloured));
+    check((await page.$$('.colour-key .ramp')).length === 1, 'a numeric colour parameter shows its ramp');
+    await page.selectOption('#colour-param', 'loss');
+    const swatches = await page.$$eval('.colour-key .key-item', (ks) => ks.map((k) => k.textContent));
+    check(JSON.stringify(swatches) === '["hinge","log_loss","modified_huber"]', 'a categorical colour parameter shows one swatch per choice', JSON.stringify(swatches));
     // Trial table: a state filter and the next page.
     await page.selectOption('#trial-state', 'completed');
     await page.waitForFunction(() => [...document.querySelectorAll('#trials tbody tr[data-trial]')].every((tr) => tr.classList.contains('st-completed')));
