@@ -141,6 +141,10 @@ BD_HANDLER(bd_h_list_trials)
         rc = query_int(req, "limit", 1, TRIALS_LIMIT_MAX, &q.limit, err);
     if (rc < 0)
         return rc;
+    int after_present;
+    (void)bd_http_query(req, "after", &after_present);
+    if (q.best_first && after_present) /* even after=0: order=best has no pages */
+        return bd_err_set(err, BD_EINVAL, "after", "order=best has no cursor (it answers the top trials)");
     return bd_engine_list_trials(api->engine, &req->caller, req->params.v[0].num, &q, &resp->json, err);
 }
 

@@ -22,6 +22,8 @@ void bd_csv_buf_reset(bd_csv_buf *b)
 
 static void put(bd_csv_buf *b, const char *s, size_t n)
 {
+    if (n == 0)
+        return;
     if (b->cap - b->len < n) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap - b->len < n)

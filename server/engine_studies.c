@@ -15,7 +15,7 @@
  * 600 KB of JSON at most (documented in api/openapi.yaml). */
 #define SUGGEST_MAX_VALUES 20000
 
-/* The study named name that who owns (borrowed), or NULL. */
+/* The id of the first study a page scan saw (a name lookup). */
 typedef struct named_ctx {
     int64_t id;
 } named_ctx;
@@ -112,8 +112,9 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
             rc = bd_err_set(err, BD_ECONFLICT, "name",
                             "study %lld already has this name (\"if_exists\": \"load\" answers it, "
                             "\"create\" makes another)", (long long)found.id);
-        else if (!rc && found.id && !old)
-            rc = bd_err_set(err, BD_EINTERNAL, NULL, "study %lld is stored but not loaded", (long long)found.id);
+        else if (!rc && found.id && !old) /* committed by a concurrent create that has not registered it yet */
+            rc = bd_err_set(err, BD_ECONFLICT, "name", "study %lld of this name is being created; retry",
+                            (long long)found.id);
         if (rc || found.id) {
             bd_store_rollback(e->store);
             if (!rc) {

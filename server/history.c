@@ -54,11 +54,13 @@ static double spent_by(const bd_history_trial *created, const double *cum, size_
 
 size_t bd_history_build(bd_history_trial *t, size_t n, int maximize, size_t max_points, bd_history_point *out)
 {
-    size_t n_best = 0, n_out;
+    size_t n_best = 0, n_out = 0;
     bd_history_point *best = bd_xmalloc((n ? n : 1) * sizeof *best);
     size_t *keep = bd_xmalloc((max_points ? max_points : 1) * sizeof *keep);
     double *cum = bd_xmalloc((n ? n : 1) * sizeof *cum);
 
+    if (n == 0) /* qsort must not see t == NULL */
+        goto out;
     qsort(t, n, sizeof *t, by_finished);
     for (size_t i = 0; i < n; i++) {
         if (!t[i].completed || isnan(t[i].value))
@@ -76,6 +78,7 @@ size_t bd_history_build(bd_history_trial *t, size_t n, int maximize, size_t max_
         out[i] = best[keep[i]];
         out[i].resource = spent_by(t, cum, n, out[i].finished_at);
     }
+out:
     free(best);
     free(keep);
     free(cum);

@@ -13,7 +13,10 @@
  * created and the last trial suggested by this input; in headers "$A", "$B"
  * and "$R" become the admin's, bob's and a revoked token. Without an
  * Authorization header the request is the admin's; a body without
- * Content-Type is sent as application/json. The method EXPIRE is not HTTP:
+ * Content-Type is sent as application/json; a POST /v1/studies body without
+ * "if_exists" gets "if_exists": "create" (names are unique per owner and
+ * inputs share the engine; seeds that set it fuzz the other modes). A
+ * streamed answer (the CSV export) is read to its end. The method EXPIRE is not HTTP:
  * it expires every lease now (the reaper's work).
  *
  * The engine lives across inputs (opening one costs more than most
@@ -145,6 +148,16 @@ static void check_answer(const bd_http_req *req, const bd_http_resp *resp)
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         ok |= resp->status == known[i];
     FUZZ_CHECK(ok, "%s %s answered %d: %s", req->method_name, req->path, resp->status, resp->err_message);
+    if (resp->stream_read) { /* the CSV export: read it all, as the server would send it */
+        static char buf[65536];
+        long n;
+        FUZZ_CHECK(resp->content_type && !resp->json && !resp->text, "%s %s: a stream and another body",
+                   req->method_name, req->path);
+        while ((n = resp->stream_read(resp->stream_ctx, buf, sizeof buf)) > 0)
+            FUZZ_CHECK((size_t)n <= sizeof buf, "%s %s: stream overran its buffer", req->method_name, req->path);
+        FUZZ_CHECK(n == 0, "%s %s: the stream failed", req->method_name, req->path);
+        return;
+    }
     if (!resp->json) {
         FUZZ_CHECK(resp->text && resp->content_type, "%s %s: no body", req->method_name, req->path);
         return;
@@ -173,6 +186,26 @@ static void remember(const bd_http_req *req, const bd_http_resp *resp, long long
     }
 }
 
+/* Inputs share one engine, where a study name is unique per owner: a
+ * POST /v1/studies whose body is an object without "if_exists" gets
+ * "if_exists": "create" (today's seeds then create their study on every
+ * replay). Returns the new body (free()), or NULL to send body as is. */
+static char *create_always(const bd_http_req *req, const char *body, size_t len, size_t *new_len)
+{
+    json_t *j;
+    char *out = NULL;
+    if (req->method != BD_HTTP_POST || strcmp(req->path, "/v1/studies") != 0)
+        return NULL;
+    j = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
+    if (json_is_object(j) && !json_object_get(j, "if_exists")) {
+        json_object_set_new(j, "if_exists", json_string("create"));
+        out = json_dumps(j, JSON_COMPACT);
+        *new_len = out ? strlen(out) : 0;
+    }
+    json_decref(j);
+    return out;
+}
+
 static void one_request(const char *p, const char *end, long long *study, long long *trial)
 {
     bd_http_req req;
@@ -183,7 +216,7 @@ static void one_request(const char *p, const char *end, long long *study, long l
     const char *sp = memchr(line, ' ', len);
     char *method = fuzz_expand(NULL, line, sp ? (size_t)(sp - line) : len, 0, 0);
     char *target = sp ? fuzz_expand(&fe, sp + 1, len - (size_t)(sp + 1 - line), *study, *trial) : strdup("/");
-    char *authorization = NULL, *content_type = NULL, *idem_key = NULL, *path, *qmark;
+    char *authorization = NULL, *content_type = NULL, *idem_key = NULL, *path, *qmark, *rewritten = NULL;
 
     FUZZ_CHECK(target != NULL, "out of memory");
     while (p < end) {
@@ -237,6 +270,8 @@ static void one_request(const char *p, const char *end, long long *study, long l
     req.idem_key = idem_key;
     req.body = p;
     req.body_len = (size_t)(end - p);
+    if ((rewritten = create_always(&req, p, req.body_len, &req.body_len)))
+        req.body = rewritten;
     req.query = qmark ? query_lookup : NULL;
     req.query_ctx = &q;
     bd_api_route(&req);
@@ -249,6 +284,7 @@ static void one_request(const char *p, const char *end, long long *study, long l
     bd_http_resp_clear(&resp);
     query_free(&q);
     free(path);
+    free(rewritten);
 out:
     free(method);
     free(target);

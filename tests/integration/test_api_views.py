@@ -338,6 +338,34 @@ class Studies(bdtest.DaemonTestCase):
             check_status(self, self.d.request("DELETE", "/v1/studies/%d" % sid, token=self.alice), 200)
         check_status(self, self.post(body, self.alice), 201)
 
+    def test_concurrent_creates_of_one_name(self):
+        import threading
+        body = bdtest.study_body(name=bdtest.unique_name("race"))
+        results = []
+
+        def create(i):
+            c = self.d.client()
+            mode = "error" if i % 2 else "load"
+            st, b, _ = c.request("POST", "/v1/studies", dict(body, if_exists=mode), token=self.alice)
+            results.append((st, b.get("id") if st in (200, 201) else b["error"]["field"]))
+            c.close()
+        threads = [threading.Thread(target=create, args=(i,)) for i in range(12)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        created = [r for r in results if r[0] == 201]
+        self.assertEqual(len(created), 1, results)
+        for st, what in results:
+            self.assertIn(st, (200, 201, 409), results)
+            if st == 200:
+                self.assertEqual(what, created[0][1])
+            if st == 409:
+                self.assertEqual(what, "name")
+        listed = check_status(self, self.d.request("GET", "/v1/studies?name=%s" % body["name"], token=self.alice),
+                              200)
+        self.assertEqual(len(listed["studies"]), 1)
+
     def test_paging_name_filter_and_activity(self):
         carol = bdtest.create_user(self.d, "carol")
         made = [create_study(self.d, token=carol)["id"] for _ in range(5)]

@@ -372,6 +372,7 @@ def rows(sid, tid, ctid, ftid, revoked, user):
         ("order best with state", "GET", TR + "?order=best&state=running", {}, None, 400, "invalid_argument",
          "state"),
         ("order best with after", "GET", TR + "?order=best&after=3", {}, None, 400, "invalid_argument", "after"),
+        ("order best with after 0", "GET", TR + "?after=0&order=best", {}, None, 400, "invalid_argument", "after"),
         ("order best limit 1001", "GET", TR + "?order=best&limit=1001", {}, None, 400, "invalid_argument", "limit"),
         ("csv unknown state", "GET", TR + ".csv?state=bogus", {}, None, 400, "invalid_argument", "state"),
         ("csv instance word", "GET", TR + ".csv?instance=x", {}, None, 400, "invalid_argument", "instance"),
