@@ -70,7 +70,13 @@ function freePort() {
 function run(cmd, args, logName, opts) {
   const log = fs.openSync(path.join(tmp, logName), 'a');
   const child = spawn(cmd, args, Object.assign({ stdio: ['ignore', log, log] }, opts || {}));
-  child.done = new Promise((resolve) => child.on('exit', (code, sig) => resolve(code === null ? sig : code)));
+  child.done = new Promise((resolve) => {
+    child.on('exit', (code, sig) => resolve(code === null ? sig : code));
+    child.on('error', (e) => {
+      fs.writeSync(log, cmd + ': ' + e.message + '\n');
+      resolve('spawn error: ' + e.message);
+    });
+  });
   children.push(child);
   return child;
 }
