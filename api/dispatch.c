@@ -69,7 +69,7 @@ void bd_api_dispatch(const bd_api *api, bd_http_req *req, bd_http_resp *resp)
         goto out;
     resp->status = req->route->status;
     rc = req->route->handler(api, req, resp, &err);
-    if (rc == 0 && !resp->json && !resp->text && !resp->stream_read)
+    if (rc == 0 && !resp->json && !resp->text && !resp->stream_read && !resp->body)
         rc = bd_err_set(&err, BD_EINTERNAL, NULL, "the handler of %s %s gave no answer", req->method_name,
                         req->route->pattern);
     if (rc < 0)

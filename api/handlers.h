@@ -14,6 +14,12 @@
 BD_HANDLER(bd_h_healthz);
 BD_HANDLER(bd_h_metrics);
 
+/* handlers_ui.c: the dashboard's static files, no authentication */
+BD_HANDLER(bd_h_ui_redirect);
+BD_HANDLER(bd_h_ui_index);
+BD_HANDLER(bd_h_ui_file);
+BD_HANDLER(bd_h_ui_vendor_file);
+
 /* handlers_studies.c */
 BD_HANDLER(bd_h_create_study);
 BD_HANDLER(bd_h_list_studies);

@@ -40,3 +40,13 @@ void bd_http_resp_clear(bd_http_resp *resp)
         resp->stream_free(resp->stream_ctx);
     memset(resp, 0, sizeof *resp);
 }
+
+int bd_http_resp_add_header(bd_http_resp *resp, const char *name, const char *value)
+{
+    if (resp->header_count >= BD_RESP_HEADERS_MAX)
+        return BD_EINTERNAL;
+    resp->headers[resp->header_count].name = name;
+    resp->headers[resp->header_count].value = value;
+    resp->header_count++;
+    return 0;
+}

@@ -82,6 +82,7 @@ typedef struct bd_http_req {
     const char *authorization; /* header values; NULL when absent */
     const char *content_type;
     const char *idem_key;
+    const char *if_none_match;
     const char *body; /* raw body, body_len bytes (not NUL-terminated) */
     size_t body_len;
     bd_query_fn query; /* NULL: the request has no query parameters */
@@ -102,6 +103,14 @@ typedef struct bd_http_req {
     char fingerprint[BD_FINGERPRINT_MAX];
 } bd_http_req;
 
+#define BD_RESP_HEADERS_MAX 8
+
+/* An extra response header; both strings static or outliving the response. */
+typedef struct bd_http_header {
+    const char *name;
+    const char *value;
+} bd_http_header;
+
 typedef struct bd_http_resp {
     int status;
     json_t *json; /* new: the body, sent compactly as application/json */
@@ -116,7 +125,11 @@ typedef struct bd_http_resp {
     void (*stream_free)(void *ctx);
     void *stream_ctx;
     char disposition[160];    /* Content-Disposition header when non-empty */
+    const void *body; /* borrowed, static (compiled-in files): the body when json, text and stream_read are NULL */
+    size_t body_len;
     const char *content_type; /* static; NULL means application/json */
+    bd_http_header headers[BD_RESP_HEADERS_MAX]; /* extra headers, sent in order */
+    int header_count;
     char allow[64];           /* Allow header when non-empty */
     int www_authenticate;     /* send WWW-Authenticate: Bearer */
     int close;                /* send Connection: close */
@@ -133,6 +146,10 @@ typedef struct bd_api {
 /* Query value for key (borrowed), NULL if absent; *present (may be NULL) is
  * set to whether key appeared at all, even without '='. */
 const char *bd_http_query(const bd_http_req *req, const char *key, int *present);
+
+/* Appends header name: value to resp (both static or outliving resp).
+ * Returns 0, or BD_EINTERNAL when BD_RESP_HEADERS_MAX are already set. */
+BD_MUST_CHECK int bd_http_resp_add_header(bd_http_resp *resp, const char *name, const char *value);
 
 /* Releases what a response owns and zeroes it. */
 void bd_http_resp_clear(bd_http_resp *resp);

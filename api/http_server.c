@@ -350,10 +350,12 @@ static struct MHD_Response *make_response(bd_http_resp *resp)
             resp->stream_ctx = NULL; /* MHD's now: stream_free runs when the response is destroyed */
         else
             free(c);
-    } else {
+    } else if (resp->text) {
         mr = MHD_create_response_from_buffer(resp->text_len, resp->text, MHD_RESPMEM_MUST_FREE);
         if (mr)
             resp->text = NULL;
+    } else {
+        mr = MHD_create_response_from_buffer(resp->body_len, (void *)resp->body, MHD_RESPMEM_PERSISTENT);
     }
     if (!mr)
         return NULL;
@@ -367,6 +369,8 @@ static struct MHD_Response *make_response(bd_http_resp *resp)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (resp->close)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_CONNECTION, "close");
+    for (int i = 0; i < resp->header_count; i++)
+        MHD_add_response_header(mr, resp->headers[i].name, resp->headers[i].value);
     return mr;
 }
 
@@ -587,6 +591,7 @@ static enum MHD_Result finish(bd_http_server *s, struct MHD_Connection *conn, re
     req->authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     req->content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
     req->idem_key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key");
+    req->if_none_match = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
     req->body = ctx->body;
     req->body_len = ctx->len;
     req->query = lookup_query;

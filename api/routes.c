@@ -31,6 +31,11 @@ static const bd_route table[] = {
     {BD_HTTP_POST, "/v1/users/{name}/tokens", bd_h_create_token, BODY_OPT, 201},
     {BD_HTTP_DELETE, "/v1/tokens/{id}", bd_h_revoke_token, AUTH, 200},
     {BD_HTTP_GET, "/v1/me", bd_h_me, AUTH, 200},
+
+    {BD_HTTP_GET, "/ui", bd_h_ui_redirect, 0, 301},
+    {BD_HTTP_GET, "/ui/", bd_h_ui_index, 0, 200},
+    {BD_HTTP_GET, "/ui/{file}", bd_h_ui_file, 0, 200},
+    {BD_HTTP_GET, "/ui/vendor/{file}", bd_h_ui_vendor_file, 0, 200},
 };
 
 _Static_assert(sizeof table / sizeof table[0] <= BD_ROUTES_MAX, "raise BD_ROUTES_MAX");

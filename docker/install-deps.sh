@@ -16,7 +16,9 @@
 #                             when node / npm are not on PATH: NodeSource's nodejs
 #                             bundles npm, and Debian's npm would conflict with it);
 #                             systemd for systemd-analyze, with which the install
-#                             test verifies the unit)
+#                             test verifies the unit; Debian's chromium and scikit-learn
+#                             for the dashboard's browser test, tests/browser/
+#                             (node drives chromium))
 #   install-deps.sh --bench   also the benchmark peers (Optuna, plotting, sklearn)
 # Packages already present are skipped, so re-running it is cheap.
 set -eu
@@ -24,7 +26,7 @@ set -eu
 build="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev \
 libsqlite3-dev libgsl-dev libsodium-dev libcurl4-openssl-dev help2man python3-yaml"
 test_pkgs="libcriterion-dev curl python3 python3-yaml clang libclang-rt-14-dev minisat systemd python3-venv \
-python3-wheel python3-sklearn python3-numpy"
+python3-wheel python3-sklearn python3-numpy chromium"
 bench_pkgs="python3-optuna python3-matplotlib python3-sklearn python3-numpy dataset-fashion-mnist"
 
 node_pkgs=""

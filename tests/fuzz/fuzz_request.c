@@ -5,7 +5,7 @@
  *
  * Input: up to MAX_REQUESTS requests separated by a line "%%", each
  *     METHOD SP TARGET LF
- *     Name: value LF          (Authorization, Content-Type, Idempotency-Key)
+ *     Name: value LF          (Authorization, Content-Type, Idempotency-Key, If-None-Match)
  *     LF
  *     body
  * TARGET is a path with an optional ?query, percent-decoded as
@@ -33,8 +33,9 @@
  *
  * Oracles: no 500 (the database is memory, so a 500 is a bug: a handler
  * without an answer, a scheduler proposing what the study forbids); every
- * answer is JSON (or /metrics text) that survives the server's serialization;
- * an error answer has the error shape. */
+ * answer is JSON (or /metrics text, or a compiled-in dashboard file, empty
+ * under 304) that survives the server's serialization; an error answer has
+ * the error shape. */
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
@@ -142,7 +143,7 @@ static const char *next_line(const char **p, const char *end, size_t *len)
 
 static void check_answer(const bd_http_req *req, const bd_http_resp *resp)
 {
-    static const int known[] = {200, 201, 400, 401, 403, 404, 405, 409, 413, 415};
+    static const int known[] = {200, 201, 301, 304, 400, 401, 403, 404, 405, 409, 413, 415};
     int ok = 0;
 
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
@@ -156,6 +157,12 @@ static void check_answer(const bd_http_req *req, const bd_http_resp *resp)
         while ((n = resp->stream_read(resp->stream_ctx, buf, sizeof buf)) > 0)
             FUZZ_CHECK((size_t)n <= sizeof buf, "%s %s: stream overran its buffer", req->method_name, req->path);
         FUZZ_CHECK(n == 0, "%s %s: the stream failed", req->method_name, req->path);
+        return;
+    }
+    if (resp->body) { /* a dashboard file, compiled in */
+        FUZZ_CHECK(resp->content_type && !resp->json && !resp->text, "%s %s: a static body and another body",
+                   req->method_name, req->path);
+        FUZZ_CHECK(resp->status != 304 || resp->body_len == 0, "%s %s: 304 with a body", req->method_name, req->path);
         return;
     }
     if (!resp->json) {
@@ -216,7 +223,8 @@ static void one_request(const char *p, const char *end, long long *study, long l
     const char *sp = memchr(line, ' ', len);
     char *method = fuzz_expand(NULL, line, sp ? (size_t)(sp - line) : len, 0, 0);
     char *target = sp ? fuzz_expand(&fe, sp + 1, len - (size_t)(sp + 1 - line), *study, *trial) : strdup("/");
-    char *authorization = NULL, *content_type = NULL, *idem_key = NULL, *path, *qmark, *rewritten = NULL;
+    char *authorization = NULL, *content_type = NULL, *idem_key = NULL, *if_none_match = NULL, *path, *qmark,
+         *rewritten = NULL;
 
     FUZZ_CHECK(target != NULL, "out of memory");
     while (p < end) {
@@ -232,6 +240,8 @@ static void one_request(const char *p, const char *end, long long *study, long l
             slot = &content_type;
         else if ((size_t)(colon - h) == 15 && strncasecmp(h, "Idempotency-Key", 15) == 0)
             slot = &idem_key;
+        else if ((size_t)(colon - h) == 13 && strncasecmp(h, "If-None-Match", 13) == 0)
+            slot = &if_none_match;
         if (!slot || *slot)
             continue;
         colon++;
@@ -268,6 +278,7 @@ static void one_request(const char *p, const char *end, long long *study, long l
     req.authorization = authorization;
     req.content_type = content_type;
     req.idem_key = idem_key;
+    req.if_none_match = if_none_match;
     req.body = p;
     req.body_len = (size_t)(end - p);
     if ((rewritten = create_always(&req, p, req.body_len, &req.body_len)))
@@ -291,6 +302,7 @@ out:
     free(authorization);
     free(content_type);
     free(idem_key);
+    free(if_none_match);
 }
 
 /* An input may revoke the admin's or bob's token (DELETE /v1/tokens/1): the

@@ -1,0 +1,84 @@
+// studies.js: the list of the caller's studies, one page (PAGE rows) at a
+// time through the API's `after` cursor, redrawn every POLL_MS from the
+// same page only.
+import { getJson } from './api.js';
+import { el, clear, fmtNum, fmtAgo, fmtTime } from './dom.js';
+
+const PAGE = 50;
+const POLL_MS = 3000;
+const STATES = ['running', 'completed', 'stopped', 'failed', 'expired'];
+
+function trialCell(t) {
+  if (!t) return el('td', { text: '—' });
+  const parts = STATES.filter((s) => t[s]).map((s) => el('span', { class: 'pill st-' + s, title: s, text: s + ' ' + t[s] }));
+  return el('td', { class: 'trial-counts' }, el('b', { text: String(t.total || 0) }), ' ', parts);
+}
+
+function row(s, now) {
+  const inc = s.incumbent;
+  const last = s.last_activity_at || s.created_at;
+  return el('tr', { dataset: { study: s.id } },
+    el('td', { class: 'num', text: s.id }),
+    el('td', null, el('a', { class: 'study-link', href: '#/study/' + s.id, text: s.name })),
+    el('td', { text: s.scheduler ? s.scheduler.name : '' }),
+    el('td', null, el('span', { class: 'state state-' + s.state, text: s.state })),
+    trialCell(s.trials),
+    el('td', { class: 'num', title: inc ? 'trial ' + inc.trial_id : '', text: inc ? fmtNum(inc.value) : '—' }),
+    el('td', { title: fmtTime(last), text: fmtAgo(last, now) }));
+}
+
+export function studiesView(root) {
+  const ctl = new AbortController();
+  const cursors = [null]; // after-cursor of each page seen; the last is the current page
+  let next = null;
+  let timer = null;
+  let busy = false;
+
+  const status = el('p', { class: 'muted', id: 'studies-status' });
+  const tbody = el('tbody');
+  const prev = el('button', { type: 'button', text: '← Previous' });
+  const nextB = el('button', { type: 'button', text: 'Next →' });
+  const table = el('table', { id: 'studies', class: 'grid' },
+    el('thead', null, el('tr', null, ['ID', 'Name', 'Scheduler', 'State', 'Trials', 'Best value', 'Last activity'].map((h) => el('th', { text: h })))),
+    tbody);
+  delete root.dataset.loaded;
+  clear(root).append(el('h1', { text: 'Studies' }), status, table, el('div', { class: 'pager' }, prev, nextB));
+
+  async function load() {
+    if (busy) return;
+    busy = true;
+    try {
+      const after = cursors[cursors.length - 1];
+      const r = await getJson('/v1/studies', { limit: PAGE, after }, ctl.signal);
+      const list = r.studies || [];
+      next = r.next_after === undefined ? null : r.next_after;
+      const now = Date.now() / 1000;
+      clear(tbody).append(...list.map((s) => row(s, now)));
+      if (!list.length) tbody.append(el('tr', null, el('td', { colspan: 7, class: 'muted', text: 'No studies yet.' })));
+      status.textContent = list.length + ' studies on this page · refreshed ' + new Date().toLocaleTimeString();
+      prev.disabled = cursors.length <= 1;
+      nextB.disabled = next === null;
+    } catch (e) {
+      if (e.name !== 'AbortError') status.textContent = 'Cannot load the studies: ' + e.message;
+    } finally {
+      busy = false;
+    }
+  }
+
+  prev.addEventListener('click', () => {
+    if (cursors.length > 1) cursors.pop();
+    load();
+  });
+  nextB.addEventListener('click', () => {
+    if (next !== null) cursors.push(next);
+    load();
+  });
+  load();
+  timer = setInterval(() => {
+    if (!document.hidden) load();
+  }, POLL_MS);
+  return () => {
+    clearInterval(timer);
+    ctl.abort();
+  };
+}

@@ -1,0 +1,446 @@
+// dashboard.test.mjs: the web dashboard (/ui/) as a person sees it, in
+// Debian's headless Chromium driven by playwright-core, against the real
+// daemon ($BANDITD) on a free port with a temporary database.
+//
+// Data: user alice runs a real Hyperband study (clients/examples/
+// sklearn_worker.py: SGDClassifier.partial_fit on scikit-learn's digits,
+// one epoch per step, validation error reported per epoch, stops obeyed,
+// 2 worker threads, R=27, eta=3) and owns a study named like an XSS payload;
+// bob owns a study alice must never see; and bd_loadgen ($BD_LOADGEN) fills
+// a 100,000-trial random-search study of alice's meanwhile.
+//
+// Checks: login by pasting the token (kept in sessionStorage, never in a
+// URL), the studies list (alice's rows, not bob's), the study page (the
+// charts were given points and drew coloured pixels, the trial table has
+// rows, the scheduler view shows brackets, CSV download has a header and
+// rows, live refresh picks up a new trial), the hostile name shown as text
+// with no dialog, a refused token sends back to login, logout clears
+// sessionStorage; then the 100,000-trial study shows its total while the
+// page fetches less than 5 MB. Screenshots go to screenshots/ (or
+// $BD_SCREENSHOT_DIR). Prints "N passed, M failed" and exits 1 on a failure.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const srcDir = process.env.BD_SOURCE_DIR || path.resolve(here, '../..');
+const banditd = process.env.BANDITD;
+const loadgen = process.env.BD_LOADGEN;
+const CHROMIUM = '/usr/bin/chromium';
+const HOSTILE = '<img src=x onerror=alert(1)>';
+const BIG_TRIALS = Number(process.env.BD_BIG_TRIALS || 100000);
+const BYTES_BOUND = 5 * 1024 * 1024;
+const shotDir = process.env.BD_SCREENSHOT_DIR || path.join(here, 'screenshots');
+
+let passed = 0;
+let failed = 0;
+const children = [];
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bd-browser-'));
+
+function check(ok, what, detail) {
+  if (ok) {
+    passed++;
+    console.log('ok   ' + what);
+  } else {
+    failed++;
+    console.log('FAIL ' + what + (detail !== undefined ? ': ' + detail : ''));
+  }
+  return ok;
+}
+
+function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const p = s.address().port;
+      s.close(() => resolve(p));
+    });
+    s.on('error', reject);
+  });
+}
+
+function run(cmd, args, logName, opts) {
+  const log = fs.openSync(path.join(tmp, logName), 'a');
+  const child = spawn(cmd, args, Object.assign({ stdio: ['ignore', log, log] }, opts || {}));
+  child.done = new Promise((resolve) => {
+    child.on('exit', (code, sig) => resolve(code === null ? sig : code));
+    child.on('error', (e) => {
+      fs.writeSync(log, cmd + ': ' + e.message + '\n');
+      resolve('spawn error: ' + e.message);
+    });
+  });
+  children.push(child);
+  return child;
+}
+
+function tail(logName, n) {
+  try {
+    return fs.readFileSync(path.join(tmp, logName), 'utf8').split('\n').slice(-(n || 20)).join('\n');
+  } catch (e) {
+    return '(no log)';
+  }
+}
+
+// Waits for child's exit, killing it after ms (SIGINT first: the worker ends its loop).
+async function finish(child, ms) {
+  const t = setTimeout(() => child.kill('SIGINT'), ms);
+  const t2 = setTimeout(() => child.kill('SIGKILL'), ms + 10000);
+  const code = await child.done;
+  clearTimeout(t);
+  clearTimeout(t2);
+  return code;
+}
+
+let base = '';
+async function api(method, p, token, body) {
+  const r = await fetch(base + p, {
+    method,
+    headers: Object.assign({ Authorization: 'Bearer ' + token }, body ? { 'Content-Type': 'application/json' } : {}),
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await r.text();
+  let json = null;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    json = text;
+  }
+  if (!r.ok) throw new Error(method + ' ' + p + ' -> ' + r.status + ' ' + text.slice(0, 300));
+  return json;
+}
+
+// A random-search study of owner's named name, with `trials` completed trials
+// (each with two measurements).
+async function smallStudy(token, name, trials) {
+  const s = await api('POST', '/v1/studies', token, {
+    name,
+    parameters: [{ name: 'x', type: 'float', low: 0, high: 1 }, { name: 'kind', type: 'categorical', choices: ['a', HOSTILE] }],
+    objective: { metric: 'loss', goal: 'minimize' },
+    scheduler: { name: 'random', options: { max_trials: 100 } },
+    seed: 3,
+  });
+  for (let i = 0; i < trials; i++) {
+    const t = (await api('POST', '/v1/studies/' + s.id + '/suggest', token, { worker: 'w', count: 1 })).trials[0];
+    await api('POST', '/v1/trials/' + t.id + '/measurements', token, { step: 1, value: 1 - t.config.x / 2 });
+    await api('POST', '/v1/trials/' + t.id + '/measurements', token, { step: 2, value: 1 - t.config.x });
+    await api('POST', '/v1/trials/' + t.id + '/complete', token, { value: 1 - t.config.x });
+  }
+  return s;
+}
+
+// The other schedulers' own views: one small study each, driven through the
+// API (n suggest -> measurements -> complete loops, values from the trial's config).
+const OTHER_SCHEDULERS = {
+  rising_bandits: {
+    parameters: [{ name: 'algo', type: 'categorical', choices: ['svm', 'rf', 'knn'] }, { name: 'C', type: 'float', low: 0.1, high: 10, when: { algo: ['svm'] } }],
+    objective: { metric: 'acc', goal: 'maximize' }, limits: { trials: 30 },
+    scheduler: { name: 'rising_bandits', options: { arm_parameter: 'algo', window: 2 } },
+  },
+  spc: {
+    parameters: [{ name: 'p', type: 'float', low: 0, high: 1 }], objective: { metric: 'runtime', goal: 'minimize' },
+    instances: ['a.cnf', 'b.cnf', 'c.cnf'], resource: { name: 'seconds', min: 0.1, max: 60 }, scheduler: { name: 'spc', options: {} },
+  },
+  bo_bos: {
+    parameters: [{ name: 'lr', type: 'float', low: 1e-4, high: 1, log: true }], objective: { metric: 'loss', goal: 'minimize' },
+    resource: { name: 'epochs', min: 1, max: 12, integer: true }, scheduler: { name: 'bo_bos', options: { max_trials: 10 } },
+  },
+  asha: {
+    parameters: [{ name: 'lr', type: 'float', low: 1e-4, high: 1, log: true }], objective: { metric: 'loss', goal: 'minimize' },
+    resource: { name: 'epochs', min: 1, max: 9, integer: true }, scheduler: { name: 'asha', options: { eta: 3, max_trials: 30 } },
+  },
+};
+
+async function driveStudy(token, name, def, n) {
+  const s = await api('POST', '/v1/studies', token, Object.assign({ name, seed: 5 }, def));
+  for (let i = 0; i < n; i++) {
+    const r = await api('POST', '/v1/studies/' + s.id + '/suggest', token, { worker: 'w', count: 1 });
+    if (!r.trials || !r.trials.length) break;
+    const t = r.trials[0];
+    const c = t.config;
+    const q = c.algo ? { svm: 0.9, rf: 0.7, knn: 0.5 }[c.algo] : c.p !== undefined ? c.p : Math.abs(Math.log10(c.lr) + 2) / 4;
+    let stopped = false;
+    const steps = def.resource && def.resource.integer ? Math.max(1, Math.round(t.budget)) : 1;
+    for (let st = 1; st <= steps && !stopped; st++) {
+      const a = await api('POST', '/v1/trials/' + t.id + '/measurements', token, { step: st, value: q + 1 / (st + 1) });
+      stopped = a.action === 'stop';
+    }
+    if (!stopped) await api('POST', '/v1/trials/' + t.id + '/complete', token, { value: def.scheduler.name === 'spc' ? q * t.budget : q + 1 / (steps + 1) });
+  }
+  return s;
+}
+
+// In the page: what uPlot was given and how many coloured (non-grey) pixels it drew.
+function chartState(name) {
+  const u = window.bdDash && window.bdDash.charts[name];
+  if (!u) return null;
+  const c = u.ctx.canvas;
+  const px = u.ctx.getImageData(0, 0, c.width, c.height).data;
+  let coloured = 0;
+  for (let i = 0; i < px.length; i += 4) {
+    const mx = Math.max(px[i], px[i + 1], px[i + 2]), mn = Math.min(px[i], px[i + 1], px[i + 2]);
+    if (px[i + 3] > 100 && mx - mn > 40) coloured++; // axes, grid and text are grey or black
+  }
+  const series = u.data.length - 1;
+  let points = 0;
+  for (let s = 1; s < u.data.length; s++) points += u.data[s].filter((v) => v !== null && v !== undefined).length;
+  return { xs: u.data[0].length, series, points, coloured, width: c.width, height: c.height };
+}
+
+async function main() {
+  if (!banditd) throw new Error('BANDITD is not set (run through ctest)');
+  if (!fs.existsSync(CHROMIUM)) throw new Error(CHROMIUM + ' is missing: docker/install-deps.sh --test installs Debian\'s chromium');
+  fs.mkdirSync(shotDir, { recursive: true });
+
+  // ---- the daemon and its data ----
+  const port = await freePort();
+  base = 'http://127.0.0.1:' + port;
+  const db = path.join(tmp, 'bd.db');
+  const daemon = run(banditd, ['--listen', '127.0.0.1:' + port, '--db', db, '--log-level', 'warn'], 'daemon.log');
+  let admin = null;
+  for (let i = 0; i < 100 && !admin; i++) {
+    await sleep(100);
+    try {
+      const r = await fetch(base + '/healthz');
+      if (r.ok) admin = fs.readFileSync(db + '.admin-token', 'utf8').trim();
+    } catch (e) {
+      /* not up yet */
+    }
+  }
+  if (!admin) throw new Error('the daemon did not start:\n' + tail('daemon.log'));
+  await api('POST', '/v1/users', admin, { name: 'alice' });
+  await api('POST', '/v1/users', admin, { name: 'bob' });
+  const alice = (await api('POST', '/v1/users/alice/tokens', admin)).token;
+  const bob = (await api('POST', '/v1/users/bob/tokens', admin)).token;
+  const aliceFile = path.join(tmp, 'alice.token');
+  fs.writeFileSync(aliceFile, alice + '\n', { mode: 0o600 });
+
+  const big = loadgen ? run(loadgen, ['--url', '127.0.0.1:' + port, '--token-file', aliceFile, '--workers', '8',
+    '--trials', String(BIG_TRIALS), '--max-trials', String(BIG_TRIALS), '--measurements', '0', '--warmup', '0',
+    '--duration', '600'], 'loadgen.log') : null;
+  check(big !== null, 'bd_loadgen is available for the 100,000-trial study', 'BD_LOADGEN is not set');
+  const worker = run('/usr/bin/python3', [path.join(srcDir, 'clients/examples/sklearn_worker.py'), '--url', base,
+    '--token-file', aliceFile, '--create-study', 'hyperband', '27', '3', '--workers', '2', '--dataset', 'digits',
+    '--checkpoint-dir', path.join(tmp, 'ckpt'), '--log-level', 'warning'], 'worker.log');
+  const hostile = await smallStudy(alice, HOSTILE, 4);
+  const secret = await smallStudy(bob, 'bob-secret-study', 2);
+  const wcode = await finish(worker, 45000);
+  check(wcode === 0 || wcode === 'SIGINT', 'the Hyperband worker ran', 'exit ' + wcode + '\n' + tail('worker.log'));
+  const studies = (await api('GET', '/v1/studies?limit=1000', alice)).studies;
+  const hb = studies.find((s) => s.scheduler.name === 'hyperband');
+  if (!hb) throw new Error('no Hyperband study:\n' + tail('worker.log'));
+  check(hb.trials.completed > 5, 'the Hyperband study has completed trials', JSON.stringify(hb.trials));
+
+  // ---- the browser ----
+  const profile = fs.mkdtempSync(path.join(tmp, 'profile-'));
+  const ctx = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1400, height: 1000 },
+    acceptDownloads: true,
+  });
+  const page = ctx.pages()[0] || (await ctx.newPage());
+  const dialogs = [];
+  const pageErrors = [];
+  const urls = [];
+  let bytes = 0;
+  page.on('dialog', (d) => {
+    dialogs.push(d.message());
+    d.dismiss().catch(() => {});
+  });
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  page.on('request', (r) => urls.push(r.url()));
+  page.on('requestfinished', async (r) => {
+    try {
+      const s = await r.sizes();
+      bytes += s.responseBodySize + s.responseHeadersSize;
+    } catch (e) {
+      /* the page went away */
+    }
+  });
+
+  try {
+    await page.goto(base + '/ui');
+    check(page.url() === base + '/ui/', '/ui redirects to /ui/', page.url());
+    await page.waitForSelector('#login #token');
+    await page.fill('#token', alice);
+    await page.click('#login button[type=submit]');
+    await page.waitForSelector('#studies tbody tr[data-study]');
+    const names = await page.$$eval('#studies a.study-link', (as) => as.map((a) => a.textContent));
+    check(names.length >= 3, 'the studies list has alice\'s rows', names.length);
+    check(!names.includes('bob-secret-study'), 'bob\'s study is absent from alice\'s list', JSON.stringify(names));
+    check(names.includes(HOSTILE), 'the hostile study name is shown as text', JSON.stringify(names));
+    check((await page.$$('#studies img')).length === 0, 'the hostile name made no <img> element');
+    const stored = await page.evaluate(() => sessionStorage.getItem('banditd.token'));
+    check(stored === alice, 'the token is kept in sessionStorage');
+    check((await page.evaluate(() => document.cookie)) === '', 'no cookie is set');
+    const hbRow = await page.$eval('#studies tr[data-study="' + hb.id + '"]', (tr) => tr.textContent);
+    check(hbRow.includes('hyperband') && hbRow.includes(String(hb.trials.total)), 'the Hyperband row shows scheduler and trial count', hbRow);
+    await page.screenshot({ path: path.join(shotDir, 'studies.png') });
+
+    // ---- the Hyperband study ----
+    await page.click('#studies tr[data-study="' + hb.id + '"] a.study-link');
+    await page.waitForSelector('#view[data-loaded="' + hb.id + '"]', { timeout: 20000 });
+    await page.waitForTimeout(300);
+    for (const name of ['best_time', 'best_resource', 'curves', 'scatter']) {
+      const st = await page.evaluate(chartState, name);
+      check(st && st.points > 0 && st.xs > 0, 'chart ' + name + ' was given points', JSON.stringify(st));
+      check(st && st.coloured > 50, 'chart ' + name + ' drew coloured pixels', JSON.stringify(st));
+    }
+    const curves = await page.evaluate(chartState, 'curves');
+    check(curves && curves.series >= 5, 'the learning curves hold one series per trial', JSON.stringify(curves));
+    const note = await page.textContent('#curves-note');
+    check(/best \d+ completed trials/.test(note) && /latest \d+ trials/.test(note), 'the page says which trials the curves show', note);
+    const latestN = Number((/latest (\d+) trials/.exec(note) || [])[1]);
+    check(latestN === Math.min(100, hb.trials.total), 'the latest window holds the study\'s newest trials though other studies\' ids interleave', note);
+    const rows = await page.$$('#trials tbody tr[data-trial]');
+    check(rows.length > 0, 'the trial table has rows', rows.length);
+    const brackets = await page.$$('#scheduler .bracket');
+    check(brackets.length > 0, 'the scheduler view shows Hyperband brackets', brackets.length);
+    const rungRows = await page.$$('#scheduler .bracket tbody tr');
+    check(rungRows.length >= brackets.length, 'each bracket lists its rungs', rungRows.length);
+    // The colour select redraws the curves with the same data.
+    await page.selectOption('#colour-param', 'alpha');
+    const recoloured = await page.evaluate(chartState, 'curves');
+    check(recoloured && recoloured.points === curves.points, 'colouring by another parameter keeps the curves', JSON.stringify(recoloured));
+    check((await page.$$('.colour-key .ramp')).length === 1, 'a numeric colour parameter shows its ramp');
+    await page.selectOption('#colour-param', 'loss');
+    const swatches = await page.$$eval('.colour-key .key-item', (ks) => ks.map((k) => k.textContent));
+    check(JSON.stringify(swatches) === '["hinge","log_loss","modified_huber"]', 'a categorical colour parameter shows one swatch per choice', JSON.stringify(swatches));
+    // Trial table: a state filter and the next page.
+    await page.selectOption('#trial-state', 'completed');
+    await page.waitForFunction(() => [...document.querySelectorAll('#trials tbody tr[data-trial]')].every((tr) => tr.classList.contains('st-completed')));
+    check(true, 'the state filter shows completed trials only');
+    if (hb.trials.completed > 50) {
+      const first = await page.$eval('#trials tbody tr[data-trial]', (tr) => tr.dataset.trial);
+      await page.click('#trials-next');
+      await page.waitForFunction((f) => {
+        const tr = document.querySelector('#trials tbody tr[data-trial]');
+        return tr && tr.dataset.trial !== f;
+      }, first);
+      const second = await page.$eval('#trials tbody tr[data-trial]', (tr) => tr.dataset.trial);
+      check(Number(second) > Number(first), 'the next page continues after the first', first + ' -> ' + second);
+      await page.click('#trials-prev');
+    }
+    await page.selectOption('#trial-state', '');
+    const dl = page.waitForEvent('download');
+    await page.click('#download-csv');
+    const download = await dl;
+    const csv = fs.readFileSync(await download.path(), 'utf8').trim().split('\n');
+    check(csv[0].startsWith('trial_id,state,budget,value'), 'the CSV download has the header', csv[0]);
+    check(csv.length - 1 === hb.trials.total, 'the CSV download has a row per trial', (csv.length - 1) + ' of ' + hb.trials.total);
+    await page.screenshot({ path: path.join(shotDir, 'study.png'), fullPage: true });
+
+    // ---- the hostile study, and live refresh ----
+    await page.goto(base + '/ui/#/study/' + hostile.id);
+    await page.waitForSelector('#view[data-loaded="' + hostile.id + '"]');
+    check((await page.textContent('#view h1')) === HOSTILE, 'the hostile name is the study page\'s title, as text');
+    check((await page.$$('#view img')).length === 0, 'no <img> element on the hostile study\'s page');
+    const t = (await api('POST', '/v1/studies/' + hostile.id + '/suggest', alice, { worker: 'late', count: 1 })).trials[0];
+    await api('POST', '/v1/trials/' + t.id + '/measurements', alice, { step: 1, value: 0.25 });
+    await page.waitForFunction(() => /^5 total/.test(document.querySelector('dd[data-fact="trials"]').textContent), null, { timeout: 10000 });
+    await page.waitForSelector('#trials tr[data-trial="' + t.id + '"]', { timeout: 10000 });
+    check(true, 'a new trial appears without reloading (live refresh)');
+    const bobPage = await page.goto(base + '/ui/#/study/' + secret.id).then(() => page.waitForSelector('#view .error')).then((e) => e.textContent());
+    check(/No study/.test(bobPage), 'bob\'s study id shows not-found to alice', bobPage);
+    // ---- the other schedulers' views ----
+    const views = {
+      rising_bandits: async () => {
+        const arms = await page.$$eval('#scheduler table.arms tbody tr', (trs) => trs.map((tr) => tr.textContent));
+        check(arms.length === 3 && arms.some((a) => a.includes('alive')), 'rising_bandits: one row per arm with its status', JSON.stringify(arms));
+        check((await page.$$('#scheduler .bound')).length === 3, 'rising_bandits: each arm\'s bounds are drawn');
+      },
+      spc: async () => {
+        const heads = await page.$$eval('#scheduler th', (ths) => ths.map((th) => th.textContent));
+        const rows = await page.$$('#scheduler table tbody tr');
+        check(heads.includes('cap') && heads.includes('LCB') && rows.length > 0, 'spc: testers with caps and LCBs', JSON.stringify(heads));
+      },
+      bo_bos: async () => {
+        const text = await page.textContent('#scheduler');
+        check(/Bayesian optimal stopping: triggered \d+, stopped \d+/.test(text), 'bo_bos: the stopping summary and verdicts', text.slice(0, 200));
+      },
+      asha: async () => {
+        check((await page.$$('#scheduler .bracket tbody tr')).length > 0, 'asha: brackets with their rungs');
+      },
+    };
+    for (const [name, def] of Object.entries(OTHER_SCHEDULERS)) {
+      const st = await driveStudy(alice, 'view-' + name, def, 25);
+      await page.goto(base + '/ui/#/study/' + st.id);
+      await page.waitForFunction((n) => {
+        const s = document.querySelector('#scheduler .sched');
+        return s && s.dataset.scheduler === n.name && document.getElementById('view').dataset.loaded === String(n.id);
+      }, { name, id: st.id });
+      await views[name]();
+    }
+    check(dialogs.length === 0, 'no dialog fired', JSON.stringify(dialogs));
+
+    // ---- a refused token, then logout ----
+    await page.evaluate(() => sessionStorage.setItem('banditd.token', 'bdt_not_a_token'));
+    await page.goto(base + '/ui/#/studies');
+    await page.waitForSelector('#login #token');
+    check((await page.evaluate(() => sessionStorage.getItem('banditd.token'))) === null, 'a 401 forgets the token and shows the login form');
+    await page.fill('#token', alice);
+    await page.click('#login button[type=submit]');
+    await page.waitForSelector('#logout:not([hidden])');
+    await page.click('#logout');
+    await page.waitForSelector('#login #token');
+    check((await page.evaluate(() => sessionStorage.length)) === 0, 'logout clears sessionStorage');
+    check(urls.every((u) => !u.includes(alice)), 'the token never appears in a URL');
+
+    // ---- 100,000 trials ----
+    if (big) {
+      const code = await finish(big, 150000);
+      check(code === 0, 'bd_loadgen filled the big study', 'exit ' + code + '\n' + tail('loadgen.log'));
+      const bigStudy = (await api('GET', '/v1/studies?limit=1000', alice)).studies.find((s) => s.name.startsWith('loadgen-'));
+      check(bigStudy && bigStudy.trials.total === BIG_TRIALS, 'the big study holds ' + BIG_TRIALS + ' trials', JSON.stringify(bigStudy && bigStudy.trials));
+      await page.fill('#token', alice);
+      await page.click('#login button[type=submit]');
+      await page.waitForSelector('#studies tbody tr[data-study]');
+      bytes = 0;
+      await page.goto(base + '/ui/#/study/' + bigStudy.id);
+      await page.waitForSelector('#view[data-loaded="' + bigStudy.id + '"]', { timeout: 30000 });
+      await page.waitForTimeout(7000); // two refreshes
+      const shown = await page.textContent('dd[data-fact="trials"]');
+      check(shown.startsWith(BIG_TRIALS + ' total'), 'the page shows the big study\'s total', shown);
+      const rowsBig = await page.$$('#trials tbody tr[data-trial]');
+      check(rowsBig.length > 0, 'the big study\'s trial table has rows', rowsBig.length);
+      const sc = await page.evaluate(chartState, 'scatter');
+      check(sc && sc.points > 0 && sc.points <= 300, 'the scatter holds a bounded set of trials', JSON.stringify(sc));
+      check(bytes > 0 && bytes < BYTES_BOUND, 'the page fetched less than 5 MB for 100,000 trials', bytes + ' bytes');
+      console.log('     (the 100,000-trial study page fetched ' + bytes + ' bytes including two refreshes)');
+    }
+    check(pageErrors.length === 0, 'no uncaught error in the page', JSON.stringify(pageErrors));
+  } catch (e) {
+    await page.screenshot({ path: path.join(tmp, 'failure.png'), fullPage: true }).catch(() => {});
+    throw e;
+  } finally {
+    await ctx.close();
+  }
+  daemon.kill('SIGINT');
+  await finish(daemon, 10000);
+}
+
+let fatal = null;
+try {
+  await main();
+} catch (e) {
+  fatal = e;
+  failed++;
+  console.log('FAIL ' + (e && e.stack ? e.stack : e));
+  console.log('daemon log:\n' + tail('daemon.log') + '\nworker log:\n' + tail('worker.log'));
+} finally {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+}
+if (!failed && !process.env.BD_KEEP_TMP) fs.rmSync(tmp, { recursive: true, force: true });
+else console.log('kept ' + tmp);
+console.log(passed + ' passed, ' + failed + ' failed');
+process.exit(failed || fatal ? 1 : 0);
