@@ -203,6 +203,45 @@ class PythonClient(bdtest.DaemonTestCase):
         self.assertEqual([t["id"] for t in self.c.list_trials(s["id"], state="completed", limit=1)], ids[:2])
         self.assertEqual([t["id"] for t in self.c.list_trials(s["id"], state="running")], ids[2:])
 
+    def test_list_studies_follows_pages_and_filters_by_name(self):
+        made = [self.study()["id"] for _ in range(5)]
+        listed = [x["id"] for x in self.c.list_studies(limit=2)]
+        self.assertEqual(listed, sorted(listed))
+        self.assertTrue(set(made) <= set(listed), (made, listed))
+        name = self.c.get_study(made[3])["name"]
+        self.assertEqual([x["id"] for x in self.c.list_studies(name=name, limit=1)], [made[3]])
+
+    def test_best_trials_history_and_csv_export(self):
+        import csv
+        import io
+        s = self.study()
+        trials = self.c.suggest(s["id"], count=6)["trials"]
+        values = [0.9, 0.4, 0.7, 0.1, 0.8, 0.3]
+        for t, v in zip(trials, values):
+            self.c.measure(t["id"], 1, v + 0.05)
+            self.c.complete(t["id"], value=v)
+        best = self.c.best_trials(s["id"], limit=3, measurements=True)
+        self.assertEqual([t["value"] for t in best], [0.1, 0.3, 0.4])
+        self.assertEqual(len(best[0]["measurements"]), 1)
+        with_m = list(self.c.list_trials(s["id"], limit=4, measurements=True))
+        self.assertEqual(len(with_m), 6)
+        self.assertTrue(all(len(t["measurements"]) == 1 for t in with_m))
+        h = self.c.history(s["id"], points=10)
+        self.assertEqual(h["completed"], 6)
+        self.assertEqual([p["value"] for p in h["best"]], [0.9, 0.4, 0.1])  # each improvement, in finish order
+        out = io.BytesIO()
+        n = self.c.export_csv(s["id"], out)
+        self.assertEqual(n, len(out.getvalue()))
+        rows = list(csv.DictReader(io.StringIO(out.getvalue().decode("utf-8"))))
+        self.assertEqual([float(r["value"]) for r in rows], values)
+        self.assertEqual({r["params_k"] for r in rows} - {"a", "b"}, set())
+        out = io.BytesIO()
+        self.c.export_csv(s["id"], out, state="running")
+        self.assertEqual(len(out.getvalue().decode().splitlines()), 1)  # the header alone
+        with self.assertRaises(BanditdError) as ctx:
+            self.c.export_csv(10 ** 9, io.BytesIO())
+        self.assertBanditdError(ctx, 404, "not_found")
+
     def test_explicit_idempotency_key_returns_same_trials(self):
         s = self.study()
         a = self.c.suggest(s["id"], count=2, idempotency_key="py-key-1")

@@ -270,8 +270,14 @@ class Optimize(bdtest.DaemonTestCase):
         b = self.c.study(name, PARAMS, "random", objective=LOSS, if_exists="load")
         self.assertEqual(a.id, b.id)
         self.assertEqual(self.c.study(study_id=a.id).name, name)
-        c = self.c.study(name, PARAMS, "random", objective=LOSS)
-        self.assertNotEqual(c.id, a.id, "without if_exists a second study is created")
+        with self.assertRaises(BanditdError) as ctx:  # the daemon's default: one study per name
+            self.c.study(name, PARAMS, "random", objective=LOSS)
+        self.assertEqual((ctx.exception.status, ctx.exception.field), (409, "name"))
+        with self.assertRaises(BanditdError) as ctx:  # load with another definition
+            self.c.study(name, PARAMS, "gp_ucb", objective=LOSS, if_exists="load")
+        self.assertEqual(ctx.exception.status, 409)
+        c = self.c.study(name, PARAMS, "random", objective=LOSS, if_exists="create")
+        self.assertNotEqual(c.id, a.id, "if_exists=create makes a second study")
         with self.assertRaises(ValueError):
             self.c.study(name)
         with self.assertRaises(BanditdError) as ctx:

@@ -215,36 +215,6 @@ def _csv_cell(v):
     return _csv_num(v)
 
 
-def _raw_get(c, path, query, sink):
-    """GET a non-JSON answer (text/csv) and stream its body into sink.write.
-    An error answer raises BanditdError like any other call."""
-    import urllib.parse
-    if query:
-        path += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
-    cls = http.client.HTTPSConnection if c.scheme == "https" else http.client.HTTPConnection
-    conn = cls(c.host, c.port, timeout=c.timeout)
-    try:
-        conn.request("GET", c.prefix + path, headers={"Authorization": "Bearer " + c.token, "Accept": "text/csv"})
-        resp = conn.getresponse()
-        if resp.status != 200:
-            body = resp.read(1 << 20).decode("utf-8", "replace")
-            try:
-                err = json.loads(body).get("error") or {}
-            except (ValueError, AttributeError):
-                err = {}
-            raise BanditdError(resp.status, err.get("code") or "http_%d" % resp.status,
-                               err.get("message") or body[:200] or resp.reason, err.get("field"))
-        n = 0
-        while True:
-            chunk = resp.read(65536)
-            if not chunk:
-                return n
-            sink.write(chunk)
-            n += len(chunk)
-    finally:
-        conn.close()
-
-
 class _Target:
     """The output of export: a file written beside its final name and renamed
     when complete (a failed export leaves no half file), or standard output."""
@@ -282,7 +252,7 @@ def cmd_export(c, a):
         c.get_study(a.id)  # a clear 404 for an unknown study before a file is created
         target = _Target(a.output, binary=True)
         try:
-            n = _raw_get(c, "/v1/studies/%d/trials.csv" % a.id, {"state": a.state}, target.f)
+            n = c.export_csv(a.id, target.f, state=a.state)
             target.commit()
         except BaseException:
             target.abort()

@@ -194,9 +194,20 @@ class Client:
         """Returns the study (trial counts, incumbent, state)."""
         return self.request("GET", "/v1/studies/%d" % study_id)
 
-    def list_studies(self) -> List[Dict[str, Any]]:
-        """Returns the list of the caller's studies."""
-        return self.request("GET", "/v1/studies")["studies"]
+    def list_studies(self, name: Optional[str] = None, limit: int = 100) -> List[Dict[str, Any]]:
+        """Returns every study of the caller (only those named name, when given),
+        in id order, fetching page after page of limit (1..1000) studies."""
+        out: List[Dict[str, Any]] = []
+        after = 0
+        while True:
+            page = self.request("GET", "/v1/studies", query={"after": after, "limit": limit, "name": name})
+            out.extend(page["studies"])
+            nxt = page.get("next_after")
+            if nxt is None or not page["studies"]:
+                return out
+            if nxt <= after:
+                raise BanditdError(200, "internal", "next_after %r does not advance past %d" % (nxt, after))
+            after = nxt
 
     def delete_study(self, study_id: int, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
         """Deletes the study with its trials; returns {"deleted": true, "id"}."""
@@ -262,12 +273,17 @@ class Client:
         """Returns the trial with its "measurements"."""
         return self.request("GET", "/v1/trials/%d" % trial_id)
 
-    def list_trials(self, study_id: int, state: Optional[str] = None, limit: int = 100) -> Iterator[Dict[str, Any]]:
-        """Yields the study's trials (optionally of one state), fetching page after page."""
+    def list_trials(self, study_id: int, state: Optional[str] = None, limit: int = 100,
+                    measurements: bool = False, instance: Optional[int] = None) -> Iterator[Dict[str, Any]]:
+        """Yields the study's trials in id order (optionally of one state or on one
+        instance), fetching page after page of up to limit (1..1000); with
+        measurements=True each trial carries its "measurements"."""
         after = 0
+        include = "measurements" if measurements else None
         while True:
             page = self.request("GET", "/v1/studies/%d/trials" % study_id,
-                                query={"state": state, "after": after, "limit": limit})
+                                query={"state": state, "after": after, "limit": limit, "include": include,
+                                       "instance": instance})
             yield from page["trials"]
             nxt = page.get("next_after")
             if nxt is None or not page["trials"]:
@@ -275,6 +291,47 @@ class Client:
             if nxt <= after:
                 raise BanditdError(200, "internal", "next_after %r does not advance past %d" % (nxt, after))
             after = nxt
+
+    def best_trials(self, study_id: int, limit: int = 10, measurements: bool = False) -> List[Dict[str, Any]]:
+        """The study's limit (1..1000) best completed trials, best first by its goal."""
+        return self.request("GET", "/v1/studies/%d/trials" % study_id,
+                            query={"order": "best", "limit": limit,
+                                   "include": "measurements" if measurements else None})["trials"]
+
+    def history(self, study_id: int, points: int = 500) -> Dict[str, Any]:
+        """The best value over time and resource: {"best": [{trial_id, finished_at,
+        elapsed_seconds, resource, value}], "completed", "resource_total"}, at most
+        points (2..2000) points."""
+        return self.request("GET", "/v1/studies/%d/history" % study_id, query={"points": points})
+
+    def export_csv(self, study_id: int, sink: Any, state: Optional[str] = None) -> int:
+        """Streams the study's CSV export (GET /v1/studies/{id}/trials.csv: one row
+        per trial, parameters as params_<name> columns) into sink.write (bytes);
+        returns the bytes written. An error answer raises BanditdError; nothing is
+        retried once a byte was written."""
+        path = "/v1/studies/%d/trials.csv" % study_id
+        if state is not None:
+            path += "?" + urllib.parse.urlencode({"state": state})
+        headers = {"Accept": "text/csv"}
+        if self.token is not None:
+            headers["Authorization"] = "Bearer " + self.token
+        cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
+        conn = cls(self.host, self.port, timeout=self.timeout)  # its own: the answer is read piece by piece
+        try:
+            conn.request("GET", self.prefix + path, headers=headers)
+            resp = conn.getresponse()
+            if resp.status != 200:
+                _answer(resp.status, resp.read(1 << 20))  # raises for an error answer
+                raise BanditdError(resp.status, "bad_response", "expected 200 with the CSV, got %d" % resp.status)
+            n = 0
+            while True:
+                chunk = resp.read(65536)
+                if not chunk:
+                    return n
+                sink.write(chunk)
+                n += len(chunk)
+        finally:
+            conn.close()
 
     # ---- users and tokens ----
 

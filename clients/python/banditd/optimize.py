@@ -448,22 +448,15 @@ class Study:
     @classmethod
     def create(cls, client: "Client", name: str, parameters: List[Dict[str, Any]], scheduler: Any,
                if_exists: Optional[str] = None, **kwargs: Any) -> "Study":
-        """Creates a study (the arguments of Client.create_study). if_exists="load"
-        loads the caller's study of that name instead when there is one; a daemon
-        that does not know if_exists (HTTP 400 naming it) gets the same effect
-        from the client: it looks the name up in the caller's studies first (not
-        atomic: two clients doing so at once may create two studies)."""
+        """Creates a study (the arguments of Client.create_study). if_exists:
+        None or "error" (the daemon's default: a study of the caller with that
+        name is a 409 naming "name"), "load" (answers that study when its
+        definition is the same; a different one is a 409 naming the field) or
+        "create" (another study of the same name). The daemon decides
+        atomically, so two clients loading at once get one study."""
         if if_exists is None:
             return cls(client, client.create_study(name, parameters, scheduler, **kwargs))
-        try:
-            return cls(client, client.create_study(name, parameters, scheduler, if_exists=if_exists, **kwargs))
-        except BanditdError as e:
-            if e.status != 400 or e.field != "if_exists" or if_exists != "load":
-                raise
-        for s in client.list_studies():
-            if s.get("name") == name:
-                return cls.load(client, int(s["id"]))
-        return cls(client, client.create_study(name, parameters, scheduler, **kwargs))
+        return cls(client, client.create_study(name, parameters, scheduler, if_exists=if_exists, **kwargs))
 
     @classmethod
     def load(cls, client: "Client", study_id: int) -> "Study":
