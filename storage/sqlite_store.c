@@ -496,6 +496,42 @@ static int fill_batch(bd_store *s, sqlite3_stmt *st, const bd_sqlite_rowtype *ty
     return ret;
 }
 
+/* One batch under the store lock: binds (after_id, want) and the caller's
+ * key, reads up to want rows into rows; *last_id receives the last row's id. */
+static int read_batch(bd_store *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
+                      int (*bind)(sqlite3_stmt *st, const void *key), const void *key, int64_t after_id, int want,
+                      char *rows, int *n, int64_t *last_id, bd_err *err, const char *what)
+{
+    int locked = bd_sqlite_enter(s);
+    sqlite3_stmt *st = s->stmt[which];
+    int rc = SQLITE_OK, ret;
+    bd_sqlite_bind_i64(st, 1, after_id, &rc);
+    bd_sqlite_bind_i64(st, 2, want, &rc);
+    if (rc == SQLITE_OK)
+        rc = bind(st, key);
+    if (rc != SQLITE_OK)
+        ret = bd_sqlite_fail(s, rc, err, what);
+    else
+        ret = fill_batch(s, st, type, rows, want, n, last_id, err, what);
+    bd_sqlite_done(st);
+    bd_sqlite_leave(s, locked);
+    return ret;
+}
+
+/* Hands the n rows read to call (outside the store lock) until one fails,
+ * and clears every row; returns ret or call's first error. */
+static int deliver(const bd_sqlite_rowtype *type, char *rows, int n, int ret,
+                   int (*call)(const void *row, void *cb), void *cb)
+{
+    for (int i = 0; i < n; i++) {
+        void *row = rows + (size_t)i * type->size;
+        if (!ret)
+            ret = call(row, cb);
+        type->clear(row);
+    }
+    return ret;
+}
+
 int bd_sqlite_scan(bd_store *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
                    int (*bind)(sqlite3_stmt *st, const void *key), const void *key, int64_t after_id,
                    int64_t limit, int (*call)(const void *row, void *cb), void *cb, bd_err *err,
@@ -511,27 +547,8 @@ int bd_sqlite_scan(bd_store *s, enum bd_sql_stmt which, const bd_sqlite_rowtype 
             want = (int)(limit - seen);
         if (want == 0)
             break;
-
-        int locked = bd_sqlite_enter(s);
-        sqlite3_stmt *st = s->stmt[which];
-        int rc = SQLITE_OK;
-        bd_sqlite_bind_i64(st, 1, after_id, &rc);
-        bd_sqlite_bind_i64(st, 2, want, &rc);
-        if (rc == SQLITE_OK)
-            rc = bind(st, key);
-        if (rc != SQLITE_OK)
-            ret = bd_sqlite_fail(s, rc, err, what);
-        else
-            ret = fill_batch(s, st, type, rows, want, &n, &after_id, err, what);
-        bd_sqlite_done(st);
-        bd_sqlite_leave(s, locked);
-
-        for (int i = 0; i < n; i++) {
-            void *row = rows + (size_t)i * type->size;
-            if (!ret)
-                ret = call(row, cb);
-            type->clear(row);
-        }
+        ret = read_batch(s, which, type, bind, key, after_id, want, rows, &n, &after_id, err, what);
+        ret = deliver(type, rows, n, ret, call, cb);
         seen += n;
         if (ret || n < want)
             break;
@@ -547,26 +564,9 @@ int bd_sqlite_scan_once(bd_store *s, enum bd_sql_stmt which, const bd_sqlite_row
     assert(limit >= 1 && limit <= INT32_MAX);
     char *rows = bd_xmalloc((size_t)limit * type->size);
     int64_t last_id = 0;
-    int n = 0, ret;
-    int locked = bd_sqlite_enter(s);
-    sqlite3_stmt *st = s->stmt[which];
-    int rc = SQLITE_OK;
-    bd_sqlite_bind_i64(st, 1, 0, &rc);
-    bd_sqlite_bind_i64(st, 2, limit, &rc);
-    if (rc == SQLITE_OK)
-        rc = bind(st, key);
-    if (rc != SQLITE_OK)
-        ret = bd_sqlite_fail(s, rc, err, what);
-    else
-        ret = fill_batch(s, st, type, rows, (int)limit, &n, &last_id, err, what);
-    bd_sqlite_done(st);
-    bd_sqlite_leave(s, locked);
-    for (int i = 0; i < n; i++) {
-        void *row = rows + (size_t)i * type->size;
-        if (!ret)
-            ret = call(row, cb);
-        type->clear(row);
-    }
+    int n = 0;
+    int ret = read_batch(s, which, type, bind, key, 0, (int)limit, rows, &n, &last_id, err, what);
+    ret = deliver(type, rows, n, ret, call, cb);
     free(rows);
     return ret;
 }
