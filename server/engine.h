@@ -121,9 +121,13 @@ int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, 
                           json_t **out, bd_err *err) BD_MUST_CHECK;
 
 /* CSV export of a study's trials (GET /v1/studies/{id}/trials.csv), read in
- * pages of BD_CSV_PAGE trials so neither the store lock nor memory grows with
- * the study. The column layout is documented in api/openapi.yaml. */
+ * pages of at most BD_CSV_PAGE trials, each one query, ending early once the
+ * page's text passes BD_CSV_PAGE_BYTES (a row is never split), so neither
+ * the store lock nor memory grows with the study: an export holds one page,
+ * at most BD_CSV_PAGE_BYTES plus one row. The column layout is documented in
+ * api/openapi.yaml. */
 #define BD_CSV_PAGE 1000
+#define BD_CSV_PAGE_BYTES (1 << 20)
 typedef struct bd_csv_export bd_csv_export;
 /* Checks that who owns the study (else BD_ENOTFOUND) and the filters (as
  * bd_engine_list_trials); *out is new (bd_engine_csv_close). */
@@ -131,7 +135,9 @@ int bd_engine_csv_open(bd_engine *e, const bd_caller *who, int64_t study_id, con
                        bd_csv_export **out, bd_err *err) BD_MUST_CHECK;
 /* The next part of the file: the header row first, then the rows of the
  * next page of trials. Returns 1 with *text (borrowed until the next call)
- * and *len set, 0 at the end, or a BD_E* code. */
+ * and *len set, 0 at the end, or a BD_E* code: BD_ENOTFOUND once the study
+ * was deleted during the export, so that the transfer is cut instead of
+ * ending like a whole file. */
 int bd_engine_csv_next(bd_csv_export *x, const char **text, size_t *len, bd_err *err) BD_MUST_CHECK;
 void bd_engine_csv_close(bd_csv_export *x); /* NULL-safe */
 

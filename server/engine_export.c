@@ -5,11 +5,11 @@
  * parameter of the space in its order (Optuna's trials_dataframe naming); an
  * inactive parameter is an empty cell, times are Unix seconds.
  *
- * The export is read in pages of BD_CSV_PAGE trials, each one storage scan
- * (the store lock is released between its batches) plus one short query per
- * trial for its steps; the study's mutex is only taken to check ownership.
- * Memory: the text of one page, so an export costs the same for 100 or
- * 100,000 trials. */
+ * The export is read in pages of BD_CSV_PAGE trials, each one storage query
+ * that also counts every trial's measurements (bd_store_trial_each_with_steps),
+ * a page ending early once its text passes BD_CSV_PAGE_BYTES; the study's
+ * mutex is only taken to check ownership (deletion is an atomic flag). Memory: the text of
+ * one page, so an export costs the same for 100 or 100,000 trials. */
 #include "engine_internal.h"
 #include "csv.h"
 
@@ -24,7 +24,7 @@ static const char *const fixed_columns[] = {
 
 struct bd_csv_export {
     bd_engine *e;
-    const study_rt *st; /* lives until bd_engine_close; its space never changes */
+    study_rt *st;       /* lives until bd_engine_close; its space never changes */
     int state;          /* filter; -1 any */
     int64_t instance;   /* filter; -1 any */
     int64_t after;      /* last trial id written */
@@ -87,6 +87,8 @@ static void header(bd_csv_export *x)
     bd_csv_eol(&x->buf);
 }
 
+#define PAGE_FULL 1 /* add_row's "stop here": not an error */
+
 static void integer(bd_csv_buf *b, int64_t v)
 {
     bd_csv_number(b, (double)v);
@@ -97,11 +99,6 @@ static int add_row(const bd_trial_row *row, void *arg)
     bd_csv_export *x = arg;
     bd_csv_buf *b = &x->buf;
     const bd_space *space = x->st->spec.def.space;
-    int64_t steps = 0;
-    double last = NAN;
-    int rc = bd_store_trial_steps(x->e->store, row->id, &steps, &last, x->err);
-    if (rc)
-        return rc;
     integer(b, row->id);
     bd_csv_sep(b, 0);
     bd_csv_text(b, bd_trial_state_name(row->state), 0);
@@ -125,9 +122,9 @@ static int add_row(const bd_trial_row *row, void *arg)
     if (row->state != BD_TRIAL_RUNNING)
         bd_csv_number(b, row->finished_at);
     bd_csv_sep(b, 0);
-    integer(b, steps);
+    integer(b, row->steps);
     bd_csv_sep(b, 0);
-    bd_csv_number(b, last);
+    bd_csv_number(b, row->last_step_value);
     bd_csv_sep(b, 0);
     bd_csv_text(b, row->reason, 1);
     json_t *config = row->config ? json_loads(row->config, 0, NULL) : NULL;
@@ -139,7 +136,7 @@ static int add_row(const bd_trial_row *row, void *arg)
     json_decref(config);
     bd_csv_eol(b);
     x->after = row->id;
-    return 0;
+    return b->len > BD_CSV_PAGE_BYTES ? PAGE_FULL : 0; /* a config may be large: bound the page's text */
 }
 
 int bd_engine_csv_next(bd_csv_export *x, const char **text, size_t *len, bd_err *err)
@@ -150,13 +147,15 @@ int bd_engine_csv_next(bd_csv_export *x, const char **text, size_t *len, bd_err 
         header(x);
         x->header_done = 1;
     } else if (!x->done) {
+        if (atomic_load(&x->st->deleted))
+            return bd_err_set(err, BD_ENOTFOUND, NULL, "study %lld was deleted during the export",
+                              (long long)x->st->id);
         int64_t before = x->after;
-        int rc = bd_store_trial_each(x->e->store, x->st->id, x->state, x->instance, x->after, BD_CSV_PAGE, add_row,
-                                     x, err);
-        if (rc)
+        int rc = bd_store_trial_each_with_steps(x->e->store, x->st->id, x->state, x->instance, x->after, BD_CSV_PAGE,
+                                                add_row, x, err);
+        if (rc < 0)
             return rc;
-        /* a short page is the last (a deleted study reads as empty) */
-        x->done = x->buf.len == 0 || x->after == before;
+        x->done = x->after == before; /* a page without a row: nothing is left */
     }
     if (x->buf.len == 0)
         return 0;

@@ -2,8 +2,10 @@
  * for plots. The study's mutex is held only to read its creation time and
  * usage; its trials are then read from storage in pages (the store lock is
  * released between pages) into compact records, and server/history.c picks
- * and thins the improvements. Memory: one bd_history_trial (40 bytes) per
- * trial of the study, freed before answering. */
+ * and thins the improvements. Memory, freed before answering: per trial of
+ * the study one bd_history_trial (48 bytes), its budget and a prefix sum
+ * (8 bytes each), about 6.4 MB for 100,000 trials; the answer itself is
+ * bounded by points. */
 #include "engine_internal.h"
 #include "history.h"
 

@@ -1,5 +1,6 @@
 /* history.c: best-value history and its thinning (see history.h). Memory:
- * O(n) for the improvements and resource prefix sums of the n trials. */
+ * the resource prefix sums of the n trials (8 bytes each) and the
+ * improvements of the best value (grown as they come: few in practice). */
 #include "history.h"
 
 #include <math.h>
@@ -54,8 +55,8 @@ static double spent_by(const bd_history_trial *created, const double *cum, size_
 
 size_t bd_history_build(bd_history_trial *t, size_t n, int maximize, size_t max_points, bd_history_point *out)
 {
-    size_t n_best = 0, n_out = 0;
-    bd_history_point *best = bd_xmalloc((n ? n : 1) * sizeof *best);
+    size_t n_best = 0, cap_best = 16, n_out = 0;
+    bd_history_point *best = bd_xmalloc(cap_best * sizeof *best);
     size_t *keep = bd_xmalloc((max_points ? max_points : 1) * sizeof *keep);
     double *cum = bd_xmalloc((n ? n : 1) * sizeof *cum);
 
@@ -68,6 +69,10 @@ size_t bd_history_build(bd_history_trial *t, size_t n, int maximize, size_t max_
         double v = t[i].value;
         if (n_best && !(maximize ? v > best[n_best - 1].value : v < best[n_best - 1].value))
             continue;
+        if (n_best == cap_best) {
+            cap_best *= 2;
+            best = bd_xrealloc(best, cap_best * sizeof *best);
+        }
         best[n_best++] = (bd_history_point){t[i].id, t[i].finished_at, v, 0};
     }
     qsort(t, n, sizeof *t, by_created);

@@ -110,6 +110,11 @@ static const char *const migrations[] = {
     /* One row the daemon rewrites to learn whether the disk takes writes
      * again after a failed commit (bd_store_probe). */
     "CREATE TABLE probe (id INTEGER PRIMARY KEY CHECK (id = 1), at REAL NOT NULL);",
+
+    /* 2 -> 3: a user's studies by name (creating a study checks that its
+     * name is free; GET /v1/studies?name=), without scanning every study of
+     * the user under the store lock. */
+    "CREATE INDEX studies_user_name ON studies (user_id, name, id);",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

@@ -62,9 +62,15 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
     [BD_SQL_TRIAL_BEST_MAX] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = ?3 AND state = 'completed' "
                               "AND value IS NOT NULL AND (?5 IS NULL OR instance_index = ?5) AND ?1 = 0 "
                               "ORDER BY value DESC, id LIMIT ?2",
-    /* A trial's measurement count and its latest measurement's value. */
-    [BD_SQL_TRIAL_STEPS] = "SELECT count(*), (SELECT value FROM events WHERE trial_id = ?1 AND type = 'measurement' "
-                           "ORDER BY id DESC LIMIT 1) FROM events WHERE trial_id = ?1 AND type = 'measurement'",
+    /* BD_SQL_TRIAL_SCAN plus each trial's measurement count and its latest
+     * measurement's value (events_trial answers both), for the CSV export. */
+    [BD_SQL_TRIAL_SCAN_STEPS] =
+        "SELECT " TRIAL_COLS ", "
+        "(SELECT count(*) FROM events WHERE events.trial_id = trials.id AND events.type = 'measurement'), "
+        "(SELECT events.value FROM events WHERE events.trial_id = trials.id AND events.type = 'measurement' "
+        "ORDER BY events.id DESC LIMIT 1) "
+        "FROM trials WHERE study_id = ?3 AND id > ?1 "
+        "AND (?4 IS NULL OR state = ?4) AND (?5 IS NULL OR instance_index = ?5) ORDER BY id LIMIT ?2",
 
     [BD_SQL_EVENT_APPEND] =
         "INSERT INTO events (study_id, trial_id, type, step, has_value, value, timeout, elapsed_seconds, "

@@ -1,6 +1,7 @@
 /* sqlite_trials.c: trials in the SQLite backend, and the names of trial
  * states (stored by name, so the enum's order is not part of the file format).
  * A trial is finished once: bd_store_trial_finish only moves a running trial. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +64,20 @@ static int trial_read(sqlite3_stmt *st, void *dst, bd_err *err)
     row->has_instance = sqlite3_column_type(st, 16) != SQLITE_NULL;
     row->instance_index = row->has_instance ? sqlite3_column_int64(st, 16) : 0;
     row->instance_name = bd_sqlite_col_text(st, 17);
+    row->steps = 0;
+    row->last_step_value = NAN;
+    return 0;
+}
+
+/* TRIAL_COLS, then the measurement count and the latest measurement's value. */
+static int trial_steps_read(sqlite3_stmt *st, void *dst, bd_err *err)
+{
+    bd_trial_row *row = dst;
+    int rc = trial_read(st, dst, err);
+    if (rc)
+        return rc;
+    row->steps = sqlite3_column_int64(st, 18);
+    row->last_step_value = bd_sqlite_col_double(st, 19, NAN);
     return 0;
 }
 
@@ -72,6 +87,7 @@ static void trial_clear(void *row)
 }
 
 static const bd_sqlite_rowtype trial_type = {sizeof(bd_trial_row), trial_read, trial_clear};
+static const bd_sqlite_rowtype trial_steps_type = {sizeof(bd_trial_row), trial_steps_read, trial_clear};
 
 static int check_state(int state, bd_err *err)
 {
@@ -240,6 +256,17 @@ int bd_store_trial_each(bd_store *s, int64_t study_id, int state, int64_t instan
                           &cb, err, "list trials");
 }
 
+int bd_store_trial_each_with_steps(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id,
+                                   int64_t limit, bd_trial_fn fn, void *arg, bd_err *err)
+{
+    if (state >= BD_TRIAL_NSTATES)
+        return bd_err_set(err, BD_EINVAL, "state", "unknown trial state %d", state);
+    struct trial_filter f = {study_id, state, instance};
+    struct trial_cb cb = {fn, arg};
+    return bd_sqlite_scan(s, BD_SQL_TRIAL_SCAN_STEPS, &trial_steps_type, bind_study_state, &f, after_id, limit,
+                          trial_call, &cb, err, "list trials with their steps");
+}
+
 int bd_store_trial_each_best(bd_store *s, int64_t study_id, int maximize, int64_t instance, int64_t limit,
                              bd_trial_fn fn, void *arg, bd_err *err)
 {
@@ -249,25 +276,6 @@ int bd_store_trial_each_best(bd_store *s, int64_t study_id, int maximize, int64_
     struct trial_cb cb = {fn, arg};
     return bd_sqlite_scan_once(s, maximize ? BD_SQL_TRIAL_BEST_MAX : BD_SQL_TRIAL_BEST_MIN, &trial_type,
                                bind_study_state, &f, limit, trial_call, &cb, err, "list best trials");
-}
-
-int bd_store_trial_steps(bd_store *s, int64_t trial_id, int64_t *steps, double *last, bd_err *err)
-{
-    int locked = bd_sqlite_enter(s);
-    sqlite3_stmt *st = s->stmt[BD_SQL_TRIAL_STEPS];
-    int rc = SQLITE_OK;
-    bd_sqlite_bind_i64(st, 1, trial_id, &rc);
-    int ret = bd_sqlite_step_row(s, st, rc, err, "count trial measurements");
-    if (ret == 1) {
-        *steps = sqlite3_column_int64(st, 0);
-        *last = bd_sqlite_col_double(st, 1, NAN);
-        ret = 0;
-    } else if (ret == 0) {
-        ret = bd_err_set(err, BD_ESTORAGE, NULL, "storage: count trial measurements: no row");
-    }
-    bd_sqlite_done(st);
-    bd_sqlite_leave(s, locked);
-    return ret;
 }
 
 static int bind_now(sqlite3_stmt *st, const void *key)

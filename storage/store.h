@@ -168,6 +168,8 @@ typedef struct bd_trial_row {
     int has_instance;       /* it runs on a problem instance of the study: */
     int64_t instance_index; /*   that instance's index in the study's list */
     char *instance_name;    /*   new: and its name (NULL without an instance) */
+    int64_t steps;          /* measurements reported: bd_store_trial_each_with_steps only, else 0 */
+    double last_step_value; /* the latest one's value: bd_store_trial_each_with_steps only, else NAN */
 } bd_trial_row;
 void bd_store_trial_row_clear(bd_trial_row *row);
 
@@ -190,9 +192,11 @@ int bd_store_trial_each(bd_store *s, int64_t study_id, int state, int64_t instan
  * instance index unless instance < 0. Rows are borrowed for the call. */
 int bd_store_trial_each_best(bd_store *s, int64_t study_id, int maximize, int64_t instance, int64_t limit,
                              bd_trial_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
-/* How many measurements trial_id has (*steps) and the value of its latest
- * one (*last: NAN when there is none or it was null). */
-int bd_store_trial_steps(bd_store *s, int64_t trial_id, int64_t *steps, double *last, bd_err *err) BD_MUST_CHECK;
+/* As bd_store_trial_each, with each row's steps (how many measurements it
+ * has) and last_step_value (the latest one's value; NAN when there is none
+ * or it was null) filled in by the same query. */
+int bd_store_trial_each_with_steps(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id,
+                                   int64_t limit, bd_trial_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
 /* Running trials (any study) whose lease ended before now (index on state, lease). */
 int bd_store_trial_each_expired(bd_store *s, double now, bd_trial_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
 

@@ -234,6 +234,24 @@ class TrialViews(bdtest.DaemonTestCase):
         self.assertLess(time.monotonic() - t0, 60)
         c.close()
 
+    def test_csv_pages_end_by_bytes(self):
+        """Rows of 20 kB (a long categorical value): the export's pages end
+        at BD_CSV_PAGE_BYTES (1 MiB) instead of 1,000 rows, and no row is lost,
+        repeated or split across the page boundaries."""
+        choices = [c * 20000 for c in "abc"]
+        s = create_study(self.d, parameters=[{"name": "blob", "type": "categorical", "choices": choices}],
+                         scheduler={"name": "random", "options": {"max_trials": 1000}})
+        trials = []
+        for _ in range(3):
+            trials += suggest(self.d, s["id"], count=100)
+        st, text, _ = get_csv(self.d, s["id"])
+        self.assertEqual(st, 200)
+        self.assertGreater(len(text), 5 * (1 << 20), "spans several 1 MiB pages")
+        rows = parse_csv(text)
+        self.assertEqual([int(r[0]) for r in rows[1:]], [t["id"] for t in trials])
+        blob = rows[0].index("params_blob")
+        self.assertEqual([r[blob] for r in rows[1:]], [t["config"]["blob"] for t in trials])
+
 
 class MeasurementPaging(bdtest.DaemonTestCase):
     """The 50,000-measurement cut: the measurements are written into the

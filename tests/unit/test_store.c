@@ -165,8 +165,8 @@ static void poke_header(const char *path, long offset, uint32_t v)
 Test(store, memory_database_is_at_current_version)
 {
     bd_store *s = open_mem();
-    cr_assert_eq(bd_store_schema_version(s), 2);
-    cr_assert_eq(bd_store_schema_version(NULL), 2);
+    cr_assert_eq(bd_store_schema_version(s), 3);
+    cr_assert_eq(bd_store_schema_version(NULL), 3);
     bd_store_close(s);
 }
 
@@ -186,7 +186,7 @@ Test(store, reopen_keeps_data_and_version)
     cr_assert(file_size(wal) <= 0, "the WAL is checkpointed and emptied on close");
 
     s = open_at(t.path, BD_SYNC_NORMAL);
-    cr_assert_eq(bd_store_schema_version(s), 2);
+    cr_assert_eq(bd_store_schema_version(s), 3);
     bd_user u;
     bd_err err = {0};
     cr_assert_eq(bd_store_user_by_name(s, "alice", &u, &err), 0);
