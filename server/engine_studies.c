@@ -28,7 +28,9 @@ static int first_named(const bd_study_row *row, void *arg)
 
 /* "load": the existing study (st->mu held) answers when body defines the
  * same study; else BD_ECONFLICT naming the first top-level field that
- * differs. A body without "seed" takes any seed (it would draw a new one). */
+ * differs. A body without "seed" takes any seed (it would draw a new one),
+ * and one without "lease_seconds" any lease (its default is the daemon's
+ * --lease-seconds, which may have changed since the study was made). */
 static int load_existing(bd_engine *e, study_rt *st, const bd_study_spec *spec, const json_t *body, json_t **out,
                          bd_err *err)
 {
@@ -38,6 +40,8 @@ static int load_existing(bd_engine *e, study_rt *st, const bd_study_spec *spec, 
     int rc = 0;
     if (!json_object_get(body, "seed"))
         json_object_set(mine, "seed", json_object_get(theirs, "seed"));
+    if (!json_object_get(body, "lease_seconds") && json_object_get(theirs, "lease_seconds"))
+        json_object_set(mine, "lease_seconds", json_object_get(theirs, "lease_seconds"));
     json_object_foreach(mine, key, v) {
         if (!json_equal(v, json_object_get(theirs, key))) {
             rc = bd_err_set(err, BD_ECONFLICT, key, "study %lld is named so but its %s differs",
@@ -107,18 +111,19 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
         named_ctx found = {0};
         rc = bd_store_study_page(e->store, req->caller->user_id, st->spec.def.name, 0, 1, first_named, &found, err);
         rc = rc == 1 ? 0 : rc;
-        study_rt *old = found.id ? bd_engine_study(e, found.id, req->caller->user_id) : NULL;
         if (!rc && found.id && mode == 0)
             rc = bd_err_set(err, BD_ECONFLICT, "name",
                             "study %lld already has this name (\"if_exists\": \"load\" answers it, "
                             "\"create\" makes another)", (long long)found.id);
-        else if (!rc && found.id && !old) /* committed by a concurrent create that has not registered it yet */
-            rc = bd_err_set(err, BD_ECONFLICT, "name", "study %lld of this name is being created; retry",
-                            (long long)found.id);
         if (rc || found.id) {
             bd_store_rollback(e->store);
+            /* The registry's lock and the study's mutex are taken only now that
+             * the store lock is released: recovery takes them before it. */
+            study_rt *old = rc ? NULL : bd_engine_study(e, found.id, req->caller->user_id);
+            if (!rc && !old) /* committed by a concurrent create that has not registered it yet */
+                rc = bd_err_set(err, BD_ECONFLICT, "name", "study %lld of this name is being created; retry",
+                                (long long)found.id);
             if (!rc) {
-                /* study mu after the store lock would invert the lock order: released first */
                 pthread_mutex_lock(&old->mu);
                 rc = old->deleted ? bd_err_set(err, BD_ECONFLICT, "name", "study %lld was just deleted; retry",
                                                (long long)found.id)

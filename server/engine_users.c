@@ -127,9 +127,10 @@ out:
  * systemd secret) into token. The path may be a symbolic link (Kubernetes
  * and systemd credentials are), but what it names must be a regular file
  * (not a FIFO that could block the start, nor a device) that no one but its
- * owner may write: whoever can write it chooses the admin's secret. Readable
- * by others is only warned about, since Docker mounts secrets 0444. The
- * token is never put into a message. */
+ * owner may write: whoever can write it chooses the admin's secret. An owner
+ * other than root or the daemon's user, and readable by others, are only
+ * warned about (compose keeps a secret's host owner; Docker mounts secrets
+ * 0444). The token is never put into a message. */
 static int read_supplied_token(const char *path, char token[BD_TOKEN_MAX_LEN], int64_t *id,
                                uint8_t hash[BD_TOKEN_HASH_BYTES], bd_err *err)
 {
@@ -155,6 +156,14 @@ static int read_supplied_token(const char *path, char token[BD_TOKEN_MAX_LEN], i
                         path, (unsigned)(st.st_mode & 07777));
         goto out;
     }
+    /* Its owner may write it too: one who is neither root nor the daemon's
+     * user chose the admin's secret. Only warned about, since a compose
+     * secret keeps the owner it has on the host. */
+    if (st.st_uid != 0 && st.st_uid != geteuid())
+        bd_log(BD_LOG_WARN,
+               "the admin token file %s belongs to uid %u, neither root nor this daemon's uid %u: that user "
+               "chose the admin's token; chown it unless that is intended",
+               path, (unsigned)st.st_uid, (unsigned)geteuid());
     if (st.st_mode & (S_IRGRP | S_IROTH))
         bd_log(BD_LOG_WARN,
                "the admin token file %s may be read by group or others (mode %04o); fine for a container's "

@@ -356,6 +356,23 @@ class Studies(bdtest.DaemonTestCase):
             check_status(self, self.d.request("DELETE", "/v1/studies/%d" % sid, token=self.alice), 200)
         check_status(self, self.post(body, self.alice), 201)
 
+    def test_load_after_restart_with_another_default_lease(self):
+        """A body without lease_seconds loads the study although the daemon's
+        --lease-seconds (the default it was filled with) changed since."""
+        d = bdtest.Daemon(lease_seconds=300)
+        try:
+            body = bdtest.study_body(name=bdtest.unique_name("lease"))
+            body.pop("lease_seconds", None)
+            first = check_status(self, d.request("POST", "/v1/studies", body), 201)
+            d.lease_seconds = 60
+            d.restart()
+            again = check_status(self, d.request("POST", "/v1/studies", dict(body, if_exists="load")), 200)
+            self.assertEqual(again["id"], first["id"])
+            st, err, _ = d.request("POST", "/v1/studies", dict(body, if_exists="load", lease_seconds=30))
+            self.assertError((st, err, None), 409, "conflict", "lease_seconds", what="another explicit lease")
+        finally:
+            d.cleanup()
+
     def test_concurrent_creates_of_one_name(self):
         import threading
         body = bdtest.study_body(name=bdtest.unique_name("race"))
