@@ -1,6 +1,6 @@
 /* ui_assets.h: the dashboard's files (api/ui/), compiled into the binary.
  *
- * The table is generated at build time by cmake/embed_ui.cmake into
+ * The table is generated at build time by api/embed_ui.cmake into
  * <build>/generated/bd_ui_files.c; nothing is read from disk at run time,
  * so a request can only ever name one of these entries. Every pointer is
  * static and lives as long as the program. */

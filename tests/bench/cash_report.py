@@ -33,7 +33,7 @@ LABEL = {
     "rb_random": "rising_bandits (random inner)",
     "uniform": "uniform (round robin, GP-UCB inner)",
     "uniform_random": "uniform (round robin, random inner)",
-    "gp_ucb": "joint gp_ucb (40 of 50 parameters)",
+    "gp_ucb": "joint gp_ucb (all 50 parameters)",
     "random": "random search",
     "tpe": "Optuna 3.1 TPE",
 }
