@@ -31,6 +31,26 @@ static int first_named(const bd_study_row *row, void *arg)
  * differs. A body without "seed" takes any seed (it would draw a new one),
  * and one without "lease_seconds" any lease (its default is the daemon's
  * --lease-seconds, which may have changed since the study was made). */
+/* A scheduler option the body did not give is a default: the stored study's
+ * value stands for it (a study stored before a default changed lacks it). */
+static void follow_stored_defaults(json_t *mine, const json_t *theirs, const json_t *body)
+{
+    json_t *opts = json_object_get(json_object_get(mine, "scheduler"), "options");
+    const json_t *given = json_object_get(json_object_get(body, "scheduler"), "options");
+    const json_t *stored = json_object_get(json_object_get(theirs, "scheduler"), "options");
+    const char *key;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(opts, tmp, key, v) {
+        if (json_object_get(given, key))
+            continue;
+        if (json_object_get(stored, key))
+            json_object_set(opts, key, json_object_get(stored, key));
+        else
+            json_object_del(opts, key);
+    }
+}
+
 static int load_existing(bd_engine *e, study_rt *st, const bd_study_spec *spec, const json_t *body, json_t **out,
                          bd_err *err)
 {
@@ -42,6 +62,7 @@ static int load_existing(bd_engine *e, study_rt *st, const bd_study_spec *spec, 
         json_object_set(mine, "seed", json_object_get(theirs, "seed"));
     if (!json_object_get(body, "lease_seconds") && json_object_get(theirs, "lease_seconds"))
         json_object_set(mine, "lease_seconds", json_object_get(theirs, "lease_seconds"));
+    follow_stored_defaults(mine, theirs, body);
     json_object_foreach(mine, key, v) {
         if (!json_equal(v, json_object_get(theirs, key))) {
             rc = bd_err_set(err, BD_ECONFLICT, key, "study %lld is named so but its %s differs",
@@ -99,7 +120,10 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
         goto out;
     if ((rc = bd_study_spec_parse(def, e->default_lease, &st->spec, err)))
         goto out;
-    if ((rc = bd_study_spec_sched(&st->spec)->create(&st->spec.def, &st->sched, err)))
+    const struct bd_sched_ops *ops = bd_study_spec_sched(&st->spec);
+    if (ops->new_study_defaults) /* options is the object inside spec.normalized, which is what gets stored */
+        ops->new_study_defaults(&st->spec.def, (json_t *)st->spec.def.options);
+    if ((rc = ops->create(&st->spec.def, &st->sched, err)))
         goto out;
     if ((rc = bd_engine_txn_begin(e, req, out, err))) {
         rc = rc > 0 ? 0 : rc;

@@ -22,6 +22,15 @@
  * (counting every trial created) goes to bracket j mod brackets, round robin.
  * Option "s" is s_min, the minimum early-stopping rate (default 0).
  *
+ * Option "promotion" (default "current"): what a rung ranks by. "current"
+ * is the paper: the loss at the rung's budget. "predicted" ranks by the
+ * loss the config's learning curve (its measurements, steps in resource
+ * units, across its promotions) extrapolates to at resource.max
+ * (server/model/curve.h, pow3), so a config still improving fast is not
+ * dropped for one that has flattened (late bloomers). Ranks are fixed when
+ * a result enters its rung, as in the paper; the top rung always holds the
+ * measured loss. A config keeps at most ASHA_CURVE_MAX points.
+ *
  * A trial that fails, expires or is stopped leaves no result: its config is
  * simply not in that rung (and is never offered again); a promotion stays
  * counted as done, so the same config is not promoted twice. A diverged
@@ -37,12 +46,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../model/curve.h"
 #include "idmap.h"
+#include "proposer.h"
 #include "rung.h"
 
 extern const struct bd_sched_ops bd_sched_asha;
 
 #define ASHA_MAX_RUNGS 64
+#define ASHA_CURVE_MAX 512 /* curve points kept per config ("promotion": "predicted") */
 
 typedef struct asha_bracket {
     int s;
@@ -61,6 +73,8 @@ typedef struct asha_config {
     int top_rung;         /* highest rung with a trial */
     int entry_rung;       /* rung of entry, -1 while none */
     bd_rung_entry *entry; /* its result in its highest completed rung (borrowed from that rung) */
+    double *curve_step, *curve_loss; /* "predicted": measurements so far, steps increasing (owned) */
+    size_t curve_n, curve_cap;
 } asha_config;
 
 typedef struct asha_trial {
@@ -79,31 +93,41 @@ typedef struct asha_sched {
     long long max_trials; /* 0 = unlimited */
     long long created;    /* CREATED events taken in: the round-robin counter */
     long long running;
+    int predicted; /* option promotion: "predicted" */
     int n_brackets;
     asha_bracket *brackets;
     bd_idmap configs; /* config_id -> asha_config (owned) */
     bd_idmap trials;  /* trial_id -> asha_trial (owned) */
+    bd_proposer *proposer; /* owned: where new configs come from; learns from every result */
 } asha_sched;
 
 static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
-    static const char *const known[] = {"eta", "r_min", "s", "brackets", "max_trials", NULL};
+    static const char *const known[] = {"eta",      "r_min", "s", "brackets", "max_trials", "promotion",
+                                        BD_PROPOSER_OPTIONS, NULL};
+    static const char *const promotions[] = {"current", "predicted", NULL};
+    const char *promotion;
     const json_t *o = def->options;
     long long eta, s, brackets, max_trials;
     double r_min;
     int rc;
     if ((rc = bd_opt_known(o, known, err)) || (rc = bd_opt_int(o, "eta", 3, 2, 1000, &eta, err)) ||
         (rc = bd_opt_number(o, "r_min", def->r_min, def->r_min, def->r_max, &r_min, err)) ||
-        (rc = bd_opt_int(o, "max_trials", 0, 0, 1000000000000LL, &max_trials, err)))
+        (rc = bd_opt_int(o, "max_trials", 0, 0, 1000000000000LL, &max_trials, err)) ||
+        (rc = bd_opt_string(o, "promotion", "current", promotions, &promotion, err)))
         return rc;
     if (!(r_min > 0))
         return bd_err_set(err, BD_EINVAL, "resource.min", "ASHA needs a resource minimum above 0");
     int s_max = bd_budget_levels(r_min, def->r_max, (unsigned)eta, ASHA_MAX_RUNGS - 1);
+    bd_proposer *proposer = NULL;
     if ((rc = bd_opt_int(o, "s", 0, 0, s_max, &s, err)) ||
-        (rc = bd_opt_int(o, "brackets", 1, 1, s_max - s + 1, &brackets, err)))
+        (rc = bd_opt_int(o, "brackets", 1, 1, s_max - s + 1, &brackets, err)) ||
+        (rc = bd_proposer_create(def, "random", BD_PROPOSER_MF_RANDOM_FRACTION, &proposer, err)))
         return rc;
 
     asha_sched *a = bd_xcalloc(1, sizeof *a);
+    a->proposer = proposer;
+    a->predicted = strcmp(promotion, "predicted") == 0;
     a->base.ops = &bd_sched_asha;
     a->def = def;
     a->eta = (unsigned)eta;
@@ -126,6 +150,26 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     }
     *out = &a->base;
     return 0;
+}
+
+/* New studies hedge by default: every bracket from s to s_max (asynchronous
+ * Hyperband, Li et al. 2020 section 3.3; Ray Tune's AsyncHyperBand), so a
+ * config that starts slowly can still be judged at a larger first budget.
+ * Stored studies without "brackets" keep one bracket. The model sampler
+ * default is the proposer's. */
+static void asha_new_study_defaults(const bd_study_def *def, json_t *options)
+{
+    bd_err err;
+    long long eta, s;
+    double r_min;
+    bd_proposer_new_study_defaults(def, options);
+    if (json_object_get(options, "brackets") || bd_opt_int(options, "eta", 3, 2, 1000, &eta, &err) ||
+        bd_opt_number(options, "r_min", def->r_min, def->r_min, def->r_max, &r_min, &err) || !(r_min > 0))
+        return; /* create() reports what is wrong */
+    int s_max = bd_budget_levels(r_min, def->r_max, (unsigned)eta, ASHA_MAX_RUNGS - 1);
+    if (bd_opt_int(options, "s", 0, 0, s_max, &s, &err))
+        return;
+    json_object_set_new(options, "brackets", json_integer(s_max - s + 1));
 }
 
 static json_t *extra_json(int s, int rung)
@@ -153,7 +197,7 @@ static int asha_suggest(bd_sched *sched, const bd_suggest_ctx *ctx, bd_suggestio
         return BD_SUGGEST_TRIAL;
     }
     bd_rng rng = ctx->rng;
-    out->config = bd_space_sample(a->def->space, &rng);
+    out->config = bd_proposer_propose(a->proposer, &rng);
     out->budget = br->budget[0];
     out->extra = extra_json(br->s, 0);
     return BD_SUGGEST_TRIAL;
@@ -205,6 +249,29 @@ static asha_trial *end_trial(asha_sched *a, int64_t trial_id)
     return t;
 }
 
+static void curve_add(asha_config *cfg, double step, double loss)
+{
+    if (cfg->curve_n >= ASHA_CURVE_MAX || (cfg->curve_n && step <= cfg->curve_step[cfg->curve_n - 1]))
+        return;
+    if (cfg->curve_n == cfg->curve_cap) {
+        cfg->curve_cap = cfg->curve_cap ? 2 * cfg->curve_cap : 8;
+        cfg->curve_step = bd_xrealloc(cfg->curve_step, cfg->curve_cap * sizeof *cfg->curve_step);
+        cfg->curve_loss = bd_xrealloc(cfg->curve_loss, cfg->curve_cap * sizeof *cfg->curve_loss);
+    }
+    cfg->curve_step[cfg->curve_n] = step;
+    cfg->curve_loss[cfg->curve_n++] = loss;
+}
+
+/* What a completed trial ranks by in its rung (option promotion). */
+static double rank_value(asha_sched *a, asha_trial *t, const bd_event *ev)
+{
+    const asha_bracket *br = &a->brackets[t->cfg->bracket];
+    if (!a->predicted || t->rung == br->nrungs - 1 || !isfinite(ev->loss))
+        return ev->loss;
+    curve_add(t->cfg, ev->budget, ev->loss); /* the result itself, unless measured already */
+    return bd_curve_predict(t->cfg->curve_step, t->cfg->curve_loss, t->cfg->curve_n, a->def->r_max);
+}
+
 static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_event *ev, bd_decision *out, bd_err *err)
 {
     (void)ctx;
@@ -220,8 +287,9 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
     case BD_EV_COMPLETED:
         if ((t = end_trial(a, ev->trial_id)) && t->rung > t->cfg->entry_rung) {
             asha_bracket *br = &a->brackets[t->cfg->bracket];
-            t->cfg->entry = bd_rung_add(&br->rungs[t->rung], t->cfg->id, ev->trial_id, ev->loss);
+            t->cfg->entry = bd_rung_add(&br->rungs[t->rung], t->cfg->id, ev->trial_id, rank_value(a, t, ev));
             t->cfg->entry_rung = t->rung;
+            bd_proposer_add(a->proposer, t->cfg->config, ev->budget, ev->loss);
         }
         break;
     case BD_EV_FAILED:
@@ -231,6 +299,8 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
             a->brackets[t->cfg->bracket].failed[t->rung]++;
         break;
     case BD_EV_MEASUREMENT:
+        if (a->predicted && (t = bd_idmap_get(&a->trials, ev->trial_id)) && t->running && isfinite(ev->loss))
+            curve_add(t->cfg, ev->step, ev->loss);
         break;
     }
     return 0;
@@ -268,9 +338,10 @@ static int asha_describe(const bd_sched *sched, json_t **out)
     json_t *list = json_array();
     for (int b = 0; b < a->n_brackets; b++)
         json_array_append_new(list, bracket_json(&a->brackets[b]));
-    *out = json_pack("{s:i, s:f, s:i, s:I, s:I, s:I, s:o}", "eta", (int)a->eta, "r_min", a->r_min, "s_max", a->s_max,
-                     "max_trials", (json_int_t)a->max_trials, "created", (json_int_t)a->created, "running",
-                     (json_int_t)a->running, "brackets", list);
+    *out = json_pack("{s:i, s:f, s:i, s:I, s:I, s:I, s:o, s:o}", "eta", (int)a->eta, "r_min", a->r_min, "s_max",
+                     a->s_max, "max_trials", (json_int_t)a->max_trials, "created", (json_int_t)a->created, "running",
+                     (json_int_t)a->running, "brackets", list, "model", bd_proposer_describe(a->proposer));
+    json_object_set_new(*out, "promotion", json_string(a->predicted ? "predicted" : "current"));
     return 0;
 }
 
@@ -286,6 +357,8 @@ static void asha_destroy(bd_sched *sched)
         asha_config *c = a->configs.slots[i].value;
         if (a->configs.slots[i].key && c) {
             json_decref(c->config);
+            free(c->curve_step);
+            free(c->curve_loss);
             free(c);
         }
     }
@@ -294,6 +367,7 @@ static void asha_destroy(bd_sched *sched)
             free(a->trials.slots[i].value);
     bd_idmap_clear(&a->configs);
     bd_idmap_clear(&a->trials);
+    bd_proposer_free(a->proposer);
     free(a->brackets);
     free(a);
 }
@@ -308,4 +382,5 @@ const struct bd_sched_ops bd_sched_asha = {
     .status = asha_status,
     .describe = asha_describe,
     .destroy = asha_destroy,
+    .new_study_defaults = asha_new_study_defaults,
 };

@@ -288,9 +288,10 @@ static void member_done(bd_bkset *set, bk_member *m, double loss)
 /* -------------------------------------------------------------- the API */
 
 void bd_bk_init(bd_bkset *set, const bd_study_def *def, int max_retries, int with_iteration, bd_bk_plan_fn plan,
-                const void *ud)
+                const void *ud, bd_proposer *proposer)
 {
     memset(set, 0, sizeof *set);
+    set->proposer = proposer;
     set->def = def;
     set->max_retries = max_retries;
     set->with_iteration = with_iteration;
@@ -314,6 +315,7 @@ void bd_bk_free(bd_bkset *set)
     }
     free(set->brackets);
     free(set->ready);
+    bd_proposer_free(set->proposer);
     for (size_t i = 0; i < set->configs.cap; i++) {
         bd_bk_config *c = set->configs.slots[i].value;
         if (set->configs.slots[i].key && c) {
@@ -355,14 +357,14 @@ int bd_bk_suggest(const bd_bkset *set, const bd_suggest_ctx *ctx, bd_suggestion 
         }
         assert(b->fresh_left > 0 && b->active == 0);
         bd_rng rng = ctx->rng;
-        out->config = bd_space_sample(set->def->space, &rng);
+        out->config = bd_proposer_propose(set->proposer, &rng);
         out->budget = b->spec.budget[0];
         out->extra = extra_json(set, b->spec.iteration, b->spec.s, 0);
         return BD_SUGGEST_TRIAL;
     }
     if (set->has_next && !set->next.reuse_arms) {
         bd_rng rng = ctx->rng;
-        out->config = bd_space_sample(set->def->space, &rng);
+        out->config = bd_proposer_propose(set->proposer, &rng);
         out->budget = set->next.budget[0];
         out->extra = extra_json(set, set->next.iteration, set->next.s, 0);
         return BD_SUGGEST_TRIAL;
@@ -443,6 +445,7 @@ static void on_completed(bd_bkset *set, const bd_event *ev)
     cfg->last_trial = ev->trial_id;
     cfg->trained = ev->budget;
     cfg->last_loss = isnan(ev->loss) ? INFINITY : ev->loss;
+    bd_proposer_add(set->proposer, cfg->config, ev->budget, ev->loss);
     member_done(set, m, ev->loss);
 }
 
@@ -545,7 +548,7 @@ json_t *bd_bk_describe(const bd_bkset *set, size_t limit)
     for (size_t i = from; i < set->n_brackets; i++)
         json_array_append_new(list, bracket_json(set->brackets[i]));
     json_t *next = set->has_next ? bd_bk_spec_json(&set->next) : json_null();
-    return json_pack("{s:I, s:I, s:I, s:o, s:o}", "running", (json_int_t)set->running, "created",
+    return json_pack("{s:I, s:I, s:I, s:o, s:o, s:o}", "running", (json_int_t)set->running, "created",
                      (json_int_t)set->created, "brackets_total", (json_int_t)set->n_brackets, "next", next, "brackets",
-                     list);
+                     list, "model", bd_proposer_describe(set->proposer));
 }

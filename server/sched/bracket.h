@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "idmap.h"
+#include "proposer.h"
 #include "sched.h"
 
 #define BD_BK_MAX_RUNGS 64
@@ -73,12 +74,13 @@ typedef struct bd_bkset {
     bd_idmap trials;   /* trial_id -> its member */
     long long running; /* trials created and not ended */
     long long created; /* CREATED events taken in */
+    bd_proposer *proposer; /* owned: where rung 0's new configs come from; learns from every result */
 } bd_bkset;
 
 /* Starts an empty set whose first bracket is plan(ud, NULL). def and ud are
- * borrowed for the set's life. */
+ * borrowed for the set's life; proposer is stolen. */
 void bd_bk_init(bd_bkset *set, const bd_study_def *def, int max_retries, int with_iteration, bd_bk_plan_fn plan,
-                const void *ud);
+                const void *ud, bd_proposer *proposer);
 /* Frees everything the set owns (NULL-safe on an initialized set). */
 void bd_bk_free(bd_bkset *set);
 /* The next trial (BD_SUGGEST_TRIAL, *out filled with new references) or

@@ -154,7 +154,7 @@ static int reject_in_infinite(const json_t *opts, const char *key, bd_err *err)
 static int hb_options(hb_sched *h, const bd_study_def *def, bd_err *err)
 {
     static const char *const known[] = {"eta",        "r_min", "n_max",       "s_min", "exploratory_only",
-                                        "iterations", "mode",  "max_retries", "total_budget", NULL};
+                                        "iterations", "mode",  "max_retries", "total_budget", BD_PROPOSER_OPTIONS, NULL};
     static const char *const modes[] = {"finite", "infinite", NULL};
     const json_t *o = def->options;
     const char *mode;
@@ -198,14 +198,17 @@ static int hb_options(hb_sched *h, const bd_study_def *def, bd_err *err)
 static int hb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
     hb_sched *h = bd_xcalloc(1, sizeof *h);
+    bd_proposer *proposer = NULL;
     int rc = hb_options(h, def, err);
+    if (!rc)
+        rc = bd_proposer_create(def, "random", BD_PROPOSER_MF_RANDOM_FRACTION, &proposer, err);
     if (rc) {
         free(h);
         return rc;
     }
     h->base.ops = &bd_sched_hyperband;
     h->def = def;
-    bd_bk_init(&h->set, def, h->max_retries, h->infinite || h->iterations != 1, hb_plan, h);
+    bd_bk_init(&h->set, def, h->max_retries, h->infinite || h->iterations != 1, hb_plan, h, proposer);
     *out = &h->base;
     return 0;
 }
@@ -275,4 +278,5 @@ const struct bd_sched_ops bd_sched_hyperband = {
     .status = hb_status,
     .describe = hb_describe,
     .destroy = hb_destroy,
+    .new_study_defaults = bd_proposer_new_study_defaults,
 };

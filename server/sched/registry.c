@@ -7,6 +7,7 @@
 #include <string.h>
 
 extern const struct bd_sched_ops bd_sched_random;
+extern const struct bd_sched_ops bd_sched_tpe;
 extern const struct bd_sched_ops bd_sched_successive_halving;
 extern const struct bd_sched_ops bd_sched_hyperband;
 extern const struct bd_sched_ops bd_sched_asha;
@@ -20,6 +21,7 @@ extern const struct bd_sched_ops bd_sched_test_sleep;
 
 static const struct bd_sched_ops *const registry[] = {
     &bd_sched_random,
+    &bd_sched_tpe,
     &bd_sched_successive_halving,
     &bd_sched_hyperband,
     &bd_sched_asha,

@@ -160,6 +160,13 @@ struct bd_sched_ops {
      * answer, e.g. SPC's most-tested config. *out is new. */
     int (*describe)(const bd_sched *s, json_t **out);
     void (*destroy)(bd_sched *s); /* NULL-safe */
+    /* Optional (may be NULL): called once as a study is created, never when
+     * a stored one is loaded, before create(). Writes into options the
+     * defaults that changed since earlier releases (e.g. "sampler"), so the
+     * stored definition names them and a study stored before the change
+     * keeps its old meaning and replays unchanged. Must leave options it
+     * cannot read as they are (create() then rejects them). */
+    void (*new_study_defaults)(const bd_study_def *def, json_t *options);
 };
 
 /* registry.c: the built-in schedulers. NULL if name is unknown. */

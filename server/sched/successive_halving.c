@@ -94,7 +94,7 @@ static int sh_plan(const void *ud, const bd_bk_spec *prev, bd_bk_spec *next)
 
 static int sh_options(sh_sched *h, const bd_study_def *def, bd_err *err)
 {
-    static const char *const known[] = {"n", "budget", "eta", "doubling", "max_retries", NULL};
+    static const char *const known[] = {"n", "budget", "eta", "doubling", "max_retries", BD_PROPOSER_OPTIONS, NULL};
     const json_t *o = def->options;
     long long eta, n, retries;
     int rc;
@@ -134,14 +134,17 @@ static int sh_options(sh_sched *h, const bd_study_def *def, bd_err *err)
 static int sh_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
     sh_sched *h = bd_xcalloc(1, sizeof *h);
+    bd_proposer *proposer = NULL;
     h->def = def;
     int rc = sh_options(h, def, err);
+    if (!rc)
+        rc = bd_proposer_create(def, "random", BD_PROPOSER_MF_RANDOM_FRACTION, &proposer, err);
     if (rc) {
         free(h);
         return rc;
     }
     h->base.ops = &bd_sched_successive_halving;
-    bd_bk_init(&h->set, def, h->max_retries, h->doubling, sh_plan, h);
+    bd_bk_init(&h->set, def, h->max_retries, h->doubling, sh_plan, h, proposer);
     *out = &h->base;
     return 0;
 }
@@ -202,4 +205,5 @@ const struct bd_sched_ops bd_sched_successive_halving = {
     .status = sh_status,
     .describe = sh_describe,
     .destroy = sh_destroy,
+    .new_study_defaults = bd_proposer_new_study_defaults,
 };

@@ -404,6 +404,63 @@ Test(asha, replay_gives_identical_next_suggestions)
         }
 }
 
+/* Measurements of a late bloomer (falls fast) and of a config that has
+ * flattened, which stands better at the end of rung 1 (budget 3). */
+static void report_curve(hn *h, int64_t id, double from, double to, const double *curve)
+{
+    for (double e = from; e <= to; e++)
+        hn_measure(h, id, e, curve[(int)e - 1]);
+    hn_complete(h, id, curve[(int)to - 1]);
+}
+
+/* With "promotion": "predicted" the rung-1 candidate is the late bloomer;
+ * with "current" it is the flat config (the paper's rule). Rung 0 is at
+ * budget 1, rung 1 at 3, top at 9 (eta 3). */
+Test(asha, predicted_promotion_prefers_the_late_bloomer)
+{
+    static const double bloomer[9] = {0.90, 0.60, 0.45, 0.35, 0.30, 0.26, 0.23, 0.21, 0.20};
+    static const double flat[9] = {0.40, 0.38, 0.37, 0.37, 0.37, 0.37, 0.37, 0.37, 0.37};
+    static const double poor[9] = {0.95, 0.94, 0.93, 0.93, 0.93, 0.93, 0.93, 0.93, 0.93};
+    for (int predicted = 0; predicted <= 1; predicted++) {
+        hn h;
+        open_ok(&h, predicted ? "{\"promotion\": \"predicted\"}" : "{}", 1, 9, 1);
+        h.check_pure = 1;
+        int64_t ids[9], promoted_to_1[3] = {0};
+        /* 9 configs in rung 0: the bloomer, the flat one, and 7 poor ones */
+        for (int i = 0; i < 9; i++) {
+            cr_assert_eq(hn_suggest(&h, 0, &ids[i]), BD_SUGGEST_TRIAL);
+            cr_assert_eq(hn_get(&h, ids[i])->rung, 0);
+            report_curve(&h, ids[i], 1, 1, i == 0 ? bloomer : i == 1 ? flat : poor);
+            if (i == 2 || i == 5 || i == 8) { /* each third result makes one promotion possible */
+                int64_t p;
+                cr_assert_eq(hn_suggest(&h, 0, &p), BD_SUGGEST_TRIAL);
+                cr_assert_eq(hn_get(&h, p)->rung, 1);
+                promoted_to_1[i / 3] = p;
+            }
+        }
+        /* rung 1 gets the flat config first (0.40 < 0.90 at budget 1), then the bloomer */
+        cr_assert_eq(hn_get(&h, promoted_to_1[0])->config_id, ids[1]);
+        cr_assert_eq(hn_get(&h, promoted_to_1[1])->config_id, ids[0]);
+        report_curve(&h, promoted_to_1[0], 2, 3, flat);
+        report_curve(&h, promoted_to_1[1], 2, 3, bloomer);
+        report_curve(&h, promoted_to_1[2], 2, 3, poor);
+        /* three results in rung 1: one promotion to the top */
+        int64_t top;
+        cr_assert_eq(hn_suggest(&h, 0, &top), BD_SUGGEST_TRIAL);
+        cr_assert_eq(hn_get(&h, top)->rung, 2);
+        cr_expect_eq(hn_get(&h, top)->config_id, predicted ? ids[0] : ids[1],
+                     "promotion %s: config %lld promoted", predicted ? "predicted" : "current",
+                     (long long)hn_get(&h, top)->config_id);
+        json_t *d = hn_describe(&h);
+        cr_expect_str_eq(json_string_value(json_object_get(d, "promotion")), predicted ? "predicted" : "current");
+        json_decref(d);
+        bd_sched *r = hn_replay(&h);
+        cr_expect(hn_same_next(&h, r, 10), "replay differs");
+        ASHA->destroy(r);
+        hn_close(&h);
+    }
+}
+
 Test(asha, options_are_validated)
 {
     static const struct {
@@ -416,6 +473,8 @@ Test(asha, options_are_validated)
         {"{\"brackets\": 6}", "scheduler.options.brackets"},
         {"{\"s\": 3, \"brackets\": 3}", "scheduler.options.brackets"},
         {"{\"max_trials\": -1}", "scheduler.options.max_trials"},
+        {"{\"promotion\": \"final\"}", "scheduler.options.promotion"},
+        {"{\"promotion\": true}", "scheduler.options.promotion"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         hn h;

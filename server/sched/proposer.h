@@ -1,0 +1,77 @@
+/* proposer.h: where a scheduler's new configs come from. random, tpe,
+ * successive_halving, hyperband and asha hand out a fresh config through a
+ * proposer, chosen by the option "sampler":
+ *
+ * - "random": bd_space_sample, as before this option existed;
+ * - "tpe": the Tree-structured Parzen Estimator (server/model/tpe.h) fitted
+ *   on the results at one budget. With several budgets (multi-fidelity) it
+ *   is the largest budget with at least n_startup_trials results, as BOHB
+ *   does (Falkner et al. 2018, section 3.1); below that, configs are random.
+ *   A fraction random_fraction of proposals stays random (BOHB keeps 1/3),
+ *   so the worst case stays that of random search / Hyperband.
+ *
+ * Options (shared by every scheduler that takes a proposer; each reads them
+ * with bd_proposer_create and lists BD_PROPOSER_OPTIONS among its known
+ * keys): sampler, n_startup_trials (10), n_ei_candidates (24), gamma (0.1),
+ * prior_weight (1), multivariate (false), random_fraction.
+ *
+ * Purity (sched.h): the proposer's state is the list of results it was
+ * given (bd_proposer_add, from COMPLETED events), in arrival order; a
+ * proposal is a pure function of that list and the rng. Nothing is fitted
+ * between proposals, so a replay needs no hook.
+ *
+ * Cost: a proposal is O(n log n + 24 n d) for the n results it fits on; n is
+ * bounded by BD_PROPOSER_WINDOW (the newest results; the best ones are
+ * always kept). Memory: d doubles per result. */
+#ifndef BD_PROPOSER_H
+#define BD_PROPOSER_H
+
+#include <jansson.h>
+
+#include "sched.h"
+
+/* Option keys a scheduler with a proposer must accept (for bd_opt_known). */
+#define BD_PROPOSER_OPTIONS \
+    "sampler", "n_startup_trials", "n_ei_candidates", "gamma", "prior_weight", "multivariate", "random_fraction"
+
+/* At most this many results of one budget are fitted on: the best
+ * bd_tpe_n_good of all of them plus the newest others. Older results weigh
+ * little in TPE anyway (the weights ramp down to 1/n). */
+#define BD_PROPOSER_WINDOW 1000
+
+/* random_fraction's default in the multi-fidelity schedulers: BOHB's 1/3. */
+#define BD_PROPOSER_MF_RANDOM_FRACTION (1.0 / 3.0)
+
+typedef struct bd_proposer bd_proposer;
+
+/* The sampler a new study gets when it names none (stored studies without
+ * the option keep "random": new_study_defaults writes this one in). */
+#define BD_PROPOSER_NEW_STUDY_SAMPLER "tpe"
+
+/* A scheduler's new_study_defaults (sched.h): names the sampler when
+ * options do not (random for a space wider than the model takes). */
+void bd_proposer_new_study_defaults(const bd_study_def *def, json_t *options);
+
+/* Reads the options above from def->options (err->field
+ * "scheduler.options.<key>"). dflt_sampler is the sampler when the option is
+ * absent and dflt_random_fraction the default random_fraction. *out is new
+ * (bd_proposer_free). */
+int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, double dflt_random_fraction,
+                       bd_proposer **out, bd_err *err) BD_MUST_CHECK;
+void bd_proposer_free(bd_proposer *p); /* NULL-safe */
+
+/* The sampler's name (static): "random" or "tpe". */
+const char *bd_proposer_sampler(const bd_proposer *p);
+
+/* Takes in one result: config (borrowed) reached loss at budget. A config
+ * that does not fit the space is ignored (never happens for stored events). */
+void bd_proposer_add(bd_proposer *p, const json_t *config, double budget, double loss);
+
+/* A new config (new reference). Does not change p. */
+json_t *bd_proposer_propose(const bd_proposer *p, bd_rng *rng);
+
+/* {"sampler", "results": {budget: count, ...}, "model_budget": b|null} for
+ * describe(). New reference. */
+json_t *bd_proposer_describe(const bd_proposer *p);
+
+#endif

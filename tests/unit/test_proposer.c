@@ -1,0 +1,210 @@
+/* test_proposer.c: server/sched/proposer.c through the schedulers that
+ * take it: `tpe` (random.c) and the option "sampler" of
+ * successive_halving, hyperband and asha. Synthetic objectives are fine
+ * here: these check behaviour (it learns, it replays exactly, it rejects bad
+ * options, it survives conditional spaces and diverged runs); quality on
+ * real learning curves is for tests/bench (README-bobos.md). */
+#include <criterion/criterion.h>
+
+#include "sched_harness.h"
+
+extern const struct bd_sched_ops bd_sched_tpe, bd_sched_random, bd_sched_hyperband, bd_sched_asha,
+    bd_sched_successive_halving;
+
+static const char *const space3 =
+    "[{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1},"
+    " {\"name\": \"lr\", \"type\": \"float\", \"low\": 1e-5, \"high\": 1, \"log\": true},"
+    " {\"name\": \"units\", \"type\": \"int\", \"low\": 1, \"high\": 64, \"log\": true}]";
+
+/* Minimum 0 at x = 0.7, lr = 1e-3, units = 16; 1/budget shrinks with training. */
+static int bowl(const hn *h, const hn_trial *t, void *ud, double *loss)
+{
+    (void)h;
+    (void)ud;
+    double x = json_number_value(json_object_get(t->config, "x"));
+    double lr = log10(json_number_value(json_object_get(t->config, "lr")));
+    double u = log2(json_number_value(json_object_get(t->config, "units")));
+    *loss = (x - 0.7) * (x - 0.7) + 0.05 * (lr + 3) * (lr + 3) + 0.02 * (u - 4) * (u - 4) + 0.1 / t->budget;
+    return HN_COMPLETED;
+}
+
+static double best_loss(const hn *h)
+{
+    double best = INFINITY;
+    for (size_t i = 0; i < h->n_trials; i++)
+        if (h->trials[i].state == HN_COMPLETED && h->trials[i].loss < best)
+            best = h->trials[i].loss;
+    return best;
+}
+
+static void open_ok(hn *h, const struct bd_sched_ops *ops, const char *options, double r_min, double r_max)
+{
+    int rc = hn_open_space(h, ops, space3, options, r_min, r_max, 1);
+    cr_assert_eq(rc, 0, "create failed: %s (%s)", h->err.message, h->err.field);
+}
+
+/* 60 trials each, eight seeds in the same run: tpe's best beats random
+ * search's on at least six. */
+Test(proposer, tpe_beats_random_search_on_a_bowl_over_seeds)
+{
+    int wins = 0;
+    for (int seed = 0; seed < 8; seed++) {
+        double best[2];
+        for (int k = 0; k < 2; k++) {
+            hn h;
+            open_ok(&h, k ? &bd_sched_random : &bd_sched_tpe, "{\"max_trials\": 60}", 1, 1);
+            h.def.seed = 300 + (uint64_t)seed;
+            h.outcome = bowl;
+            h.check_pure = seed == 0;
+            cr_assert_eq(hn_run(&h, 1, HN_FIFO, 0), HN_DONE);
+            best[k] = best_loss(&h);
+            hn_close(&h);
+        }
+        wins += best[0] < best[1];
+    }
+    cr_expect_geq(wins, 6, "tpe beat random search on %d of 8 seeds", wins);
+}
+
+/* The same for Hyperband with "sampler": "tpe" (BOHB) against Hyperband. */
+Test(proposer, hyperband_with_tpe_beats_hyperband_over_seeds)
+{
+    int wins = 0;
+    for (int seed = 0; seed < 8; seed++) {
+        double best[2];
+        for (int k = 0; k < 2; k++) {
+            hn h;
+            open_ok(&h, &bd_sched_hyperband, k ? "{\"iterations\": 2}" : "{\"iterations\": 2, \"sampler\": \"tpe\"}",
+                    1, 27);
+            h.def.seed = 500 + (uint64_t)seed;
+            h.outcome = bowl;
+            h.check_pure = seed == 0;
+            cr_assert_eq(hn_run(&h, 2, HN_RANDOM, 0), HN_DONE);
+            best[k] = best_loss(&h);
+            if (seed == 1) { json_t *dd = hn_describe(&h); char *t = json_dumps(json_object_get(dd, "model"), 0); fprintf(stderr, "%s n=%zu\n", t, h.n_trials); free(t); json_decref(dd); }
+            hn_close(&h);
+        }
+        fprintf(stderr, "seed %d: bohb %g hb %g trials %zu\n", seed, best[0], best[1], (size_t)0);
+        wins += best[0] < best[1];
+    }
+    cr_expect_geq(wins, 6, "BOHB beat Hyperband on %d of 8 seeds", wins);
+}
+
+/* Drives a study with completions, failures and diverged runs, then
+ * rebuilds it from its events: the next suggestions are identical. */
+static void replay_case(const struct bd_sched_ops *ops, const char *options, double r_max)
+{
+    hn h;
+    open_ok(&h, ops, options, 1, r_max);
+    h.outcome = bowl;
+    h.check_pure = 1;
+    for (int i = 0; i < 60; i++) {
+        int64_t id;
+        int rc = hn_suggest(&h, i % 3, &id);
+        if (rc != BD_SUGGEST_TRIAL)
+            break;
+        double loss;
+        bowl(&h, hn_get(&h, id), NULL, &loss);
+        if (i % 7 == 3)
+            hn_fail(&h, id);
+        else if (i % 9 == 4)
+            hn_complete(&h, id, INFINITY); /* diverged */
+        else if (i % 11 != 10)             /* and a few left running */
+            hn_complete(&h, id, loss);
+    }
+    json_t *d = hn_describe(&h);
+    cr_expect(json_object_get(json_object_get(d, "model"), "sampler"), "describe() shows the sampler");
+    json_decref(d);
+    bd_sched *r = hn_replay(&h);
+    cr_expect(hn_same_next(&h, r, 5), "%s %s: replay differs", ops->name, options);
+    ops->destroy(r);
+    hn_close(&h);
+}
+
+Test(proposer, replay_gives_the_same_next_suggestions)
+{
+    replay_case(&bd_sched_tpe, "{\"n_startup_trials\": 5}", 1);
+    replay_case(&bd_sched_tpe, "{\"n_startup_trials\": 5, \"multivariate\": true}", 1);
+    replay_case(&bd_sched_hyperband, "{\"sampler\": \"tpe\", \"n_startup_trials\": 4, \"iterations\": 0}", 27);
+    replay_case(&bd_sched_successive_halving, "{\"sampler\": \"tpe\", \"n_startup_trials\": 4, \"n\": 27}", 27);
+    replay_case(&bd_sched_asha, "{\"sampler\": \"tpe\", \"n_startup_trials\": 4, \"brackets\": 2}", 27);
+}
+
+/* Until a budget has n_startup_trials results every config is random; the
+ * model then fits on the largest budget that has them (BOHB). */
+Test(proposer, fits_on_the_largest_budget_with_enough_results)
+{
+    hn h;
+    open_ok(&h, &bd_sched_asha, "{\"sampler\": \"tpe\", \"n_startup_trials\": 6, \"random_fraction\": 0}", 1, 9);
+    h.outcome = bowl;
+    json_t *d = hn_describe(&h);
+    cr_expect(json_is_null(json_object_get(json_object_get(d, "model"), "model_budget")));
+    json_decref(d);
+    cr_assert_eq(hn_run(&h, 1, HN_FIFO, 60), HN_LIMIT);
+    d = hn_describe(&h);
+    const json_t *model = json_object_get(d, "model");
+    const json_t *results = json_object_get(model, "results");
+    double b = json_number_value(json_object_get(model, "model_budget"));
+    cr_expect(b > 1, "fitted on budget %g", b);
+    const char *key;
+    const json_t *n;
+    json_object_foreach((json_t *)results, key, n)
+    {
+        if (atof(key) > b)
+            cr_expect_lt(json_integer_value(n), 6, "budget %s has %lld results, more than the model's",
+                         key, (long long)json_integer_value(n));
+    }
+    json_decref(d);
+    hn_close(&h);
+}
+
+Test(proposer, survives_conditional_spaces_and_degenerate_values)
+{
+    static const char *const mixed =
+        "[{\"name\": \"algo\", \"type\": \"categorical\", \"choices\": [\"svm\", \"rf\", \"knn\"]},"
+        " {\"name\": \"C\", \"type\": \"float\", \"low\": 0.001, \"high\": 100, \"log\": true, \"when\": {\"algo\": [\"svm\"]}},"
+        " {\"name\": \"trees\", \"type\": \"int\", \"low\": 10, \"high\": 500, \"log\": true, \"when\": {\"algo\": [\"rf\"]}},"
+        " {\"name\": \"k\", \"type\": \"int\", \"low\": 1, \"high\": 30, \"when\": {\"algo\": [\"knn\"]}},"
+        " {\"name\": \"one\", \"type\": \"int\", \"low\": 3, \"high\": 3},"
+        " {\"name\": \"scale\", \"type\": \"categorical\", \"choices\": [true, false]}]";
+    for (int mv = 0; mv <= 1; mv++) {
+        hn h;
+        int rc = hn_open_space(&h, &bd_sched_tpe, mixed,
+                               mv ? "{\"n_startup_trials\": 3, \"multivariate\": true}" : "{\"n_startup_trials\": 3}",
+                               1, 1, 0);
+        cr_assert_eq(rc, 0, "%s", h.err.message);
+        for (int i = 0; i < 40; i++) {
+            int64_t id;
+            cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL); /* the harness validates each config */
+            hn_complete(&h, id, i % 5 == 0 ? INFINITY : (i % 4 == 0 ? 1.0 : 0.5 + 0.01 * i));
+        }
+        hn_close(&h);
+    }
+}
+
+Test(proposer, rejects_bad_options_naming_the_field)
+{
+    static const struct {
+        const struct bd_sched_ops *ops;
+        const char *options, *field;
+    } bad[] = {
+        {&bd_sched_hyperband, "{\"sampler\": \"gp_tpe\"}", "scheduler.options.sampler"},
+        {&bd_sched_asha, "{\"sampler\": 3}", "scheduler.options.sampler"},
+        {&bd_sched_successive_halving, "{\"random_fraction\": 1.5}", "scheduler.options.random_fraction"},
+        {&bd_sched_tpe, "{\"sampler\": \"random\"}", "scheduler.options.sampler"},
+        {&bd_sched_tpe, "{\"n_startup_trials\": 0}", "scheduler.options.n_startup_trials"},
+        {&bd_sched_tpe, "{\"n_ei_candidates\": 100000}", "scheduler.options.n_ei_candidates"},
+        {&bd_sched_tpe, "{\"gamma\": 0}", "scheduler.options.gamma"},
+        {&bd_sched_tpe, "{\"prior_weight\": -1}", "scheduler.options.prior_weight"},
+        {&bd_sched_tpe, "{\"multivariate\": \"yes\"}", "scheduler.options.multivariate"},
+        {&bd_sched_tpe, "{\"eta\": 3}", "scheduler.options.eta"},
+        {&bd_sched_random, "{\"sampler\": \"tpe\"}", "scheduler.options.sampler"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        hn h;
+        int rc = hn_open_space(&h, bad[i].ops, space3, bad[i].options, 1, 27, 1);
+        cr_expect_eq(rc, BD_EINVAL, "%s %s accepted", bad[i].ops->name, bad[i].options);
+        cr_expect_str_eq(h.err.field, bad[i].field, "%s %s: field %s", bad[i].ops->name, bad[i].options,
+                         h.err.field);
+        hn_close(&h);
+    }
+}
