@@ -331,17 +331,19 @@ static void best_candidate(const bd_tpe_dim *dims, size_t d, const size_t *on, s
     est_free(&g);
 }
 
-void bd_tpe_propose(const bd_tpe_dim *dims, size_t d, const double *x, const double *loss, size_t n,
-                    const bd_tpe_opts *o, bd_rng *rng, double *out)
+void bd_tpe_propose(const bd_tpe_dim *dims, size_t d, const double *x, const double *loss,
+                    const unsigned char *known_bad, size_t n, const bd_tpe_opts *o, bd_rng *rng, double *out)
 {
     keyed *order = bd_xmalloc((n ? n : 1) * sizeof *order);
     size_t *good = bd_xmalloc((n ? n : 1) * sizeof *good), *bad = bd_xmalloc((n ? n : 1) * sizeof *bad);
     size_t *sub_good = bd_xmalloc((n ? n : 1) * sizeof *sub_good), *sub_bad = bd_xmalloc((n ? n : 1) * sizeof *sub_bad);
     size_t *on = bd_xmalloc(d * sizeof *on);
+    size_t n_ranked = 0;
     for (size_t i = 0; i < n; i++)
-        order[i] = (keyed){isnan(loss[i]) ? INFINITY : loss[i], i};
-    qsort(order, n, sizeof *order, keyed_cmp);
-    size_t n_good = bd_tpe_n_good(o, n), n_bad = 0;
+        if (!known_bad || !known_bad[i])
+            order[n_ranked++] = (keyed){isnan(loss[i]) ? INFINITY : loss[i], i};
+    qsort(order, n_ranked, sizeof *order, keyed_cmp);
+    size_t n_good = bd_tpe_n_good(o, n_ranked), n_bad = 0;
     /* Both groups back in chronological order, which the weights need. */
     unsigned char *is_good = bd_xcalloc(n ? n : 1, 1);
     for (size_t i = 0; i < n_good; i++)

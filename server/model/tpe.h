@@ -76,11 +76,14 @@ size_t bd_tpe_n_good(const bd_tpe_opts *o, size_t n);
 /* Proposes one point into out[0..d-1] (every coordinate set, categorical as
  * an index; the caller drops what ends up inactive). x: n rows of d
  * coordinates, row-major, oldest first (the weights favour the newest);
- * loss: n losses (+INFINITY allowed, ranks last). With n == 0 the
+ * loss: n losses (+INFINITY allowed, ranks last). known_bad: NULL, or one
+ * flag per row: a flagged row is in the bad group whatever its loss and
+ * does not count in gamma(n) (a multi-fidelity caller's configs that were
+ * not promoted to the budget the others are ranked at). With n == 0 the
  * proposal is a draw from the priors. Ties in loss go to the older
  * observation. */
-void bd_tpe_propose(const bd_tpe_dim *dims, size_t d, const double *x, const double *loss, size_t n,
-                    const bd_tpe_opts *o, bd_rng *rng, double *out);
+void bd_tpe_propose(const bd_tpe_dim *dims, size_t d, const double *x, const double *loss,
+                    const unsigned char *known_bad, size_t n, const bd_tpe_opts *o, bd_rng *rng, double *out);
 
 /* Log density of the Parzen estimator fitted to the m rows x[rows[0..m-1]]
  * (in that order, oldest first) at point, over the dimensions listed in

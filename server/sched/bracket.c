@@ -445,7 +445,7 @@ static void on_completed(bd_bkset *set, const bd_event *ev)
     cfg->last_trial = ev->trial_id;
     cfg->trained = ev->budget;
     cfg->last_loss = isnan(ev->loss) ? INFINITY : ev->loss;
-    bd_proposer_add(set->proposer, cfg->config, ev->budget, ev->loss);
+    bd_proposer_add(set->proposer, cfg->id, cfg->config, ev->budget, ev->loss);
     member_done(set, m, ev->loss);
 }
 

@@ -3,20 +3,15 @@
 #include "proposer.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../model/tpe.h"
+#include "idmap.h"
 
 enum { SAMPLER_RANDOM, SAMPLER_TPE };
-
-typedef struct level {
-    double budget;
-    double *x;    /* n rows of d coordinates (tpe.h), arrival order */
-    double *loss; /* n */
-    size_t n, cap;
-} level;
 
 struct bd_proposer {
     const bd_space *space; /* borrowed */
@@ -26,8 +21,18 @@ struct bd_proposer {
     double random_fraction; /* of proposals drawn at random once a model exists */
     bd_tpe_opts tpe;
     bd_tpe_dim *dims; /* d */
-    level *levels;    /* by increasing budget */
-    size_t n_levels;
+    /* every result, in arrival order */
+    double *x;          /* n rows of d coordinates (tpe.h) */
+    double *loss;       /* n */
+    double *budget;     /* n */
+    int64_t *config_id; /* n */
+    size_t n, cap;
+    size_t *newer;      /* n: index + 1 of the config's next result, 0 while it is the latest */
+    bd_idmap latest;    /* config_id -> index + 1 of its latest result */
+    int ranked;         /* option fit: "ranked" (1) or "budget" (0, BOHB) */
+    double *budgets;    /* the distinct budgets seen, increasing, */
+    size_t *at_budget;  /*   and how many results each has */
+    size_t n_budgets;
 };
 
 /* The coordinate system of tpe.h for parameter p. */
@@ -53,6 +58,8 @@ int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, double
                        bd_proposer **out, bd_err *err)
 {
     static const char *const samplers[] = {"random", "tpe", NULL};
+    static const char *const fits[] = {"ranked", "budget", NULL};
+    const char *fit;
     const json_t *o = def->options;
     const char *sampler;
     long long n_startup, n_cand;
@@ -64,7 +71,8 @@ int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, double
         (rc = bd_opt_number(o, "gamma", 0.1, 0.01, 0.5, &gamma, err)) ||
         (rc = bd_opt_number(o, "prior_weight", 1.0, 1e-6, 100.0, &prior_weight, err)) ||
         (rc = bd_opt_bool(o, "multivariate", 0, &multivariate, err)) ||
-        (rc = bd_opt_number(o, "random_fraction", dflt_random_fraction, 0.0, 1.0, &random_fraction, err)))
+        (rc = bd_opt_number(o, "random_fraction", dflt_random_fraction, 0.0, 1.0, &random_fraction, err)) ||
+        (rc = bd_opt_string(o, "fit", "ranked", fits, &fit, err)))
         return rc;
     if (strcmp(sampler, "tpe") == 0 && bd_space_size(def->space) > BD_TPE_MAX_DIM)
         return bd_err_set(err, BD_EINVAL, "parameters", "the tpe sampler handles at most %d parameters, not %zu",
@@ -75,6 +83,7 @@ int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, double
     p->sampler = strcmp(sampler, "tpe") == 0 ? SAMPLER_TPE : SAMPLER_RANDOM;
     p->n_startup = n_startup;
     p->random_fraction = random_fraction;
+    p->ranked = strcmp(fit, "ranked") == 0;
     bd_tpe_opts_default(&p->tpe);
     p->tpe.gamma = gamma;
     p->tpe.prior_weight = prior_weight;
@@ -99,11 +108,14 @@ void bd_proposer_free(bd_proposer *p)
 {
     if (!p)
         return;
-    for (size_t i = 0; i < p->n_levels; i++) {
-        free(p->levels[i].x);
-        free(p->levels[i].loss);
-    }
-    free(p->levels);
+    free(p->x);
+    free(p->loss);
+    free(p->budget);
+    free(p->config_id);
+    free(p->newer);
+    bd_idmap_clear(&p->latest);
+    free(p->budgets);
+    free(p->at_budget);
     free(p->dims);
     free(p);
 }
@@ -113,22 +125,24 @@ const char *bd_proposer_sampler(const bd_proposer *p)
     return p->sampler == SAMPLER_TPE ? "tpe" : "random";
 }
 
-static level *level_for(bd_proposer *p, double budget)
+static void count_budget(bd_proposer *p, double budget)
 {
     size_t i = 0;
-    while (i < p->n_levels && p->levels[i].budget < budget)
+    while (i < p->n_budgets && p->budgets[i] < budget)
         i++;
-    if (i < p->n_levels && p->levels[i].budget == budget)
-        return &p->levels[i];
-    p->levels = bd_xrealloc(p->levels, (p->n_levels + 1) * sizeof *p->levels);
-    memmove(&p->levels[i + 1], &p->levels[i], (p->n_levels - i) * sizeof *p->levels);
-    p->n_levels++;
-    memset(&p->levels[i], 0, sizeof p->levels[i]);
-    p->levels[i].budget = budget;
-    return &p->levels[i];
+    if (i == p->n_budgets || p->budgets[i] != budget) {
+        p->budgets = bd_xrealloc(p->budgets, (p->n_budgets + 1) * sizeof *p->budgets);
+        p->at_budget = bd_xrealloc(p->at_budget, (p->n_budgets + 1) * sizeof *p->at_budget);
+        memmove(&p->budgets[i + 1], &p->budgets[i], (p->n_budgets - i) * sizeof *p->budgets);
+        memmove(&p->at_budget[i + 1], &p->at_budget[i], (p->n_budgets - i) * sizeof *p->at_budget);
+        p->n_budgets++;
+        p->budgets[i] = budget;
+        p->at_budget[i] = 0;
+    }
+    p->at_budget[i]++;
 }
 
-void bd_proposer_add(bd_proposer *p, const json_t *config, double budget, double loss)
+void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, double budget, double loss)
 {
     if (p->sampler == SAMPLER_RANDOM || !config)
         return; /* random search learns nothing */
@@ -137,13 +151,15 @@ void bd_proposer_add(bd_proposer *p, const json_t *config, double budget, double
         free(unit);
         return;
     }
-    level *lv = level_for(p, budget);
-    if (lv->n == lv->cap) {
-        lv->cap = lv->cap ? 2 * lv->cap : 16;
-        lv->x = bd_xrealloc(lv->x, lv->cap * p->d * sizeof *lv->x);
-        lv->loss = bd_xrealloc(lv->loss, lv->cap * sizeof *lv->loss);
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 16;
+        p->x = bd_xrealloc(p->x, p->cap * p->d * sizeof *p->x);
+        p->loss = bd_xrealloc(p->loss, p->cap * sizeof *p->loss);
+        p->budget = bd_xrealloc(p->budget, p->cap * sizeof *p->budget);
+        p->config_id = bd_xrealloc(p->config_id, p->cap * sizeof *p->config_id);
+        p->newer = bd_xrealloc(p->newer, p->cap * sizeof *p->newer);
     }
-    double *row = lv->x + lv->n * p->d;
+    double *row = p->x + p->n * p->d;
     for (size_t i = 0; i < p->d; i++) {
         const bd_param *par = bd_space_param(p->space, i);
         const json_t *v = json_object_get(config, par->name); /* a valid config holds exactly the active ones */
@@ -154,35 +170,115 @@ void bd_proposer_add(bd_proposer *p, const json_t *config, double budget, double
         else
             row[i] = par->log ? log(json_number_value(v)) : json_number_value(v);
     }
-    lv->loss[lv->n++] = isnan(loss) ? INFINITY : loss;
+    p->loss[p->n] = isnan(loss) ? INFINITY : loss;
+    p->budget[p->n] = budget;
+    p->config_id[p->n] = config_id;
+    p->newer[p->n] = 0;
+    size_t prev = (size_t)(uintptr_t)bd_idmap_get(&p->latest, config_id);
+    if (prev)
+        p->newer[prev - 1] = p->n + 1;
+    bd_idmap_put(&p->latest, config_id, (void *)(uintptr_t)(p->n + 1));
+    p->n++;
+    count_budget(p, budget);
     free(unit);
 }
 
-/* The level TPE fits on: the largest budget with enough results, or NULL. */
-static const level *model_level(const bd_proposer *p)
+/* fit "budget": the largest budget with at least n_startup results; -1 if
+ * none. fit "ranked": the largest budget (every config takes part) once
+ * n_startup configs have a result; -1 before. */
+static double model_budget(const bd_proposer *p)
 {
-    for (size_t i = p->n_levels; i-- > 0;)
-        if ((long long)p->levels[i].n >= p->n_startup)
-            return &p->levels[i];
-    return NULL;
+    if (p->ranked)
+        return (long long)p->latest.count >= p->n_startup ? p->budgets[p->n_budgets - 1] : -1;
+    for (size_t i = p->n_budgets; i-- > 0;)
+        if ((long long)p->at_budget[i] >= p->n_startup)
+            return p->budgets[i];
+    return -1;
 }
 
-/* The rows fitted on: all of them up to BD_PROPOSER_WINDOW, else the best
- * bd_tpe_n_good of all and the newest others, in arrival order. Returns how
- * many were written to rows. */
-static size_t window_rows(const bd_proposer *p, const level *lv, size_t *rows)
+typedef struct {
+    size_t i;   /* result index */
+    double b;   /* budget reached */
+    double loss;
+} ranked_row;
+
+/* Further (larger budget) first, then smaller loss, then older. */
+static int ranked_cmp(const void *pa, const void *pb)
 {
-    size_t n = lv->n, m = 0;
-    if (n <= BD_PROPOSER_WINDOW) {
-        for (size_t i = 0; i < n; i++)
-            rows[i] = i;
-        return n;
+    const ranked_row *a = pa, *b = pb;
+    if (a->b != b->b)
+        return a->b > b->b ? -1 : 1;
+    if (a->loss != b->loss)
+        return a->loss < b->loss ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* fit "ranked": every config once, by its latest result, in arrival order;
+ * loss[] receives each row's rank (0 = best): configs that reached a larger
+ * budget rank first (in successive halving they beat the others where they
+ * were compared), then by loss. At most BD_PROPOSER_WINDOW rows: the
+ * bd_tpe_n_good best and the newest others. Returns the row count. */
+static size_t ranked_rows(const bd_proposer *p, size_t *rows, double *rank)
+{
+    size_t n_cfg = 0, m = 0;
+    ranked_row *all = bd_xmalloc((p->n ? p->n : 1) * sizeof *all);
+    for (size_t i = 0; i < p->n; i++)
+        if (!p->newer[i])
+            all[n_cfg++] = (ranked_row){i, p->budget[i], p->loss[i]};
+    /* sorting all configs is O(N log N); N is the study's configs, and a
+     * proposal already costs O(N) to collect them */
+    qsort(all, n_cfg, sizeof *all, ranked_cmp);
+    unsigned char *take = bd_xcalloc(p->n ? p->n : 1, 1);
+    double *rank_of = bd_xmalloc((p->n ? p->n : 1) * sizeof *rank_of);
+    size_t keep = bd_tpe_n_good(&p->tpe, n_cfg);
+    for (size_t k = 0; k < n_cfg; k++) {
+        rank_of[all[k].i] = (double)k;
+        if (k < keep || n_cfg <= BD_PROPOSER_WINDOW)
+            take[all[k].i] = 1;
     }
-    size_t keep = bd_tpe_n_good(&p->tpe, n), n_best = 0;
-    size_t *best = bd_xmalloc((keep ? keep : 1) * sizeof *best); /* sorted by (loss, index) */
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = p->n, others = 0; i-- > 0 && n_cfg > BD_PROPOSER_WINDOW && others < BD_PROPOSER_WINDOW - keep;)
+        if (!p->newer[i] && !take[i]) {
+            take[i] = 1;
+            others++;
+        }
+    for (size_t i = 0; i < p->n; i++)
+        if (take[i]) {
+            rows[m] = i;
+            rank[m++] = rank_of[i];
+        }
+    free(take);
+    free(rank_of);
+    free(all);
+    return m;
+}
+
+/* The rows TPE fits on, in arrival order, with known_bad flags:
+ * - the results at budget b: all of them up to BD_PROPOSER_WINDOW, else the
+ *   best bd_tpe_n_good of all and the newest others;
+ * - every config with results only below b, by its latest result, flagged
+ *   known bad: a config not (yet) promoted to b ranks below those that
+ *   were, and without it the bad group would hold only promoted, good
+ *   configs, and TPE would steer away from the good region (measured: on a
+ *   3-parameter bowl, worse than random proposals). Newest first, at most
+ *   BD_PROPOSER_WINDOW of them.
+ * Returns how many rows were written. */
+static size_t fit_rows(const bd_proposer *p, double b, size_t *rows, unsigned char *known_bad)
+{
+    size_t n = p->n, at_b = 0, m = 0;
+    unsigned char *take = bd_xcalloc(n ? n : 1, 1);
+    bd_idmap at_b_ids = {0}, seen = {0};
+    for (size_t i = 0; i < n; i++)
+        if (p->budget[i] == b) {
+            at_b++;
+            bd_idmap_put(&at_b_ids, p->config_id[i], (void *)1);
+        }
+    size_t keep = at_b > BD_PROPOSER_WINDOW ? bd_tpe_n_good(&p->tpe, at_b) : 0, n_best = 0;
+    size_t *best = bd_xmalloc((keep ? keep : 1) * sizeof *best); /* sorted by (loss, arrival) */
+    for (size_t i = 0; i < n && keep; i++) {
+        if (p->budget[i] != b)
+            continue;
         size_t k = n_best;
-        while (k > 0 && lv->loss[best[k - 1]] > lv->loss[i])
+        while (k > 0 && p->loss[best[k - 1]] > p->loss[i])
             k--;
         if (k >= keep)
             continue;
@@ -191,17 +287,29 @@ static size_t window_rows(const bd_proposer *p, const level *lv, size_t *rows)
         memmove(&best[k + 1], &best[k], (n_best - 1 - k) * sizeof *best);
         best[k] = i;
     }
-    unsigned char *take = bd_xcalloc(n, 1);
     for (size_t i = 0; i < n_best; i++)
         take[best[i]] = 1;
-    for (size_t i = n, others = 0; i-- > 0 && others < BD_PROPOSER_WINDOW - n_best;)
-        if (!take[i]) {
-            take[i] = 1;
-            others++;
+    size_t newest_at_b = 0, newest_below = 0;
+    for (size_t i = n; i-- > 0;) {
+        if (p->budget[i] == b) {
+            if (!take[i] && newest_at_b < BD_PROPOSER_WINDOW - n_best) {
+                take[i] = 1;
+                newest_at_b++;
+            }
+        } else if (p->budget[i] < b && !bd_idmap_get(&at_b_ids, p->config_id[i]) &&
+                   !bd_idmap_get(&seen, p->config_id[i]) && newest_below < BD_PROPOSER_WINDOW) {
+            bd_idmap_put(&seen, p->config_id[i], (void *)1); /* its latest result only */
+            take[i] = 2;
+            newest_below++;
         }
+    }
     for (size_t i = 0; i < n; i++)
-        if (take[i])
-            rows[m++] = i;
+        if (take[i]) {
+            rows[m] = i;
+            known_bad[m++] = take[i] == 2;
+        }
+    bd_idmap_clear(&at_b_ids);
+    bd_idmap_clear(&seen);
     free(take);
     free(best);
     return m;
@@ -209,18 +317,21 @@ static size_t window_rows(const bd_proposer *p, const level *lv, size_t *rows)
 
 json_t *bd_proposer_propose(const bd_proposer *p, bd_rng *rng)
 {
-    const level *lv = p->sampler == SAMPLER_TPE ? model_level(p) : NULL;
-    if (!lv || (p->random_fraction > 0 && bd_rng_uniform(rng) < p->random_fraction))
+    double b = p->sampler == SAMPLER_TPE ? model_budget(p) : -1;
+    if (b < 0 || (p->random_fraction > 0 && bd_rng_uniform(rng) < p->random_fraction))
         return bd_space_sample(p->space, rng);
-    size_t *rows = bd_xmalloc(lv->n * sizeof *rows);
-    size_t m = window_rows(p, lv, rows);
-    double *x = bd_xmalloc(m * p->d * sizeof *x), *loss = bd_xmalloc(m * sizeof *loss);
+    size_t *rows = bd_xmalloc(p->n * sizeof *rows);
+    unsigned char *known_bad = bd_xcalloc(p->n, 1);
+    double *loss = bd_xmalloc(p->n * sizeof *loss);
+    size_t m = p->ranked ? ranked_rows(p, rows, loss) : fit_rows(p, b, rows, known_bad);
+    double *x = bd_xmalloc(m * p->d * sizeof *x);
     for (size_t i = 0; i < m; i++) {
-        memcpy(x + i * p->d, lv->x + rows[i] * p->d, p->d * sizeof *x);
-        loss[i] = lv->loss[rows[i]];
+        memcpy(x + i * p->d, p->x + rows[i] * p->d, p->d * sizeof *x);
+        if (!p->ranked)
+            loss[i] = p->loss[rows[i]];
     }
     double *point = bd_xmalloc(p->d * sizeof *point), *unit = bd_xmalloc(p->d * sizeof *unit);
-    bd_tpe_propose(p->dims, p->d, x, loss, m, &p->tpe, rng, point);
+    bd_tpe_propose(p->dims, p->d, x, loss, known_bad, m, &p->tpe, rng, point);
     for (size_t i = 0; i < p->d; i++) { /* back to bd_space_decode's unit cube */
         const bd_param *par = bd_space_param(p->space, i);
         if (par->type == BD_PARAM_CATEGORICAL) {
@@ -231,23 +342,26 @@ json_t *bd_proposer_propose(const bd_proposer *p, bd_rng *rng)
         }
     }
     json_t *config = bd_space_decode(p->space, unit);
+    (void)b;
     free(point);
     free(unit);
     free(x);
     free(loss);
     free(rows);
+    free(known_bad);
     return config;
 }
 
 json_t *bd_proposer_describe(const bd_proposer *p)
 {
     json_t *results = json_object();
-    for (size_t i = 0; i < p->n_levels; i++) {
+    for (size_t i = 0; i < p->n_budgets; i++) {
         char key[32];
-        snprintf(key, sizeof key, "%g", p->levels[i].budget);
-        json_object_set_new(results, key, json_integer((json_int_t)p->levels[i].n));
+        snprintf(key, sizeof key, "%g", p->budgets[i]);
+        json_object_set_new(results, key, json_integer((json_int_t)p->at_budget[i]));
     }
-    const level *lv = p->sampler == SAMPLER_TPE ? model_level(p) : NULL;
-    return json_pack("{s:s, s:o, s:o}", "sampler", bd_proposer_sampler(p), "results", results, "model_budget",
-                     lv ? json_real(lv->budget) : json_null());
+    double b = p->sampler == SAMPLER_TPE ? model_budget(p) : -1;
+    return json_pack("{s:s, s:s, s:o, s:o}", "sampler", bd_proposer_sampler(p), "fit",
+                     p->ranked ? "ranked" : "budget", "results", results, "model_budget",
+                     b >= 0 && !p->ranked ? json_real(b) : json_null());
 }

@@ -7,7 +7,9 @@
  *   on the results at one budget. With several budgets (multi-fidelity) it
  *   is the largest budget with at least n_startup_trials results, as BOHB
  *   does (Falkner et al. 2018, section 3.1); below that, configs are random.
- *   A fraction random_fraction of proposals stays random (BOHB keeps 1/3),
+ *   The good group is the best at that budget; the bad group is the rest
+ *   there plus the configs that never reached it (not promoted: known to
+ *   rank below those that were). A fraction random_fraction of proposals stays random (BOHB keeps 1/3),
  *   so the worst case stays that of random search / Hyperband.
  *
  * Options (shared by every scheduler that takes a proposer; each reads them
@@ -20,9 +22,10 @@
  * proposal is a pure function of that list and the rng. Nothing is fitted
  * between proposals, so a replay needs no hook.
  *
- * Cost: a proposal is O(n log n + 24 n d) for the n results it fits on; n is
- * bounded by BD_PROPOSER_WINDOW (the newest results; the best ones are
- * always kept). Memory: d doubles per result. */
+ * Cost: a proposal is O(N) over all N results to pick the rows, plus
+ * O(n log n + 24 n d) for the n <= 2 BD_PROPOSER_WINDOW rows it fits on
+ * (the newest; the best at the model's budget are always kept). Memory:
+ * d + 3 numbers per result. */
 #ifndef BD_PROPOSER_H
 #define BD_PROPOSER_H
 
@@ -32,7 +35,7 @@
 
 /* Option keys a scheduler with a proposer must accept (for bd_opt_known). */
 #define BD_PROPOSER_OPTIONS \
-    "sampler", "n_startup_trials", "n_ei_candidates", "gamma", "prior_weight", "multivariate", "random_fraction"
+    "sampler", "n_startup_trials", "n_ei_candidates", "gamma", "prior_weight", "multivariate", "random_fraction", "fit"
 
 /* At most this many results of one budget are fitted on: the best
  * bd_tpe_n_good of all of them plus the newest others. Older results weigh
@@ -63,9 +66,10 @@ void bd_proposer_free(bd_proposer *p); /* NULL-safe */
 /* The sampler's name (static): "random" or "tpe". */
 const char *bd_proposer_sampler(const bd_proposer *p);
 
-/* Takes in one result: config (borrowed) reached loss at budget. A config
- * that does not fit the space is ignored (never happens for stored events). */
-void bd_proposer_add(bd_proposer *p, const json_t *config, double budget, double loss);
+/* Takes in one result: config number config_id (borrowed config) reached
+ * loss at budget. A config that does not fit the space is ignored (never
+ * happens for stored events). */
+void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, double budget, double loss);
 
 /* A new config (new reference). Does not change p. */
 json_t *bd_proposer_propose(const bd_proposer *p, bd_rng *rng);
