@@ -9,6 +9,7 @@
  * Cost: see acq.h; memory O((n_candidates + n_starts + 2 d + sum K) d). */
 #include "acq.h"
 
+#include <gsl/gsl_sf_erf.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,4 +351,23 @@ double bd_acq_ucb_beta_paper(double domain_size, double t, double delta)
 {
     const double pi = 3.14159265358979323846;
     return 2.0 * log(domain_size * t * t * pi * pi / (6.0 * delta));
+}
+
+double bd_acq_log_ei(double best, double mu, double sd)
+{
+    if (!isfinite(best))
+        return -mu;
+    if (!(sd > 0))
+        return best > mu ? log(best - mu) : -INFINITY;
+    double z = (best - mu) / sd, log_h;
+    if (z > -1) {
+        log_h = log(gsl_sf_erf_Z(z) + z * (1 - gsl_sf_erf_Q(z)));
+    } else if (z > -1e6) {
+        /* erfcx(x) = exp(x^2) erfc(x), x = -z / sqrt 2 > 0 */
+        double x = -z / M_SQRT2, erfcx = exp(x * x + gsl_sf_log_erfc(x));
+        log_h = -0.5 * z * z - 0.5 * log(2 * M_PI) + log1p(z * sqrt(M_PI / 2) * erfcx);
+    } else {
+        log_h = -0.5 * z * z - 0.5 * log(2 * M_PI) - 2 * log(-z);
+    }
+    return log(sd) + log_h;
 }

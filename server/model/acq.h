@@ -119,4 +119,13 @@ double bd_acq_ucb_multiplier_code(size_t d, double t);
  * 2010, Theorem 1); the multiplier of sigma is its square root. */
 double bd_acq_ucb_beta_paper(double domain_size, double t, double delta);
 
+/* log EI for minimisation: log E[max(best - f, 0)] with f ~ N(mu, sd^2),
+ * = log sd + log h(z), z = (best - mu) / sd, h(z) = phi(z) + z Phi(z),
+ * evaluated without cancellation or underflow for z far below 0 (Ament et
+ * al., NeurIPS 2023, eq. 9: log h(z) = log phi(z) + log1p(z sqrt(pi/2)
+ * erfcx(-z / sqrt 2)), asymptotically -z^2/2 - log(2 pi)/2 - 2 log|z|).
+ * sd <= 0 gives log(max(best - mu, 0)); best not finite gives -mu (no
+ * incumbent yet: the lowest mean). */
+double bd_acq_log_ei(double best, double mu, double sd);
+
 #endif

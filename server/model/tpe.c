@@ -20,6 +20,7 @@
 void bd_tpe_opts_default(bd_tpe_opts *o)
 {
     o->gamma = 0.1;
+    o->min_good = 0;
     o->max_good = 25;
     o->prior_weight = 1.0;
     o->n_candidates = 24;
@@ -30,6 +31,8 @@ size_t bd_tpe_n_good(const bd_tpe_opts *o, size_t n)
 {
     double k = ceil(o->gamma * (double)n - 1e-9); /* 0.1 * 30 must give 3, not 4 */
     size_t g = k < 0 ? 0 : (size_t)k;
+    if (g < (size_t)o->min_good)
+        g = (size_t)o->min_good;
     if (g > (size_t)o->max_good)
         g = (size_t)o->max_good;
     return g > n ? n : g;

@@ -29,7 +29,7 @@
  * normalised; the prior is uniform. Weights: 1 for each of the newest 25
  * observations, a linear ramp from 1/n up to 1 for the older ones, and
  * prior_weight for the prior; normalised. gamma(n) = min(ceil(gamma n),
- * max_good).
+ * max_good), or BOHB's max(ceil(gamma n), min_good).
  *
  * Univariate mode (Optuna's default): each parameter is proposed on its own
  * from the observations where it is active (the split is over all of them,
@@ -60,8 +60,9 @@ typedef struct bd_tpe_dim {
 } bd_tpe_dim;
 
 typedef struct bd_tpe_opts {
-    double gamma;     /* fraction of the observations in the good group (Optuna 0.1) */
-    int max_good;     /* at most this many in it (Optuna 25) */
+    double gamma;     /* fraction of the observations in the good group (Optuna 0.1, BOHB 0.15) */
+    int min_good;     /* at least this many in it (Optuna 0, BOHB d + 1) */
+    int max_good;     /* at most this many (Optuna 25; BOHB no bound) */
     double prior_weight; /* weight of the prior component (Optuna 1.0) */
     int n_candidates; /* points drawn from l per proposal (Optuna 24) */
     int multivariate; /* 0: one parameter at a time (Optuna's default); 1: joint (BOHB) */
@@ -70,7 +71,8 @@ typedef struct bd_tpe_opts {
 /* Optuna 3.1's defaults. */
 void bd_tpe_opts_default(bd_tpe_opts *o);
 
-/* The size of the good group for n observations: min(ceil(gamma n), max_good). */
+/* The size of the good group for n observations:
+ * min(max(ceil(gamma n), min_good), max_good, n). */
 size_t bd_tpe_n_good(const bd_tpe_opts *o, size_t n);
 
 /* Proposes one point into out[0..d-1] (every coordinate set, categorical as

@@ -122,7 +122,7 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     bd_proposer *proposer = NULL;
     if ((rc = bd_opt_int(o, "s", 0, 0, s_max, &s, err)) ||
         (rc = bd_opt_int(o, "brackets", 1, 1, s_max - s + 1, &brackets, err)) ||
-        (rc = bd_proposer_create(def, "random", BD_PROPOSER_MF_RANDOM_FRACTION, &proposer, err)))
+        (rc = bd_proposer_create(def, "random", 1, &proposer, err)))
         return rc;
 
     asha_sched *a = bd_xcalloc(1, sizeof *a);

@@ -214,7 +214,8 @@ bad:
 
 static int bb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
-    static const char *const known[] = {"n_init",    "max_trials", "multiplier", "delta", "n0",   "intermediate_epochs",
+    static const char *const known[] = {"n_init",    "max_trials", "multiplier", "delta", "acquisition", "n0",
+                                        "intermediate_epochs",
                                         "kappa",     "k2",         "cd0",        "gamma", "grid", "paths",
                                         "few_paths", "noise",      "summary",    NULL};
     static const char *const summaries[] = {"all", "since_n0", NULL};
@@ -781,4 +782,5 @@ const struct bd_sched_ops bd_sched_bo_bos = {
     .status = bb_status,
     .describe = bb_describe,
     .destroy = bb_destroy,
+    .new_study_defaults = bd_bo_new_study_defaults,
 };

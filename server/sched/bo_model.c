@@ -41,15 +41,27 @@ struct bd_bo_model {
 
 /* ------------------------------------------------------------- create */
 
+void bd_bo_new_study_defaults(const bd_study_def *def, json_t *options)
+{
+    (void)def;
+    if (!json_object_get(options, "acquisition"))
+        json_object_set_new(options, "acquisition", json_string("logei"));
+}
+
 int bd_bo_ucb_read(const json_t *options, bd_bo_ucb *out, bd_err *err)
 {
     static const char *const multipliers[] = {"paper", "code", NULL};
-    const char *mult;
+    static const char *const acquisitions[] = {"ucb", "logei", NULL};
+    const char *mult, *acq;
     int rc = bd_opt_string(options, "multiplier", "paper", multipliers, &mult, err);
     if (!rc)
         rc = bd_opt_number(options, "delta", 0.1, 1e-9, 0.999999, &out->delta, err);
     if (!rc)
+        rc = bd_opt_string(options, "acquisition", "ucb", acquisitions, &acq, err);
+    if (!rc) {
         out->multiplier = strcmp(mult, "code") == 0 ? BD_BO_MULT_CODE : BD_BO_MULT_PAPER;
+        out->acquisition = strcmp(acq, "logei") == 0 ? BD_BO_ACQ_LOGEI : BD_BO_ACQ_UCB;
+    }
     return rc;
 }
 
@@ -272,6 +284,7 @@ typedef struct score_ctx {
     const bd_gp *hallucinated; /* the model plus the running trials (or m->gp) */
     double var_scale;          /* hallucinated's variance -> the caller's units */
     double mult;
+    double best;          /* logei: the best full-budget loss observed */
     double *mu, *var, *U; /* scratch of the largest batch (U: rows of D, with the fidelity column) */
     size_t scratch;
 } score_ctx;
@@ -298,9 +311,22 @@ static int score_ucb(void *ctx, size_t n, const double *U, double *out)
     int rc = bd_gp_predict(m->gp, n, U, c->mu, NULL, 0, &err);
     if (!rc)
         rc = bd_gp_predict(c->hallucinated, n, U, c->var, c->var, 0, &err);
-    for (size_t i = 0; !rc && i < n; i++)
-        out[i] = -c->mu[i] + c->mult * sqrt(c->var[i] * c->var_scale);
+    for (size_t i = 0; !rc && i < n; i++) {
+        double sd = sqrt(c->var[i] * c->var_scale);
+        out[i] = m->ucb.acquisition == BD_BO_ACQ_LOGEI ? bd_acq_log_ei(c->best, c->mu[i], sd)
+                                                        : -c->mu[i] + c->mult * sd;
+    }
     return rc;
+}
+
+/* The best (smallest) full-budget loss among the model's first model_n observations. */
+static double best_observed(const bd_bo_model *m)
+{
+    double best = INFINITY;
+    for (size_t i = 0; i < m->model_n; i++)
+        if ((!m->fidelity || m->X[i * m->D + m->d] == 1.0) && m->y[i] < best)
+            best = m->y[i];
+    return best;
 }
 
 /* The current model with every running trial added at full fidelity: only
@@ -358,7 +384,7 @@ int bd_bo_model_propose(const bd_bo_model *m, double t, size_t n_run, const doub
         return bd_err_set(err, BD_EINTERNAL, NULL, "%s: no model to propose from", m->name);
     bd_acq_space_problem(m->acq_space, &p);
     bd_acq_options_default(&o);
-    score_ctx c = {.m = m, .mult = multiplier(m, t, o.n_candidates)};
+    score_ctx c = {.m = m, .mult = multiplier(m, t, o.n_candidates), .best = best_observed(m)};
     int rc = hallucinate(m, n_run, run_x, &h, err);
     double mean, scale;
     bd_gp_standardization(m->gp, &mean, &scale);

@@ -44,6 +44,7 @@
 typedef struct bd_bo_model bd_bo_model;
 
 enum { BD_BO_MULT_PAPER, BD_BO_MULT_CODE };
+enum { BD_BO_ACQ_UCB, BD_BO_ACQ_LOGEI };
 
 /* GP-UCB's multiplier m_t of sigma (options "multiplier" and "delta"):
  *   "paper": sqrt(beta_t), beta_t = 2 log(|D| t^2 pi^2 / (6 delta)), |D|
@@ -51,12 +52,24 @@ enum { BD_BO_MULT_PAPER, BD_BO_MULT_CODE };
  *   "code":  0.2 D ln(2t), the BO-BOS authors' code (D coordinates, the
  *            fidelity column counted). */
 typedef struct bd_bo_ucb {
-    int multiplier; /* BD_BO_MULT_* */
-    double delta;   /* the paper's confidence parameter */
+    int acquisition; /* BD_BO_ACQ_*: option "acquisition" */
+    int multiplier;  /* BD_BO_MULT_* */
+    double delta;    /* the paper's confidence parameter */
 } bd_bo_ucb;
 
-/* Reads options "multiplier" ("paper" default, or "code") and "delta"
- * (0.1 default, in [1e-9, 0.999999]) with the bd_opt_* helpers. */
+/* Option "acquisition": "ucb" (GP-UCB with the multiplier above; the
+ * default of studies stored before the option existed) or "logei", the
+ * logarithm of expected improvement over the best full-budget loss seen,
+ * computed without underflow far from it (Ament et al., "Unexpected
+ * improvements to expected improvement", NeurIPS 2023): EI vanishes
+ * numerically away from the incumbent and its optimiser then sees a flat
+ * surface; log EI keeps a gradient to follow. New studies get "logei"
+ * (bd_bo_new_study_defaults). Running trials enter through sigma as for
+ * UCB (the hallucinated model). */
+void bd_bo_new_study_defaults(const bd_study_def *def, json_t *options);
+
+/* Reads options "acquisition", "multiplier" ("paper" default, or "code")
+ * and "delta" (0.1 default, in [1e-9, 0.999999]) with the bd_opt_* helpers. */
 int bd_bo_ucb_read(const json_t *options, bd_bo_ucb *out, bd_err *err) BD_MUST_CHECK;
 
 typedef struct bd_bo_model_options {

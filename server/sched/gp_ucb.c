@@ -57,7 +57,7 @@ typedef struct gp_ucb {
 
 static int gp_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
-    static const char *const known[] = {"n_init", "max_trials", "multiplier", "delta", NULL};
+    static const char *const known[] = {"n_init", "max_trials", "multiplier", "delta", "acquisition", NULL};
     size_t d = bd_space_size(def->space);
     long long n_init, max_trials;
     bd_bo_model_options mo = {.name = "gp_ucb", .fidelity = 0, .salt = 0x67705f7563620001ULL /* "gp_ucb" */};
@@ -239,4 +239,5 @@ const struct bd_sched_ops bd_sched_gp_ucb = {
     .status = gp_status,
     .describe = gp_describe,
     .destroy = gp_destroy,
+    .new_study_defaults = bd_bo_new_study_defaults,
 };

@@ -201,7 +201,7 @@ static int hb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     bd_proposer *proposer = NULL;
     int rc = hb_options(h, def, err);
     if (!rc)
-        rc = bd_proposer_create(def, "random", BD_PROPOSER_MF_RANDOM_FRACTION, &proposer, err);
+        rc = bd_proposer_create(def, "random", 1, &proposer, err);
     if (rc) {
         free(h);
         return rc;

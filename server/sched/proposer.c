@@ -2,6 +2,7 @@
  * are kept per budget, in the coordinates of server/model/tpe.h. */
 #include "proposer.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,8 +55,8 @@ static bd_tpe_dim dim_of(const bd_param *p)
     return dim;
 }
 
-int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, double dflt_random_fraction,
-                       bd_proposer **out, bd_err *err)
+int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, int multi_fidelity, bd_proposer **out,
+                       bd_err *err)
 {
     static const char *const samplers[] = {"random", "tpe", NULL};
     static const char *const fits[] = {"ranked", "budget", NULL};
@@ -65,14 +66,23 @@ int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, double
     long long n_startup, n_cand;
     double gamma, prior_weight, random_fraction;
     int multivariate, rc;
+    /* Defaults: Optuna 3.1's TPESampler for a single fidelity; BOHB's
+     * (Falkner et al. 2018: min_points_in_model d + 1, top_n_percent 15,
+     * random_fraction 1/3, a joint KDE) across budgets. */
+    long long d = (long long)bd_space_size(def->space);
     if ((rc = bd_opt_string(o, "sampler", dflt_sampler, samplers, &sampler, err)) ||
-        (rc = bd_opt_int(o, "n_startup_trials", 10, 1, 100000, &n_startup, err)) ||
+        (rc = bd_opt_int(o, "n_startup_trials", multi_fidelity ? d + 3 : 10, 1, 100000, &n_startup, err)) ||
         (rc = bd_opt_int(o, "n_ei_candidates", 24, 1, BD_TPE_MAX_CANDIDATES, &n_cand, err)) ||
-        (rc = bd_opt_number(o, "gamma", 0.1, 0.01, 0.5, &gamma, err)) ||
-        (rc = bd_opt_number(o, "prior_weight", 1.0, 1e-6, 100.0, &prior_weight, err)) ||
-        (rc = bd_opt_bool(o, "multivariate", 0, &multivariate, err)) ||
-        (rc = bd_opt_number(o, "random_fraction", dflt_random_fraction, 0.0, 1.0, &random_fraction, err)) ||
-        (rc = bd_opt_string(o, "fit", "ranked", fits, &fit, err)))
+        (rc = bd_opt_number(o, "gamma", multi_fidelity ? 0.15 : 0.1, 0.01, 0.5, &gamma, err)) ||
+        /* BOHB's KDE has no prior: exploration is its random_fraction. A
+         * prior of weight 1 next to a good group of a few promoted configs
+         * sends the proposals wherever the (promoted, concentrated) bad
+         * group is absent, away from the optimum. */
+        (rc = bd_opt_number(o, "prior_weight", multi_fidelity ? 1e-3 : 1.0, 1e-6, 100.0, &prior_weight, err)) ||
+        (rc = bd_opt_bool(o, "multivariate", multi_fidelity, &multivariate, err)) ||
+        (rc = bd_opt_number(o, "random_fraction", multi_fidelity ? 1.0 / 3.0 : 0.0, 0.0, 1.0, &random_fraction,
+                            err)) ||
+        (rc = bd_opt_string(o, "fit", "budget", fits, &fit, err)))
         return rc;
     if (strcmp(sampler, "tpe") == 0 && bd_space_size(def->space) > BD_TPE_MAX_DIM)
         return bd_err_set(err, BD_EINVAL, "parameters", "the tpe sampler handles at most %d parameters, not %zu",
@@ -89,6 +99,10 @@ int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, double
     p->tpe.prior_weight = prior_weight;
     p->tpe.n_candidates = (int)n_cand;
     p->tpe.multivariate = multivariate;
+    if (multi_fidelity) {
+        p->tpe.min_good = (int)d + 1;
+        p->tpe.max_good = INT_MAX;
+    }
     p->dims = bd_xcalloc(p->d, sizeof *p->dims);
     for (size_t i = 0; i < p->d; i++)
         p->dims[i] = dim_of(bd_space_param(def->space, i));

@@ -42,9 +42,6 @@
  * little in TPE anyway (the weights ramp down to 1/n). */
 #define BD_PROPOSER_WINDOW 1000
 
-/* random_fraction's default in the multi-fidelity schedulers: BOHB's 1/3. */
-#define BD_PROPOSER_MF_RANDOM_FRACTION (1.0 / 3.0)
-
 typedef struct bd_proposer bd_proposer;
 
 /* The sampler a new study gets when it names none (stored studies without
@@ -57,10 +54,10 @@ void bd_proposer_new_study_defaults(const bd_study_def *def, json_t *options);
 
 /* Reads the options above from def->options (err->field
  * "scheduler.options.<key>"). dflt_sampler is the sampler when the option is
- * absent and dflt_random_fraction the default random_fraction. *out is new
+ * absent; multi_fidelity selects BOHB's defaults over Optuna's. *out is new
  * (bd_proposer_free). */
-int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, double dflt_random_fraction,
-                       bd_proposer **out, bd_err *err) BD_MUST_CHECK;
+int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, int multi_fidelity, bd_proposer **out,
+                       bd_err *err) BD_MUST_CHECK;
 void bd_proposer_free(bd_proposer *p); /* NULL-safe */
 
 /* The sampler's name (static): "random" or "tpe". */

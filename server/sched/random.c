@@ -46,7 +46,7 @@ static int create_with(const struct bd_sched_ops *ops, const bd_study_def *def, 
     if (!rc && tpe && sampler && !(json_is_string(sampler) && strcmp(json_string_value(sampler), "tpe") == 0))
         rc = bd_err_set(err, BD_EINVAL, "scheduler.options.sampler", "must be \"tpe\" (or left out) for tpe");
     if (!rc)
-        rc = bd_proposer_create(def, tpe ? "tpe" : "random", 0.0, &proposer, err);
+        rc = bd_proposer_create(def, tpe ? "tpe" : "random", 0, &proposer, err);
     if (rc)
         return rc;
     random_sched *r = bd_xcalloc(1, sizeof *r);

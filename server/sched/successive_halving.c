@@ -138,7 +138,7 @@ static int sh_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     h->def = def;
     int rc = sh_options(h, def, err);
     if (!rc)
-        rc = bd_proposer_create(def, "random", BD_PROPOSER_MF_RANDOM_FRACTION, &proposer, err);
+        rc = bd_proposer_create(def, "random", 1, &proposer, err);
     if (rc) {
         free(h);
         return rc;

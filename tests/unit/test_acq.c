@@ -243,3 +243,28 @@ Test(acq, searches_sixty_coordinates)
     cr_assert_eq(bd_acq_maximize(&p, NULL, &rng, u, &searched, NULL), 0);
     cr_assert_gt(searched, candidates_only + 0.1, "search %g, best candidate %g", searched, candidates_only);
 }
+
+/* log EI against 50-digit values (mpmath: log(sd) + log(npdf(z) + z ncdf(z)),
+ * z = (best - mu) / sd), from near the incumbent to 1000 sd beyond it,
+ * where plain EI underflows to 0. */
+Test(acq, log_ei_matches_high_precision_values_far_into_the_tail)
+{
+    static const struct {
+        double best, mu, sd, want;
+    } v[] = {
+        {0.0, 0.0, 1.0, -0.91893853320467274},    {1.0, 0.5, 0.2, -0.69234584684193586},
+        {0.0, 1.0, 0.5, -5.4619307044770595},     {0.0, 10.0, 1.0, -55.553122036122356},
+        {0.0, 40.0, 1.0, -808.29856835661996},    {0.0, 1000.0, 1.0, -500014.73445209116},
+        {2.0, -1.0, 0.3, 1.0986122886681097},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        double got = bd_acq_log_ei(v[i].best, v[i].mu, v[i].sd);
+        cr_expect(fabs(got - v[i].want) <= 1e-9 * fmax(1, fabs(v[i].want)), "case %zu: %.17g, want %.17g", i, got,
+                  v[i].want);
+    }
+    cr_expect(isinf(bd_acq_log_ei(0, 1, 0)) && bd_acq_log_ei(0, 1, 0) < 0, "no variance, no improvement");
+    cr_expect_eq(bd_acq_log_ei(INFINITY, 2.5, 1), -2.5, "no incumbent: the lowest mean wins");
+    /* monotone: lower mean, or more spread below the incumbent, is better */
+    cr_expect_gt(bd_acq_log_ei(0, 5, 1), bd_acq_log_ei(0, 6, 1));
+    cr_expect_gt(bd_acq_log_ei(0, 5, 2), bd_acq_log_ei(0, 5, 1));
+}
