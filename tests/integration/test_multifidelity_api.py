@@ -565,7 +565,7 @@ class AshaVector(bdtest.DaemonTestCase):
     def test_rung0_losses_promote_1_and_2(self):
         d = bdtest.Daemon()
         self.addCleanup(d.cleanup)
-        study = create_study(d, {"name": "asha", "options": {"eta": 3}},
+        study = create_study(d, {"name": "asha", "options": {"eta": 3, "brackets": 1}},  # the one-bracket vector
                              {"name": "epochs", "min": 1, "max": 9, "integer": True}, seed=6)
         drv = driver(self, d, study["id"], workers=1, seed=6)
         first = []
