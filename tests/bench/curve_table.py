@@ -1,7 +1,8 @@
 """curve_table: the learning-curve tables of tests/bench/curves/ (real SGD and
-MLP training, one row per config of a Sobol design, 50 epochs) as a replay
-oracle: a proposed config is answered with the curve of the nearest row in
-the unit cube of the table's (all log-scaled) hyperparameters.
+MLP training, one row per config of a Sobol design, a fixed number of epochs
+per table) as a replay oracle: a proposed config is answered with the curve
+of the nearest row in the unit cube of the table's (all log-scaled)
+hyperparameters.
 
 Python 3 standard library only.
 """
@@ -13,17 +14,17 @@ import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CURVES = os.path.join(HERE, "curves")
-MAX_EPOCHS = 50
 
-# name -> (file, [(parameter, type, low, high, column, to_parameter)]); every
-# parameter is log-scaled, as in the scripts that made the tables.
+# name -> (file, epochs, [(parameter, type, low, high, column, to_parameter)]);
+# every parameter is log-scaled, as in the scripts that made the tables; each
+# row has err_1 .. err_<epochs> and sec_1 .. sec_<epochs>.
 TABLES = {
-    "sgd_fashion_mnist": ("sgd_fashion_mnist.csv.gz", [
+    "sgd_fashion_mnist": ("sgd_fashion_mnist.csv.gz", 50, [
         ("batch_size", "int", 16, 512, "batch_size", float),
         ("alpha", "float", 1e-6, 1e-1, "alpha", float),
         ("eta0", "float", 1e-4, 1.0, "eta0", float),
     ]),
-    "mlp_digits": ("mlp_digits.csv.gz", [
+    "mlp_digits": ("mlp_digits.csv.gz", 50, [
         ("hidden", "int", 16, 256, "hidden", float),
         ("learning_rate_init", "float", 1e-4, 10 ** -0.5, "learning_rate_init", float),
         ("alpha", "float", 1e-6, 1e-1, "alpha", float),
@@ -31,12 +32,46 @@ TABLES = {
         # Adam's beta_1 near 1 matters on a log scale of 1 - beta_1
         ("one_minus_beta1", "float", 0.01, 0.5, "beta_1", lambda s: 1.0 - float(s)),
     ]),
+    # SGD with Nesterov momentum on a Fashion-MNIST subset (issue 14): late bloomers
+    "fmnist_mlp": ("fmnist_mlp.csv.gz", 50, [
+        ("hidden", "int", 16, 256, "hidden", float),
+        ("learning_rate_init", "float", 1e-4, 10 ** -0.5, "learning_rate_init", float),
+        ("alpha", "float", 1e-6, 1e-1, "alpha", float),
+        ("batch_size", "int", 16, 256, "batch_size", float),
+        # momentum near 1 matters on a log scale of 1 - momentum
+        ("one_minus_momentum", "float", 0.01, 0.5, "momentum", lambda s: 1.0 - float(s)),
+    ]),
 }
+
+
+def spearman(xs, ys):
+    """Spearman's rank correlation of two equally long sequences (ties get
+    their average rank, as scipy.stats.spearmanr); nan when either is constant."""
+    def ranks(v):
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        i = 0
+        while i < len(order):
+            j = i
+            while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                r[order[k]] = (i + j) / 2.0 + 1.0
+            i = j + 1
+        return r
+    if len(xs) != len(ys) or len(xs) < 2:
+        raise ValueError("spearman needs two sequences of the same length >= 2")
+    a, b = ranks(xs), ranks(ys)
+    ma, mb = sum(a) / len(a), sum(b) / len(b)
+    sab = sum((x - ma) * (y - mb) for x, y in zip(a, b))
+    saa = sum((x - ma) ** 2 for x in a)
+    sbb = sum((y - mb) ** 2 for y in b)
+    return sab / math.sqrt(saa * sbb) if saa > 0 and sbb > 0 else math.nan
 
 
 class CurveTable:
     def __init__(self, name):
-        fname, self.params = TABLES[name]
+        fname, self.epochs, self.params = TABLES[name]
         self.name = name
         path = os.path.join(CURVES, fname)
         with gzip.open(path, "rt") as f:
@@ -44,8 +79,8 @@ class CurveTable:
         self.n = len(rows)
         self.err, self.cum, self.diverged, self.units = [], [], [], []
         for r in rows:
-            e = [float(r["err_%d" % i]) for i in range(1, MAX_EPOCHS + 1)]
-            c = [0.0] + [float(r["sec_%d" % i]) for i in range(1, MAX_EPOCHS + 1)]
+            e = [float(r["err_%d" % i]) for i in range(1, self.epochs + 1)]
+            c = [0.0] + [float(r["sec_%d" % i]) for i in range(1, self.epochs + 1)]
             for i in range(1, len(c)):  # "no further seconds" after a divergence: keep the clock monotone
                 if not c[i] >= c[i - 1]:
                     c[i] = c[i - 1]
@@ -76,6 +111,13 @@ class CurveTable:
             if d < best_d:
                 best, best_d = i, d
         return best
+
+    def rank_correlation(self, epoch=1):
+        """Spearman rank correlation, over the rows, of the validation error
+        after `epoch` with the final one (after self.epochs): near 1 when the
+        early ranking predicts the final one, lower when there are late
+        bloomers (diverged rows count with their recorded error 1.0)."""
+        return spearman([e[epoch - 1] for e in self.err], self.final)
 
     def diverges_at(self, row, epoch):
         """True when row's training diverged at or before epoch."""
