@@ -4,7 +4,6 @@
 
 #include <limits.h>
 #include <math.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +27,6 @@ struct bd_proposer {
     double *budget;     /* n */
     int64_t *config_id; /* n */
     size_t n, cap;
-    size_t *newer;      /* n: index + 1 of the config's next result, 0 while it is the latest */
-    bd_idmap latest;    /* config_id -> index + 1 of its latest result */
-    int ranked;         /* option fit: "ranked" (1) or "budget" (0, BOHB) */
     double *budgets;    /* the distinct budgets seen, increasing, */
     size_t *at_budget;  /*   and how many results each has */
     size_t n_budgets;
@@ -59,8 +55,6 @@ int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, int mu
                        bd_err *err)
 {
     static const char *const samplers[] = {"random", "tpe", NULL};
-    static const char *const fits[] = {"ranked", "budget", NULL};
-    const char *fit;
     const json_t *o = def->options;
     const char *sampler;
     long long n_startup, n_cand;
@@ -81,8 +75,7 @@ int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, int mu
         (rc = bd_opt_number(o, "prior_weight", multi_fidelity ? 1e-3 : 1.0, 1e-6, 100.0, &prior_weight, err)) ||
         (rc = bd_opt_bool(o, "multivariate", multi_fidelity, &multivariate, err)) ||
         (rc = bd_opt_number(o, "random_fraction", multi_fidelity ? 1.0 / 3.0 : 0.0, 0.0, 1.0, &random_fraction,
-                            err)) ||
-        (rc = bd_opt_string(o, "fit", "budget", fits, &fit, err)))
+                            err)))
         return rc;
     if (strcmp(sampler, "tpe") == 0 && bd_space_size(def->space) > BD_TPE_MAX_DIM)
         return bd_err_set(err, BD_EINVAL, "parameters", "the tpe sampler handles at most %d parameters, not %zu",
@@ -93,7 +86,6 @@ int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, int mu
     p->sampler = strcmp(sampler, "tpe") == 0 ? SAMPLER_TPE : SAMPLER_RANDOM;
     p->n_startup = n_startup;
     p->random_fraction = random_fraction;
-    p->ranked = strcmp(fit, "ranked") == 0;
     bd_tpe_opts_default(&p->tpe);
     p->tpe.gamma = gamma;
     p->tpe.prior_weight = prior_weight;
@@ -126,8 +118,6 @@ void bd_proposer_free(bd_proposer *p)
     free(p->loss);
     free(p->budget);
     free(p->config_id);
-    free(p->newer);
-    bd_idmap_clear(&p->latest);
     free(p->budgets);
     free(p->at_budget);
     free(p->dims);
@@ -171,7 +161,6 @@ void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, do
         p->loss = bd_xrealloc(p->loss, p->cap * sizeof *p->loss);
         p->budget = bd_xrealloc(p->budget, p->cap * sizeof *p->budget);
         p->config_id = bd_xrealloc(p->config_id, p->cap * sizeof *p->config_id);
-        p->newer = bd_xrealloc(p->newer, p->cap * sizeof *p->newer);
     }
     double *row = p->x + p->n * p->d;
     for (size_t i = 0; i < p->d; i++) {
@@ -187,83 +176,19 @@ void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, do
     p->loss[p->n] = isnan(loss) ? INFINITY : loss;
     p->budget[p->n] = budget;
     p->config_id[p->n] = config_id;
-    p->newer[p->n] = 0;
-    size_t prev = (size_t)(uintptr_t)bd_idmap_get(&p->latest, config_id);
-    if (prev)
-        p->newer[prev - 1] = p->n + 1;
-    bd_idmap_put(&p->latest, config_id, (void *)(uintptr_t)(p->n + 1));
     p->n++;
     count_budget(p, budget);
     free(unit);
 }
 
-/* fit "budget": the largest budget with at least n_startup results; -1 if
- * none. fit "ranked": the largest budget (every config takes part) once
- * n_startup configs have a result; -1 before. */
+/* The budget the model is fitted on: the largest with at least n_startup
+ * results; -1 if none. */
 static double model_budget(const bd_proposer *p)
 {
-    if (p->ranked)
-        return (long long)p->latest.count >= p->n_startup ? p->budgets[p->n_budgets - 1] : -1;
     for (size_t i = p->n_budgets; i-- > 0;)
         if ((long long)p->at_budget[i] >= p->n_startup)
             return p->budgets[i];
     return -1;
-}
-
-typedef struct {
-    size_t i;   /* result index */
-    double b;   /* budget reached */
-    double loss;
-} ranked_row;
-
-/* Further (larger budget) first, then smaller loss, then older. */
-static int ranked_cmp(const void *pa, const void *pb)
-{
-    const ranked_row *a = pa, *b = pb;
-    if (a->b != b->b)
-        return a->b > b->b ? -1 : 1;
-    if (a->loss != b->loss)
-        return a->loss < b->loss ? -1 : 1;
-    return a->i < b->i ? -1 : a->i > b->i;
-}
-
-/* fit "ranked": every config once, by its latest result, in arrival order;
- * loss[] receives each row's rank (0 = best): configs that reached a larger
- * budget rank first (in successive halving they beat the others where they
- * were compared), then by loss. At most BD_PROPOSER_WINDOW rows: the
- * bd_tpe_n_good best and the newest others. Returns the row count. */
-static size_t ranked_rows(const bd_proposer *p, size_t *rows, double *rank)
-{
-    size_t n_cfg = 0, m = 0;
-    ranked_row *all = bd_xmalloc((p->n ? p->n : 1) * sizeof *all);
-    for (size_t i = 0; i < p->n; i++)
-        if (!p->newer[i])
-            all[n_cfg++] = (ranked_row){i, p->budget[i], p->loss[i]};
-    /* sorting all configs is O(N log N); N is the study's configs, and a
-     * proposal already costs O(N) to collect them */
-    qsort(all, n_cfg, sizeof *all, ranked_cmp);
-    unsigned char *take = bd_xcalloc(p->n ? p->n : 1, 1);
-    double *rank_of = bd_xmalloc((p->n ? p->n : 1) * sizeof *rank_of);
-    size_t keep = bd_tpe_n_good(&p->tpe, n_cfg);
-    for (size_t k = 0; k < n_cfg; k++) {
-        rank_of[all[k].i] = (double)k;
-        if (k < keep || n_cfg <= BD_PROPOSER_WINDOW)
-            take[all[k].i] = 1;
-    }
-    for (size_t i = p->n, others = 0; i-- > 0 && n_cfg > BD_PROPOSER_WINDOW && others < BD_PROPOSER_WINDOW - keep;)
-        if (!p->newer[i] && !take[i]) {
-            take[i] = 1;
-            others++;
-        }
-    for (size_t i = 0; i < p->n; i++)
-        if (take[i]) {
-            rows[m] = i;
-            rank[m++] = rank_of[i];
-        }
-    free(take);
-    free(rank_of);
-    free(all);
-    return m;
 }
 
 /* The rows TPE fits on, in arrival order, with known_bad flags:
@@ -336,13 +261,11 @@ json_t *bd_proposer_propose(const bd_proposer *p, bd_rng *rng)
         return bd_space_sample(p->space, rng);
     size_t *rows = bd_xmalloc(p->n * sizeof *rows);
     unsigned char *known_bad = bd_xcalloc(p->n, 1);
-    double *loss = bd_xmalloc(p->n * sizeof *loss);
-    size_t m = p->ranked ? ranked_rows(p, rows, loss) : fit_rows(p, b, rows, known_bad);
-    double *x = bd_xmalloc(m * p->d * sizeof *x);
+    size_t m = fit_rows(p, b, rows, known_bad);
+    double *x = bd_xmalloc(m * p->d * sizeof *x), *loss = bd_xmalloc(m * sizeof *loss);
     for (size_t i = 0; i < m; i++) {
         memcpy(x + i * p->d, p->x + rows[i] * p->d, p->d * sizeof *x);
-        if (!p->ranked)
-            loss[i] = p->loss[rows[i]];
+        loss[i] = p->loss[rows[i]];
     }
     double *point = bd_xmalloc(p->d * sizeof *point), *unit = bd_xmalloc(p->d * sizeof *unit);
     bd_tpe_propose(p->dims, p->d, x, loss, known_bad, m, &p->tpe, rng, point);
@@ -356,7 +279,6 @@ json_t *bd_proposer_propose(const bd_proposer *p, bd_rng *rng)
         }
     }
     json_t *config = bd_space_decode(p->space, unit);
-    (void)b;
     free(point);
     free(unit);
     free(x);
@@ -375,7 +297,6 @@ json_t *bd_proposer_describe(const bd_proposer *p)
         json_object_set_new(results, key, json_integer((json_int_t)p->at_budget[i]));
     }
     double b = p->sampler == SAMPLER_TPE ? model_budget(p) : -1;
-    return json_pack("{s:s, s:s, s:o, s:o}", "sampler", bd_proposer_sampler(p), "fit",
-                     p->ranked ? "ranked" : "budget", "results", results, "model_budget",
-                     b >= 0 && !p->ranked ? json_real(b) : json_null());
+    return json_pack("{s:s, s:o, s:o}", "sampler", bd_proposer_sampler(p), "results", results, "model_budget",
+                     b >= 0 ? json_real(b) : json_null());
 }

@@ -35,7 +35,7 @@
 
 /* Option keys a scheduler with a proposer must accept (for bd_opt_known). */
 #define BD_PROPOSER_OPTIONS \
-    "sampler", "n_startup_trials", "n_ei_candidates", "gamma", "prior_weight", "multivariate", "random_fraction", "fit"
+    "sampler", "n_startup_trials", "n_ei_candidates", "gamma", "prior_weight", "multivariate", "random_fraction"
 
 /* At most this many results of one budget are fitted on: the best
  * bd_tpe_n_good of all of them plus the newest others. Older results weigh

@@ -127,13 +127,12 @@ Test(proposer, replay_gives_the_same_next_suggestions)
     replay_case(&bd_sched_asha, "{\"sampler\": \"tpe\", \"n_startup_trials\": 4, \"brackets\": 2}", 27);
 }
 
-/* fit "budget" (BOHB): until a budget has n_startup_trials results every
- * config is random; the model then fits on the largest budget that has them. */
-Test(proposer, fit_budget_uses_the_largest_budget_with_enough_results)
+/* BOHB's rule: until a budget has n_startup_trials results every config is
+ * random; the model then fits on the largest budget that has them. */
+Test(proposer, fits_on_the_largest_budget_with_enough_results)
 {
     hn h;
-    open_ok(&h, &bd_sched_asha,
-            "{\"sampler\": \"tpe\", \"fit\": \"budget\", \"n_startup_trials\": 6, \"random_fraction\": 0}", 1, 9);
+    open_ok(&h, &bd_sched_asha, "{\"sampler\": \"tpe\", \"n_startup_trials\": 6, \"random_fraction\": 0}", 1, 9);
     h.outcome = bowl;
     json_t *d = hn_describe(&h);
     cr_expect(json_is_null(json_object_get(json_object_get(d, "model"), "model_budget")));
@@ -196,7 +195,7 @@ Test(proposer, rejects_bad_options_naming_the_field)
         {&bd_sched_tpe, "{\"prior_weight\": -1}", "scheduler.options.prior_weight"},
         {&bd_sched_tpe, "{\"multivariate\": \"yes\"}", "scheduler.options.multivariate"},
         {&bd_sched_tpe, "{\"eta\": 3}", "scheduler.options.eta"},
-        {&bd_sched_asha, "{\"fit\": \"largest\"}", "scheduler.options.fit"},
+        {&bd_sched_asha, "{\"fit\": \"largest\"}", "scheduler.options.fit"}, /* no such option */
         {&bd_sched_random, "{\"sampler\": \"tpe\"}", "scheduler.options.sampler"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
