@@ -114,6 +114,12 @@ typedef struct {
     size_t i;
 } keyed;
 
+static int size_cmp(const void *pa, const void *pb)
+{
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    return a < b ? -1 : a > b;
+}
+
 static int keyed_cmp(const void *pa, const void *pb)
 {
     const keyed *a = pa, *b = pb;
@@ -250,11 +256,10 @@ static double kernel_log(const estimator *e, size_t t, size_t i, double v)
     return -0.5 * z * z - 0.5 * log(2 * M_PI) - e->lz[t][i];
 }
 
-/* log density at point (indexed by dimension number). */
-static double est_log_pdf(const estimator *e, const double *point)
+/* terms[i] = log(w_i K_i(point)) for every component; returns their maximum. */
+static double est_terms(const estimator *e, const double *point, double *terms)
 {
     double best = -INFINITY;
-    double *terms = bd_xmalloc((e->m + 1) * sizeof *terms);
     for (size_t i = 0; i <= e->m; i++) {
         double s = e->logw[i];
         for (size_t t = 0; t < e->n_on; t++)
@@ -263,6 +268,33 @@ static double est_log_pdf(const estimator *e, const double *point)
         if (s > best)
             best = s;
     }
+    return best;
+}
+
+/* The kernel-weighted mean of value[i] (one per observation component; the
+ * prior takes no part) at point: Nadaraya-Watson regression with the
+ * estimator's own kernels. */
+static double est_regress(const estimator *e, const double *point, const double *value)
+{
+    double *terms = bd_xmalloc((e->m + 1) * sizeof *terms);
+    est_terms(e, point, terms);
+    double top = -INFINITY, num = 0, den = 0;
+    for (size_t i = 0; i < e->m; i++)
+        top = fmax(top, terms[i]);
+    for (size_t i = 0; i < e->m && isfinite(top); i++) {
+        double w = exp(terms[i] - top);
+        num += w * value[i];
+        den += w;
+    }
+    free(terms);
+    return den > 0 ? num / den : 0;
+}
+
+/* log density at point (indexed by dimension number). */
+static double est_log_pdf(const estimator *e, const double *point)
+{
+    double *terms = bd_xmalloc((e->m + 1) * sizeof *terms);
+    double best = est_terms(e, point, terms);
     double sum = 0;
     if (isfinite(best))
         for (size_t i = 0; i <= e->m; i++)
@@ -311,18 +343,37 @@ static size_t active_rows(const double *x, size_t d, const size_t *all, size_t n
 
 /* Draws n_candidates from l over the dimensions on[], keeps the one with the
  * largest log l - log g in out. */
+/* Draws n_candidates from l over the dimensions on[], keeps the one with the
+ * largest log l - log g (minus the predicted log cost when log_cost is
+ * given: the rows with a known cost, regressed with an estimator of their
+ * own) in out. */
 static void best_candidate(const bd_tpe_dim *dims, size_t d, const size_t *on, size_t n_on, const double *x,
-                           const size_t *good, size_t n_good, const size_t *bad, size_t n_bad, const bd_tpe_opts *o,
-                           bd_rng *rng, double *out)
+                           const size_t *good, size_t n_good, const size_t *bad, size_t n_bad, const double *log_cost,
+                           const bd_tpe_opts *o, bd_rng *rng, double *out)
 {
-    estimator l, g;
+    estimator l, g, c_est;
     fit(&l, dims, d, on, n_on, x, good, n_good, o);
     fit(&g, dims, d, on, n_on, x, bad, n_bad, o);
+    size_t n_cost = 0, *costed = bd_xmalloc((n_good + n_bad + 1) * sizeof *costed);
+    double *cost = bd_xmalloc((n_good + n_bad + 1) * sizeof *cost);
+    for (size_t k = 0; log_cost && k < n_good + n_bad; k++) { /* in arrival order, as fit() wants */
+        size_t i = k < n_good ? good[k] : bad[k - n_good];
+        if (isfinite(log_cost[i]))
+            costed[n_cost++] = i;
+    }
+    if (n_cost >= 2) {
+        qsort(costed, n_cost, sizeof *costed, size_cmp);
+        for (size_t k = 0; k < n_cost; k++)
+            cost[k] = log_cost[costed[k]];
+        fit(&c_est, dims, d, on, n_on, x, costed, n_cost, o);
+    }
     double *cand = bd_xmalloc(d * sizeof *cand);
     double best = -INFINITY;
     for (int c = 0; c < o->n_candidates; c++) {
         est_sample(&l, rng, cand);
         double score = est_log_pdf(&l, cand) - est_log_pdf(&g, cand);
+        if (n_cost >= 2)
+            score -= est_regress(&c_est, cand, cost);
         if (c == 0 || score > best) {
             best = score;
             for (size_t t = 0; t < n_on; t++)
@@ -330,12 +381,17 @@ static void best_candidate(const bd_tpe_dim *dims, size_t d, const size_t *on, s
         }
     }
     free(cand);
+    if (n_cost >= 2)
+        est_free(&c_est);
+    free(costed);
+    free(cost);
     est_free(&l);
     est_free(&g);
 }
 
 void bd_tpe_propose(const bd_tpe_dim *dims, size_t d, const double *x, const double *loss,
-                    const unsigned char *known_bad, size_t n, const bd_tpe_opts *o, bd_rng *rng, double *out)
+                    const unsigned char *known_bad, const double *log_cost, size_t n, const bd_tpe_opts *o,
+                    bd_rng *rng, double *out)
 {
     keyed *order = bd_xmalloc((n ? n : 1) * sizeof *order);
     size_t *good = bd_xmalloc((n ? n : 1) * sizeof *good), *bad = bd_xmalloc((n ? n : 1) * sizeof *bad);
@@ -361,13 +417,13 @@ void bd_tpe_propose(const bd_tpe_dim *dims, size_t d, const double *x, const dou
     if (o->multivariate) {
         for (size_t j = 0; j < d; j++)
             on[j] = j;
-        best_candidate(dims, d, on, d, x, good, n_good, bad, n_bad, o, rng, out);
+        best_candidate(dims, d, on, d, x, good, n_good, bad, n_bad, log_cost, o, rng, out);
     } else {
         for (size_t j = 0; j < d; j++) {
             size_t mg = active_rows(x, d, good, n_good, j, sub_good);
             size_t mb = active_rows(x, d, bad, n_bad, j, sub_bad);
             on[0] = j;
-            best_candidate(dims, d, on, 1, x, sub_good, mg, sub_bad, mb, o, rng, out);
+            best_candidate(dims, d, on, 1, x, sub_good, mg, sub_bad, mb, log_cost, o, rng, out);
         }
     }
     free(is_good);

@@ -81,11 +81,17 @@ size_t bd_tpe_n_good(const bd_tpe_opts *o, size_t n);
  * loss: n losses (+INFINITY allowed, ranks last). known_bad: NULL, or one
  * flag per row: a flagged row is in the bad group whatever its loss and
  * does not count in gamma(n) (a multi-fidelity caller's configs that were
- * not promoted to the budget the others are ranked at). With n == 0 the
- * proposal is a draw from the priors. Ties in loss go to the older
- * observation. */
+ * not promoted to the budget the others are ranked at). log_cost: NULL, or
+ * per row the log of what a unit of budget cost it (seconds; NAN unknown):
+ * a candidate's score is then log l - log g minus its predicted log cost,
+ * a kernel regression of the known ones with the estimator's kernels and
+ * bandwidth rules (expected improvement per second, Snoek, Larochelle,
+ * Adams, NeurIPS 2012, section 3.2, in TPE's log-ratio form); with fewer
+ * than two known costs it is left out. With n == 0 the proposal is a draw
+ * from the priors. Ties in loss go to the older observation. */
 void bd_tpe_propose(const bd_tpe_dim *dims, size_t d, const double *x, const double *loss,
-                    const unsigned char *known_bad, size_t n, const bd_tpe_opts *o, bd_rng *rng, double *out);
+                    const unsigned char *known_bad, const double *log_cost, size_t n, const bd_tpe_opts *o,
+                    bd_rng *rng, double *out);
 
 /* Log density of the Parzen estimator fitted to the m rows x[rows[0..m-1]]
  * (in that order, oldest first) at point, over the dimensions listed in

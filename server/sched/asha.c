@@ -289,7 +289,10 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
             asha_bracket *br = &a->brackets[t->cfg->bracket];
             t->cfg->entry = bd_rung_add(&br->rungs[t->rung], t->cfg->id, ev->trial_id, rank_value(a, t, ev));
             t->cfg->entry_rung = t->rung;
-            bd_proposer_add(a->proposer, t->cfg->id, t->cfg->config, ev->budget, ev->loss);
+            /* a promotion resumes from the rung below (asha_suggest), so it trained the difference */
+            double units = br->budget[t->rung] - (t->rung ? br->budget[t->rung - 1] : 0);
+            bd_proposer_add(a->proposer, t->cfg->id, t->cfg->config, ev->budget, ev->loss, ev->elapsed_seconds,
+                            units);
         }
         break;
     case BD_EV_FAILED:

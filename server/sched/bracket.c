@@ -442,10 +442,12 @@ static void on_completed(bd_bkset *set, const bd_event *ev)
     if (!m)
         return;
     bd_bk_config *cfg = m->cfg;
+    /* a trial resumes from the config's latest result (bd_bk_suggest), so it trained the difference */
+    double units = ev->budget - (m->resume_from ? cfg->trained : 0);
+    bd_proposer_add(set->proposer, cfg->id, cfg->config, ev->budget, ev->loss, ev->elapsed_seconds, units);
     cfg->last_trial = ev->trial_id;
     cfg->trained = ev->budget;
     cfg->last_loss = isnan(ev->loss) ? INFINITY : ev->loss;
-    bd_proposer_add(set->proposer, cfg->id, cfg->config, ev->budget, ev->loss);
     member_done(set, m, ev->loss);
 }
 

@@ -19,12 +19,14 @@ struct bd_proposer {
     int sampler;
     long long n_startup;    /* results a budget needs before TPE fits on it */
     double random_fraction; /* of proposals drawn at random once a model exists */
+    int cost_aware;         /* option cost_aware: score per predicted second */
     bd_tpe_opts tpe;
     bd_tpe_dim *dims; /* d */
     /* every result, in arrival order */
     double *x;          /* n rows of d coordinates (tpe.h) */
     double *loss;       /* n */
     double *budget;     /* n */
+    double *log_cost;   /* n: log seconds per unit of budget the result cost (NAN: not reported) */
     int64_t *config_id; /* n */
     size_t n, cap;
     double *budgets;    /* the distinct budgets seen, increasing, */
@@ -59,7 +61,7 @@ int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, int mu
     const char *sampler;
     long long n_startup, n_cand;
     double gamma, prior_weight, random_fraction;
-    int multivariate, rc;
+    int multivariate, cost_aware, rc;
     /* Defaults: Optuna 3.1's TPESampler for a single fidelity; BOHB's
      * (Falkner et al. 2018: min_points_in_model d + 1, top_n_percent 15,
      * random_fraction 1/3, a joint KDE) across budgets. */
@@ -75,7 +77,8 @@ int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, int mu
         (rc = bd_opt_number(o, "prior_weight", multi_fidelity ? 1e-3 : 1.0, 1e-6, 100.0, &prior_weight, err)) ||
         (rc = bd_opt_bool(o, "multivariate", multi_fidelity, &multivariate, err)) ||
         (rc = bd_opt_number(o, "random_fraction", multi_fidelity ? 1.0 / 3.0 : 0.0, 0.0, 1.0, &random_fraction,
-                            err)))
+                            err)) ||
+        (rc = bd_opt_bool(o, "cost_aware", 1, &cost_aware, err)))
         return rc;
     if (strcmp(sampler, "tpe") == 0 && bd_space_size(def->space) > BD_TPE_MAX_DIM)
         return bd_err_set(err, BD_EINVAL, "parameters", "the tpe sampler handles at most %d parameters, not %zu",
@@ -86,6 +89,7 @@ int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, int mu
     p->sampler = strcmp(sampler, "tpe") == 0 ? SAMPLER_TPE : SAMPLER_RANDOM;
     p->n_startup = n_startup;
     p->random_fraction = random_fraction;
+    p->cost_aware = cost_aware;
     bd_tpe_opts_default(&p->tpe);
     p->tpe.gamma = gamma;
     p->tpe.prior_weight = prior_weight;
@@ -117,6 +121,7 @@ void bd_proposer_free(bd_proposer *p)
     free(p->x);
     free(p->loss);
     free(p->budget);
+    free(p->log_cost);
     free(p->config_id);
     free(p->budgets);
     free(p->at_budget);
@@ -146,7 +151,8 @@ static void count_budget(bd_proposer *p, double budget)
     p->at_budget[i]++;
 }
 
-void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, double budget, double loss)
+void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, double budget, double loss,
+                     double seconds, double units)
 {
     if (p->sampler == SAMPLER_RANDOM || !config)
         return; /* random search learns nothing */
@@ -160,6 +166,7 @@ void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, do
         p->x = bd_xrealloc(p->x, p->cap * p->d * sizeof *p->x);
         p->loss = bd_xrealloc(p->loss, p->cap * sizeof *p->loss);
         p->budget = bd_xrealloc(p->budget, p->cap * sizeof *p->budget);
+        p->log_cost = bd_xrealloc(p->log_cost, p->cap * sizeof *p->log_cost);
         p->config_id = bd_xrealloc(p->config_id, p->cap * sizeof *p->config_id);
     }
     double *row = p->x + p->n * p->d;
@@ -175,6 +182,7 @@ void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, do
     }
     p->loss[p->n] = isnan(loss) ? INFINITY : loss;
     p->budget[p->n] = budget;
+    p->log_cost[p->n] = seconds > 0 && units > 0 && isfinite(seconds / units) ? log(seconds / units) : NAN;
     p->config_id[p->n] = config_id;
     p->n++;
     count_budget(p, budget);
@@ -268,7 +276,14 @@ json_t *bd_proposer_propose(const bd_proposer *p, bd_rng *rng)
         loss[i] = p->loss[rows[i]];
     }
     double *point = bd_xmalloc(p->d * sizeof *point), *unit = bd_xmalloc(p->d * sizeof *unit);
-    bd_tpe_propose(p->dims, p->d, x, loss, known_bad, m, &p->tpe, rng, point);
+    double *log_cost = NULL;
+    if (p->cost_aware) {
+        log_cost = bd_xmalloc(m * sizeof *log_cost);
+        for (size_t i = 0; i < m; i++)
+            log_cost[i] = p->log_cost[rows[i]];
+    }
+    bd_tpe_propose(p->dims, p->d, x, loss, known_bad, log_cost, m, &p->tpe, rng, point);
+    free(log_cost);
     for (size_t i = 0; i < p->d; i++) { /* back to bd_space_decode's unit cube */
         const bd_param *par = bd_space_param(p->space, i);
         if (par->type == BD_PARAM_CATEGORICAL) {

@@ -15,7 +15,10 @@
  * Options (shared by every scheduler that takes a proposer; each reads them
  * with bd_proposer_create and lists BD_PROPOSER_OPTIONS among its known
  * keys): sampler, n_startup_trials (10), n_ei_candidates (24), gamma (0.1),
- * prior_weight (1), multivariate (false), random_fraction.
+ * prior_weight (1), multivariate (false), random_fraction, cost_aware
+ * (true: when workers report elapsed_seconds, a candidate's score is per
+ * predicted second, so the model does not drift to slow configs that
+ * learn more per epoch; see tpe.h).
  *
  * Purity (sched.h): the proposer's state is the list of results it was
  * given (bd_proposer_add, from COMPLETED events), in arrival order; a
@@ -35,7 +38,7 @@
 
 /* Option keys a scheduler with a proposer must accept (for bd_opt_known). */
 #define BD_PROPOSER_OPTIONS \
-    "sampler", "n_startup_trials", "n_ei_candidates", "gamma", "prior_weight", "multivariate", "random_fraction"
+    "sampler", "n_startup_trials", "n_ei_candidates", "gamma", "prior_weight", "multivariate", "random_fraction", "cost_aware"
 
 /* At most this many results of one budget are fitted on: the best
  * bd_tpe_n_good of all of them plus the newest others. Older results weigh
@@ -64,9 +67,12 @@ void bd_proposer_free(bd_proposer *p); /* NULL-safe */
 const char *bd_proposer_sampler(const bd_proposer *p);
 
 /* Takes in one result: config number config_id (borrowed config) reached
- * loss at budget. A config that does not fit the space is ignored (never
+ * loss at budget, and the worker reported `seconds` (NAN: not reported)
+ * for the `units` of budget this trial trained (budget minus what it
+ * resumed from). A config that does not fit the space is ignored (never
  * happens for stored events). */
-void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, double budget, double loss);
+void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, double budget, double loss,
+                     double seconds, double units);
 
 /* A new config (new reference). Does not change p. */
 json_t *bd_proposer_propose(const bd_proposer *p, bd_rng *rng);

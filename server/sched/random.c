@@ -115,7 +115,8 @@ static int random_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event
         r->running--;
         config = take_config(r, ev->trial_id);
         if (config && ev->type == BD_EV_COMPLETED)
-            bd_proposer_add(r->proposer, ev->config_id ? ev->config_id : ev->trial_id, config, ev->budget, ev->loss);
+            bd_proposer_add(r->proposer, ev->config_id ? ev->config_id : ev->trial_id, config, ev->budget, ev->loss,
+                            ev->elapsed_seconds, ev->budget);
         json_decref(config);
         break;
     case BD_EV_MEASUREMENT:

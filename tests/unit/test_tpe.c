@@ -138,7 +138,7 @@ Test(tpe, proposals_follow_the_good_group)
             bd_rng rng;
             bd_rng_seed(&rng, 11, (uint64_t)k);
             double p;
-            bd_tpe_propose(&FLOAT_M2_3, 1, x, loss, NULL, 40, &o, &rng, &p);
+            bd_tpe_propose(&FLOAT_M2_3, 1, x, loss, NULL, NULL, 40, &o, &rng, &p);
             cr_assert(p >= -2 && p <= 3, "proposal %g outside the range", p);
             near += fabs(p - 1.2) < 0.5;
         }
@@ -161,8 +161,8 @@ Test(tpe, same_rng_gives_the_same_proposal)
     bd_rng r1, r2;
     bd_rng_seed(&r1, 5, 9);
     bd_rng_seed(&r2, 5, 9);
-    bd_tpe_propose(dims, 3, x, loss, NULL, 20, &o, &r1, a);
-    bd_tpe_propose(dims, 3, x, loss, NULL, 20, &o, &r2, b);
+    bd_tpe_propose(dims, 3, x, loss, NULL, NULL, 20, &o, &r1, a);
+    bd_tpe_propose(dims, 3, x, loss, NULL, NULL, 20, &o, &r2, b);
     for (int j = 0; j < 3; j++)
         cr_expect_eq(a[j], b[j], "coordinate %d: %g then %g", j, a[j], b[j]);
     cr_expect(a[1] >= 0.5 && a[1] <= 8.5 && a[2] >= 0 && a[2] <= 2 && a[2] == floor(a[2]));
@@ -187,7 +187,7 @@ Test(tpe, inactive_coordinates_are_left_out)
             bd_rng rng;
             bd_rng_seed(&rng, 3, (uint64_t)k);
             double p[2];
-            bd_tpe_propose(dims, 2, x, loss, NULL, 30, &o, &rng, p);
+            bd_tpe_propose(dims, 2, x, loss, NULL, NULL, 30, &o, &rng, p);
             cr_assert(!isnan(p[0]) && !isnan(p[1]) && p[1] >= -2 && p[1] <= 3);
         }
     }
