@@ -45,13 +45,29 @@ from replay_common import Client  # noqa: E402
 # the authors' code where they differ from the paper (gamma 0.99 and the
 # multiplier 0.2 D ln(2t)).
 BANDITD_METHODS = {
-    "bo_bos": ("bo_bos", {}),
-    "bo_bos_noint": ("bo_bos", {"intermediate_epochs": []}),
-    "bo_bos_code": ("bo_bos", {"gamma": 0.99, "multiplier": "code"}),
-    "gp_ucb": ("gp_ucb", {}),
+    "bo_bos": ("bo_bos", {"acquisition": "ucb"}),
+    "bo_bos_noint": ("bo_bos", {"acquisition": "ucb", "intermediate_epochs": []}),
+    "bo_bos_code": ("bo_bos", {"acquisition": "ucb", "gamma": 0.99, "multiplier": "code"}),
+    "bo_bos_logei": ("bo_bos", {"acquisition": "logei"}),
+    "gp_ucb": ("gp_ucb", {"acquisition": "ucb"}),
+    "gp_logei": ("gp_ucb", {"acquisition": "logei"}),
     "random": ("random", {}),
-    "hyperband": ("hyperband", {"eta": 3, "iterations": 0}),
-    "asha": ("asha", {"eta": 3}),
+    # Every option that a new study's defaults would fill in is spelled out,
+    # so that a run measures the same method whatever the defaults are.
+    "hyperband": ("hyperband", {"eta": 3, "iterations": 0, "sampler": "random"}),
+    "asha": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "current"}),
+    # issue 14: TPE alone, TPE as the sampler of Hyperband (BOHB) and ASHA,
+    # ASHA's hedged brackets and its promotion by predicted final loss
+    "bd_tpe": ("tpe", {}),
+    "bd_tpe_nocost": ("tpe", {"cost_aware": False}),
+    "bd_tpe_mv": ("tpe", {"multivariate": True, "cost_aware": False}),
+    "bohb": ("hyperband", {"eta": 3, "iterations": 0, "sampler": "tpe"}),
+    "bohb_nocost": ("hyperband", {"eta": 3, "iterations": 0, "sampler": "tpe", "cost_aware": False}),
+    "asha_tpe": ("asha", {"eta": 3, "sampler": "tpe", "brackets": 1, "promotion": "current"}),
+    "asha_tpe_nocost": ("asha", {"eta": 3, "sampler": "tpe", "brackets": 1, "promotion": "current",
+                                 "cost_aware": False}),
+    "asha_hb": ("asha", {"eta": 3, "sampler": "random", "brackets": 4, "promotion": "current"}),
+    "asha_pred": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "predicted"}),
 }
 OPTUNA_METHODS = ("tpe", "tpe_hyperband", "tpe_median")
 # Simulated seconds at W = 1: about 80 full 50-epoch trainings of an average
@@ -198,8 +214,10 @@ class OptunaDriver:
                   "tpe_hyperband": optuna.pruners.HyperbandPruner(min_resource=1, max_resource=table.epochs,
                                                                   reduction_factor=3),
                   "tpe_median": optuna.pruners.MedianPruner()}[method]
+        # A fixed study name: the HyperbandPruner assigns trials to brackets
+        # by a hash of it, so a random name made runs irreproducible.
         self.study = optuna.create_study(direction="minimize", sampler=optuna.samplers.TPESampler(seed=seed),
-                                         pruner=pruner)
+                                         pruner=pruner, study_name="replay-%s-%s-%d" % (table.name, method, seed))
         self.prunes = method != "tpe"
 
     def ask(self, t, w):

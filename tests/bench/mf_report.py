@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""mf_report: time-to-target tables (issue 14) from the JSON lines that
+bobos_replay.py wrote.
+
+    /usr/bin/python3 tests/bench/mf_report.py runs.jsonl [more.jsonl ...] \\
+        --md tests/bench/results/mf.md --png tests/bench/results/mf_anytime.png
+
+For each (table, W) and method: the simulated time until the best fully
+trained error comes within 0.01 of the table's best final error (the
+issue's figure), median [Q1, Q3] over seeds and how many seeds got there;
+the same for a stricter target, the table's top 1% of final errors; the
+ratio of the median to Optuna TPE's; and per seed, whether the method got
+there in at most half of Optuna TPE's median time. ∞: not reached by the
+horizon. Every statistic compares seeds of the same run.
+"""
+
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import report_main  # noqa: E402
+from bobos_report import best_at, first_time, fmt_q, load, quartiles  # noqa: E402
+from curve_table import CurveTable  # noqa: E402
+
+ORDER = ["tpe", "tpe_hyperband", "tpe_median", "random", "bd_tpe", "bd_tpe_nocost", "bd_tpe_mv", "gp_ucb",
+         "gp_logei", "bo_bos", "bo_bos_logei", "hyperband", "bohb", "bohb_nocost", "asha", "asha_tpe",
+         "asha_tpe_nocost", "asha_hb", "asha_pred"]
+LABEL = {
+    "tpe": "Optuna TPE", "tpe_hyperband": "Optuna TPE + HyperbandPruner", "tpe_median": "Optuna TPE + MedianPruner",
+    "random": "random", "bd_tpe": "tpe", "bd_tpe_nocost": "tpe, cost_aware false",
+    "bd_tpe_mv": "tpe, multivariate, cost_aware false", "gp_ucb": "gp_ucb, UCB", "gp_logei": "gp_ucb, LogEI",
+    "bo_bos": "bo_bos, UCB", "bo_bos_logei": "bo_bos, LogEI", "hyperband": "hyperband, random sampler",
+    "bohb": "hyperband, tpe sampler (BOHB)", "bohb_nocost": "hyperband, tpe, cost_aware false",
+    "asha": "asha, random, 1 bracket, current loss", "asha_tpe": "asha, tpe sampler",
+    "asha_tpe_nocost": "asha, tpe, cost_aware false", "asha_hb": "asha, 4 brackets (asynchronous Hyperband)",
+    "asha_pred": "asha, promotion by predicted loss",
+}
+PEER = "tpe"
+_tables = {}
+
+
+def table(name):
+    if name not in _tables:
+        _tables[name] = CurveTable(name)
+    return _tables[name]
+
+
+def targets(name):
+    """(issue's target, top-1% target) of a table."""
+    t = table(name)
+    finals = sorted(t.final)
+    return t.best + 0.01, finals[max(0, int(0.01 * len(finals)) - 1)]
+
+
+def label(m):
+    return LABEL.get(m, m)
+
+
+def report(runs):
+    out = ["Tables: %s." % ", ".join(
+        "%s (%d configs x %d epochs; Spearman rank correlation of epoch-1 and final errors %.2f)"
+        % (n, table(n).n, table(n).epochs, table(n).rank_correlation(1))
+        for n in sorted({k[0] for k in runs}))]
+    for (name, w), by_method in sorted(runs.items()):
+        methods = [m for m in ORDER if m in by_method] + sorted(m for m in by_method if m not in ORDER)
+        seeds = sorted(set.intersection(*(set(by_method[m]) for m in methods)))
+        horizon = by_method[methods[0]][seeds[0]]["horizon"]
+        loose, strict = targets(name)
+        out.append("\n### %s, W = %d, horizon %.0f simulated s, %d seeds\n" % (name, w, horizon, len(seeds)))
+        out.append("Targets: within 0.01 of the table's best final error (%.4f), and the top 1%% of final "
+                   "errors (%.4f). Time to each (simulated s), median [Q1, Q3], seeds that got there; "
+                   "the median's ratio to Optuna TPE's; seeds that got within 0.01 in at most half of "
+                   "Optuna TPE's median time; best final error found at the horizon.\n" % (loose, strict))
+        out.append("| method | within 0.01 | reached | / Optuna | <= 0.5x Optuna | top 1% | reached | best at horizon |")
+        out.append("|---|---|---|---|---|---|---|---|")
+        peer_med = None
+        if PEER in by_method:
+            peer_med = quartiles([first_time(by_method[PEER][s]["points"], loose) for s in seeds])[1]
+        for m in methods:
+            rs = [by_method[m][s] for s in seeds]
+            t1 = [first_time(r["points"], loose) for r in rs]
+            t2 = [first_time(r["points"], strict) for r in rs]
+            med = quartiles(t1)[1]
+            ratio = "—" if peer_med in (None, 0, math.inf) or med == math.inf else "%.2f" % (med / peer_med)
+            half = "—" if peer_med in (None, math.inf) else "%d/%d" % (
+                sum(1 for t in t1 if t <= 0.5 * peer_med), len(seeds))
+            out.append("| %s | %s | %d/%d | %s | %s | %s | %d/%d | %s |" % (
+                label(m), fmt_q(t1, 1), sum(1 for t in t1 if t != math.inf), len(seeds), ratio, half,
+                fmt_q(t2, 1), sum(1 for t in t2 if t != math.inf), len(seeds),
+                fmt_q([best_at(r["points"], horizon) for r in rs])))
+        if "random" in by_method:
+            out.append("\nAgainst random search at equal time (half the horizon, and the horizon), per seed: "
+                       "wins / ties / losses (lower best error wins):\n")
+            out.append("| method | t = H/2 | t = H |")
+            out.append("|---|---|---|")
+            for m in methods:
+                if m == "random":
+                    continue
+                cells = []
+                for f in (0.5, 1.0):
+                    wins = ties = losses = 0
+                    for s in seeds:
+                        a = best_at(by_method[m][s]["points"], f * horizon)
+                        b = best_at(by_method["random"][s]["points"], f * horizon)
+                        wins += a < b - 1e-12
+                        losses += b < a - 1e-12
+                        ties += abs(a - b) <= 1e-12 or (a == b)
+                    cells.append("%d / %d / %d" % (wins, ties, losses))
+                out.append("| %s | %s |" % (label(m), " | ".join(cells)))
+        problems = [p for m in methods for s in seeds for p in by_method[m][s].get("problems", [])]
+        if problems:
+            out.append("\nScheduler problems: %d, e.g. %s" % (len(problems), problems[:3]))
+    return "\n".join(out) + "\n"
+
+
+def plot(runs, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    keys = sorted(runs)
+    cols = 2 if len(keys) > 1 else 1
+    rows = (len(keys) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(7.5 * cols, 5 * rows), squeeze=False)
+    for ax in axes.flat[len(keys):]:
+        ax.set_visible(False)
+    for ax, key in zip(axes.flat, keys):
+        by_method = runs[key]
+        methods = [m for m in ORDER if m in by_method]
+        seeds = sorted(set.intersection(*(set(by_method[m]) for m in methods)))
+        horizon = by_method[methods[0]][seeds[0]]["horizon"]
+        loose, strict = targets(key[0])
+        for m in methods:
+            ts = sorted(first_time(by_method[m][s]["points"], loose) for s in seeds)
+            xs = [t for t in ts if t != math.inf]
+            if not xs:
+                continue
+            style = "--" if m.startswith("tpe") else "-" if m.endswith("default") else ":"
+            ax.step([0] + xs + [horizon], [0] + [(i + 1) / len(ts) for i in range(len(xs))] + [len(xs) / len(ts)],
+                    style, where="post", label=label(m).replace("*", ""),
+                    linewidth=2.2 if m.endswith("default") or m == "tpe" else 1.2)
+        ax.set_title("%s, W = %d: seeds within 0.01 of the best by time t (%d seeds)" % (key[0], key[1], len(seeds)))
+        ax.set_xlabel("simulated wall-clock seconds (recorded training time)")
+        ax.set_ylabel("fraction of seeds")
+        ax.set_xscale("log")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    report_main(__doc__, load, report, plot)
+
+
+if __name__ == "__main__":
+    main()
