@@ -782,5 +782,4 @@ const struct bd_sched_ops bd_sched_bo_bos = {
     .status = bb_status,
     .describe = bb_describe,
     .destroy = bb_destroy,
-    .new_study_defaults = bd_bo_new_study_defaults,
 };

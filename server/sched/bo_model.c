@@ -41,13 +41,6 @@ struct bd_bo_model {
 
 /* ------------------------------------------------------------- create */
 
-void bd_bo_new_study_defaults(const bd_study_def *def, json_t *options)
-{
-    (void)def;
-    if (!json_object_get(options, "acquisition"))
-        json_object_set_new(options, "acquisition", json_string("logei"));
-}
-
 int bd_bo_ucb_read(const json_t *options, bd_bo_ucb *out, bd_err *err)
 {
     static const char *const multipliers[] = {"paper", "code", NULL};

@@ -63,10 +63,9 @@ typedef struct bd_bo_ucb {
  * computed without underflow far from it (Ament et al., "Unexpected
  * improvements to expected improvement", NeurIPS 2023): EI vanishes
  * numerically away from the incumbent and its optimiser then sees a flat
- * surface; log EI keeps a gradient to follow. New studies get "logei"
- * (bd_bo_new_study_defaults). Running trials enter through sigma as for
- * UCB (the hallucinated model). */
-void bd_bo_new_study_defaults(const bd_study_def *def, json_t *options);
+ * surface; log EI keeps a gradient to follow. Running trials enter
+ * through sigma as for UCB (the hallucinated model). UCB stays the
+ * default: log EI did not measure better (tests/bench/README-mf.md). */
 
 /* Reads options "acquisition", "multiplier" ("paper" default, or "code")
  * and "delta" (0.1 default, in [1e-9, 0.999999]) with the bd_opt_* helpers. */

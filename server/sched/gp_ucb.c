@@ -239,5 +239,4 @@ const struct bd_sched_ops bd_sched_gp_ucb = {
     .status = gp_status,
     .describe = gp_describe,
     .destroy = gp_destroy,
-    .new_study_defaults = bd_bo_new_study_defaults,
 };

@@ -278,5 +278,4 @@ const struct bd_sched_ops bd_sched_hyperband = {
     .status = hb_status,
     .describe = hb_describe,
     .destroy = hb_destroy,
-    .new_study_defaults = bd_proposer_new_study_defaults,
 };

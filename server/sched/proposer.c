@@ -106,14 +106,6 @@ int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, int mu
     return 0;
 }
 
-void bd_proposer_new_study_defaults(const bd_study_def *def, json_t *options)
-{
-    if (json_object_get(options, "sampler"))
-        return;
-    int wide = bd_space_size(def->space) > BD_TPE_MAX_DIM; /* beyond the model's bound: stay random */
-    json_object_set_new(options, "sampler", json_string(wide ? "random" : BD_PROPOSER_NEW_STUDY_SAMPLER));
-}
-
 void bd_proposer_free(bd_proposer *p)
 {
     if (!p)

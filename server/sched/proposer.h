@@ -47,14 +47,6 @@
 
 typedef struct bd_proposer bd_proposer;
 
-/* The sampler a new study gets when it names none (stored studies without
- * the option keep "random": new_study_defaults writes this one in). */
-#define BD_PROPOSER_NEW_STUDY_SAMPLER "tpe"
-
-/* A scheduler's new_study_defaults (sched.h): names the sampler when
- * options do not (random for a space wider than the model takes). */
-void bd_proposer_new_study_defaults(const bd_study_def *def, json_t *options);
-
 /* Reads the options above from def->options (err->field
  * "scheduler.options.<key>"). dflt_sampler is the sampler when the option is
  * absent; multi_fidelity selects BOHB's defaults over Optuna's. *out is new

@@ -205,5 +205,4 @@ const struct bd_sched_ops bd_sched_successive_halving = {
     .status = sh_status,
     .describe = sh_describe,
     .destroy = sh_destroy,
-    .new_study_defaults = bd_proposer_new_study_defaults,
 };

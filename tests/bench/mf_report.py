@@ -37,6 +37,8 @@ LABEL = {
     "asha_pred": "asha, promotion by predicted loss",
 }
 PEER = "tpe"
+DEFAULT_ASHA = "asha_pred"  # what a new asha study runs (asha_new_study_defaults)
+PLOTTED = ["tpe", "tpe_hyperband", "random", "bd_tpe", "gp_ucb", "hyperband", "bohb", "asha", "asha_pred"]
 _tables = {}
 
 
@@ -126,20 +128,18 @@ def plot(runs, path):
         ax.set_visible(False)
     for ax, key in zip(axes.flat, keys):
         by_method = runs[key]
-        methods = [m for m in ORDER if m in by_method]
+        methods = [m for m in PLOTTED if m in by_method]
         seeds = sorted(set.intersection(*(set(by_method[m]) for m in methods)))
         horizon = by_method[methods[0]][seeds[0]]["horizon"]
         loose, strict = targets(key[0])
         for m in methods:
-            ts = sorted(first_time(by_method[m][s]["points"], loose) for s in seeds)
+            ts = sorted(first_time(by_method[m][s]["points"], strict) for s in seeds)
             xs = [t for t in ts if t != math.inf]
-            if not xs:
-                continue
-            style = "--" if m.startswith("tpe") else "-" if m.endswith("default") else ":"
+            style = "--" if m.startswith("tpe") else "-" if m == DEFAULT_ASHA else ":"
             ax.step([0] + xs + [horizon], [0] + [(i + 1) / len(ts) for i in range(len(xs))] + [len(xs) / len(ts)],
-                    style, where="post", label=label(m).replace("*", ""),
-                    linewidth=2.2 if m.endswith("default") or m == "tpe" else 1.2)
-        ax.set_title("%s, W = %d: seeds within 0.01 of the best by time t (%d seeds)" % (key[0], key[1], len(seeds)))
+                    style, where="post", label=label(m), linewidth=2.4 if m in (DEFAULT_ASHA, PEER) else 1.3)
+        ax.set_title("%s, W = %d: seeds that found a top-1%% config by time t (%d seeds)"
+                     % (key[0], key[1], len(seeds)), fontsize=10)
         ax.set_xlabel("simulated wall-clock seconds (recorded training time)")
         ax.set_ylabel("fraction of seeds")
         ax.set_xscale("log")

@@ -1,15 +1,13 @@
-"""New defaults are written into a new study's stored definition (issue 14),
-so that a study stored before a default changed keeps its meaning:
-- a new hyperband / asha / successive_halving study without "sampler" is
-  stored with the sampler new studies get ("tpe"), asha also with its
-  hedged brackets, gp_ucb / bo_bos with "acquisition": "logei"; what the
+"""A default that changes is written into a new study's stored definition
+(issue 14), so that a study stored before the change keeps its meaning:
+- a new asha study without "promotion" is stored with "predicted"; what the
   body names is kept;
-- a study stored without those options (as every study before this change)
-  is rebuilt on restart with the old meaning (random sampler, one ASHA
-  bracket, UCB), and its next suggestions equal those of a twin study
-  created with the old options spelled out;
-- "if_exists": "load" with the same body finds the stored study (a default
-  the body does not give follows the stored one) both ways.
+- a study stored without the option (as every asha study before this
+  change) is rebuilt on restart with the old meaning ("current"), and its
+  next suggestions equal those of a twin study created with "promotion":
+  "current" spelled out;
+- "if_exists": "load" with the same body finds the stored study (an option
+  the body does not give follows the stored one), both ways.
 The old definition is made by editing the stored JSON with Python's sqlite3
 while the daemon is stopped, as an upgrade from an earlier release finds it."""
 
@@ -29,17 +27,17 @@ PARAMS = [{"name": "lr", "type": "float", "low": 1e-4, "high": 1, "log": True},
 EPOCHS = {"name": "epochs", "min": 1, "max": 27, "integer": True}
 
 
-def body(scheduler, options=None, name=None, resource=EPOCHS):
-    b = {"name": name or unique_name(scheduler), "parameters": PARAMS,
-         "objective": {"metric": "loss", "goal": "minimize"},
-         "scheduler": {"name": scheduler, "options": options or {}}, "seed": 7}
-    if resource:
-        b["resource"] = resource
-    return b
+def body(options=None, name=None):
+    return {"name": name or unique_name("asha"), "parameters": PARAMS,
+            "objective": {"metric": "loss", "goal": "minimize"}, "resource": EPOCHS,
+            "scheduler": {"name": "asha", "options": options or {}}, "seed": 7}
 
 
-def loss(config, budget):
-    return abs(config["lr"] - 0.01) * 10 + 1.0 / config["units"] + 1.0 / budget
+def loss(config, epoch):
+    """Learning curves of two shapes: still falling at epoch 3 (a small
+    learning rate), or flat from the start."""
+    slow = config["lr"] < 0.01
+    return (0.2 + 0.3 * epoch ** -0.5 if slow else 0.36) + abs(config["units"] - 20) / 200
 
 
 class NewDefaults(bdtest.DaemonTestCase):
@@ -48,73 +46,70 @@ class NewDefaults(bdtest.DaemonTestCase):
         self.addCleanup(self.d.cleanup)
 
     def create(self, b):
-        return expect(self.d.request("POST", "/v1/studies", b), 201, "create %s" % b["scheduler"])
+        return expect(self.d.request("POST", "/v1/studies", b), 201, "create")
 
     def stored_options(self, sid):
         return expect(self.d.request("GET", "/v1/studies/%d" % sid), 200, "GET")["scheduler"]["options"]
 
-    def test_new_studies_store_the_new_defaults(self):
-        cases = [("hyperband", {}, {"sampler": "tpe"}),
-                 ("successive_halving", {}, {"sampler": "tpe"}),
-                 ("asha", {}, {"sampler": "tpe", "brackets": 4}),  # R = 27, eta 3: brackets s = 0..3
-                 ("asha", {"sampler": "random", "brackets": 1}, {"sampler": "random", "brackets": 1}),
-                 ("gp_ucb", {}, {"acquisition": "logei"}),
-                 ("gp_ucb", {"acquisition": "ucb"}, {"acquisition": "ucb"})]
-        for sched, given, want in cases:
-            sid = self.create(body(sched, given, resource=None if sched == "gp_ucb" else EPOCHS))["id"]
-            opts = self.stored_options(sid)
-            for k, v in want.items():
-                self.assertEqual(opts.get(k), v, "%s %r: stored options %r" % (sched, given, opts))
+    def test_a_new_study_stores_the_new_default(self):
+        sid = self.create(body())["id"]
+        self.assertEqual(self.stored_options(sid).get("promotion"), "predicted")
+        sid = self.create(body({"promotion": "current"}))["id"]
+        self.assertEqual(self.stored_options(sid).get("promotion"), "current")
+        for sched in ("hyperband", "gp_ucb", "random"):  # no default of theirs changed: nothing added
+            b = dict(body(), name=unique_name(sched), scheduler={"name": sched, "options": {}})
+            if sched != "hyperband":
+                b.pop("resource")
+            self.assertEqual(self.stored_options(self.create(b)["id"]), {}, sched)
 
     def test_load_finds_a_study_created_with_the_same_body(self):
-        b = body("hyperband")
+        b = body()
         first = self.create(b)
-        b2 = dict(b, if_exists="load")
-        again = expect(self.d.request("POST", "/v1/studies", b2), 200, "load the same body")
+        again = expect(self.d.request("POST", "/v1/studies", dict(b, if_exists="load")), 200, "load")
         self.assertEqual(again["id"], first["id"])
 
     def drive(self, sid, n):
-        """n suggest/complete steps; returns the transcript of (config, budget)."""
-        out = []
+        """n suggest/complete steps, one measurement per epoch; returns (config, budget) of each trial."""
+        out, reached = [], {}
         for _ in range(n):
             ans = expect(self.d.request("POST", "/v1/studies/%d/suggest" % sid, {"worker": "w"}), 200, "suggest")
             if not ans["trials"]:
                 break
             t = ans["trials"][0]
             out.append((json.dumps(t["config"], sort_keys=True), t["budget"]))
+            start = reached.get(t.get("resume_from"), 0)
+            for e in range(start + 1, int(t["budget"]) + 1):
+                expect(self.d.request("POST", "/v1/trials/%d/measurements" % t["id"],
+                                      {"step": e, "value": loss(t["config"], e)}), 200, "measure")
+            reached[t["id"]] = int(t["budget"])
             expect(self.d.request("POST", "/v1/trials/%d/complete" % t["id"],
                                   {"value": loss(t["config"], t["budget"])}), 200, "complete")
         return out
 
-    def test_a_study_stored_without_the_new_options_keeps_its_old_meaning(self):
-        for sched, old in [("asha", {"sampler": "random", "brackets": 1}),
-                           ("hyperband", {"sampler": "random"}),
-                           ("gp_ucb", {"acquisition": "ucb"})]:
-            res = None if sched == "gp_ucb" else EPOCHS
-            name = unique_name("old-" + sched)
-            aged = self.create(body(sched, {"n_init": 3} if sched == "gp_ucb" else {}, name=name, resource=res))["id"]
-            twin = self.create(body(sched, dict(old, **({"n_init": 3} if sched == "gp_ucb" else {})), resource=res))["id"]
-            # as an earlier release stored it: without the options new studies get
-            self.d.stop()
-            db = sqlite3.connect(self.d.db_path)
-            (text,) = db.execute("SELECT definition FROM studies WHERE id = ?", (aged,)).fetchone()
-            definition = json.loads(text)
-            for k in old:
-                definition["scheduler"]["options"].pop(k, None)
-            db.execute("UPDATE studies SET definition = ? WHERE id = ?", (json.dumps(definition), aged))
-            db.commit()
-            db.close()
-            self.d.start()
-            opts = self.stored_options(aged)
-            for k in old:
-                self.assertNotIn(k, opts, "%s: the stored definition gained %s on restart" % (sched, k))
-            a, b = self.drive(aged, 40), self.drive(twin, 40)
-            self.assertEqual(a, b, "%s: a study stored without the options behaves unlike %r" % (sched, old))
-            # and loading it by its original body finds it
-            again = expect(self.d.request("POST", "/v1/studies",
-                                          dict(body(sched, {"n_init": 3} if sched == "gp_ucb" else {}, name=name,
-                                                    resource=res), if_exists="load")), 200, "load %s" % sched)
-            self.assertEqual(again["id"], aged)
+    def test_a_study_stored_without_the_option_keeps_its_old_meaning(self):
+        name = unique_name("old")
+        aged = self.create(body(name=name))["id"]
+        twin = self.create(body({"promotion": "current"}))["id"]
+        new = self.create(body({"promotion": "predicted"}))["id"]
+        # as an earlier release stored it: without the option new studies get
+        self.d.stop()
+        db = sqlite3.connect(self.d.db_path)
+        (text,) = db.execute("SELECT definition FROM studies WHERE id = ?", (aged,)).fetchone()
+        definition = json.loads(text)
+        del definition["scheduler"]["options"]["promotion"]
+        db.execute("UPDATE studies SET definition = ? WHERE id = ?", (json.dumps(definition), aged))
+        db.commit()
+        db.close()
+        self.d.start()
+        self.assertNotIn("promotion", self.stored_options(aged), "the stored definition gained the option")
+        rule = {sid: expect(self.d.request("GET", "/v1/studies/%d" % sid), 200, "GET")["scheduler"]["state"]
+                ["promotion"] for sid in (aged, twin, new)}
+        self.assertEqual((rule[aged], rule[twin], rule[new]), ("current", "current", "predicted"))
+        self.assertEqual(self.drive(aged, 60), self.drive(twin, 60),
+                         "a study stored without the option behaves unlike \"current\"")
+        again = expect(self.d.request("POST", "/v1/studies", dict(body(name=name), if_exists="load")), 200,
+                       "load the old study by its original body")
+        self.assertEqual(again["id"], aged)
 
 
 if __name__ == "__main__":
