@@ -1,5 +1,6 @@
 /* proposer.c: random or TPE proposals of new configs (proposer.h). Results
- * are kept per budget, in the coordinates of server/model/tpe.h. */
+ * are kept in arrival order, in the coordinates of server/model/tpe.h, with
+ * their budget, config and cost; a proposal picks the rows it fits on. */
 #include "proposer.h"
 
 #include <limits.h>
@@ -197,8 +198,9 @@ static double model_budget(const bd_proposer *p)
  * - every config with results only below b, by its latest result, flagged
  *   known bad: a config not (yet) promoted to b ranks below those that
  *   were, and without it the bad group would hold only promoted, good
- *   configs, and TPE would steer away from the good region (measured: on a
- *   3-parameter bowl, worse than random proposals). Newest first, at most
+ *   configs, and TPE would steer away from the good region (a 3-parameter
+ *   bowl in the unit harness: proposals of mean loss 0.19 without them,
+ *   0.14 with them, 0.34 at random). Newest first, at most
  *   BD_PROPOSER_WINDOW of them.
  * Returns how many rows were written. */
 static size_t fit_rows(const bd_proposer *p, double b, size_t *rows, unsigned char *known_bad)

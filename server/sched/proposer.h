@@ -9,16 +9,19 @@
  *   does (Falkner et al. 2018, section 3.1); below that, configs are random.
  *   The good group is the best at that budget; the bad group is the rest
  *   there plus the configs that never reached it (not promoted: known to
- *   rank below those that were). A fraction random_fraction of proposals stays random (BOHB keeps 1/3),
- *   so the worst case stays that of random search / Hyperband.
+ *   rank below those that were). A fraction random_fraction of proposals
+ *   stays random (BOHB keeps 1/3), so the worst case stays that of random
+ *   search / Hyperband.
  *
  * Options (shared by every scheduler that takes a proposer; each reads them
  * with bd_proposer_create and lists BD_PROPOSER_OPTIONS among its known
- * keys): sampler, n_startup_trials (10), n_ei_candidates (24), gamma (0.1),
- * prior_weight (1), multivariate (false), random_fraction, cost_aware
- * (true: when workers report elapsed_seconds, a candidate's score is per
- * predicted second, so the model does not drift to slow configs that
- * learn more per epoch; see tpe.h).
+ * keys; defaults for one budget as Optuna 3.1, for several as BOHB):
+ * sampler, n_startup_trials (10 / d + 3), n_ei_candidates (24), gamma
+ * (0.1 / 0.15), prior_weight (1 / 0.001), multivariate (false / true),
+ * random_fraction (0 / 1/3), cost_aware (true: when workers report
+ * elapsed_seconds, a candidate's score is per predicted second, so the
+ * model does not drift to slow configs that learn more per epoch; see
+ * tpe.h). server/sched/README.md has the table.
  *
  * Purity (sched.h): the proposer's state is the list of results it was
  * given (bd_proposer_add, from COMPLETED events), in arrival order; a
@@ -28,7 +31,7 @@
  * Cost: a proposal is O(N) over all N results to pick the rows, plus
  * O(n log n + 24 n d) for the n <= 2 BD_PROPOSER_WINDOW rows it fits on
  * (the newest; the best at the model's budget are always kept). Memory:
- * d + 3 numbers per result. */
+ * d + 4 numbers per result. */
 #ifndef BD_PROPOSER_H
 #define BD_PROPOSER_H
 
@@ -37,8 +40,9 @@
 #include "sched.h"
 
 /* Option keys a scheduler with a proposer must accept (for bd_opt_known). */
-#define BD_PROPOSER_OPTIONS \
-    "sampler", "n_startup_trials", "n_ei_candidates", "gamma", "prior_weight", "multivariate", "random_fraction", "cost_aware"
+#define BD_PROPOSER_OPTIONS                                                                                  \
+    "sampler", "n_startup_trials", "n_ei_candidates", "gamma", "prior_weight", "multivariate", "random_fraction", \
+        "cost_aware"
 
 /* At most this many results of one budget are fitted on: the best
  * bd_tpe_n_good of all of them plus the newest others. Older results weigh

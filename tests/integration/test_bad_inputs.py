@@ -269,6 +269,8 @@ def rows(sid, tid, ctid, ftid, revoked, user):
          400, "invalid_argument", "scheduler.options.multivariate"),
         ("random with a sampler", "POST", S, {}, study(scheduler={"name": "random", "options": {"sampler": "tpe"}}),
          400, "invalid_argument", "scheduler.options.sampler"),
+        ("cost_aware not a bool", "POST", S, {}, study(scheduler={"name": "tpe", "options": {"cost_aware": "no"}}),
+         400, "invalid_argument", "scheduler.options.cost_aware"),
         ("gamma above 0.5", "POST", S, {},
          study(scheduler={"name": "hyperband", "options": {"gamma": 0.9}}, resource={"min": 1, "max": 27}),
          400, "invalid_argument", "scheduler.options.gamma"),

@@ -192,3 +192,30 @@ Test(tpe, inactive_coordinates_are_left_out)
         }
     }
 }
+
+/* With costs, two equally good regions are no longer equal: the one whose
+ * results cost e^3 times more per unit gets far fewer proposals (EI per
+ * second); without costs both get their share. */
+Test(tpe, cost_aware_proposals_prefer_the_cheaper_of_two_equal_regions)
+{
+    double x[40], loss[40], log_cost[40];
+    for (int i = 0; i < 40; i++) {
+        int cheap = i % 2 == 0;
+        x[i] = (cheap ? -1.5 : 1.5) + 0.05 * (i / 2 % 10); /* two clusters, 1.5 apart from the range's middle */
+        loss[i] = i < 20 ? 0.1 + 0.001 * i : 1.0 + 0.01 * i; /* the first 20 good in both clusters alike */
+        log_cost[i] = cheap ? 0.0 : 3.0;
+    }
+    bd_tpe_opts o;
+    bd_tpe_opts_default(&o);
+    int in_cheap[2] = {0, 0};
+    for (int with_cost = 0; with_cost <= 1; with_cost++)
+        for (int k = 0; k < 200; k++) {
+            bd_rng rng;
+            bd_rng_seed(&rng, 21, (uint64_t)k);
+            double p;
+            bd_tpe_propose(&FLOAT_M2_3, 1, x, loss, NULL, with_cost ? log_cost : NULL, 40, &o, &rng, &p);
+            in_cheap[with_cost] += p < 0.25;
+        }
+    cr_expect(in_cheap[0] > 60 && in_cheap[0] < 140, "without costs %d of 200 in the cheap half", in_cheap[0]);
+    cr_expect_gt(in_cheap[1], 170, "with costs %d of 200 in the cheap half", in_cheap[1]);
+}
