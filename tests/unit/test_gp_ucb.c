@@ -103,56 +103,34 @@ Test(gp_ucb, parallel_workers_get_distinct_spread_points)
 }
 
 /* Drives a study with completions, failures and diverged runs, then
- * rebuilds it from its events: the next suggestions are identical. */
+ * rebuilds it from its events: the next suggestions are identical, with
+ * either acquisition. */
 Test(gp_ucb, replay_gives_the_same_next_suggestions)
 {
-    hn h;
-    open_ok(&h, GP, space2, "{\"n_init\": 5}");
-    h.check_pure = 0;
-    for (int i = 0; i < 25; i++) {
-        int64_t id;
-        cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
-        double loss;
-        bowl(&h, hn_get(&h, id), NULL, &loss);
-        if (i % 7 == 3)
-            hn_fail(&h, id);
-        else if (i % 9 == 4)
-            hn_complete(&h, id, INFINITY); /* diverged */
-        else
-            hn_complete(&h, id, loss);
+    static const char *const options[] = {"{\"n_init\": 5}", "{\"n_init\": 5, \"acquisition\": \"logei\"}"};
+    for (size_t k = 0; k < 2; k++) {
+        hn h;
+        open_ok(&h, GP, space2, options[k]);
+        h.check_pure = 0;
+        for (int i = 0; i < 25; i++) {
+            int64_t id;
+            cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+            double loss;
+            bowl(&h, hn_get(&h, id), NULL, &loss);
+            if (i % 7 == 3)
+                hn_fail(&h, id);
+            else if (i % 9 == 4)
+                hn_complete(&h, id, INFINITY); /* diverged */
+            else
+                hn_complete(&h, id, loss);
+        }
+        int64_t open_id;
+        cr_assert_eq(hn_suggest(&h, 0, &open_id), BD_SUGGEST_TRIAL); /* one still running */
+        bd_sched *r = hn_replay(&h);
+        cr_expect(hn_same_next(&h, r, 3), "%s: replay differs", options[k]);
+        GP->destroy(r);
+        hn_close(&h);
     }
-    int64_t open_id;
-    cr_assert_eq(hn_suggest(&h, 0, &open_id), BD_SUGGEST_TRIAL); /* one still running */
-    bd_sched *r = hn_replay(&h);
-    cr_expect(hn_same_next(&h, r, 3), "replay differs");
-    GP->destroy(r);
-    hn_close(&h);
-}
-
-/* The same with log EI as the acquisition. */
-Test(gp_ucb, replay_with_log_ei_gives_the_same_next_suggestions)
-{
-    hn h;
-    open_ok(&h, GP, space2, "{\"n_init\": 5, \"acquisition\": \"logei\"}");
-    h.check_pure = 0;
-    for (int i = 0; i < 25; i++) {
-        int64_t id;
-        cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
-        double loss;
-        bowl(&h, hn_get(&h, id), NULL, &loss);
-        if (i % 7 == 3)
-            hn_fail(&h, id);
-        else if (i % 9 == 4)
-            hn_complete(&h, id, INFINITY); /* diverged */
-        else
-            hn_complete(&h, id, loss);
-    }
-    int64_t open_id;
-    cr_assert_eq(hn_suggest(&h, 0, &open_id), BD_SUGGEST_TRIAL); /* one still running */
-    bd_sched *r = hn_replay(&h);
-    cr_expect(hn_same_next(&h, r, 3), "replay differs");
-    GP->destroy(r);
-    hn_close(&h);
 }
 
 /* Categorical and conditional parameters, integers, all-equal values and
