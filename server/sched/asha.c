@@ -295,7 +295,11 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
             a->brackets[t->cfg->bracket].failed[t->rung]++;
         break;
     case BD_EV_MEASUREMENT:
-        if (a->predicted && (t = bd_idmap_get(&a->trials, ev->trial_id)) && t->running && isfinite(ev->loss))
+        /* Steps must be resource units to be extrapolated to resource.max: a
+         * step beyond the trial's budget (a batch count, say) is left out, and
+         * the curve is then the rung results alone. */
+        if (a->predicted && (t = bd_idmap_get(&a->trials, ev->trial_id)) && t->running && isfinite(ev->loss) &&
+            ev->step > 0 && ev->step <= ev->budget)
             curve_add(t->cfg, ev->step, ev->loss);
         break;
     }
