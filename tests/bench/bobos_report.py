@@ -43,6 +43,19 @@ def first_time(points, target):
     return math.inf
 
 
+def figure_grid(n):
+    """A figure with n panels, two per row; returns (figure, the n axes)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    cols = 2 if n > 1 else 1
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(7.5 * cols, 5 * rows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:n])
+
+
 def quartiles(xs):
     xs = sorted(xs)
     if not xs:
@@ -148,16 +161,9 @@ def report(runs):
 
 
 def plot(runs, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     keys = sorted(runs)
-    cols = 2 if len(keys) > 1 else 1
-    rows = (len(keys) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(7.5 * cols, 5 * rows), squeeze=False)
-    for ax in axes.flat[len(keys):]:
-        ax.set_visible(False)
-    for ax, key in zip(axes.flat, keys):
+    fig, axes = figure_grid(len(keys))
+    for ax, key in zip(axes, keys):
         by_method = runs[key]
         methods = [m for m in ORDER if m in by_method]
         seeds = sorted(set.intersection(*(set(by_method[m]) for m in methods)))

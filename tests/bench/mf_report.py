@@ -20,7 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import report_main  # noqa: E402
-from bobos_report import best_at, first_time, fmt_q, load, quartiles  # noqa: E402
+from bobos_report import best_at, figure_grid, first_time, fmt_q, load, quartiles  # noqa: E402
 from curve_table import CurveTable  # noqa: E402
 
 ORDER = ["tpe", "tpe_hyperband", "tpe_median", "random", "bd_tpe", "bd_tpe_nocost", "bd_tpe_mv", "gp_ucb",
@@ -107,7 +107,7 @@ def report(runs):
                         b = best_at(by_method["random"][s]["points"], f * horizon)
                         wins += a < b - 1e-12
                         losses += b < a - 1e-12
-                        ties += abs(a - b) <= 1e-12 or (a == b)
+                        ties += not (a < b - 1e-12 or b < a - 1e-12)
                     cells.append("%d / %d / %d" % (wins, ties, losses))
                 out.append("| %s | %s |" % (label(m), " | ".join(cells)))
         problems = [p for m in methods for s in seeds for p in by_method[m][s].get("problems", [])]
@@ -117,16 +117,9 @@ def report(runs):
 
 
 def plot(runs, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     keys = sorted(runs)
-    cols = 2 if len(keys) > 1 else 1
-    rows = (len(keys) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(7.5 * cols, 5 * rows), squeeze=False)
-    for ax in axes.flat[len(keys):]:
-        ax.set_visible(False)
-    for ax, key in zip(axes.flat, keys):
+    fig, axes = figure_grid(len(keys))
+    for ax, key in zip(axes, keys):
         by_method = runs[key]
         methods = [m for m in PLOTTED if m in by_method]
         seeds = sorted(set.intersection(*(set(by_method[m]) for m in methods)))
