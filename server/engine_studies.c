@@ -26,13 +26,10 @@ static int first_named(const bd_study_row *row, void *arg)
     return 1;
 }
 
-/* "load": the existing study (st->mu held) answers when body defines the
- * same study; else BD_ECONFLICT naming the first top-level field that
- * differs. A body without "seed" takes any seed (it would draw a new one),
- * and one without "lease_seconds" any lease (its default is the daemon's
- * --lease-seconds, which may have changed since the study was made). */
-/* A scheduler option the body did not give is a default: the stored study's
- * value stands for it (a study stored before a default changed lacks it). */
+/* The scheduler options that mine has and the body did not give were
+ * written by new_study_defaults (sched.h): a default. The stored study's
+ * value stands for each, or its absence (a study stored before the default
+ * changed lacks it). Options either side gave are still compared. */
 static void follow_stored_defaults(json_t *mine, const json_t *theirs, const json_t *body)
 {
     json_t *opts = json_object_get(json_object_get(mine, "scheduler"), "options");
@@ -51,6 +48,12 @@ static void follow_stored_defaults(json_t *mine, const json_t *theirs, const jso
     }
 }
 
+/* "load": the existing study (st->mu held) answers when body defines the
+ * same study; else BD_ECONFLICT naming the first top-level field that
+ * differs. A body without "seed" takes any seed (it would draw a new one),
+ * and one without "lease_seconds" any lease (its default is the daemon's
+ * --lease-seconds, which may have changed since the study was made); a
+ * new default of the scheduler's follows the stored study. */
 static int load_existing(bd_engine *e, study_rt *st, const bd_study_spec *spec, const json_t *body, json_t **out,
                          bd_err *err)
 {
