@@ -449,6 +449,16 @@ HN_FN long long hn_count(const hn *h, long long iteration, int bracket, double b
     return n;
 }
 
+/* The smallest loss of the completed trials (+INFINITY if none). */
+HN_FN double hn_best_loss(const hn *h)
+{
+    double best = INFINITY;
+    for (size_t i = 0; i < h->n_trials; i++)
+        if (h->trials[i].state == HN_COMPLETED && h->trials[i].loss < best)
+            best = h->trials[i].loss;
+    return best;
+}
+
 /* A fresh scheduler rebuilt by replaying every logged event. New (destroy). */
 HN_FN bd_sched *hn_replay(hn *h)
 {

@@ -26,15 +26,6 @@ static int bowl(const hn *h, const hn_trial *t, void *ud, double *loss)
     return HN_COMPLETED;
 }
 
-static double best_loss(const hn *h)
-{
-    double best = INFINITY;
-    for (size_t i = 0; i < h->n_trials; i++)
-        if (h->trials[i].state == HN_COMPLETED && h->trials[i].loss < best)
-            best = h->trials[i].loss;
-    return best;
-}
-
 static void open_ok(hn *h, const struct bd_sched_ops *ops, const char *params, const char *options)
 {
     int rc = hn_open_space(h, ops, params, options, 1, 1, 0);
@@ -54,13 +45,13 @@ Test(gp_ucb, beats_random_search_on_a_smooth_bowl_over_seeds)
         h.outcome = bowl;
         h.check_pure = seed == 0; /* suggest twice is costly; once is enough to check purity */
         cr_assert_eq(hn_run(&h, 1, HN_FIFO, 0), HN_DONE);
-        gp_best[seed] = best_loss(&h);
+        gp_best[seed] = hn_best_loss(&h);
         hn_close(&h);
         open_ok(&h, &bd_sched_random, space2, "{\"max_trials\": 30}");
         h.def.seed = 100 + (uint64_t)seed;
         h.outcome = bowl;
         cr_assert_eq(hn_run(&h, 1, HN_FIFO, 0), HN_DONE);
-        rnd_best[seed] = best_loss(&h);
+        rnd_best[seed] = hn_best_loss(&h);
         hn_close(&h);
         wins += gp_best[seed] < rnd_best[seed];
     }

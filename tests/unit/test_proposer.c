@@ -28,15 +28,6 @@ static int bowl(const hn *h, const hn_trial *t, void *ud, double *loss)
     return HN_COMPLETED;
 }
 
-static double best_loss(const hn *h)
-{
-    double best = INFINITY;
-    for (size_t i = 0; i < h->n_trials; i++)
-        if (h->trials[i].state == HN_COMPLETED && h->trials[i].loss < best)
-            best = h->trials[i].loss;
-    return best;
-}
-
 static void open_ok(hn *h, const struct bd_sched_ops *ops, const char *options, double r_min, double r_max)
 {
     int rc = hn_open_space(h, ops, space3, options, r_min, r_max, 1);
@@ -57,7 +48,7 @@ Test(proposer, tpe_beats_random_search_on_a_bowl_over_seeds)
             h.outcome = bowl;
             h.check_pure = seed == 0;
             cr_assert_eq(hn_run(&h, 1, HN_FIFO, 0), HN_DONE);
-            best[k] = best_loss(&h);
+            best[k] = hn_best_loss(&h);
             hn_close(&h);
         }
         wins += best[0] < best[1];
@@ -79,7 +70,7 @@ Test(proposer, hyperband_with_tpe_beats_hyperband_over_seeds)
             h.outcome = bowl;
             h.check_pure = seed == 0;
             cr_assert_eq(hn_run(&h, 2, HN_RANDOM, 0), HN_DONE);
-            best[k] = best_loss(&h);
+            best[k] = hn_best_loss(&h);
             hn_close(&h);
         }
         wins += best[0] < best[1];
