@@ -96,6 +96,7 @@
 #include <string.h>
 
 #include "idmap.h"
+#include "iheap.h"
 #include "spc_tester.h"
 
 extern const struct bd_sched_ops bd_sched_spc;
@@ -103,6 +104,9 @@ extern const struct bd_sched_ops bd_sched_spc;
 #define SPC_MAX_CONFIGS 4096
 #define SPC_SAMPLE_SALT 0x7370632d73616d70ULL /* "spc-samp" */
 #define SPC_ORDER_SALT 0x7370632d6f726472ULL  /* "spc-ordr" */
+#define SPC_FIRST_HORIZON 16                    /* the iteration the first keys are computed at */
+#define SPC_DESCRIBED_TESTERS 64                /* describe() lists at most this many testers */
+#define SPC_MAX_SAMPLES 32                      /* samples S_0 .. S_31 at most */
 
 typedef struct spc_sample {
     size_t first, size;  /* its testers: testers[first .. first+size-1] */
@@ -110,6 +114,8 @@ typedef struct spc_sample {
     double charged;      /* run time of its finished runs */
     double reserved;     /* caps of its runs in flight */
     int64_t t;           /* its iteration counter: finished runs */
+    bd_iheap runnable;   /* its testers with a run to give, by key (spc.key) */
+    int64_t horizon;     /* the keys are each LCB at this iteration, >= t */
 } spc_sample;
 
 typedef struct spc_flight {
@@ -123,6 +129,7 @@ typedef struct spc {
     double kappa0, multiplier, par, cap_max;
     int max_failures;
     int lcb_now;                  /* option lcb: 1 "current" (the paper), 0 "last_step" */
+    int finite;                   /* option stream "finite": the rules for a finite instance set */
     int sampled;                  /* the large-space extension is on */
     size_t first_sample, max_configs;
     int64_t n_instances;
@@ -132,12 +139,126 @@ typedef struct spc {
     size_t n_passes;
     spc_tester *testers;
     size_t n_testers, cap_testers;
+    double *key;                  /* key[k]: a lower bound of tester k's LCB until its sample's horizon */
+    size_t *popped;               /* pick_in_sample's scratch: testers taken off a heap */
     spc_sample *samples;
     size_t n_samples, cap_samples;
     bd_idmap flights;             /* trial id -> spc_flight (owned) */
     double charged;               /* run time charged, all samples */
     int64_t created, running;
 } spc;
+
+/* ------------------------------------------------- the order of testers
+ *
+ * The main loop wants the runnable tester with the smallest LCB at the
+ * sample's current iteration t. Computing every LCB at every step costs
+ * O(testers x values) (0.8 ms with 1,000 testers). Instead each sample keeps
+ * its runnable testers in a heap keyed by their LCB at a later iteration,
+ * the horizon (>= t): an LCB never increases with t, so the key is a lower
+ * bound of the LCB at every t up to the horizon. pick_in_sample pops keys
+ * in order, computes the exact LCB of each popped tester, and stops when
+ * the next key cannot beat the best exact one: the same choice as a full
+ * scan. A key changes when its tester's values do (one tester per step);
+ * when t passes the horizon, the sample's keys are recomputed at twice t,
+ * so the rebuilds cost O(testers x values x log t) in all. */
+
+/* Is a ahead of b: the smaller LCB, then (finite streams) the less CPU
+ * spent, so equal LCBs (all 0 early on) share time instead of going to the
+ * first config; then the earlier config. */
+static int ahead(const spc *p, size_t a, double lcb_a, size_t b, double lcb_b)
+{
+    if (lcb_a != lcb_b)
+        return lcb_a < lcb_b;
+    if (p->finite && p->testers[a].seconds != p->testers[b].seconds)
+        return p->testers[a].seconds < p->testers[b].seconds;
+    return a < b;
+}
+
+static int key_less(const void *ctx, size_t a, size_t b)
+{
+    const spc *p = ctx;
+    return ahead(p, a, p->key[a], b, p->key[b]);
+}
+
+/* Tester k's LCB as the main loop compares it: at its sample's current
+ * iteration (the paper: every tester is polled at iteration t), or as of
+ * its own last step (ALGORITHMS.md, the authors' code). */
+static double lcb_of(const spc *p, size_t k)
+{
+    const spc_tester *t = &p->testers[k];
+    return p->lcb_now ? spc_tester_lcb_at(t, p->samples[t->sample].t) : t->lcb;
+}
+
+static double key_of(const spc *p, size_t k)
+{
+    const spc_tester *t = &p->testers[k];
+    return p->lcb_now ? spc_tester_lcb_at(t, p->samples[t->sample].horizon) : t->lcb;
+}
+
+/* Tester k's values, CPU or runs changed: its key and heap membership. */
+static void tester_changed(spc *p, size_t k)
+{
+    spc_tester *t = &p->testers[k];
+    bd_iheap *h = &p->samples[t->sample].runnable;
+    spc_run r;
+    int f;
+    if (spc_tester_next(t, p->stream_end, &r, &f)) {
+        p->key[k] = key_of(p, k);
+        bd_iheap_update(h, k);
+    } else {
+        bd_iheap_remove(h, k);
+    }
+}
+
+/* Sample s's t passed its horizon: every key again, at twice t. */
+static void advance_horizon(spc *p, spc_sample *s)
+{
+    if (!p->lcb_now || s->t <= s->horizon)
+        return;
+    s->horizon = 2 * s->t;
+    bd_iheap_clear(&s->runnable);
+    bd_iheap_init(&s->runnable, key_less, p);
+    for (size_t k = s->first; k < s->first + s->size; k++)
+        tester_changed(p, k);
+}
+
+/* The tester of sample s that runs next among its runnable ones (idle ones
+ * only if idle_only), and its exact LCB; -1 if none. */
+static long pick_in_sample(spc *p, spc_sample *s, int idle_only, double *lcb_out)
+{
+    bd_iheap *h = &s->runnable;
+    long best = -1;
+    double best_lcb = 0;
+    size_t n_popped = 0;
+    while (h->n) {
+        size_t k = bd_iheap_top(h);
+        /* exact >= key: a tester whose key is not ahead of the best found
+         * cannot be, and neither can any after it. */
+        if (best >= 0 && !ahead(p, k, p->key[k], (size_t)best, best_lcb))
+            break;
+        p->popped[n_popped++] = bd_iheap_pop(h);
+        if (idle_only && p->testers[k].in_flight)
+            continue;
+        double lcb = lcb_of(p, k);
+        if (best < 0 || ahead(p, k, lcb, (size_t)best, best_lcb)) {
+            best = (long)k;
+            best_lcb = lcb;
+        }
+    }
+    for (size_t i = 0; i < n_popped; i++)
+        bd_iheap_update(h, p->popped[i]);
+    *lcb_out = best_lcb;
+    return best;
+}
+
+/* Does any tester have a run to give? */
+static int any_runnable(const spc *p)
+{
+    for (size_t i = 0; i < p->n_samples; i++)
+        if (p->samples[i].runnable.n)
+            return 1;
+    return 0;
+}
 
 /* ------------------------------------------------------------ configs */
 
@@ -146,8 +267,12 @@ static void add_tester(spc *p, json_t *config, int sample)
     if (p->n_testers == p->cap_testers) {
         p->cap_testers = p->cap_testers ? 2 * p->cap_testers : 16;
         p->testers = bd_xrealloc(p->testers, p->cap_testers * sizeof *p->testers);
+        p->key = bd_xrealloc(p->key, p->cap_testers * sizeof *p->key);
+        p->popped = bd_xrealloc(p->popped, p->cap_testers * sizeof *p->popped);
     }
-    spc_tester_init(&p->testers[p->n_testers++], config, sample, p->kappa0);
+    size_t k = p->n_testers++;
+    spc_tester_init(&p->testers[k], config, sample, p->kappa0, p->finite ? p->n_instances : 0);
+    tester_changed(p, k);
 }
 
 static void add_sample(spc *p, size_t size)
@@ -157,7 +282,11 @@ static void add_sample(spc *p, size_t size)
         p->samples = bd_xrealloc(p->samples, p->cap_samples * sizeof *p->samples);
     }
     size_t i = p->n_samples++;
-    p->samples[i] = (spc_sample){.first = p->n_testers, .size = size, .weight = 1.0 / (double)((i + 1) * (i + 1))};
+    p->samples[i] = (spc_sample){.first = p->n_testers,
+                                 .size = size,
+                                 .weight = 1.0 / (double)((i + 1) * (i + 1)),
+                                 .horizon = p->lcb_now ? SPC_FIRST_HORIZON : INT64_MAX};
+    bd_iheap_init(&p->samples[i].runnable, key_less, p);
 }
 
 /* Sample i of the large-space extension: first_sample * 2^i fresh draws. */
@@ -174,7 +303,7 @@ static void join_sample(spc *p)
 /* May the next sample join (its size fits under max_configs)? */
 static int next_sample_fits(const spc *p)
 {
-    return p->sampled && p->n_samples < 32 && p->n_testers + (p->first_sample << p->n_samples) <= p->max_configs;
+    return p->sampled && p->n_samples < SPC_MAX_SAMPLES && p->n_testers + (p->first_sample << p->n_samples) <= p->max_configs;
 }
 
 static int config_cmp(const void *a, const void *b)
@@ -277,7 +406,7 @@ static int read_options(spc *p, const bd_study_def *def, bd_err *err)
     static const char *const known[] = {"kappa0", "multiplier", "par", "configs", "first_sample", "max_configs",
                                         "max_failures", "shuffle_instances", "lcb", "stream", NULL};
     static const char *const lcb_modes[] = {"current", "last_step", NULL};
-    static const char *const streams[] = {"cycle", "once", NULL};
+    static const char *const streams[] = {"cycle", "once", "finite", NULL};
     const char *lcb_mode, *stream;
     const json_t *o = def->options;
     long long first, max_configs, max_failures;
@@ -303,7 +432,8 @@ static int read_options(spc *p, const bd_study_def *def, bd_err *err)
         rc = bd_opt_string(o, "stream", "cycle", streams, &stream, err);
     if (rc)
         return rc;
-    p->stream_end = strcmp(stream, "once") == 0 ? (int64_t)def->n_instances : INT64_MAX;
+    p->finite = strcmp(stream, "finite") == 0;
+    p->stream_end = strcmp(stream, "cycle") == 0 ? INT64_MAX : (int64_t)def->n_instances;
     p->lcb_now = strcmp(lcb_mode, "current") == 0;
     p->first_sample = (size_t)first;
     p->max_configs = (size_t)max_configs;
@@ -335,59 +465,49 @@ static int spc_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 
 /* ------------------------------------------------------------ suggest */
 
-/* Does any tester have a run to give? O(testers), no LCB needed. */
-static int any_runnable(const spc *p)
+static double share_of(const spc_sample *s)
 {
-    for (size_t k = 0; k < p->n_testers; k++) {
-        spc_run r;
-        int f;
-        if (spc_tester_next(&p->testers[k], p->stream_end, &r, &f))
-            return 1;
-    }
-    return 0;
-}
-
-/* Tester k's LCB as the main loop compares it: at its sample's current
- * iteration (the paper: every tester is polled at iteration t), or as of
- * its own last step (ALGORITHMS.md, the authors' code). */
-static double lcb_of(const spc *p, size_t k)
-{
-    const spc_tester *t = &p->testers[k];
-    return p->lcb_now ? spc_tester_lcb_at(t, p->samples[t->sample].t) : t->lcb;
+    return (s->charged + s->reserved) / s->weight;
 }
 
 /* Which tester runs next: the joined sample with the smallest weighted
- * time, then its smallest-LCB tester (ties: the earlier one); idle testers
- * first. -1 if no tester has a run. */
-static long pick_tester(const spc *p, spc_run *run, int *fresh)
+ * time, then its smallest-LCB tester (ties: ahead()); idle testers first.
+ * Samples tied on time compare their testers. -1 if no tester has a run. */
+static long pick_tester(spc *p, spc_run *run, int *fresh)
 {
-    for (int pass = 0; pass < 2; pass++) {
+    size_t order[SPC_MAX_SAMPLES], n = 0;
+    for (size_t i = 0; i < p->n_samples; i++) { /* runnable samples by share, then index: insertion sort */
+        if (!p->samples[i].runnable.n)
+            continue;
+        size_t at = n++;
+        while (at > 0 && share_of(&p->samples[order[at - 1]]) > share_of(&p->samples[i])) {
+            order[at] = order[at - 1];
+            at--;
+        }
+        order[at] = i;
+    }
+    for (int idle_only = 1; idle_only >= 0; idle_only--) {
         long best = -1;
         double best_share = 0, best_lcb = 0;
-        spc_run best_run = {0};
-        int best_fresh = 0;
-        for (size_t k = 0; k < p->n_testers; k++) {
-            const spc_tester *t = &p->testers[k];
-            spc_run r;
-            int f;
-            if ((pass == 0 && t->in_flight) || !spc_tester_next(t, p->stream_end, &r, &f))
+        for (size_t j = 0; j < n; j++) {
+            spc_sample *s = &p->samples[order[j]];
+            if (best >= 0 && share_of(s) > best_share)
+                break;
+            double lcb;
+            long k = pick_in_sample(p, s, idle_only, &lcb);
+            if (k < 0)
                 continue;
-            const spc_sample *s = &p->samples[t->sample];
-            double share = (s->charged + s->reserved) / s->weight;
-            if (best >= 0 && share > best_share)
-                continue;
-            double lcb = lcb_of(p, k);
-            if (best < 0 || share < best_share || lcb < best_lcb) {
-                best = (long)k;
-                best_share = share;
+            if (best < 0) {
+                best_share = share_of(s);
+                best = k;
                 best_lcb = lcb;
-                best_run = r;
-                best_fresh = f;
+            } else if (ahead(p, (size_t)k, lcb, (size_t)best, best_lcb)) {
+                best = k;
+                best_lcb = lcb;
             }
         }
         if (best >= 0) {
-            *run = best_run;
-            *fresh = best_fresh;
+            spc_tester_next(&p->testers[best], p->stream_end, run, fresh);
             return best;
         }
     }
@@ -443,6 +563,7 @@ static void on_created(spc *p, const bd_event *ev)
     spc_tester *t = &p->testers[k];
     spc_run run = {.position = pos, .cap = ev->budget};
     spc_tester_start(t, &run, run.position == t->r);
+    tester_changed(p, (size_t)k);
     if (!t->config_id)
         t->config_id = ev->config_id;
     spc_flight *f = bd_xmalloc(sizeof *f);
@@ -473,6 +594,8 @@ static void on_ended(spc *p, const bd_event *ev, int ok)
     } else {
         spc_tester_fail(t, &f->run, p->max_failures, p->cap_max, p->par, s->t);
     }
+    tester_changed(p, f->tester);
+    advance_horizon(p, s);
     free(f);
     join_due_samples(p);
 }
@@ -504,15 +627,16 @@ static int spc_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *e
 static bd_sched_status spc_status(const bd_sched *s)
 {
     const spc *p = (const spc *)s;
-    if (any_runnable(p)) /* reads ask this often: no LCB is computed */
+    if (any_runnable(p)) /* reads ask this often: O(samples), no LCB is computed */
         return BD_STATUS_RUNNING;
     return p->running ? BD_STATUS_WAITING : BD_STATUS_DONE;
 }
 
 /* ----------------------------------------------------------- describe */
 
-/* The most active instances, then the smaller mean, then the earlier config. */
-static long incumbent_among(const spc *p, size_t from, size_t to)
+/* The paper's anytime answer: the most active instances, then the smaller
+ * mean, then the earlier config. */
+static long most_active_among(const spc *p, size_t from, size_t to)
 {
     long best = -1;
     for (size_t k = from; k < to; k++) {
@@ -524,6 +648,41 @@ static long incumbent_among(const spc *p, size_t from, size_t to)
             best = (long)k;
     }
     return best;
+}
+
+/* With a finite instance set: among the testers with at least half as many
+ * active instances as the most active one, the smallest mean with every
+ * still-queued timeout counted at the worst value (cap_max * par); ties go
+ * to the most active, then the earlier config. Why: "most active" picks the
+ * config SPC ran longest, which favours the first samples (a larger sample
+ * gets less time per config) and a config that spent its time on timeouts;
+ * counting a pending timeout at the worst asks for evidence, so a config
+ * only leads once its runs have finished under the cap, and the half rule
+ * keeps a config with a handful of lucky instances out. */
+static long best_evidenced_among(const spc *p, size_t from, size_t to)
+{
+    int64_t r_max = 0;
+    for (size_t k = from; k < to; k++)
+        if (p->testers[k].valued && p->testers[k].r > r_max)
+            r_max = p->testers[k].r;
+    long best = -1;
+    double best_mean = 0, worst = p->cap_max * p->par;
+    for (size_t k = from; k < to; k++) {
+        const spc_tester *t = &p->testers[k];
+        if (!t->valued || 2 * t->r < r_max)
+            continue;
+        double mean = spc_tester_mean_at_worst(t, worst);
+        if (best < 0 || mean < best_mean || (mean == best_mean && t->r > p->testers[best].r)) {
+            best = (long)k;
+            best_mean = mean;
+        }
+    }
+    return best;
+}
+
+static long incumbent_among(const spc *p, size_t from, size_t to)
+{
+    return p->finite ? best_evidenced_among(p, from, to) : most_active_among(p, from, to);
 }
 
 static long incumbent(const spc *p)
@@ -553,12 +712,44 @@ static json_t *incumbent_json(const spc *p, long k)
                      "active_instances", (json_int_t)t->r, "solved", (json_int_t)t->solved);
 }
 
+typedef struct activity {
+    int64_t r;
+    double mean; /* INFINITY without values */
+    size_t k;
+} activity;
+
+/* Order for describe()'s list: the most active first, then the smaller mean. */
+static int activity_cmp(const void *a, const void *b)
+{
+    const activity *x = a, *y = b;
+    if (x->r != y->r)
+        return x->r > y->r ? -1 : 1;
+    if (x->mean != y->mean)
+        return x->mean < y->mean ? -1 : 1;
+    return x->k < y->k ? -1 : 1;
+}
+
+/* The most active testers, at most SPC_DESCRIBED_TESTERS of them: a study of
+ * 4,096 configs would otherwise answer every GET with a megabyte. */
+static json_t *testers_json(const spc *p)
+{
+    activity *order = bd_xmalloc((p->n_testers ? p->n_testers : 1) * sizeof *order);
+    for (size_t k = 0; k < p->n_testers; k++) {
+        const spc_tester *t = &p->testers[k];
+        order[k] = (activity){.r = t->r, .mean = t->valued ? spc_tester_mean(t) : INFINITY, .k = k};
+    }
+    qsort(order, p->n_testers, sizeof *order, activity_cmp);
+    json_t *testers = json_array();
+    for (size_t k = 0; k < p->n_testers && k < SPC_DESCRIBED_TESTERS; k++)
+        json_array_append_new(testers, tester_json(p, order[k].k));
+    free(order);
+    return testers;
+}
+
 static int spc_describe(const bd_sched *s, json_t **out)
 {
     const spc *p = (const spc *)s;
-    json_t *testers = json_array(), *samples = json_array();
-    for (size_t k = 0; k < p->n_testers; k++)
-        json_array_append_new(testers, tester_json(p, k));
+    json_t *testers = testers_json(p), *samples = json_array();
     for (size_t i = 0; i < p->n_samples; i++) {
         const spc_sample *sm = &p->samples[i];
         long own = incumbent_among(p, sm->first, sm->first + sm->size);
@@ -566,14 +757,25 @@ static int spc_describe(const bd_sched *s, json_t **out)
                                                  sm->weight, "seconds", sm->charged, "t", (json_int_t)sm->t,
                                                  "incumbent_tester", (json_int_t)own));
     }
-    *out = json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:I, s:f, s:o, s:o}", "configs",
-                     p->sampled ? "sampled" : "list", "lcb", p->lcb_now ? "current" : "last_step", "kappa0", p->kappa0, "multiplier", p->multiplier, "par", p->par,
-                     "max_cap", p->cap_max, "runs", (json_int_t)p->created, "running", (json_int_t)p->running,
-                     "seconds", p->charged, "samples", samples, "testers", testers);
+    *out = json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:I, s:f, s:o, s:I, s:o}", "configs",
+                     p->sampled ? "sampled" : "list", "lcb", p->lcb_now ? "current" : "last_step", "stream",
+                     p->finite ? "finite" : p->stream_end == INT64_MAX ? "cycle" : "once", "kappa0", p->kappa0,
+                     "multiplier", p->multiplier, "par", p->par, "max_cap", p->cap_max, "runs", (json_int_t)p->created,
+                     "running", (json_int_t)p->running, "seconds", p->charged, "samples", samples, "testers_total",
+                     (json_int_t)p->n_testers, "testers", testers);
     long k = incumbent(p);
     if (k >= 0)
         json_object_set_new(*out, "incumbent", incumbent_json(p, k));
     return 0;
+}
+
+/* New studies get the finite-instance rules; a stored study without the
+ * option keeps the paper's cycling stream (sched.h, new_study_defaults). */
+static void spc_new_study_defaults(const bd_study_def *def, json_t *options)
+{
+    (void)def;
+    if (!json_object_get(options, "stream"))
+        json_object_set_new(options, "stream", json_string("finite"));
 }
 
 static void spc_destroy(bd_sched *s)
@@ -587,6 +789,10 @@ static void spc_destroy(bd_sched *s)
     for (size_t k = 0; k < p->n_testers; k++)
         spc_tester_clear(&p->testers[k]);
     free(p->testers);
+    free(p->key);
+    free(p->popped);
+    for (size_t i = 0; i < p->n_samples; i++)
+        bd_iheap_clear(&p->samples[i].runnable);
     free(p->samples);
     for (size_t i = 0; i < p->n_passes; i++)
         free(p->pass_order[i]);
@@ -604,4 +810,5 @@ const struct bd_sched_ops bd_sched_spc = {
     .status = spc_status,
     .describe = spc_describe,
     .destroy = spc_destroy,
+    .new_study_defaults = spc_new_study_defaults,
 };

@@ -13,10 +13,11 @@
 #define SPC_EMPTY_LCB (-1e-6) /* below any real LCB: an untested config runs first */
 #define SPC_Q_BASE 25.0       /* the authors' queue-bound constant */
 
-void spc_tester_init(spc_tester *t, json_t *config, int sample, double kappa0)
+void spc_tester_init(spc_tester *t, json_t *config, int sample, double kappa0, int64_t population)
 {
     memset(t, 0, sizeof *t);
     t->config = config;
+    t->population = population;
     t->sample = sample;
     t->theta = kappa0;
     t->q = 1;
@@ -29,8 +30,7 @@ void spc_tester_clear(spc_tester *t)
     free(t->inst);
     free(t->queue);
     free(t->retry);
-    free(t->levels);
-    free(t->above);
+    free(t->sorted);
     memset(t, 0, sizeof *t);
 }
 
@@ -97,22 +97,53 @@ void spc_tester_start(spc_tester *t, const spc_run *run, int fresh)
     t->theta = run->cap;
 }
 
-/* Sets position's value and state, keeping the sums. */
+/* The first index of sorted[0 .. n-1] holding a value >= v. */
+static size_t lower_bound(const double *sorted, size_t n, double v)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Sets position's value and state, keeping the sums and the sorted values
+ * (one memmove out, one in: O(r), no sort and no allocation per step). */
 static void set_value(spc_tester *t, int64_t position, double value, uint8_t state)
 {
     spc_instance *in = &t->inst[position];
+    size_t n = (size_t)t->valued;
     if (in->state != SPC_NONE) {
+        size_t at = lower_bound(t->sorted, n, in->value); /* the value is there: remove one copy */
+        memmove(t->sorted + at, t->sorted + at + 1, (n - at - 1) * sizeof *t->sorted);
+        n--;
         t->valued--;
         t->value_sum -= in->value;
         if (in->state == SPC_SOLVED)
             t->solved--;
+        if (in->state == SPC_TIMED_OUT) {
+            t->pending--;
+            t->pending_sum -= in->value;
+        }
     }
+    grow((void **)&t->sorted, &t->sorted_cap, n + 1, sizeof *t->sorted);
+    size_t at = lower_bound(t->sorted, n, value);
+    memmove(t->sorted + at + 1, t->sorted + at, (n - at) * sizeof *t->sorted);
+    t->sorted[at] = value;
     in->value = value;
     in->state = state;
     t->valued++;
     t->value_sum += value;
     if (state == SPC_SOLVED)
         t->solved++;
+    if (state == SPC_TIMED_OUT) {
+        t->pending++;
+        t->pending_sum += value;
+    }
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -121,66 +152,35 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The distinct values of sorted[0 .. n-1] (ascending) into levels, and
- * how many values are >= each into above; returns how many levels. */
-static size_t to_levels(const double *sorted, size_t n, double *levels, int64_t *above)
-{
-    size_t m = 0;
-    for (size_t i = 0; i < n;) {
-        levels[m] = sorted[i];
-        above[m++] = (int64_t)(n - i);
-        while (i < n && sorted[i] == levels[m - 1])
-            i++;
-    }
-    return m;
-}
-
 /* sum over distinct u_1 < ... < u_m of (u_j - u_{j-1}) beta(1 - F(u_{j-1}), t),
- * u_0 = 0, where 1 - F(u_{j-1}) = above[j] / n: the values are >= 0, so the
- * first level's step starts at 0. */
-static double lcb_of_levels(const double *levels, const int64_t *above, size_t m, int64_t n, double t, int64_t r)
+ * u_0 = 0, over the n ascending values sorted[]: 1 - F(u_{j-1}) is the share
+ * of values >= u_j (the values are >= 0, so the first step starts at 0). */
+static double lcb_of_sorted(const double *sorted, int64_t n, double t, int64_t r, int64_t population)
 {
     if (n <= 0)
         return SPC_EMPTY_LCB;
     double lcb = 0, prev = 0;
-    for (size_t j = 0; j < m; j++) {
-        double b = spc_beta(above[j], n, t, r);
+    for (int64_t i = 0; i < n;) {
+        double level = sorted[i];
+        double b = spc_beta_finite(n - i, n, t, r, population);
         if (b == 0)
             break; /* eps only grows as p shrinks: every higher level adds 0 too */
-        lcb += (levels[j] - prev) * b;
-        prev = levels[j];
+        lcb += (level - prev) * b;
+        prev = level;
+        while (i < n && sorted[i] == level)
+            i++;
     }
     return lcb;
 }
 
-/* Rebuilds levels / above from the active instances' values. */
-static void rebuild_levels(spc_tester *t)
-{
-    size_t n = (size_t)t->valued;
-    double *v = bd_xmalloc((n ? n : 1) * sizeof *v);
-    size_t m = 0;
-    for (int64_t k = 0; k < t->r; k++)
-        if (t->inst[k].state != SPC_NONE)
-            v[m++] = t->inst[k].value;
-    qsort(v, n, sizeof *v, cmp_double);
-    if (n > t->levels_cap) {
-        t->levels = bd_xrealloc(t->levels, n * sizeof *t->levels);
-        t->above = bd_xrealloc(t->above, n * sizeof *t->above);
-        t->levels_cap = n;
-    }
-    t->n_levels = to_levels(v, n, t->levels, t->above);
-    free(v);
-}
-
 double spc_tester_lcb_at(const spc_tester *t, int64_t t_now)
 {
-    return lcb_of_levels(t->levels, t->above, t->n_levels, t->valued, (double)t_now, t->valued);
+    return lcb_of_sorted(t->sorted, t->valued, (double)t_now, t->valued, t->population);
 }
 
 /* Steps 3 and 4: this tester's LCB and queue bound at iteration t_iter. */
 static void refresh(spc_tester *t, int64_t t_iter)
 {
-    rebuild_levels(t);
     t->lcb = spc_tester_lcb_at(t, t_iter);
     t->q = spc_queue_bound(t_iter, t->r);
 }
@@ -227,9 +227,21 @@ double spc_tester_mean(const spc_tester *t)
     return t->valued ? t->value_sum / (double)t->valued : NAN;
 }
 
+double spc_tester_mean_at_worst(const spc_tester *t, double worst)
+{
+    if (!t->valued)
+        return NAN;
+    return (t->value_sum - t->pending_sum + (double)t->pending * worst) / (double)t->valued;
+}
+
 /* ---- the math ---- */
 
 double spc_beta(int64_t above, int64_t n, double t, int64_t r)
+{
+    return spc_beta_finite(above, n, t, r, 0);
+}
+
+double spc_beta_finite(int64_t above, int64_t n, double t, int64_t r, int64_t population)
 {
     if (above <= 0 || n <= 0)
         return 0;
@@ -239,6 +251,14 @@ double spc_beta(int64_t above, int64_t n, double t, int64_t r)
         k++;
     double tt = t > 1 ? t : 1, rr = r > 1 ? (double)r : 1;
     double eps = k == 0 ? sqrt(9.0 * log(tt) / rr) : sqrt(9.0 * ldexp(1.0, k) * log((double)k * tt) / rr);
+    /* Drawn without replacement from N instances: the sample's share of
+     * values above a level deviates from the population's by the i.i.d.
+     * amount times sqrt((N - r) / (N - 1)) (the finite-population
+     * correction of the hypergeometric's spread); 0 once all are seen. */
+    if (population > 1 && r < population)
+        eps *= sqrt((double)(population - r) / (double)(population - 1));
+    else if (population > 0)
+        eps = 0;
     double p = (double)above / (double)n;
     return eps <= 0.5 ? p / (1 + eps) : 0;
 }
@@ -248,12 +268,7 @@ double spc_lcb(double *values, int64_t n, double t, int64_t r)
     if (n <= 0)
         return SPC_EMPTY_LCB;
     qsort(values, (size_t)n, sizeof *values, cmp_double);
-    double *levels = bd_xmalloc((size_t)n * sizeof *levels);
-    int64_t *above = bd_xmalloc((size_t)n * sizeof *above);
-    double lcb = lcb_of_levels(levels, above, to_levels(values, (size_t)n, levels, above), n, t, r);
-    free(levels);
-    free(above);
-    return lcb;
+    return lcb_of_sorted(values, n, t, r, 0);
 }
 
 int64_t spc_queue_bound(int64_t t, int64_t r)

@@ -49,19 +49,24 @@ typedef struct spc_tester {
     spc_run *retry;      /* failed or lost runs, re-offered first (LIFO; rare) */
     size_t n_retry, retry_cap;
     double lcb;          /* as of its last finished step; -1e-6 with no data */
-    double *levels;      /* the distinct values u_1 < ... < u_m, */
-    int64_t *above;      /*   and how many values are >= u_j (so 1 - F(u_{j-1}) = above[j] / valued) */
-    size_t n_levels, levels_cap;
+    int64_t population;  /* instances in all, for the finite-population LCB; 0: an unbounded stream */
+    double *sorted;      /* the values of the valued instances, ascending (kept on every change: O(r)) */
+    size_t sorted_cap;
     int64_t valued;      /* active instances with a value */
     int64_t solved;      /* ... of which completed runs (SPC_SOLVED) */
     double value_sum;    /* sum of those values */
+    int64_t pending;     /* ... of which timed out below the largest cap (SPC_TIMED_OUT, queued) */
+    double pending_sum;  /* sum of their values (the caps they timed out at) */
     int in_flight;       /* its runs handed out and not yet finished */
     int64_t steps;       /* runs finished with a result */
     double seconds;      /* run time charged to it (runtimes and caps) */
 } spc_tester;
 
-/* A tester of config (new reference taken) starting at cap kappa0. */
-void spc_tester_init(spc_tester *t, json_t *config, int sample, double kappa0);
+/* A tester of config (new reference taken) starting at cap kappa0.
+ * population: the number of instances it draws from without replacement
+ * (the LCB then narrows to the exact mean as they are all seen), or 0 for
+ * the paper's i.i.d. stream. */
+void spc_tester_init(spc_tester *t, json_t *config, int sample, double kappa0, int64_t population);
 void spc_tester_clear(spc_tester *t);
 
 /* The tester's next run, as Algorithm 1 would take it (re-offered failed
@@ -86,17 +91,27 @@ void spc_tester_fail(spc_tester *t, const spc_run *run, int max_failures, double
                      int64_t t_iter);
 
 /* Its LCB at iteration t_now (the paper polls every tester at the current
- * iteration): O(distinct values), from the levels kept by finish. */
+ * iteration): O(values below the level where beta reaches 0), from the
+ * sorted values kept by finish. Never increases with t_now (eps grows with
+ * log t), which spc.c's lazy ordering of testers relies on. */
 double spc_tester_lcb_at(const spc_tester *t, int64_t t_now);
 
 /* The mean of its values (capped runtimes), NAN without any. */
 double spc_tester_mean(const spc_tester *t);
+/* The same with every instance still queued after a timeout counted at
+ * worst (cap_max * par) instead of its cap: an upper estimate where the
+ * plain mean is a lower one. */
+double spc_tester_mean_at_worst(const spc_tester *t, double worst);
 
 /* ---- the math, exposed for the tests (ALGORITHMS.md's vectors) ---- */
 
 /* beta(p, t) with p = above / n (above of the n values exceed the level),
  * r active instances: k = floor(log2(1/p)), eps as ALGORITHMS.md. */
 double spc_beta(int64_t above, int64_t n, double t, int64_t r);
+/* The same for r instances drawn without replacement from a population of
+ * N (N = 0: the paper's stream): eps times the finite-population factor
+ * sqrt((N - r) / (N - 1)), so eps = 0 and beta = p once r = N. */
+double spc_beta_finite(int64_t above, int64_t n, double t, int64_t r, int64_t population);
 /* The LCB of n values (any order; values is sorted in place) at iteration t
  * with r active instances; -1e-6 when n == 0. */
 double spc_lcb(double *values, int64_t n, double t, int64_t r);

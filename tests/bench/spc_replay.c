@@ -1,4 +1,5 @@
-/* spc_replay.c: bd_spc_replay, the `spc` scheduler (server/sched/spc.c)
+/* spc_replay.c: bd_spc_replay, an algorithm-configuration scheduler (`spc`,
+ * server/sched/spc.c, or any other that runs (config, instance, cap) trials)
  * driven in-process on a runtime matrix, for the many seeds of
  * spc_replay.py. It calls the scheduler's suggest / observe exactly as the
  * engine does with one worker (events numbered, rng streams seeded as in
@@ -7,7 +8,8 @@
  * seeds that the daemon over HTTP gives the same incumbent trace.
  *
  * Input on stdin (written by spc_replay.py):
- *   n_solvers n_instances cutoff horizon n_checkpoints seed lcb_mode stream
+ *   n_solvers n_instances cutoff horizon n_checkpoints seed scheduler
+ *   the scheduler's options: one line of JSON
  *   one solver name per line
  *   n_solvers lines of n_instances runtimes, instances in the seed's order
  *   (-1: not solved within the cutoff)
@@ -25,8 +27,6 @@
 #include "server/rng.h"
 #include "server/sched/sched.h"
 #include "server/space.h"
-
-extern const struct bd_sched_ops bd_sched_spc;
 
 static void die(const char *what)
 {
@@ -57,11 +57,18 @@ int main(void)
     int n_solvers, n_instances, n_checkpoints;
     double cutoff, horizon;
     unsigned long long seed;
-    char lcb[32], stream[32];
-    if (scanf("%d %d %lf %lf %d %llu %31s %31s", &n_solvers, &n_instances, &cutoff, &horizon, &n_checkpoints, &seed,
-              lcb, stream) != 8 ||
+    char scheduler[64], line[65536];
+    if (scanf("%d %d %lf %lf %d %llu %63s ", &n_solvers, &n_instances, &cutoff, &horizon, &n_checkpoints, &seed,
+              scheduler) != 7 ||
         n_solvers < 1 || n_instances < 1 || n_checkpoints < 2)
         die("bad header");
+    const struct bd_sched_ops *ops = bd_sched_find(scheduler);
+    if (!ops)
+        die("unknown scheduler");
+    json_error_t jerr;
+    json_t *options = fgets(line, sizeof line, stdin) ? json_loads(line, 0, &jerr) : NULL;
+    if (!json_is_object(options))
+        die("the options line is not a JSON object");
     json_t *choices = json_array();
     char name[4096];
     for (int c = 0; c < n_solvers; c++) {
@@ -80,15 +87,13 @@ int main(void)
         json_array_append_new(instances, json_string(inst));
     }
     json_t *params = json_pack("[{s:s, s:s, s:O}]", "name", "solver", "type", "categorical", "choices", choices);
-    json_t *options = json_pack("{s:f, s:b, s:s, s:s}", "kappa0", 1.0, "shuffle_instances", 0, "lcb", lcb, "stream",
-                                stream);
     bd_space *space;
     bd_err err;
     if (bd_space_parse(params, &space, &err))
         die(err.message);
-    replay r = {.ops = &bd_sched_spc};
+    replay r = {.ops = ops};
     r.def = (bd_study_def){.id = 1, .name = "replay", .space = space, .metric = "runtime",
-                           .resource_name = "cpu_seconds", .r_min = 0.01, .r_max = cutoff, .options = options,
+                           .resource_name = "cpu_seconds", .r_min = 0.001, .r_max = cutoff, .options = options,
                            .seed = seed, .lease_seconds = 300, .instances = instances,
                            .n_instances = (size_t)n_instances};
     if (r.ops->create(&r.def, &r.s, &err))

@@ -43,6 +43,7 @@ spc_report.py makes the tables and the plot.
 
 import argparse
 import csv
+import gzip
 import json
 import math
 import os
@@ -58,25 +59,46 @@ from bobos_replay import Daemon, parse_range  # noqa: E402
 from replay_common import Client  # noqa: E402
 
 DATA = os.path.join(HERE, "..", "..", "..", "shared", "data", "runtimes")
+OWN_DATA = os.path.join(HERE, "runtimes")  # matrices measured for this project (runtimes/README.md)
 POINTS = 600  # log-spaced checkpoints from 1e-6 of the horizon: 2.3% apart
 
 
-# banditd's spc, by its options (lcb, stream).
-SPC_METHODS = {"spc": ("current", "cycle"), "spc_last_step": ("last_step", "cycle"), "spc_once": ("current", "once")}
+# banditd's configurators run in-process: method -> (scheduler, options). kappa0
+# is set per matrix (kappa0_for); shuffle_instances is off because the instances
+# are declared in the seed's order.
+SCHEDULER_METHODS = {
+    "spc": ("spc", {"lcb": "current", "stream": "finite"}),  # new studies' defaults
+    "spc_cycle": ("spc", {"lcb": "current", "stream": "cycle"}),  # the paper's stream (the old default)
+    "spc_last_step": ("spc", {"lcb": "last_step", "stream": "cycle"}),
+    "spc_once": ("spc", {"lcb": "current", "stream": "once"}),
+}
+
+
+def kappa0_for(m):
+    """The first cap: 1 s for ASlib's 5000 s cutoffs (as before), cutoff / 64
+    for matrices measured with short caps (6 doublings up to the cutoff)."""
+    return min(1.0, m.cutoff / 64)
 
 
 class Matrix:
     """One scenario: runtime[solver][instance] (inf: never solved within the cutoff)."""
 
-    def __init__(self, name, data_dir):
+    def __init__(self, name, data_dirs):
+        data_dir = next((d for d in data_dirs if os.path.exists(os.path.join(d, name + ".json"))), None)
+        if data_dir is None:
+            sys.exit("spc_replay: no matrix %s.json in %s" % (name, ", ".join(data_dirs)))
         with open(os.path.join(data_dir, name + ".json")) as f:
             meta = json.load(f)
         self.name, self.cutoff = name, float(meta["cutoff_seconds"])
         rt = {}
-        with open(os.path.join(data_dir, name + ".csv")) as f:
+        path = os.path.join(data_dir, name + ".csv")
+        opener = (lambda: open(path)) if os.path.exists(path) else (lambda: gzip.open(path + ".gz", "rt"))
+        with opener() as f:
             for row in csv.DictReader(f):
                 v = float(row["runtime"]) if row["status"] == "ok" else math.inf
                 rt.setdefault(row["solver"], {})[row["instance"]] = v if v <= self.cutoff else math.inf
+        if not rt:
+            sys.exit("spc_replay: the matrix %s has no runs" % name)
         self.solvers = sorted(rt)
         self.instances = sorted(rt[self.solvers[0]])
         self.rt = [[rt[s][i] for i in self.instances] for s in self.solvers]
@@ -140,16 +162,19 @@ class Trace:
 
 # ---------------------------------------------------------------- spc (daemon)
 
-def run_spc(client, m, seed, horizon, lcb, stream="cycle"):
+def full_options(m, options):
+    return dict(options, kappa0=kappa0_for(m), shuffle_instances=False)
+
+
+def run_daemon(client, m, seed, horizon, scheduler, options):
     order = m.order(seed)
     study = client.call("POST", "/v1/studies", {
-        "name": "spc-%s-%s-%s-%d" % (m.name, lcb, stream, seed),  # unique per run in one daemon
+        "name": "%s-%s-%s-%d" % (scheduler, m.name, json.dumps(options, sort_keys=True), seed),  # unique per run
         "parameters": [{"name": "solver", "type": "categorical", "choices": m.solvers}],
         "objective": {"metric": "runtime", "goal": "minimize"},
-        "resource": {"name": "cpu_seconds", "min": 0.01, "max": m.cutoff},
+        "resource": {"name": "cpu_seconds", "min": 0.001, "max": m.cutoff},
         "instances": [m.instances[i] for i in order],
-        "scheduler": {"name": "spc", "options": {"kappa0": 1, "shuffle_instances": False, "lcb": lcb,
-                                                    "stream": stream}},
+        "scheduler": {"name": scheduler, "options": full_options(m, options)},
         "seed": seed})
     sid, cpu, runs = study["id"], 0.0, 0
     solver_index = {s: k for k, s in enumerate(m.solvers)}
@@ -177,11 +202,11 @@ def run_spc(client, m, seed, horizon, lcb, stream="cycle"):
     return out
 
 
-def run_spc_inprocess(binary, m, seed, horizon, lcb, stream="cycle", points=POINTS):
+def run_inprocess(binary, m, seed, horizon, scheduler, options, points=POINTS):
     """The same scheduler code driven in-process by bd_spc_replay (fast)."""
     order = m.order(seed)
-    lines = ["%d %d %r %r %d %d %s %s" % (len(m.solvers), len(m.instances), m.cutoff, horizon, points, seed, lcb,
-                                          stream)]
+    lines = ["%d %d %r %r %d %d %s" % (len(m.solvers), len(m.instances), m.cutoff, horizon, points, seed, scheduler),
+             json.dumps(full_options(m, options))]
     lines += m.solvers
     for c in range(len(m.solvers)):
         lines.append(" ".join("-1" if math.isinf(m.rt[c][j]) else repr(m.rt[c][j]) for j in order))
@@ -202,42 +227,53 @@ def queue_bound(t, r):
 
 
 def run_uniform(m, seed, horizon):
-    """SPC's testers, taken round robin instead of by LCB; the instance
-    stream cycles like spc's default (a new seeded order every pass)."""
-    n, cutoff = len(m.instances), m.cutoff
-    passes = [m.order(seed)]
-
-    def instance(pos):
-        while pos // n >= len(passes):
-            o = list(range(n))
-            random.Random("%d/%d" % (seed, len(passes))).shuffle(o)
-            passes.append(o)
-        return passes[pos // n][pos % n]
-
-    testers = [{"theta": 1.0, "r": 0, "q": 1, "queue": [], "head": 0} for _ in m.solvers]
-    trace, cpu, t, runs, turn = Trace(m, horizon), 0.0, 0, 0, 0
-    while cpu < horizon:
+    """SPC's testers with spc's finite-instance rules (each instance once per
+    tester, timeouts queued at twice the cap, the queue taken once every
+    instance is seen), taken round robin instead of by LCB. Incumbent: spc's
+    finite-stream rule (among the testers with at least half the most active
+    one's instances, the smallest mean with pending timeouts at the cutoff)."""
+    n, cutoff, order = len(m.instances), m.cutoff, m.order(seed)
+    testers = [{"theta": kappa0_for(m), "r": 0, "q": 1, "queue": [], "head": 0, "sum": 0.0, "pending": {}}
+               for _ in m.solvers]
+    trace, cpu, t, runs, turn, idle = Trace(m, horizon), 0.0, 0, 0, 0, 0
+    while cpu < horizon and idle < len(testers):
         c, x = turn, testers[turn]
         turn = (turn + 1) % len(testers)
-        if len(x["queue"]) - x["head"] < x["q"]:
+        queued = len(x["queue"]) - x["head"]
+        if (queued < x["q"] or not queued) and x["r"] < n:
             pos, cap = x["r"], x["theta"]
             x["r"] += 1
-        else:
+        elif queued:
             pos, cap = x["queue"][x["head"]]
             x["head"] += 1
             x["theta"] = cap
-        rt = m.rt[c][instance(pos)]
+        else:
+            idle += 1  # this tester is done; the run ends when all are
+            continue
+        idle = 0
+        rt = m.rt[c][order[pos]]
+        x["sum"] -= x["pending"].pop(pos, 0.0)
         if rt > cap:
             cpu += cap
             if cap < cutoff:
                 x["queue"].append((pos, min(2 * cap, cutoff)))
+                x["pending"][pos] = cap
+            x["sum"] += cap
         else:
             cpu += rt
+            x["sum"] += rt
         x["q"] = queue_bound(t, x["r"])
         t += 1
         runs += 1
         if trace.due(cpu):
-            best = max(range(len(testers)), key=lambda k: (testers[k]["r"], -k))
+            r_max = max(y["r"] for y in testers)
+
+            def worst_mean(k):
+                y = testers[k]
+                pend = y["pending"]
+                return (y["sum"] - sum(pend.values()) + len(pend) * cutoff) / y["r"]
+            best = min((k for k in range(len(testers)) if testers[k]["r"] and 2 * testers[k]["r"] >= r_max),
+                       key=lambda k: (worst_mean(k), -testers[k]["r"], k))
             trace.add(cpu, best)
     out = trace.result()
     out.update(runs=runs, cpu=cpu)
@@ -310,9 +346,9 @@ def main():
                     "in tests/bench)")
     ap.add_argument("--daemon-seeds", default="0-1", help="seeds whose spc runs also go through the daemon "
                     "over HTTP, checked to give the same incumbent trace as in-process")
-    ap.add_argument("--data", default=DATA)
+    ap.add_argument("--data", default=DATA + "," + OWN_DATA, help="directories searched for the matrices")
     ap.add_argument("--scenarios", default="sat11-indu,sat18-exp,sat20-main")
-    ap.add_argument("--methods", default="spc,spc_last_step,spc_once,uniform,hyperband,naive")
+    ap.add_argument("--methods", default="spc,spc_cycle,uniform,hyperband,naive")
     ap.add_argument("--seeds", default="0-19")
     ap.add_argument("--check-fraction", type=float, default=0.01,
                     help="the daemon check's horizon, a fraction of the run's")
@@ -327,18 +363,18 @@ def main():
     try:
         with open(args.out, "a") as out:
             for name in args.scenarios.split(","):
-                m = Matrix(name, args.data)
+                m = Matrix(name, args.data.split(","))
                 horizon = args.horizon * m.naive_total
                 for seed in parse_range(args.seeds):
                     for method in args.methods.split(","):
                         started = time.time()
-                        if method in SPC_METHODS:
-                            lcb, stream = SPC_METHODS[method]
-                            r = run_spc_inprocess(replayer, m, seed, horizon, lcb, stream)
+                        if method in SCHEDULER_METHODS:
+                            scheduler, options = SCHEDULER_METHODS[method]
+                            r = run_inprocess(replayer, m, seed, horizon, scheduler, options)
                             if seed in daemon_seeds:  # over HTTP on a short horizon: the same decisions?
                                 short = horizon * args.check_fraction
-                                via = run_spc(client, m, seed, short, lcb, stream)
-                                ref = run_spc_inprocess(replayer, m, seed, short, lcb, stream)
+                                via = run_daemon(client, m, seed, short, scheduler, options)
+                                ref = run_inprocess(replayer, m, seed, short, scheduler, options)
                                 same = via["trace"] == ref["trace"] and via["runs"] == ref["runs"]
                                 r["daemon_check"] = "same" if same else "DIFFERENT"
                                 if not same:

@@ -37,6 +37,17 @@ Test(spc_math, beta_vectors)
     cr_assert_float_eq(spc_beta(3, 4, 1, 4), 0.75, EPS, "k = 0 at t = 1: eps = 0");
 }
 
+/* Drawn without replacement: eps times sqrt((N - r) / (N - 1)). */
+Test(spc_math, finite_population_beta_vectors)
+{
+    cr_assert_float_eq(spc_beta_finite(1000, 1000, 100, 1000, 1200), 0.9232352, EPS);
+    cr_assert_float_eq(spc_beta_finite(200, 1000, 100, 1000, 1200), 0.1697258, EPS);
+    cr_assert_float_eq(spc_beta_finite(10, 40, 1000, 40, 40), 0.25, EPS, "every instance seen: beta = p");
+    cr_assert_float_eq(spc_beta_finite(40, 40, 1000, 30, 300), 0.0, EPS, "30 of 300: eps > 1/2");
+    cr_assert_float_eq(spc_beta_finite(200, 1000, 100, 1000, 0), spc_beta(200, 1000, 100, 1000), 0,
+                       "population 0 is the paper's stream");
+}
+
 Test(spc_math, queue_bound_vectors)
 {
     cr_assert_eq(spc_queue_bound(1024, 4), 275);
@@ -52,7 +63,7 @@ Test(spc_tester, timeouts_double_the_cap_through_the_queue)
     spc_tester t;
     spc_run run;
     int fresh;
-    spc_tester_init(&t, json_object(), 0, 1.0);
+    spc_tester_init(&t, json_object(), 0, 1.0, 0);
     cr_assert(spc_tester_next(&t, 3, &run, &fresh));
     cr_assert(fresh && run.position == 0 && run.cap == 1.0);
     spc_tester_start(&t, &run, fresh);
@@ -553,4 +564,138 @@ Test(spc, bad_studies_are_refused_with_the_field)
     cr_assert_str_eq(json_string_value(json_object_get(hn_get(&h, id)->config, "solver")), "s3");
     hn_close(&h);
     free(names);
+}
+
+/* ------------------------------------------------ finite instance sets */
+
+#define FINITE "{\"shuffle_instances\": false, \"stream\": \"finite\"}"
+
+Test(spc_finite, never_reruns_a_run_whose_result_is_known_and_ends_with_the_exact_best)
+{
+    hn h;
+    open_solvers(&h, FINITE);
+    double timed_out_at[NC][NI] = {{0}};
+    int solved[NC][NI] = {{0}}, runs = 0, answer;
+    int64_t id;
+    while ((answer = hn_suggest(&h, 0, &id)) == BD_SUGGEST_TRIAL) {
+        hn_trial *t = hn_get(&h, id);
+        int c = solver_of(t), j = (int)t->instance;
+        cr_assert(!solved[c][j], "s%d re-ran instance %d after solving it", c, j);
+        cr_assert_gt(t->budget, timed_out_at[c][j], "s%d re-ran instance %d at cap %g, timed out at %g before", c, j,
+                     t->budget, timed_out_at[c][j]);
+        if (matrix(c, j) > t->budget)
+            timed_out_at[c][j] = t->budget;
+        else
+            solved[c][j] = 1;
+        run_from_matrix(&h, id);
+        runs++;
+    }
+    cr_assert_eq(answer, BD_SUGGEST_DONE, "every tester ends once its instances are settled");
+    /* Settled: every value exact (solved, or at the largest cap), so the
+     * incumbent is the config with the smallest mean capped runtime. */
+    int best = 0;
+    double mean[NC];
+    for (int c = 0; c < NC; c++) {
+        mean[c] = 0;
+        for (int j = 0; j < NI; j++)
+            mean[c] += fmin(matrix(c, j), CAP_MAX) / NI;
+        if (mean[c] < mean[best])
+            best = c;
+    }
+    json_t *d = hn_describe(&h);
+    json_t *inc = json_object_get(d, "incumbent");
+    char want[16];
+    snprintf(want, sizeof want, "s%d", best);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(inc, "config"), "solver")), want);
+    cr_assert_float_eq(json_real_value(json_object_get(inc, "value")), mean[best], 1e-9);
+    cr_assert_str_eq(json_string_value(json_object_get(d, "stream")), "finite");
+    cr_assert_lt(runs, NC * NI * 8, "at most one run per (config, instance, cap)");
+    json_decref(d);
+    hn_close(&h);
+}
+
+/* Every config solves instance 0 quickly: all LCBs are 0 (eps > 1/2 with one
+ * value), and the next run goes to the config that has spent the least. */
+static int after_one_solve_each(const char *options)
+{
+    static const double seconds[NC] = {0.9, 0.2, 0.5, 0.3, 0.8};
+    hn h;
+    open_solvers(&h, options);
+    for (int c = 0; c < NC; c++) {
+        int64_t id;
+        cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+        hn_complete(&h, id, seconds[solver_of(hn_get(&h, id))]);
+    }
+    int64_t id;
+    cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+    int solver = solver_of(hn_get(&h, id));
+    hn_close(&h);
+    return solver;
+}
+
+Test(spc_finite, equal_lcbs_go_to_the_tester_with_the_least_cpu)
+{
+    cr_assert_eq(after_one_solve_each(FINITE), 1, "s1 spent 0.2 s, the least");
+    cr_assert_eq(after_one_solve_each("{\"shuffle_instances\": false, \"stream\": \"cycle\"}"), 0,
+                 "the paper's rule: the first config");
+}
+
+/* The incumbent needs evidence: a config whose runs are still timing out is
+ * not ahead of one with the same instances solved, however low its caps. */
+Test(spc_finite, the_incumbent_counts_pending_timeouts_at_the_worst)
+{
+    hn h;
+    open_solvers(&h, FINITE);
+    for (int c = 0; c < NC; c++) { /* s0 times out at 1 s; the others solve in 1.5 s */
+        int64_t id;
+        cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+        if (solver_of(hn_get(&h, id)) == 0)
+            hn_complete_timeout(&h, id);
+        else
+            hn_complete(&h, id, 1.5 + 0.1 * solver_of(hn_get(&h, id)));
+    }
+    json_t *d = hn_describe(&h);
+    json_t *inc = json_object_get(d, "incumbent");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(inc, "config"), "solver")), "s1",
+                     "s0's mean of 1 s is a lower bound; s1's 1.6 s is measured");
+    json_decref(d);
+    hn_close(&h);
+}
+
+Test(spc, describe_lists_a_bounded_number_of_testers)
+{
+    json_t *choices = json_array();
+    for (int c = 0; c < 300; c++)
+        json_array_append_new(choices, json_sprintf("c%03d", c));
+    json_t *params = json_pack("[{s:s, s:s, s:o}]", "name", "solver", "type", "categorical", "choices", choices);
+    char *text = json_dumps(params, JSON_COMPACT), *names = instance_names(NI);
+    hn h;
+    cr_assert_eq(hn_open_instances(&h, &bd_sched_spc, text, FINITE, 0.5, CAP_MAX, 0, names), 0, "%s", h.err.message);
+    for (int k = 0; k < 400; k++) {
+        int64_t id;
+        cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+        hn_complete(&h, id, 0.1);
+    }
+    json_t *d = hn_describe(&h);
+    cr_assert_eq(json_array_size(json_object_get(d, "testers")), 64);
+    cr_assert_eq(json_integer_value(json_object_get(d, "testers_total")), 300);
+    cr_assert_eq(json_integer_value(json_object_get(json_array_get(json_object_get(d, "testers"), 0),
+                                                    "active_instances")),
+                 2, "the most active first");
+    json_decref(d);
+    hn_close(&h);
+    free(text);
+    free(names);
+    json_decref(params);
+}
+
+Test(spc, new_studies_get_the_finite_stream)
+{
+    json_t *options = json_object();
+    bd_sched_spc.new_study_defaults(NULL, options);
+    cr_assert_str_eq(json_string_value(json_object_get(options, "stream")), "finite");
+    json_object_set_new(options, "stream", json_string("cycle"));
+    bd_sched_spc.new_study_defaults(NULL, options);
+    cr_assert_str_eq(json_string_value(json_object_get(options, "stream")), "cycle", "an explicit choice stays");
+    json_decref(options);
 }
