@@ -128,7 +128,7 @@ int bd_bo_model_propose(const bd_bo_model *m, double t, size_t n_run, const doub
  * training points of the current model (at full fidelity with `fidelity`),
  * lowest value first, written to starts (k rows of d coordinates). Returns
  * how many (0 without a current model). The same rule as bo_bos.c's
- * suggest; rising_bandits.c calls it for each arm's model. */
+ * suggest; gp_ucb.c and rising_bandits.c (for each arm's model) call it. */
 size_t bd_bo_model_best_points(const bd_bo_model *m, size_t k, double *starts);
 
 /* The next config of a GP-UCB study over space (the model's space): a
@@ -136,8 +136,8 @@ size_t bd_bo_model_best_points(const bd_bo_model *m, size_t k, double *starts);
  * model, else bd_bo_model_propose seeded by the 4 bd_bo_model_best_points
  * and decoded. created: trials created so far (t = created + 1); run_x:
  * the n_run running trials to hallucinate (borrowed). *out is new. Shared
- * by bo_bos.c and rising_bandits.c (gp_ucb.c seeds its search by its own,
- * older rule). */
+ * by bo_bos.c and rising_bandits.c (gp_ucb.c seeds its search with the
+ * same start points but keeps its own decoding). */
 int bd_bo_model_next_config(const bd_bo_model *m, const bd_space *space, size_t created, size_t n_init, size_t n_run,
                             const double *const *run_x, bd_rng *rng, json_t **out, bd_err *err) BD_MUST_CHECK;
 

@@ -111,21 +111,13 @@ static int gp_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out
     const double **run_x = bd_xmalloc((g->n_pend ? g->n_pend : 1) * sizeof *run_x);
     for (size_t i = 0; i < g->n_pend; i++)
         run_x[i] = g->pend[i].x;
-    /* The best observed configs seed the local search. */
-    size_t m = bd_gp_size(gp), n_starts = m < 4 ? m : 4;
-    double *starts = bd_xmalloc((n_starts ? n_starts : 1) * g->d * sizeof *starts);
-    for (size_t k = 0; k < n_starts; k++) {
-        size_t best = 0;
-        for (size_t i = 1; i < m; i++) {
-            int taken = 0;
-            for (size_t j = 0; j < k; j++)
-                taken |= memcmp(starts + j * g->d, bd_gp_x(gp, i), g->d * sizeof *starts) == 0;
-            if (!taken && bd_gp_y(gp, i) < bd_gp_y(gp, best))
-                best = i;
-        }
-        memcpy(starts + k * g->d, bd_gp_x(gp, best), g->d * sizeof *starts);
-    }
-    int rc = bd_bo_model_propose(g->model, (double)(g->created + 1), g->n_pend, run_x, starts, n_starts, &rng, u, err);
+    /* The best observed configs seed the local search: 4 distinct points
+     * (bd_bo_model_best_points; the loop that was here never compared a
+     * later start with point 0, so a best point 0 could start them all). */
+    double *starts = bd_xmalloc(4 * g->d * sizeof *starts);
+    size_t n_starts = bd_bo_model_best_points(g->model, 4, starts);
+    int rc = bd_bo_model_propose(g->model, (double)(g->created + 1), g->n_pend, run_x, n_starts ? starts : NULL, n_starts,
+                                 &rng, u, err);
     if (!rc)
         out->config = bd_space_decode(g->def->space, u);
     free(run_x);

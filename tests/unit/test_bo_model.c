@@ -230,3 +230,31 @@ Test(bo_model, fidelity_column_and_proposals_at_full_fidelity)
     bd_bo_model_free(m);
     close_def(&f);
 }
+
+/* gp_ucb.c seeds its acquisition search with these points. Point 0 is the
+ * best here and point 3 repeats it: the 4 starts are 4 distinct points in
+ * order of value (the loop gp_ucb.c had before never compared a later
+ * start with point 0, and gave x0, x0, x0, x0 for this vector). */
+Test(bo_model, start_points_are_distinct_when_point_0_is_the_best)
+{
+    fixture f;
+    open_def(&f, space2);
+    bd_bo_model *m = new_model(&f, 0);
+    const double x[5][2] = {{0.1, 0.1}, {0.5, 0.5}, {0.9, 0.2}, {0.1, 0.1}, {0.3, 0.7}};
+    const double loss[5] = {0.05, 0.3, 0.2, 0.08, 0.4};
+    for (size_t i = 0; i < 5; i++)
+        bd_bo_model_add(m, x[i], 1.0, loss[i]);
+    bd_bo_model_rebuild(m);
+    cr_assert_not_null(bd_bo_model_gp(m));
+    double starts[4 * 2];
+    cr_assert_eq(bd_bo_model_best_points(m, 4, starts), 4);
+    static const size_t want[4] = {0, 2, 1, 4};
+    for (size_t k = 0; k < 4; k++)
+        cr_expect(starts[2 * k] == x[want[k]][0] && starts[2 * k + 1] == x[want[k]][1], "start %zu: (%g, %g), want x%zu",
+                  k, starts[2 * k], starts[2 * k + 1], want[k]);
+    double few[4 * 2];
+    cr_expect_eq(bd_bo_model_best_points(m, 2, few), 2);
+    cr_expect(few[0] == 0.1 && few[2] == 0.9, "the best two distinct points");
+    bd_bo_model_free(m);
+    close_def(&f);
+}
