@@ -33,6 +33,40 @@ double bd_rising_upper(double y, double w, double horizon)
     return fmin(y + w * horizon, 1.0);
 }
 
+double bd_rising_tail_scale(const double *r, size_t n, size_t k)
+{
+    if (n < 2 || k == 0)
+        return NAN;
+    size_t kk = k < n - 1 ? k : n - 1, m = 0;
+    /* The kk + 1 largest rewards, descending (insertion into a short list). */
+    double *top = bd_xmalloc((kk + 1) * sizeof *top), h = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t c = m < kk + 1 ? m++ : kk + 1;
+        if (c == kk + 1 && !(r[i] > top[kk]))
+            continue;
+        if (c == kk + 1)
+            c = kk;
+        for (; c > 0 && top[c - 1] < r[i]; c--)
+            top[c] = top[c - 1];
+        top[c] = r[i];
+    }
+    for (size_t i = 1; i <= kk; i++)
+        h += 1.0 / (double)i;
+    double sigma = (top[0] - top[kk]) / h;
+    free(top);
+    return sigma;
+}
+
+double bd_rising_tail_upper(double y, double sigma, size_t k_used, size_t n, double h)
+{
+    if (!(sigma > 0) || !(h > 0) || n == 0 || k_used == 0)
+        return fmin(y, 1.0);
+    if (isinf(h))
+        return 1.0;
+    double rise = (1.0 + 1.0 / sqrt((double)k_used)) * sigma * log(((double)n + h) / (double)n);
+    return fmin(y + rise, 1.0);
+}
+
 /* The surviving arm other than j with the largest lower bound (ties: the
  * lower index), or n when there is none. */
 static size_t best_other(size_t n, const bd_rising_bound *b, const int *alive, size_t j)

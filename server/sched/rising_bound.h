@@ -32,6 +32,24 @@ double bd_rising_growth(const double *y, size_t t, size_t C);
  * infinite horizon does not make 0 * inf). */
 double bd_rising_upper(double y, double w, double horizon);
 
+/* The record-tail bound (not in the paper; rising_bandits' option
+ * upper_bound "tail"). r[0..n-1] are an arm's rewards (every finished pull
+ * that returned one), k the number of top spacings used (>= 1). With
+ * r(1) >= r(2) >= ... the sorted rewards and k' = min(k, n - 1):
+ *   sigma = (r(1) - r(k' + 1)) / H(k'),  H(k') = 1 + 1/2 + ... + 1/k',
+ * the scale of an exponential-type (Gumbel-domain) upper tail estimated
+ * from its top spacings (spacing i has mean sigma / i there). Returns
+ * sigma, or NAN when n < 2. */
+double bd_rising_tail_scale(const double *r, size_t n, size_t k);
+
+/* The upper bound that the tail scale gives: the best of n draws of such
+ * a tail rises by sigma ln((n + h) / n) in expectation over h more draws;
+ * sigma is taken at its one-standard-error upper value for k' spacings,
+ * sigma (1 + 1/sqrt(k')). Returns min(y + (1 + 1/sqrt(k')) sigma
+ * ln((n + h) / n), 1); y when sigma is NAN or not > 0, h is not > 0 or
+ * n is 0 (an infinite horizon with sigma > 0 gives 1). */
+double bd_rising_tail_upper(double y, double sigma, size_t k_used, size_t n, double h);
+
 /* One arm's bounds on its final reward. */
 typedef struct bd_rising_bound {
     double lower; /* l = y(t) */

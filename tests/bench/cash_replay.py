@@ -65,8 +65,11 @@ ARM_PARAM = "algorithm"
 
 # method -> (scheduler, options); "T" in an option is replaced by the budget.
 BANDITD_METHODS = {
-    "rb_gp": ("rising_bandits", {}),                        # defaults: inner gp_ucb, window 7
+    "rb_gp": ("rising_bandits", {}),                        # new-study defaults: inner gp_ucb, window 7, tail bound
     "rb_random": ("rising_bandits", {"inner": "random"}),
+    # the paper-exact rule (the defaults before 2026-11-25): Inequality 9 alone, a failed pull not retried
+    "rb_gp_paper": ("rising_bandits", {"upper_bound": "paper", "max_retries": 0}),
+    "rb_random_paper": ("rising_bandits", {"inner": "random", "upper_bound": "paper", "max_retries": 0}),
     "uniform": ("rising_bandits", {"window": "T"}),          # no arm ever fills the window: round robin
     "uniform_random": ("rising_bandits", {"inner": "random", "window": "T"}),
     "gp_ucb": ("gp_ucb", {}),                                # over the JOINT_KEEP sub-space, see below
@@ -86,7 +89,7 @@ JOINT_DROP_40 = ("liblinear_svc.tol", "libsvm_svc.tol", "logistic_regression.tol
                  "extra_trees.min_samples_split", "gradient_boosting.min_samples_split",
                  "random_forest.min_samples_split")
 JOINT_MAX = 100
-RISING = ("rb_gp", "rb_random", "uniform", "uniform_random")
+RISING = ("rb_gp", "rb_random", "rb_gp_paper", "rb_random_paper", "uniform", "uniform_random")
 
 
 class Param:
@@ -125,7 +128,10 @@ class Dataset:
     """One dataset's records and the space derived from them."""
 
     def __init__(self, name):
-        with open(os.path.join(DATA, name + ".json")) as f:
+        path = os.path.join(DATA, name + ".json")
+        if not os.path.isfile(path):
+            raise SystemExit("cash_replay: no dataset %r: %s does not exist" % (name, path))
+        with open(path) as f:
             d = json.load(f)
         self.name = name
         self.arms = sorted(d["arms"])
@@ -390,12 +396,22 @@ def run_one(out, client, data, mode, method, seed, trials):
 
 
 def datasets_arg(text):
+    """The dataset names; exits with a message when there is none to replay."""
+    if not os.path.isdir(DATA):
+        raise SystemExit("cash_replay: the data directory %s does not exist (--data)" % DATA)
     if text == "all":
-        return sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(DATA, "*.json")))
-    return [d for d in text.split(",") if d]
+        names = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(DATA, "*.json")))
+        if not names:
+            raise SystemExit("cash_replay: no *.json dataset in %s (--data)" % DATA)
+        return names
+    names = [d for d in text.split(",") if d]
+    if not names:
+        raise SystemExit("cash_replay: --datasets names no dataset")
+    return names
 
 
 def main():
+    global DATA
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--banditd", help="the daemon binary (needed for banditd methods)")
     ap.add_argument("--datasets", default="all", help="comma-separated names, or all")
@@ -406,8 +422,10 @@ def main():
     ap.add_argument("--oracles", default="nearest,shuffle")
     ap.add_argument("--seeds", default="0-19")
     ap.add_argument("--trials", default="200,500", help="budgets T (pulls)")
+    ap.add_argument("--data", default=DATA, help="the directory of <dataset>.json histories (default: %(default)s)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    DATA = os.path.abspath(args.data)
     oracles = [o for o in args.oracles.split(",") if o]
     if set(oracles) - {"nearest", "shuffle"}:
         raise SystemExit("unknown oracles: %s" % sorted(set(oracles) - {"nearest", "shuffle"}))
@@ -419,6 +437,8 @@ def main():
         raise SystemExit("unknown methods: %s" % unknown)
     datasets = [Dataset(ds) for ds in datasets_arg(args.datasets)]
     budgets = parse_range(args.trials)
+    if not budgets or not parse_range(args.seeds) or not any(methods[o] for o in oracles):
+        raise SystemExit("cash_replay: nothing to run (no budget, seed, oracle or method)")
     daemon = client = None
     if used & set(BANDITD_METHODS):
         if not args.banditd:

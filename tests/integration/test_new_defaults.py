@@ -111,6 +111,31 @@ class NewDefaults(bdtest.DaemonTestCase):
                        "load the old study by its original body")
         self.assertEqual(again["id"], aged)
 
+    def test_rising_bandits_new_studies_get_the_tail_bound_and_retries(self):
+        """Issue 15: new rising_bandits studies are stored with upper_bound "tail" and max_retries 2;
+        one stored without them (every study before) keeps the paper's bound and no retries."""
+        cash = {"name": unique_name("rb"),
+                "parameters": [{"name": "algo", "type": "categorical", "choices": ["svm", "rf"]},
+                               {"name": "C", "type": "float", "low": 0.1, "high": 10, "when": {"algo": ["svm"]}}],
+                "objective": {"metric": "acc", "goal": "maximize"}, "limits": {"trials": 20},
+                "scheduler": {"name": "rising_bandits", "options": {"inner": "random"}}, "seed": 3}
+        sid = self.create(cash)["id"]
+        self.assertEqual(self.stored_options(sid), {"inner": "random", "upper_bound": "tail", "max_retries": 2})
+        kept = self.create(dict(cash, name=unique_name("rb"),
+                                scheduler={"name": "rising_bandits", "options": {"upper_bound": "paper"}}))["id"]
+        self.assertEqual(self.stored_options(kept), {"upper_bound": "paper", "max_retries": 2})
+        self.d.stop()
+        db = sqlite3.connect(self.d.db_path)
+        (text,) = db.execute("SELECT definition FROM studies WHERE id = ?", (sid,)).fetchone()
+        definition = json.loads(text)
+        definition["scheduler"]["options"] = {"inner": "random"}
+        db.execute("UPDATE studies SET definition = ? WHERE id = ?", (json.dumps(definition), sid))
+        db.commit()
+        db.close()
+        self.d.start()
+        state = expect(self.d.request("GET", "/v1/studies/%d" % sid), 200, "GET")["scheduler"]["state"]
+        self.assertEqual((state["upper_bound"], state["max_retries"]), ("paper", 0))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -107,6 +107,39 @@ Test(rising_bound, rewards_map_values_into_unit_interval)
     cr_expect_eq(bd_rising_reward(&d, INFINITY), 0.0);
 }
 
+/* The record-tail bound (upper_bound "tail"): sigma from the top k spacings,
+ * sigma = (r(1) - r(k' + 1)) / H(k'), k' = min(k, n - 1). */
+Test(rising_bound, tail_scale_from_the_top_spacings)
+{
+    const double r[] = {.5, .6, .62, .63, .635, .64, .7};
+    /* top 6: .7 .64 .635 .63 .62 .6; H(5) = 137/60 */
+    cr_expect_float_eq(bd_rising_tail_scale(r, 7, 5), .1 / (137.0 / 60), EPS);
+    cr_expect_float_eq(bd_rising_tail_scale(r, 7, 5), 0.043795620437956206, EPS);
+    const double two[] = {.3, .5};
+    cr_expect_float_eq(bd_rising_tail_scale(two, 2, 5), .2, EPS, "k' = n - 1 = 1");
+    const double mixed[] = {.2, .9, .9, .1, .5, .4}; /* unsorted, with a tie at the top */
+    cr_expect_float_eq(bd_rising_tail_scale(mixed, 6, 3), (.9 - .4) / (1 + 1.0 / 2 + 1.0 / 3), EPS);
+    cr_expect_float_eq(bd_rising_tail_scale(mixed, 6, 3), 0.27272727272727276, EPS);
+    cr_expect(isnan(bd_rising_tail_scale(r, 1, 5)), "one reward: no spacing");
+    cr_expect(isnan(bd_rising_tail_scale(r, 0, 5)));
+    const double flat[] = {.4, .4, .4, .4};
+    cr_expect_eq(bd_rising_tail_scale(flat, 4, 5), 0.0);
+}
+
+/* u = min(y + (1 + 1/sqrt(k')) sigma ln((n + h) / n), 1). */
+Test(rising_bound, tail_upper_bound_vectors)
+{
+    double s = .1 / (137.0 / 60);
+    cr_expect_float_eq(bd_rising_tail_upper(.7, s, 5, 7, 13), .7 + (1 + 1 / sqrt(5.0)) * s * log(20.0 / 7), EPS);
+    cr_expect_float_eq(bd_rising_tail_upper(.7, s, 5, 7, 13), 0.7665394241502687, 1e-12);
+    cr_expect_float_eq(bd_rising_tail_upper(.5, .2, 1, 2, 2), .5 + 2 * .2 * log(2.0), EPS);
+    cr_expect_eq(bd_rising_tail_upper(.9, .2, 1, 2, 100), 1.0, "capped at 1");
+    cr_expect_eq(bd_rising_tail_upper(.6, 0.0, 5, 7, 13), .6, "no spread: no rise");
+    cr_expect_eq(bd_rising_tail_upper(.6, NAN, 5, 7, 13), .6);
+    cr_expect_eq(bd_rising_tail_upper(.6, s, 5, 7, 0), .6, "no pulls left");
+    cr_expect_eq(bd_rising_tail_upper(.6, s, 5, 7, INFINITY), 1.0);
+}
+
 /* ------------------------------------------------------------- the scheduler */
 
 static const char *const cash3 =
@@ -521,6 +554,12 @@ Test(rising_bandits, study_limits_and_options_are_checked)
     expect_rejected(cash3, "{\"elimination\": \"lenient\"}", &accuracy30, "scheduler.options.elimination");
     expect_rejected(cash3, "{\"inner\": \"tpe\"}", &accuracy30, "scheduler.options.inner");
     expect_rejected(cash3, "{\"n_init\": 0}", &accuracy30, "scheduler.options.n_init");
+    expect_rejected(cash3, "{\"upper_bound\": \"loose\"}", &accuracy30, "scheduler.options.upper_bound");
+    expect_rejected(cash3, "{\"upper_bound\": \"tail\", \"tail\": 0}", &accuracy30, "scheduler.options.tail");
+    expect_rejected(cash3, "{\"tail\": 5}", &accuracy30, "scheduler.options.tail");
+    expect_rejected(cash3, "{\"upper_bound\": \"paper\", \"tail\": 5}", &accuracy30, "scheduler.options.tail");
+    expect_rejected(cash3, "{\"max_retries\": -1}", &accuracy30, "scheduler.options.max_retries");
+    expect_rejected(cash3, "{\"max_retries\": 101}", &accuracy30, "scheduler.options.max_retries");
 }
 
 Test(rising_bandits, arm_parameter_default_and_errors)
@@ -759,6 +798,157 @@ Test(rising_bandits, runs_to_T_with_workers_and_failures)
     json_t *d = hn_describe(&h);
     cr_expect_str_eq(json_string_value(json_object_get(d, "phase")), "done");
     cr_expect(json_is_object(json_object_get(d, "incumbent")));
+    json_decref(d);
+    hn_close(&h);
+}
+
+/* ------------------------------------------------------------- the tail bound and retries */
+
+/* b's best (.70, its 2nd pull) does not move in pulls 3 and 4: the paper's
+ * w is 0 and b goes in round 4 (u = .70 <= l_a = .78), although its rewards
+ * spread widely. The tail bound keeps it: sigma = (.7 - .4) / H(3) over
+ * b's rewards .5 .7 .4 .45, u = min(.7 + (1 + 1/sqrt 3) sigma ln(30/4), 1)
+ * = 1. c's rewards do not spread (sigma 0): it goes in round 3 either way. */
+static const table spread = {{.60, .70, .75, .78, .80, .81, .82, .83},
+                             {.50, .70, .40, .45, .42, .41, .43, .44},
+                             {.30, .30, .30, .30, .30, .30, .30, .30}};
+
+Test(rising_bandits, tail_bound_keeps_a_flat_arm_whose_rewards_spread)
+{
+    hn h;
+    open_ok(&h, cash3, "{\"inner\": \"random\", \"window\": 2}", &accuracy30);
+    play(&h, 3 + 3 + 3 + 2, spread);
+    json_t *d = hn_describe(&h);
+    cr_expect_str_eq(json_string_value(json_object_get(d, "upper_bound")), "paper");
+    cr_expect_null(json_object_get(d, "tail"));
+    expect_eliminated(d, "b", 4, "a");
+    expect_eliminated(d, "c", 3, "a");
+    json_decref(d);
+    hn_close(&h);
+
+    open_ok(&h, cash3, "{\"inner\": \"random\", \"window\": 2, \"upper_bound\": \"tail\"}", &accuracy30);
+    play(&h, 3 + 3 + 3 + 2, spread);
+    d = hn_describe(&h);
+    cr_expect_str_eq(json_string_value(json_object_get(d, "upper_bound")), "tail");
+    cr_expect_eq(num(d, "tail"), 5);
+    json_t *b = arm_state(d, "b");
+    expect_alive(d, "b");
+    cr_expect_eq(num(b, "growth_rate"), 0.0);
+    cr_expect_float_eq(num(b, "tail_scale"), .3 / (1 + 1.0 / 2 + 1.0 / 3), EPS);
+    cr_expect_float_eq(num(b, "tail_scale"), 0.16363636363636364, EPS);
+    cr_expect_eq(num(b, "upper"), 1.0);
+    cr_expect_float_eq(num(b, "lower"), .70, EPS);
+    expect_eliminated(d, "c", 3, "a");
+    cr_expect_eq(num(arm_state(d, "c"), "tail_scale"), 0.0);
+    cr_expect_float_eq(num(arm_state(d, "c"), "upper"), .30, EPS);
+    json_decref(d);
+    bd_sched *r = hn_replay(&h);
+    cr_expect(hn_same_next(&h, r, 3), "replay differs");
+    RB->destroy(r);
+    hn_close(&h);
+}
+
+/* The tail bound, once b's rewards are all in and its horizon short:
+ * T = 12, after round 4 b has n = 4 rewards and h = 8 pulls left:
+ * u = .7 + (1 + 1/sqrt 3) sigma ln(12/4) = .983565, still above l_a. */
+Test(rising_bandits, tail_bound_value_with_a_short_horizon)
+{
+    hn h;
+    study st = {.maximize = 1, .T = 12};
+    open_ok(&h, cash2, "{\"inner\": \"random\", \"window\": 2, \"upper_bound\": \"tail\", \"tail\": 3}", &st);
+    static const table two = {{.60, .70, .75, .78, .80, .81, .82, .83}, {.50, .70, .40, .45, .42, .41, .43, .44}};
+    play(&h, 8, two);
+    json_t *d = hn_describe(&h);
+    double sigma = .3 / (1 + 1.0 / 2 + 1.0 / 3);
+    json_t *b = arm_state(d, "b");
+    cr_expect_float_eq(num(b, "upper"), .7 + (1 + 1 / sqrt(3.0)) * sigma * log(12.0 / 4), EPS);
+    cr_expect_float_eq(num(b, "upper"), 0.9835648636980193, 1e-12);
+    expect_alive(d, "b");
+    json_decref(d);
+    hn_close(&h);
+}
+
+/* A clearly best arm whose first 8 attempts crash. Counted as pulls without
+ * improvement (max_retries 0, the old rule), a's y is 0 for its first three
+ * pulls and b eliminates it in round 3. With max_retries 2 each pull is
+ * offered again twice: pulls 1 and 2 still end without a result (3
+ * crashes each), pull 3 succeeds at its third attempt, y_a = [0, 0, .9],
+ * and a eliminates b instead. */
+static int crash_run(hn *h, int crashes, int n_results)
+{
+    int crashed = 0, results = 0;
+    while (results < n_results) {
+        int64_t id = pull(h);
+        if (arm_name(h, id)[0] == 'a' && crashed < crashes) {
+            crashed++;
+            hn_fail(h, id);
+            continue;
+        }
+        hn_complete(h, id, arm_name(h, id)[0] == 'a' ? -.9 : -.5);
+        results++;
+    }
+    return crashed;
+}
+
+Test(rising_bandits, a_crashing_best_arm_is_retried_not_eliminated)
+{
+    study st = {.maximize = 1, .T = 40};
+    hn h;
+    open_ok(&h, cash2, "{\"inner\": \"random\", \"window\": 2}", &st);
+    crash_run(&h, 8, 3); /* b's three results: a's 3 pulls crashed */
+    json_t *d = hn_describe(&h);
+    cr_expect_eq(num(d, "max_retries"), 0);
+    expect_eliminated(d, "a", 3, "b");
+    cr_expect_eq(num(arm_state(d, "a"), "retries"), 0);
+    json_decref(d);
+    hn_close(&h);
+
+    open_ok(&h, cash2, "{\"inner\": \"random\", \"window\": 2, \"max_retries\": 2}", &st);
+    cr_expect_eq(crash_run(&h, 8, 4), 8); /* a: 8 crashes then 1 result; b: 3 results */
+    for (int64_t id = 1; id <= 3; id++) { /* the first pull of a is offered three times */
+        cr_expect_str_eq(arm_name(&h, id), "a");
+        cr_expect_eq(json_integer_value(json_object_get(hn_get(&h, id)->extra, "pull")), 1);
+        json_t *retry = json_object_get(hn_get(&h, id)->extra, "retry");
+        cr_expect(id == 1 ? retry == NULL : json_integer_value(retry) == id - 1, "trial %lld: retry", (long long)id);
+    }
+    cr_expect_str_eq(arm_name(&h, 4), "b", "the third failure counts: the round goes on to b");
+    d = hn_describe(&h);
+    cr_expect_eq(num(d, "max_retries"), 2);
+    json_t *a = arm_state(d, "a");
+    cr_expect_eq(num(a, "pulls"), 3);
+    cr_expect_eq(num(a, "retries"), 6);
+    cr_expect_float_eq(num(a, "best_reward"), .9, EPS);
+    cr_expect_float_eq(num(a, "growth_rate"), .45, EPS);
+    expect_alive(d, "a");
+    expect_eliminated(d, "b", 3, "a");
+    json_decref(d);
+    bd_sched *r = hn_replay(&h);
+    cr_expect(hn_same_next(&h, r, 3), "replay differs");
+    RB->destroy(r);
+    hn_close(&h);
+}
+
+/* Expired and stopped pulls are offered again too, and hold the round up. */
+Test(rising_bandits, expired_and_stopped_pulls_are_offered_again)
+{
+    hn h;
+    open_ok(&h, cash2, "{\"inner\": \"random\", \"window\": 2, \"max_retries\": 1}", &accuracy30);
+    int64_t a1 = pull(&h), b1 = pull(&h);
+    hn_expire(&h, a1);
+    hn_end(&h, b1, BD_EV_STOPPED, NAN);
+    int64_t a1b = pull(&h), b1b = pull(&h);
+    cr_expect_str_eq(arm_name(&h, a1b), "a");
+    cr_expect_str_eq(arm_name(&h, b1b), "b");
+    json_t *d = hn_describe(&h);
+    cr_expect_eq(num(d, "round"), 1, "round 1 waits for the pulls offered again");
+    cr_expect_eq(num(arm_state(d, "a"), "pulls"), 1);
+    json_decref(d);
+    hn_complete(&h, a1b, -.6);
+    hn_fail(&h, b1b); /* b's pull 1 is out of retries: it counts, with no improvement */
+    d = hn_describe(&h);
+    cr_expect_eq(num(d, "round"), 2);
+    cr_expect_eq(num(arm_state(d, "b"), "best_reward"), 0.0);
+    cr_expect_eq(num(arm_state(d, "b"), "retries"), 1);
     json_decref(d);
     hn_close(&h);
 }
