@@ -15,6 +15,7 @@ extern const struct bd_sched_ops bd_sched_gp_ucb;
 extern const struct bd_sched_ops bd_sched_bo_bos;
 extern const struct bd_sched_ops bd_sched_rising_bandits;
 extern const struct bd_sched_ops bd_sched_spc;
+extern const struct bd_sched_ops bd_sched_caps_race;
 #ifdef BD_TEST_SCHEDULERS
 extern const struct bd_sched_ops bd_sched_test_sleep;
 #endif
@@ -29,6 +30,7 @@ static const struct bd_sched_ops *const registry[] = {
     &bd_sched_bo_bos,
     &bd_sched_rising_bandits,
     &bd_sched_spc,
+    &bd_sched_caps_race,
 #ifdef BD_TEST_SCHEDULERS
     &bd_sched_test_sleep, /* test builds only (test_sleep.c) */
 #endif

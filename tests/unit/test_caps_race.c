@@ -1,0 +1,477 @@
+/* test_caps_race.c: the caps_race scheduler (server/sched/caps_race.c,
+ * caps_race_bound.c): the Bernstein-Serfling width against hand-computed
+ * vectors, a 3 x 3 race followed run by run (computed by hand in the
+ * comments), failures re-offered then given up, several workers, the
+ * incumbent on a synthetic runtime matrix, replay after a restart and the
+ * bad studies. */
+#include <criterion/criterion.h>
+
+#include "sched_harness.h"
+#include "server/sched/caps_race_bound.h"
+
+extern const struct bd_sched_ops bd_sched_caps_race;
+
+#define EPS 1e-9
+
+/* ------------------------------------------------------------- the bound */
+
+Test(caps_race_bound, bernstein_serfling_vectors)
+{
+    /* m = 10 of N = 100, s^2 = 4, R = 10, d = 0.05: ln(5/d) = ln 100,
+     * rho = 1 - 9/100 = 0.91, sqrt(2 * 0.91 * 4 * ln 100 / 10) = 1.8310013,
+     * (7/3 + 3/sqrt 2) * 10 * ln 100 / 10 = 20.5144378 */
+    cr_assert_float_eq(bd_caps_race_rho(10, 100), 0.91, EPS);
+    cr_assert_float_eq(bd_caps_race_width(10, 100, 4, 10, 0.05), 22.345439092390247, 1e-9);
+    /* m = 60 > N/2: rho = (1 - 0.6)(1 + 1/60) = 0.40666..., and with s^2 = 2.5,
+     * R = 3, d = 0.001: 0.5372232 + 1.8970839 */
+    cr_assert_float_eq(bd_caps_race_rho(60, 100), 0.4066666666666667, EPS);
+    cr_assert_float_eq(bd_caps_race_width(60, 100, 2.5, 3, 0.001), 2.434307904404966, 1e-9);
+    /* the whole population: nothing is uncertain */
+    cr_assert_eq(bd_caps_race_rho(100, 100), 0);
+    cr_assert_eq(bd_caps_race_width(100, 100, 4, 10, 0.05), 0);
+    /* union bound: delta / (n m (m + 1)) */
+    cr_assert_float_eq(bd_caps_race_delta(0.05, 9, 3), 0.05 / 108, 1e-15);
+    /* the width falls as m grows (same s^2 and R) */
+    double last = INFINITY;
+    for (int64_t m = 1; m <= 100; m++) {
+        double w = bd_caps_race_width(m, 100, 4, 10, bd_caps_race_delta(0.05, 9, m));
+        cr_assert(w <= last, "width at m = %lld grew", (long long)m);
+        last = w;
+    }
+}
+
+/* ------------------------------------------------------------ the race */
+
+#define CAP_MAX 10.0
+
+static const char *SOLVERS3 = "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\", \"s2\"]}]";
+
+static char *instance_names(int n)
+{
+    json_t *a = json_array();
+    for (int j = 0; j < n; j++) {
+        char name[32];
+        snprintf(name, sizeof name, "inst%02d.cnf", j);
+        json_array_append_new(a, json_string(name));
+    }
+    char *text = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    return text;
+}
+
+static int solver_of(const hn_trial *t)
+{
+    return atoi(json_string_value(json_object_get(t->config, "solver")) + 1);
+}
+
+static void open_race(hn *h, const char *solvers, int n_instances, const char *options)
+{
+    char *names = instance_names(n_instances);
+    cr_assert_eq(hn_open_instances(h, &bd_sched_caps_race, solvers, options, 0.5, CAP_MAX, 0, names), 0, "%s",
+                 h->err.message);
+    free(names);
+}
+
+typedef double (*matrix_fn)(int c, int j);
+
+/* Ends trial id from the matrix: its runtime, or a timeout at its cap. */
+static void run_from(hn *h, int64_t id, matrix_fn m)
+{
+    hn_trial *t = hn_get(h, id);
+    double rt = m(solver_of(t), (int)t->instance);
+    if (rt > t->budget)
+        hn_complete_timeout(h, id);
+    else
+        hn_complete(h, id, rt);
+}
+
+static double m3(int c, int j)
+{
+    static const double rt[3][3] = {{4, 2, 6}, {1, 3, 2}, {9, 9, 9}};
+    return rt[c][j];
+}
+
+static json_t *racer_of(json_t *d, int index)
+{
+    json_t *rs = json_object_get(d, "racers");
+    for (size_t i = 0; i < json_array_size(rs); i++)
+        if (json_integer_value(json_object_get(json_array_get(rs, i), "racer")) == index)
+            return json_array_get(rs, i);
+    return NULL;
+}
+
+Test(caps_race, three_configs_race_run_by_run)
+{
+    /* kappa = 10, kappa0 = 0.5, cap_factor 1, instances in their order:
+     *  1. s0 leads: inst 0 at cap 10 -> 4
+     *  2. s1 inst 0 at cap 4 -> 1: e = -3 on the leader's whole prefix -> s1 leads
+     *  3. s2 inst 0 at cap 1 (position 0 goes before the leader's position 1) -> times out: e = 0
+     *  4. s1 (leader) inst 1 at 10 -> 3
+     *  5. s0 inst 1 at 3 -> 2 (e = 3 - 1 = 2 in all)
+     *  6. s2 inst 1 at 3 -> times out (e = 0)
+     *  7. s1 inst 2 at 10 -> 2
+     *  8. s0 inst 2 at 2 -> times out: e-sum 2 over all N = 3 instances: eliminated (W = 0)
+     *  9. s2 inst 2 at 2 -> times out: e-sum 0, neither eliminated nor a contender
+     * then nothing is left: DONE, the incumbent s1 with mean (1 + 3 + 2) / 3 = 2. */
+    static const struct {
+        int solver, instance;
+        double cap;
+    } want[] = {{0, 0, 10}, {1, 0, 4}, {2, 0, 1}, {1, 1, 10}, {0, 1, 3}, {2, 1, 3}, {1, 2, 10}, {0, 2, 2}, {2, 2, 2}};
+    hn h;
+    open_race(&h, SOLVERS3, 3, "{\"shuffle_instances\": false}");
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        int64_t id;
+        cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL, "run %zu", i + 1);
+        hn_trial *t = hn_get(&h, id);
+        cr_assert_eq(solver_of(t), want[i].solver, "run %zu: solver s%d", i + 1, solver_of(t));
+        cr_assert_eq(t->instance, want[i].instance, "run %zu: instance %lld", i + 1, (long long)t->instance);
+        cr_assert_float_eq(t->budget, want[i].cap, EPS, "run %zu: cap %g", i + 1, t->budget);
+        run_from(&h, id, m3);
+    }
+    int64_t id;
+    cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_DONE);
+    json_t *d = hn_describe(&h);
+    json_t *inc = json_object_get(d, "incumbent");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(inc, "config"), "solver")), "s1");
+    cr_assert_float_eq(json_number_value(json_object_get(inc, "value")), 2, EPS);
+    cr_assert_float_eq(json_number_value(json_object_get(inc, "budget")), CAP_MAX, EPS);
+    cr_assert_eq(json_integer_value(json_object_get(inc, "instances")), 3);
+    cr_assert_eq(json_integer_value(json_object_get(inc, "config_id")), 2, "s1's first trial");
+    cr_assert_eq(json_integer_value(json_object_get(d, "leader_changes")), 1);
+    cr_assert(json_is_false(json_object_get(racer_of(d, 0), "alive")), "s0 eliminated");
+    cr_assert_eq(json_integer_value(json_object_get(racer_of(d, 0), "eliminated_at")), 3);
+    cr_assert(json_is_true(json_object_get(racer_of(d, 2), "alive")));
+    cr_assert_float_eq(json_number_value(json_object_get(racer_of(d, 2), "gap")), 0, EPS);
+    cr_assert_float_eq(json_number_value(json_object_get(d, "seconds")), 4 + 1 + 1 + 3 + 2 + 3 + 2 + 2 + 2, EPS);
+    json_decref(d);
+    hn_close(&h);
+}
+
+Test(caps_race, a_contender_is_verified_at_the_largest_cap_before_it_leads)
+{
+    /* s1 is slower than s0 on instance 0 (times out at s0's 2 s) but far
+     * faster on instance 1: once its e-sum is negative it re-runs instance 0
+     * at kappa (a cap above its timeout), then takes the lead. */
+    hn h;
+    open_race(&h, "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]", 2,
+              "{\"shuffle_instances\": false}");
+    static const double rt[2][2] = {{2, 8}, {3, 1}};
+    struct {
+        int solver, instance;
+        double cap, result;
+    } want[] = {{0, 0, 10, 2}, {1, 0, 2, -1}, {0, 1, 10, 8}, {1, 1, 8, 1}, {1, 0, 10, 3}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        int64_t id;
+        cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+        hn_trial *t = hn_get(&h, id);
+        cr_assert_eq(solver_of(t), want[i].solver, "run %zu", i + 1);
+        cr_assert_eq(t->instance, want[i].instance, "run %zu", i + 1);
+        cr_assert_float_eq(t->budget, want[i].cap, EPS, "run %zu: cap %g", i + 1, t->budget);
+        double v = rt[want[i].solver][want[i].instance];
+        if (v > t->budget)
+            hn_complete_timeout(&h, id);
+        else
+            hn_complete(&h, id, v);
+    }
+    json_t *d = hn_describe(&h);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(d, "incumbent"), "config"),
+                                                       "solver")),
+                     "s1");
+    cr_assert_float_eq(json_number_value(json_object_get(json_object_get(d, "incumbent"), "value")), 2, EPS);
+    json_decref(d);
+    int64_t id;
+    cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_DONE, "s0: 10 > 4 over both instances, eliminated");
+    hn_close(&h);
+}
+
+Test(caps_race, a_failed_run_is_re_offered_then_given_up)
+{
+    hn h;
+    open_race(&h, SOLVERS3, 3, "{\"max_failures\": 2, \"shuffle_instances\": false}");
+    int64_t id, again, next;
+    cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+    hn_fail(&h, id);
+    cr_assert_eq(hn_suggest(&h, 0, &again), BD_SUGGEST_TRIAL);
+    cr_assert_eq(hn_get(&h, again)->instance, hn_get(&h, id)->instance, "the same run again");
+    cr_assert_eq(hn_get(&h, again)->config_id, hn_get(&h, id)->config_id);
+    cr_assert_float_eq(hn_get(&h, again)->budget, hn_get(&h, id)->budget, EPS);
+    hn_expire(&h, again); /* the second loss: the instance counts kappa * par */
+    json_t *d = hn_describe(&h);
+    cr_assert_float_eq(json_number_value(json_object_get(json_object_get(d, "incumbent"), "value")), CAP_MAX, EPS);
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(d, "incumbent"), "solved")), 0);
+    json_decref(d);
+    cr_assert_eq(hn_suggest(&h, 0, &next), BD_SUGGEST_TRIAL);
+    cr_assert_eq(solver_of(hn_get(&h, next)), 1, "the race goes on");
+    cr_assert_float_eq(hn_get(&h, next)->budget, CAP_MAX, EPS, "capped from the leader's 10");
+    hn_close(&h);
+}
+
+/* 8 configs x 40 instances: config c runs base(c) * hardness(j), some
+ * beyond the largest cap. s5 has the smallest mean. */
+static double m8(int c, int j)
+{
+    static const double base[8] = {3.0, 1.9, 2.5, 6.0, 1.4, 0.8, 4.0, 1.1};
+    double hard = 0.05 * (double)(1 + (j * 7) % 40);
+    double rt = base[c] * hard * (1 + 0.3 * (double)((c * 13 + j * 5) % 4));
+    if (c == 7 && j % 5 == 0)
+        rt = 50; /* fast on most instances, hopeless on a fifth */
+    return rt;
+}
+
+static double naive_cost(int nc, int ni, matrix_fn m, int *best)
+{
+    double total = 0, best_mean = INFINITY;
+    for (int c = 0; c < nc; c++) {
+        double mean = 0;
+        for (int j = 0; j < ni; j++)
+            mean += fmin(m(c, j), CAP_MAX);
+        total += mean;
+        if (mean < best_mean) {
+            best_mean = mean;
+            *best = c;
+        }
+    }
+    return total;
+}
+
+static const char *SOLVERS8 = "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": "
+                              "[\"s0\", \"s1\", \"s2\", \"s3\", \"s4\", \"s5\", \"s6\", \"s7\"]}]";
+
+/* Runs the study to DONE with `workers` workers finishing in a seeded
+ * random order; failing every fail_every-th run when > 0. Returns the CPU
+ * charged (min(runtime, cap) of every completed run). */
+static double run_to_done(hn *h, int workers, int fail_every, matrix_fn m)
+{
+    bd_rng order;
+    bd_rng_seed(&order, 11, 3);
+    int64_t running[16];
+    int n = 0;
+    long finished = 0;
+    double cpu = 0;
+    for (;;) {
+        while (n < workers) {
+            int64_t id;
+            int rc = hn_suggest(h, n, &id);
+            if (rc != BD_SUGGEST_TRIAL) {
+                cr_assert(rc == BD_SUGGEST_DONE || n > 0, "WAIT with nothing running");
+                break;
+            }
+            running[n++] = id;
+        }
+        if (!n)
+            break;
+        int pick = (int)bd_rng_below(&order, (uint64_t)n);
+        hn_trial *t = hn_get(h, running[pick]);
+        if (fail_every && ++finished % fail_every == 0) {
+            hn_fail(h, running[pick]);
+        } else {
+            cpu += fmin(m(solver_of(t), (int)t->instance), t->budget);
+            run_from(h, running[pick], m);
+        }
+        running[pick] = running[--n];
+    }
+    return cpu;
+}
+
+static void check_finds_the_best(int workers, int fail_every, const char *options)
+{
+    hn h;
+    open_race(&h, SOLVERS8, 40, options);
+    int best = -1;
+    double naive = naive_cost(8, 40, m8, &best);
+    cr_assert_eq(best, 5);
+    double cpu = run_to_done(&h, workers, fail_every, m8);
+    json_t *d = hn_describe(&h);
+    json_t *inc = json_object_get(d, "incumbent");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(inc, "config"), "solver")), "s5",
+                     "%d workers: the best config", workers);
+    cr_assert_eq(json_integer_value(json_object_get(inc, "instances")), 40);
+    cr_assert(cpu < 0.8 * naive, "%d workers: %g s of naive's %g", workers, cpu, naive);
+    json_decref(d);
+    hn_close(&h);
+}
+
+Test(caps_race, the_incumbent_is_the_best_config_of_a_runtime_matrix)
+{
+    check_finds_the_best(1, 0, "{}");
+    check_finds_the_best(1, 0, "{\"cap_factor\": 2, \"delta\": 0.2}");
+    check_finds_the_best(4, 0, "{}");
+    check_finds_the_best(3, 7, "{\"max_failures\": 5}");
+}
+
+Test(caps_race, several_workers_never_wait_while_a_run_is_available)
+{
+    hn h;
+    open_race(&h, SOLVERS8, 40, "{}");
+    /* at the start only the leader can run (challengers need its values):
+     * four workers get its first four instances */
+    int64_t ids[4];
+    for (int w = 0; w < 4; w++) {
+        cr_assert_eq(hn_suggest(&h, w, &ids[w]), BD_SUGGEST_TRIAL, "worker %d waits", w);
+        cr_assert_eq(solver_of(hn_get(&h, ids[w])), 0);
+        cr_assert_eq(hn_get(&h, ids[w])->budget, CAP_MAX);
+    }
+    run_from(&h, ids[0], m8); /* its first instance: seven challengers may run it */
+    for (int w = 0; w < 7; w++) {
+        int64_t id;
+        cr_assert_eq(hn_suggest(&h, 4 + w, &id), BD_SUGGEST_TRIAL);
+        cr_assert_eq(hn_get(&h, id)->instance, hn_get(&h, ids[0])->instance);
+        cr_assert_eq(solver_of(hn_get(&h, id)), 1 + w);
+    }
+    int64_t id;
+    cr_assert_eq(hn_suggest(&h, 11, &id), BD_SUGGEST_TRIAL, "the leader's fifth instance");
+    cr_assert_eq(solver_of(hn_get(&h, id)), 0);
+    hn_close(&h);
+}
+
+Test(caps_race, one_worker_is_deterministic)
+{
+    /* the same study twice gives the same runs, in the same order */
+    hn a, b;
+    open_race(&a, SOLVERS8, 40, "{}");
+    open_race(&b, SOLVERS8, 40, "{}");
+    for (int i = 0; i < 300; i++) {
+        int64_t ia, ib;
+        int ra = hn_suggest(&a, 0, &ia), rb = hn_suggest(&b, 0, &ib);
+        cr_assert_eq(ra, rb);
+        if (ra != BD_SUGGEST_TRIAL)
+            break;
+        cr_assert_eq(hn_get(&a, ia)->instance, hn_get(&b, ib)->instance);
+        cr_assert_eq(solver_of(hn_get(&a, ia)), solver_of(hn_get(&b, ib)));
+        cr_assert_eq(hn_get(&a, ia)->budget, hn_get(&b, ib)->budget);
+        run_from(&a, ia, m8);
+        run_from(&b, ib, m8);
+    }
+    hn_close(&a);
+    hn_close(&b);
+}
+
+Test(caps_race, the_instance_order_is_a_seeded_permutation)
+{
+    hn h;
+    open_race(&h, SOLVERS3, 12, "{}");
+    int seen[12] = {0}, first[12];
+    for (int k = 0; k < 12; k++) { /* the leader's first twelve runs, one per position */
+        int64_t id;
+        cr_assert_eq(hn_suggest(&h, k, &id), BD_SUGGEST_TRIAL);
+        cr_assert_eq(solver_of(hn_get(&h, id)), 0);
+        first[k] = (int)hn_get(&h, id)->instance;
+        seen[first[k]]++;
+    }
+    int identity = 1;
+    for (int k = 0; k < 12; k++) {
+        cr_assert_eq(seen[k], 1);
+        identity &= first[k] == k;
+    }
+    cr_assert(!identity, "shuffled by the seed");
+    hn_close(&h);
+}
+
+Test(caps_race, replay_after_restart_gives_identical_next_runs)
+{
+    hn h;
+    open_race(&h, SOLVERS8, 40, "{}");
+    bd_rng order;
+    bd_rng_seed(&order, 5, 5);
+    int64_t running[3];
+    int n = 0;
+    for (int i = 0; i < 200; i++) {
+        while (n < 3) {
+            int64_t id;
+            if (hn_suggest(&h, n, &id) != BD_SUGGEST_TRIAL)
+                break;
+            running[n++] = id;
+        }
+        if (!n)
+            break;
+        int pick = (int)bd_rng_below(&order, (uint64_t)n);
+        if (i % 37 == 5)
+            hn_fail(&h, running[pick]);
+        else
+            run_from(&h, running[pick], m8);
+        running[pick] = running[--n];
+    }
+    bd_sched *rebuilt = hn_replay(&h);
+    cr_assert(hn_same_next(&h, rebuilt, 30), "the replayed scheduler differs");
+    bd_sched_caps_race.destroy(rebuilt);
+    hn_close(&h);
+}
+
+Test(caps_race, a_large_space_races_a_seeded_sample)
+{
+    hn h;
+    char *names = instance_names(6);
+    const char *space = "[{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1},"
+                        " {\"name\": \"k\", \"type\": \"int\", \"low\": 1, \"high\": 9}]";
+    cr_assert_eq(hn_open_instances(&h, &bd_sched_caps_race, space, "{\"n_configs\": 5}", 0.5, CAP_MAX, 0, names), 0,
+                 "%s", h.err.message);
+    free(names);
+    for (int i = 0; i < 200; i++) {
+        int64_t id;
+        if (hn_suggest(&h, 0, &id) != BD_SUGGEST_TRIAL)
+            break;
+        hn_trial *t = hn_get(&h, id);
+        double rt = (0.5 + 20 * json_number_value(json_object_get(t->config, "x"))) * (1 + (double)(t->instance % 3));
+        if (rt > t->budget)
+            hn_complete_timeout(&h, id);
+        else
+            hn_complete(&h, id, rt);
+    }
+    json_t *d = hn_describe(&h);
+    cr_assert_str_eq(json_string_value(json_object_get(d, "configs")), "sampled");
+    cr_assert_eq(json_integer_value(json_object_get(d, "racers_total")), 5);
+    double best_x = INFINITY;
+    json_t *rs = json_object_get(d, "racers");
+    for (size_t i = 0; i < json_array_size(rs); i++)
+        best_x = fmin(best_x, json_number_value(json_object_get(json_object_get(json_array_get(rs, i), "config"), "x")));
+    cr_assert_float_eq(
+        json_number_value(json_object_get(json_object_get(json_object_get(d, "incumbent"), "config"), "x")), best_x,
+        EPS, "the smallest x is the fastest");
+    json_decref(d);
+    hn_close(&h);
+}
+
+Test(caps_race, bad_studies_are_refused_with_the_field)
+{
+    hn h;
+    cr_assert_neq(hn_open_instances(&h, &bd_sched_caps_race, SOLVERS3, "{}", 0.5, CAP_MAX, 0, NULL), 0);
+    cr_assert_str_eq(h.err.field, "instances");
+    hn_close(&h);
+    char *names = instance_names(3);
+    struct {
+        const char *options, *field;
+    } bad[] = {
+        {"{\"kappa0\": 100}", "scheduler.options.kappa0"},
+        {"{\"kappa0\": 0.1}", "scheduler.options.kappa0"},
+        {"{\"cap_factor\": 0.5}", "scheduler.options.cap_factor"},
+        {"{\"cap_factor\": 1e9}", "scheduler.options.cap_factor"},
+        {"{\"delta\": 0}", "scheduler.options.delta"},
+        {"{\"delta\": 0.9}", "scheduler.options.delta"},
+        {"{\"par\": 0.5}", "scheduler.options.par"},
+        {"{\"max_failures\": 0}", "scheduler.options.max_failures"},
+        {"{\"n_configs\": 100000}", "scheduler.options.n_configs"},
+        {"{\"eliminate\": \"never\"}", "scheduler.options.eliminate"},
+        {"{\"ratio\": 0.9}", "scheduler.options.ratio"},
+        {"{\"min_instances\": 0}", "scheduler.options.min_instances"},
+        {"{\"shuffle_instances\": 1}", "scheduler.options.shuffle_instances"},
+        {"{\"configs\": []}", "scheduler.options.configs"},
+        {"{\"configs\": [{\"solver\": \"s9\"}]}", "scheduler.options.configs"},
+        {"{\"configs\": [{\"solver\": \"s1\"}, {\"solver\": \"s1\"}]}", "scheduler.options.configs"},
+        {"{\"kapa0\": 1}", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_neq(hn_open_instances(&h, &bd_sched_caps_race, SOLVERS3, bad[i].options, 0.5, CAP_MAX, 0, names), 0,
+                      "%s accepted", bad[i].options);
+        if (bad[i].field)
+            cr_assert_str_eq(h.err.field, bad[i].field, "%s", bad[i].options);
+        hn_close(&h);
+    }
+    cr_assert_eq(hn_open_instances(&h, &bd_sched_caps_race, SOLVERS3, "{\"configs\": [{\"solver\": \"s2\"}]}", 0.5,
+                                   CAP_MAX, 0, names),
+                 0, "%s", h.err.message);
+    int64_t id;
+    cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+    cr_assert_str_eq(json_string_value(json_object_get(hn_get(&h, id)->config, "solver")), "s2");
+    hn_close(&h);
+    free(names);
+}
