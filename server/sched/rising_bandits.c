@@ -60,15 +60,16 @@
  * n = the arm's COMPLETED pulls, h = the horizon (T - t, or the cost-aware
  * one), k' = min(k, n - 1). An arm whose rewards do not spread (sigma = 0)
  * is bounded as in the paper; eliminations still need t > C. Measured,
- * MindWare replay, 41 datasets x 20 seeds, T = 200, shuffle form (the
- * same arm sequences as an exact Python model of this rule): every best arm
- * eliminated in 7.2% of runs (paper: 34.6%), >= uniform on 100% of the
- * datasets (paper: 75.6%), mean gap to the dataset's best 0.00169 (paper
- * 0.00141, uniform 0.00265): it keeps more arms to the end (2.65 on
- * average, paper 1), so it concentrates less. Held out by halves of the
- * datasets: 3.6% and 11.0%; at T = 500 (5 seeds): 13.2% (paper 35.6%);
- * k = 3 and 8 gave 13.5% and 4.4%. The daemon's figures, both oracle
- * forms, are in README-cash.md. Notes on the sources:
+ * MindWare replay, 41 datasets x 20 seeds, T = 200 (tests/bench/
+ * README-cash.md): every best arm eliminated in 12.0% of runs with GP-UCB
+ * inner and nearest records (paper: 40.5%), 7.2% with shuffled records
+ * (paper: 34.6%); >= uniform on 87.8% and 100% of the datasets (paper:
+ * 82.9%, 75.6%); mean gap to the dataset's best 0.0027 and 0.0017 (paper
+ * 0.0020 and 0.0014, uniform 0.0035 and 0.0027): it keeps more arms to the
+ * end (2-3 on average, paper 1), so it concentrates less, and ranks behind
+ * Optuna's TPE. Shuffled records, halves of the datasets held out: 3.6% and
+ * 11.0%; T = 500 (5 seeds): 13.2% (paper 35.6%); k = 3 and 8: 13.5% and
+ * 4.4%. Notes on the sources:
  * - t is the arm's own pull count, as ALGORITHMS.md's vector has it and as
  *   the paper's Inequality 9 bounds r_k(T) (arm k's reward after T pulls);
  *   Algorithm 1, line 7, writes T - t with t its global step counter, which
