@@ -138,7 +138,10 @@ typedef struct cr_cell {
     double cap;        /* the cap of its latest run */
     uint8_t state;     /* CR_* */
     uint8_t fails;     /* failed, expired or stopped runs */
-    uint8_t verifying; /* a LOWER cell whose re-run at kappa is in flight */
+    uint8_t verifying; /* a LOWER cell whose re-run at the level's cap is in flight */
+    uint8_t timed_out; /* its latest run hit its cap (else rt is its runtime) */
+    uint8_t gave_up;   /* max_failures reached: kappa * par at every level */
+    double rt;         /* the runtime of its latest run, when it finished */
 } cr_cell;
 
 typedef struct cr_racer {
@@ -171,6 +174,8 @@ typedef struct caps_race {
     bd_sched base;
     const bd_study_def *def;
     double kappa, kappa0, lambda, zeta, par;
+    double theta;         /* the current level's cap: first_cap, doubling up to kappa */
+    int64_t levels;       /* level changes so far */
     double ratio;         /* option eliminate = "ratio": its factor (0: "bernstein") */
     int64_t min_instances;
     int max_failures, shuffle, sampled;
@@ -281,7 +286,7 @@ static int read_options(caps_race *p, const bd_study_def *def, long long *n_samp
 {
     static const char *const known[] = {"configs", "n_configs", "kappa0", "cap_factor", "delta",
                                         "par",     "max_failures", "shuffle_instances", "eliminate", "ratio", "min_instances",
-                                        NULL};
+                                        "first_cap", NULL};
     static const char *const modes[] = {"bernstein", "ratio", NULL};
     const json_t *o = def->options;
     const char *mode;
@@ -302,6 +307,9 @@ static int read_options(caps_race *p, const bd_study_def *def, long long *n_samp
         rc = bd_opt_int(o, "max_failures", 3, 1, 100, &max_failures, err);
     if (!rc)
         rc = bd_opt_bool(o, "shuffle_instances", 1, &p->shuffle, err);
+    if (!rc)
+        rc = bd_opt_number(o, "first_cap", fmin(def->r_max, fmax(p->kappa0, def->r_max / 64)),
+                           fmax(def->r_min, 1e-9), def->r_max, &p->theta, err);
     if (!rc)
         rc = bd_opt_string(o, "eliminate", "bernstein", modes, &mode, err);
     if (!rc)
@@ -371,19 +379,19 @@ static int candidate(const caps_race *p, size_t i, int64_t *pos, double *cap)
         for (int64_t k = 0; k < r->done && k < best; k++)
             if (r->cells[k].state == CR_LOWER && !r->cells[k].verifying) {
                 best = k;
-                best_cap = p->kappa;
+                best_cap = p->theta;
                 break;
             }
     if (best == INT64_MAX && r->next < p->n_instances) {
         int64_t k = r->next;
         if (i == p->leader) {
-            best_cap = p->kappa;
+            best_cap = p->theta;
         } else {
             const cr_racer *l = &p->racers[p->leader];
             if (k >= l->next || l->cells[k].state != CR_EXACT)
                 return 0;
-            best_cap = is_contender(p, i) ? p->kappa
-                                          : fmin(p->kappa, fmax(p->kappa0, p->lambda * l->cells[k].val));
+            best_cap = is_contender(p, i) ? p->theta
+                                          : fmin(p->theta, fmax(p->kappa0, p->lambda * l->cells[k].val));
         }
         best = k;
     }
@@ -427,7 +435,7 @@ static int cr_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out
     if (i < 0)
         return p->running ? BD_SUGGEST_WAIT : BD_SUGGEST_DONE;
     const cr_racer *r = &p->racers[i];
-    const char *role = (size_t)i == p->leader ? "leader" : cap >= p->kappa ? "contender" : "challenger";
+    const char *role = (size_t)i == p->leader ? "leader" : cap >= p->theta ? "contender" : "challenger";
     out->config = json_incref(r->config);
     out->config_id = r->config_id;
     out->budget = cap;
@@ -501,8 +509,8 @@ static void reset_compare(caps_race *p)
 static void test_elimination(caps_race *p, size_t j)
 {
     cr_racer *r = &p->racers[j];
-    if (j == p->leader || !r->alive || r->cmp < 1)
-        return;
+    if (j == p->leader || !r->alive || r->cmp < 1 || p->theta < p->kappa || p->racers[p->leader].n_lower)
+        return; /* below kappa, or with a leader's lower bound, e overstates the difference */
     int64_t m = r->cmp;
     if (p->ratio > 0) {
         if (m >= p->min_instances && r->se > (p->ratio - 1) * r->sa) {
@@ -547,6 +555,19 @@ static void catch_up_all(caps_race *p)
         catch_up(p, j);
 }
 
+static void maybe_promote(caps_race *p, size_t i);
+
+/* The leader or its values changed: every compared sum anew, then any
+ * challenger that is now better takes the lead (each change lowers the
+ * leader's sum, so this ends). */
+static void recompare_all(caps_race *p)
+{
+    reset_compare(p);
+    catch_up_all(p);
+    for (size_t i = 0; i < p->n_racers; i++)
+        maybe_promote(p, i);
+}
+
 /* Challenger i takes the lead when it has exact values on the leader's
  * whole prefix, nothing in flight, and a strictly smaller sum. */
 static void maybe_promote(caps_race *p, size_t i)
@@ -557,27 +578,49 @@ static void maybe_promote(caps_race *p, size_t i)
         return;
     p->leader = i;
     p->leader_changes++;
-    reset_compare(p);
-    catch_up_all(p);
+    recompare_all(p);
 }
 
-/* Cell k of racer i gets a value: exact (the runtime, or kappa * par) or a
- * lower bound (a timeout below kappa). */
-static void settle(caps_race *p, size_t i, int64_t k, double val, int exact)
+/* What cell c counts at the current level: exact (its runtime; a timeout
+ * at the level's cap counts the cap, times par at kappa; kappa * par once
+ * given up) or a lower bound (a timeout below the level's cap). Returns 1
+ * when exact. */
+static int derive(const caps_race *p, const cr_cell *c, double *val)
+{
+    if (c->gave_up) {
+        *val = p->kappa * p->par;
+        return 1;
+    }
+    if (!c->timed_out) {
+        *val = c->rt;
+        return 1;
+    }
+    if (c->cap >= p->theta * (1 - 1e-12)) {
+        *val = p->theta >= p->kappa ? p->kappa * p->par : p->theta;
+        return 1;
+    }
+    *val = c->cap;
+    return 0;
+}
+
+/* Cell k of racer i finished (its raw result is in the cell). */
+static void settle(caps_race *p, size_t i, int64_t k)
 {
     cr_racer *r = &p->racers[i];
     cr_cell *c = &r->cells[k];
-    if (c->verifying) { /* a LOWER cell re-run at kappa: always exact */
+    double val;
+    int exact = derive(p, c, &val);
+    if (c->verifying) { /* a LOWER cell re-run at the level's cap */
         double old = c->val;
         c->verifying = 0;
-        c->state = CR_EXACT;
+        c->state = exact ? CR_EXACT : CR_LOWER;
         c->val = val;
-        r->n_lower--;
+        if (exact)
+            r->n_lower--;
         if (k < r->done)
             r->sum += val - old;
         if (i == p->leader) {
-            reset_compare(p);
-            catch_up_all(p);
+            recompare_all(p);
         } else if (k < r->cmp) {
             double a = p->racers[p->leader].cells[k].val;
             r->se += val - old;
@@ -604,6 +647,36 @@ static void settle(caps_race *p, size_t i, int64_t k, double val, int exact)
     }
 }
 
+/* The level is over (nothing to run, nothing running) below kappa: the
+ * cap doubles (up to kappa), every finished cell is counted anew (a
+ * timeout at the old cap becomes a lower bound), and the race goes on:
+ * the leader and the contenders re-run their lower bounds at the new cap. */
+static void maybe_level_up(caps_race *p)
+{
+    int64_t pos;
+    double cap;
+    while (p->theta < p->kappa && p->running == 0 && pick(p, &pos, &cap) < 0) {
+        p->theta = 2 * p->theta >= p->kappa * (1 - 1e-12) ? p->kappa : 2 * p->theta;
+        p->levels++;
+        for (size_t i = 0; i < p->n_racers; i++) {
+            cr_racer *r = &p->racers[i];
+            r->n_lower = 0;
+            r->sum = 0;
+            for (int64_t k = 0; k < r->next; k++) {
+                cr_cell *c = &r->cells[k];
+                if (c->state != CR_LOWER && c->state != CR_EXACT)
+                    continue;
+                int exact = derive(p, c, &c->val);
+                c->state = exact ? CR_EXACT : CR_LOWER;
+                r->n_lower += !exact;
+                if (k < r->done)
+                    r->sum += c->val;
+            }
+        }
+        recompare_all(p);
+    }
+}
+
 /* A run ended: COMPLETED with a value or a timeout (ok = 1), or failed,
  * expired, stopped or completed without a value (ok = 0). */
 static void on_ended(caps_race *p, const bd_event *ev, int ok)
@@ -620,7 +693,6 @@ static void on_ended(caps_race *p, const bd_event *ev, int ok)
     cr_cell *c = &r->cells[k];
     r->in_flight--;
     p->running--;
-    int at_max = cap >= p->kappa * (1 - 1e-12);
     if (ok && (ev->timeout || isfinite(ev->loss))) {
         double rt = fmax(ev->loss, 0);
         int timeout = ev->timeout || rt > cap * (1 + 1e-9);
@@ -629,22 +701,25 @@ static void on_ended(caps_race *p, const bd_event *ev, int ok)
         p->seconds += charge;
         if (!timeout)
             r->solved++;
-        settle(p, i, k, timeout ? (at_max ? p->kappa * p->par : cap) : rt, !timeout || at_max);
-        return;
-    }
-    if (c->fails < UINT8_MAX)
-        c->fails++;
-    if (c->fails >= p->max_failures) { /* give up: the worst value a run can score */
-        settle(p, i, k, p->kappa * p->par, 1);
-        return;
-    }
-    if (c->verifying) {
-        c->verifying = 0; /* still LOWER: a contender re-offers it */
+        c->cap = cap;
+        c->timed_out = (uint8_t)timeout;
+        c->rt = timeout ? NAN : rt;
+        settle(p, i, k);
     } else {
-        c->state = CR_NONE;
-        r->n_retry++;
+        if (c->fails < UINT8_MAX)
+            c->fails++;
+        if (c->fails >= p->max_failures) { /* give up: the worst value a run can score */
+            c->gave_up = 1;
+            settle(p, i, k);
+        } else if (c->verifying) {
+            c->verifying = 0; /* still LOWER: re-offered while it is a contender's */
+            maybe_promote(p, i);
+        } else {
+            c->state = CR_NONE;
+            r->n_retry++;
+        }
     }
-    maybe_promote(p, i); /* nothing in flight any more may complete its claim */
+    maybe_level_up(p);
 }
 
 static int cr_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev, bd_decision *out, bd_err *err)
@@ -757,9 +832,10 @@ static int cr_describe(const bd_sched *s, json_t **out)
     for (size_t a = 0; a < n && a < CR_DESCRIBE_RACERS; a++)
         json_array_append_new(racers, racer_json(p, rank[a].index));
     free(rank);
-    *out = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:o}", "configs",
+    *out = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:o}",
+                     "configs",
                      p->sampled ? "sampled" : "list", "kappa0", p->kappa0, "cap_factor", p->lambda, "delta", p->zeta,
-                     "par", p->par, "max_cap", p->kappa, "instances", (json_int_t)p->n_instances, "runs",
+                     "par", p->par, "max_cap", p->kappa, "cap", p->theta, "levels", (json_int_t)p->levels, "instances", (json_int_t)p->n_instances, "runs",
                      (json_int_t)p->created, "running", (json_int_t)p->running, "leader", (json_int_t)p->leader,
                      "leader_changes", (json_int_t)p->leader_changes, "seconds", p->seconds, "alive",
                      (json_int_t)alive, "racers_total", (json_int_t)n, "racers", racers);
@@ -768,7 +844,7 @@ static int cr_describe(const bd_sched *s, json_t **out)
         json_object_set_new(*out, "incumbent",
                             json_pack("{s:I, s:I, s:O, s:f, s:f, s:I, s:I}", "trial_id", (json_int_t)l->config_id,
                                       "config_id", (json_int_t)l->config_id, "config", l->config, "value",
-                                      mean_of(l), "budget", p->kappa, "instances", (json_int_t)l->done, "solved",
+                                      mean_of(l), "budget", p->theta, "instances", (json_int_t)l->done, "solved",
                                       (json_int_t)l->solved));
     return 0;
 }

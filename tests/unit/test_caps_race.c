@@ -118,7 +118,7 @@ Test(caps_race, three_configs_race_run_by_run)
         double cap;
     } want[] = {{0, 0, 10}, {1, 0, 4}, {2, 0, 1}, {1, 1, 10}, {0, 1, 3}, {2, 1, 3}, {1, 2, 10}, {0, 2, 2}, {2, 2, 2}};
     hn h;
-    open_race(&h, SOLVERS3, 3, "{\"shuffle_instances\": false}");
+    open_race(&h, SOLVERS3, 3, "{\"shuffle_instances\": false, \"first_cap\": 10}");
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         int64_t id;
         cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL, "run %zu", i + 1);
@@ -154,7 +154,7 @@ Test(caps_race, a_contender_is_verified_at_the_largest_cap_before_it_leads)
      * at kappa (a cap above its timeout), then takes the lead. */
     hn h;
     open_race(&h, "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]", 2,
-              "{\"shuffle_instances\": false}");
+              "{\"shuffle_instances\": false, \"first_cap\": 10}");
     static const double rt[2][2] = {{2, 8}, {3, 1}};
     struct {
         int solver, instance;
@@ -184,10 +184,67 @@ Test(caps_race, a_contender_is_verified_at_the_largest_cap_before_it_leads)
     hn_close(&h);
 }
 
+Test(caps_race, cap_levels_double_and_lower_bounds_are_re_run)
+{
+    /* kappa = 4 (resource.max), first_cap 1, kappa0 0.5; s0 = {0.5, 3}, s1 = {2, 1}:
+     * level 1:  1. s0 inst 0 at 1 -> 0.5          2. s1 inst 0 at 0.5 -> timeout (lower bound 0.5)
+     *           3. s0 inst 1 at 1 -> timeout: counts 1 at this level
+     *           4. s1 inst 1 at 1 -> 1: e-sum 0, nothing left: the cap doubles
+     * level 2:  s0's timeout at 1 is now a lower bound:
+     *           5. s0 inst 1 at 2 -> timeout (counts 2): s1's e-sum -1, a contender
+     *           6. s1 inst 0 at 2 -> 2: e-sum 0.5, no longer a contender; the cap doubles
+     * level 4 = kappa: s0 inst 1's lower bound 2 makes s1's e-sum 0.5, but
+     * the leader's lower bound keeps s1 from being eliminated:
+     *           7. s0 inst 1 at 4 -> 3: s1 (2 + 1 = 3) beats s0 (0.5 + 3): s1 leads,
+     *              s0 is eliminated (e-sum 0.5 over all instances), DONE. */
+    static const double rt[2][2] = {{0.5, 3}, {2, 1}};
+    static const struct {
+        int solver, instance;
+        double cap;
+    } want[] = {{0, 0, 1}, {1, 0, 0.5}, {0, 1, 1}, {1, 1, 1}, {0, 1, 2}, {1, 0, 2}, {0, 1, 4}};
+    hn h;
+    char *names = instance_names(2);
+    cr_assert_eq(hn_open_instances(&h, &bd_sched_caps_race,
+                                   "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]",
+                                   "{\"shuffle_instances\": false, \"first_cap\": 1}", 0.5, 4, 0, names),
+                 0, "%s", h.err.message);
+    free(names);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        int64_t id;
+        cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL, "run %zu", i + 1);
+        hn_trial *t = hn_get(&h, id);
+        cr_assert_eq(solver_of(t), want[i].solver, "run %zu: s%d", i + 1, solver_of(t));
+        cr_assert_eq(t->instance, want[i].instance, "run %zu", i + 1);
+        cr_assert_float_eq(t->budget, want[i].cap, EPS, "run %zu: cap %g", i + 1, t->budget);
+        double v = rt[want[i].solver][want[i].instance];
+        if (v > t->budget)
+            hn_complete_timeout(&h, id);
+        else
+            hn_complete(&h, id, v);
+        if (i == 3) {
+            json_t *d = hn_describe(&h);
+            cr_assert_float_eq(json_number_value(json_object_get(d, "cap")), 2, EPS, "the cap doubled");
+            json_decref(d);
+        }
+    }
+    int64_t id;
+    cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_DONE);
+    json_t *d = hn_describe(&h);
+    json_t *inc = json_object_get(d, "incumbent");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(inc, "config"), "solver")), "s1");
+    cr_assert_float_eq(json_number_value(json_object_get(inc, "value")), 1.5, EPS);
+    cr_assert_float_eq(json_number_value(json_object_get(inc, "budget")), 4, EPS);
+    cr_assert_eq(json_integer_value(json_object_get(d, "levels")), 2);
+    cr_assert(json_is_false(json_object_get(racer_of(d, 0), "alive")));
+    cr_assert_float_eq(json_number_value(json_object_get(d, "seconds")), 0.5 + 0.5 + 1 + 1 + 2 + 2 + 3, EPS);
+    json_decref(d);
+    hn_close(&h);
+}
+
 Test(caps_race, a_failed_run_is_re_offered_then_given_up)
 {
     hn h;
-    open_race(&h, SOLVERS3, 3, "{\"max_failures\": 2, \"shuffle_instances\": false}");
+    open_race(&h, SOLVERS3, 3, "{\"max_failures\": 2, \"shuffle_instances\": false, \"first_cap\": 10}");
     int64_t id, again, next;
     cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
     hn_fail(&h, id);
@@ -294,15 +351,17 @@ static void check_finds_the_best(int workers, int fail_every, const char *option
 Test(caps_race, the_incumbent_is_the_best_config_of_a_runtime_matrix)
 {
     check_finds_the_best(1, 0, "{}");
-    check_finds_the_best(1, 0, "{\"cap_factor\": 2, \"delta\": 0.2}");
+    check_finds_the_best(1, 0, "{\"first_cap\": 10}");
+    check_finds_the_best(1, 0, "{\"cap_factor\": 2, \"delta\": 0.2, \"first_cap\": 0.5}");
     check_finds_the_best(4, 0, "{}");
     check_finds_the_best(3, 7, "{\"max_failures\": 5}");
+    check_finds_the_best(2, 5, "{\"first_cap\": 10, \"eliminate\": \"ratio\", \"min_instances\": 5}");
 }
 
 Test(caps_race, several_workers_never_wait_while_a_run_is_available)
 {
     hn h;
-    open_race(&h, SOLVERS8, 40, "{}");
+    open_race(&h, SOLVERS8, 40, "{\"first_cap\": 10}");
     /* at the start only the leader can run (challengers need its values):
      * four workers get its first four instances */
     int64_t ids[4];
@@ -442,6 +501,8 @@ Test(caps_race, bad_studies_are_refused_with_the_field)
         const char *options, *field;
     } bad[] = {
         {"{\"kappa0\": 100}", "scheduler.options.kappa0"},
+        {"{\"first_cap\": 11}", "scheduler.options.first_cap"},
+        {"{\"first_cap\": 0.1}", "scheduler.options.first_cap"},
         {"{\"kappa0\": 0.1}", "scheduler.options.kappa0"},
         {"{\"cap_factor\": 0.5}", "scheduler.options.cap_factor"},
         {"{\"cap_factor\": 1e9}", "scheduler.options.cap_factor"},
