@@ -184,6 +184,7 @@ typedef struct cr_racer {
     double sa;           /* sum of the leader's a over it */
     double vmax, amax;   /* max of v and of the leader's a over it */
     int64_t n_lower;     /* LOWER cells */
+    int64_t low_from;    /* no LOWER cell below this position (where re-run scans start) */
     int64_t n_retry;     /* NONE cells below next (failed runs to re-offer) */
     int64_t solved, runs, in_flight;
     double seconds;      /* CPU charged: min(runtime, cap) of its runs */
@@ -403,7 +404,7 @@ static int candidate(const caps_race *p, size_t i, int64_t *pos, double *cap)
                 break;
             }
     if (r->n_lower > 0 && (i == p->leader || is_contender(p, i)))
-        for (int64_t k = 0; k < r->done && k < best; k++)
+        for (int64_t k = r->low_from; k < r->done && k < best; k++)
             if (r->cells[k].state == CR_LOWER && !r->cells[k].verifying) {
                 best = k;
                 best_cap = p->theta;
@@ -630,6 +631,13 @@ static int derive(const caps_race *p, const cr_cell *c, double *val)
     return 0;
 }
 
+/* Moves r->low_from past the cells that are not lower bounds. */
+static void advance_low_from(cr_racer *r)
+{
+    while (r->low_from < r->next && r->cells[r->low_from].state != CR_LOWER)
+        r->low_from++;
+}
+
 /* Cell k of racer i finished (its raw result is in the cell). */
 static void settle(caps_race *p, size_t i, int64_t k)
 {
@@ -644,6 +652,7 @@ static void settle(caps_race *p, size_t i, int64_t k)
         c->val = val;
         if (exact)
             r->n_lower--;
+        advance_low_from(r);
         if (k < r->done)
             r->sum += val - old;
         if (i == p->leader) {
@@ -660,8 +669,11 @@ static void settle(caps_race *p, size_t i, int64_t k)
     }
     c->state = exact ? CR_EXACT : CR_LOWER;
     c->val = val;
-    if (!exact)
+    if (!exact) {
         r->n_lower++;
+        if (k < r->low_from)
+            r->low_from = k;
+    }
     int64_t before = r->done;
     while (r->done < r->next && (r->cells[r->done].state == CR_LOWER || r->cells[r->done].state == CR_EXACT))
         r->sum += r->cells[r->done++].val;
@@ -689,6 +701,7 @@ static void maybe_level_up(caps_race *p)
             cr_racer *r = &p->racers[i];
             r->n_lower = 0;
             r->sum = 0;
+            r->low_from = 0;
             for (int64_t k = 0; k < r->next; k++) {
                 cr_cell *c = &r->cells[k];
                 if (c->state != CR_LOWER && c->state != CR_EXACT)
@@ -699,6 +712,7 @@ static void maybe_level_up(caps_race *p)
                 if (k < r->done)
                     r->sum += c->val;
             }
+            advance_low_from(r);
         }
         recompare_all(p);
     }
