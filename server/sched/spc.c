@@ -104,7 +104,8 @@ extern const struct bd_sched_ops bd_sched_spc;
 #define SPC_MAX_CONFIGS 4096
 #define SPC_SAMPLE_SALT 0x7370632d73616d70ULL /* "spc-samp" */
 #define SPC_ORDER_SALT 0x7370632d6f726472ULL  /* "spc-ordr" */
-#define SPC_FIRST_HORIZON 16                    /* the iteration the first keys are computed at */
+#define SPC_FIRST_HORIZON 16                    /* the paper's stream: the first keys' iteration */
+#define SPC_POLL_STEP 16                        /* finite stream: LCBs polled again when t grows by 1/16 */
 #define SPC_DESCRIBED_TESTERS 64                /* describe() lists at most this many testers */
 #define SPC_MAX_SAMPLES 32                      /* samples S_0 .. S_31 at most */
 
@@ -115,7 +116,7 @@ typedef struct spc_sample {
     double reserved;     /* caps of its runs in flight */
     int64_t t;           /* its iteration counter: finished runs */
     bd_iheap runnable;   /* its testers with a run to give, by key (spc.key) */
-    int64_t horizon;     /* the keys are each LCB at this iteration, >= t */
+    int64_t key_t;       /* the iteration the keys are LCBs at (see "the order of testers") */
 } spc_sample;
 
 typedef struct spc_flight {
@@ -139,7 +140,7 @@ typedef struct spc {
     size_t n_passes;
     spc_tester *testers;
     size_t n_testers, cap_testers;
-    double *key;                  /* key[k]: a lower bound of tester k's LCB until its sample's horizon */
+    double *key;                  /* key[k]: tester k's place in its sample's heap (see "the order of testers") */
     size_t *popped;               /* pick_in_sample's scratch: testers taken off a heap */
     spc_sample *samples;
     size_t n_samples, cap_samples;
@@ -153,14 +154,25 @@ typedef struct spc {
  * The main loop wants the runnable tester with the smallest LCB at the
  * sample's current iteration t. Computing every LCB at every step costs
  * O(testers x values) (0.8 ms with 1,000 testers). Instead each sample keeps
- * its runnable testers in a heap keyed by their LCB at a later iteration,
- * the horizon (>= t): an LCB never increases with t, so the key is a lower
- * bound of the LCB at every t up to the horizon. pick_in_sample pops keys
- * in order, computes the exact LCB of each popped tester, and stops when
- * the next key cannot beat the best exact one: the same choice as a full
- * scan. A key changes when its tester's values do (one tester per step);
- * when t passes the horizon, the sample's keys are recomputed at twice t,
- * so the rebuilds cost O(testers x values x log t) in all. */
+ * its runnable testers in a heap by key; a key changes when its tester's
+ * values do (one tester per step), and all of a sample's keys are
+ * recomputed when t moves far enough:
+ *
+ * - the paper's streams (cycle, once): the key is the LCB at a later
+ *   iteration key_t (>= t). An LCB never increases with t, so the key is a
+ *   lower bound of the LCB at every t up to key_t. pick_in_sample pops keys
+ *   in order, computes the exact LCB of each popped tester, and stops when
+ *   the next key cannot beat the best exact one: the same choice as a full
+ *   scan (test_spc.c checks it against a step-by-step implementation).
+ *   When t passes key_t, the keys are recomputed at twice t. Testers whose
+ *   LCBs lie close together (hundreds of configs timing out at kappa0 on
+ *   the same instances) are all popped, so a step costs up to O(testers).
+ * - stream "finite": every LCB is polled at key_t <= t, and key_t moves to
+ *   t when t has grown by 1/SPC_POLL_STEP since. The LCB depends on t only
+ *   through log t, so the polled LCBs differ from those at t by well under
+ *   1%; the paper's polling of every tester at every step becomes a poll
+ *   every t/16 steps, and a step costs O(log testers + values of the tester
+ *   that ran), plus the polls: O(testers x values x 16 / t) per step. */
 
 /* Is a ahead of b: the smaller LCB, then (finite streams) the less CPU
  * spent, so equal LCBs (all 0 early on) share time instead of going to the
@@ -192,7 +204,14 @@ static double lcb_of(const spc *p, size_t k)
 static double key_of(const spc *p, size_t k)
 {
     const spc_tester *t = &p->testers[k];
-    return p->lcb_now ? spc_tester_lcb_at(t, p->samples[t->sample].horizon) : t->lcb;
+    return p->lcb_now ? spc_tester_lcb_at(t, p->samples[t->sample].key_t) : t->lcb;
+}
+
+/* The LCB pick_in_sample compares: exact for the paper's streams, the
+ * polled one (the key itself) for the finite stream. */
+static double compared_lcb(const spc *p, size_t k)
+{
+    return p->finite ? p->key[k] : lcb_of(p, k);
 }
 
 /* Tester k's values, CPU or runs changed: its key and heap membership. */
@@ -210,12 +229,20 @@ static void tester_changed(spc *p, size_t k)
     }
 }
 
-/* Sample s's t passed its horizon: every key again, at twice t. */
-static void advance_horizon(spc *p, spc_sample *s)
+/* Sample s's t moved on: every key again when key_t is due. */
+static void advance_key_t(spc *p, spc_sample *s)
 {
-    if (!p->lcb_now || s->t <= s->horizon)
+    if (!p->lcb_now)
         return;
-    s->horizon = 2 * s->t;
+    if (p->finite) {
+        if (s->t < s->key_t + (s->key_t / SPC_POLL_STEP > 1 ? s->key_t / SPC_POLL_STEP : 1))
+            return;
+        s->key_t = s->t;
+    } else {
+        if (s->t <= s->key_t)
+            return;
+        s->key_t = 2 * s->t;
+    }
     bd_iheap_clear(&s->runnable);
     bd_iheap_init(&s->runnable, key_less, p);
     for (size_t k = s->first; k < s->first + s->size; k++)
@@ -239,7 +266,7 @@ static long pick_in_sample(spc *p, spc_sample *s, int idle_only, double *lcb_out
         p->popped[n_popped++] = bd_iheap_pop(h);
         if (idle_only && p->testers[k].in_flight)
             continue;
-        double lcb = lcb_of(p, k);
+        double lcb = compared_lcb(p, k);
         if (best < 0 || ahead(p, k, lcb, (size_t)best, best_lcb)) {
             best = (long)k;
             best_lcb = lcb;
@@ -285,7 +312,7 @@ static void add_sample(spc *p, size_t size)
     p->samples[i] = (spc_sample){.first = p->n_testers,
                                  .size = size,
                                  .weight = 1.0 / (double)((i + 1) * (i + 1)),
-                                 .horizon = p->lcb_now ? SPC_FIRST_HORIZON : INT64_MAX};
+                                 .key_t = !p->lcb_now ? INT64_MAX : p->finite ? 0 : SPC_FIRST_HORIZON};
     bd_iheap_init(&p->samples[i].runnable, key_less, p);
 }
 
@@ -595,7 +622,7 @@ static void on_ended(spc *p, const bd_event *ev, int ok)
         spc_tester_fail(t, &f->run, p->max_failures, p->cap_max, p->par, s->t);
     }
     tester_changed(p, f->tester);
-    advance_horizon(p, s);
+    advance_key_t(p, s);
     free(f);
     join_due_samples(p);
 }

@@ -15,14 +15,16 @@
  *   (-1: not solved within the cutoff)
  * The instances are declared in that order (shuffle_instances off), later
  * passes of the stream reshuffled by the scheduler from the seed.
- * Output: one JSON object {"runs", "cpu", "trace": [[cpu, solver], ...]},
- * the incumbent (describe()'s, the most active instances) sampled at
- * n_checkpoints log-spaced CPU times up to the horizon. */
+ * Output: one JSON object {"runs", "cpu", "trace": [[cpu, solver], ...],
+ * "decision_us"}: the incumbent (describe()'s) sampled at n_checkpoints
+ * log-spaced CPU times up to the horizon, and the mean wall time of one
+ * decision (suggest + the two observe calls of its run; describe excluded). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/rng.h"
 #include "server/sched/sched.h"
@@ -40,6 +42,13 @@ typedef struct replay {
     bd_study_def def;
     int64_t next_event, next_trial;
 } replay;
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
 
 static void feed(replay *r, bd_event *ev)
 {
@@ -99,12 +108,13 @@ int main(void)
     if (r.ops->create(&r.def, &r.s, &err))
         die(err.message);
 
-    double lo = fmax(1.0, horizon * 1e-6), cpu = 0;
+    double lo = fmax(1.0, horizon * 1e-6), cpu = 0, decision_us = 0;
     int next_cp = 0;
     long runs = 0;
     printf("{\"trace\": [");
     int first = 1;
     while (cpu < horizon) {
+        double started = now_us();
         bd_suggest_ctx ctx = {.trials_created = r.next_trial, .worker = "replay"};
         bd_suggestion s = {0};
         bd_rng_seed(&ctx.rng, seed, (uint64_t)r.next_trial);
@@ -126,6 +136,7 @@ int main(void)
         feed(&r, &done);
         json_decref(s.config);
         json_decref(s.extra);
+        decision_us += now_us() - started;
         cpu += timeout ? cap : v;
         runs++;
         if (next_cp < n_checkpoints && cpu >= lo * pow(horizon / lo, (double)next_cp / (n_checkpoints - 1))) {
@@ -141,7 +152,7 @@ int main(void)
             json_decref(d);
         }
     }
-    printf("], \"runs\": %ld, \"cpu\": %.3f}\n", runs, cpu);
+    printf("], \"runs\": %ld, \"cpu\": %.3f, \"decision_us\": %.3f}\n", runs, cpu, runs ? decision_us / (double)runs : 0.0);
     r.ops->destroy(r.s);
     bd_space_free(space);
     json_decref(params);

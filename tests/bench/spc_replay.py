@@ -216,7 +216,7 @@ def run_inprocess(binary, m, seed, horizon, scheduler, options, points=POINTS):
     index = {s: k for k, s in enumerate(m.solvers)}
     trace.samples = [(cpu, None if s is None else index[s]) for cpu, s in r["trace"]]
     res = trace.result()
-    res.update(runs=r["runs"], cpu=r["cpu"])
+    res.update(runs=r["runs"], cpu=r["cpu"], decision_us=r["decision_us"])
     return res
 
 
