@@ -218,6 +218,8 @@ typedef struct caps_race {
     int64_t created, running;
 } caps_race;
 
+static double whole_cap(const caps_race *p, double cap);
+
 /* ------------------------------------------------------------ configs */
 
 static void add_racer(caps_race *p, json_t *config)
@@ -375,12 +377,20 @@ static int cr_create(const bd_study_def *def, bd_sched **out, bd_err *err)
         cr_destroy(&p->base);
         return rc;
     }
+    p->theta = whole_cap(p, p->theta);
     build_order(p);
     *out = &p->base;
     return 0;
 }
 
 /* ------------------------------------------------------------ suggest */
+
+/* A cap as the study takes it: whole for an integer resource (rounded up,
+ * so a re-run's cap stays above the timeout it re-runs), at most kappa. */
+static double whole_cap(const caps_race *p, double cap)
+{
+    return p->def->resource_integer ? fmin(p->kappa, ceil(cap - 1e-9)) : cap;
+}
 
 static int is_contender(const caps_race *p, size_t i)
 {
@@ -419,7 +429,7 @@ static int candidate(const caps_race *p, size_t i, int64_t *pos, double *cap)
             if (k >= l->next || l->cells[k].state != CR_EXACT)
                 return 0;
             best_cap = is_contender(p, i) ? p->theta
-                                          : fmin(p->theta, fmax(p->kappa0, p->lambda * l->cells[k].val));
+                                          : whole_cap(p, fmin(p->theta, fmax(p->kappa0, p->lambda * l->cells[k].val)));
         }
         best = k;
     }
