@@ -497,6 +497,8 @@ static void grow_cells(cr_racer *r, int64_t need)
     r->n_alloc = n;
 }
 
+static void maybe_level_up(caps_race *p);
+
 static void on_created(caps_race *p, const bd_event *ev)
 {
     const json_t *jr = json_object_get(ev->extra, "racer"); /* extra may be NULL: then so is jr */
@@ -531,6 +533,7 @@ static void on_created(caps_race *p, const bd_event *ev)
     r->runs++;
     p->created++;
     p->running++;
+    maybe_level_up(p); /* its last run of the level is out: idle workers may start the next */
 }
 
 /* Forgets the compared sums of every config (the leader changed). */
@@ -696,15 +699,28 @@ static void settle(caps_race *p, size_t i, int64_t k)
     }
 }
 
-/* The level is over (nothing to run, nothing running) below kappa: the
- * cap doubles (up to kappa), every finished cell is counted anew (a
- * timeout at the old cap becomes a lower bound), and the race goes on:
- * the leader and the contenders re-run their lower bounds at the new cap. */
+/* Has every racer still in the race had every instance handed out? */
+static int all_issued(const caps_race *p)
+{
+    for (size_t i = 0; i < p->n_racers; i++)
+        if (p->racers[i].alive && p->racers[i].next < p->n_instances)
+            return 0;
+    return 1;
+}
+
+/* The level is over below kappa (every instance handed out to every
+ * racer, nothing left to run at this cap, none of the leader's runs out:
+ * only challengers' runs may still be out, and their results change no
+ * other racer's sums): the cap doubles (up to kappa), every finished cell
+ * is counted anew (a timeout at the old cap becomes a lower bound; a run
+ * still out counts when it ends, a timeout then as a lower bound too),
+ * and the race goes on: the leader and the contenders re-run their lower
+ * bounds at the new cap. With one worker nothing is out at that point. */
 static void maybe_level_up(caps_race *p)
 {
     int64_t pos;
     double cap;
-    while (p->theta < p->kappa && p->running == 0 && pick(p, &pos, &cap) < 0) {
+    while (p->theta < p->kappa && !p->racers[p->leader].in_flight && all_issued(p) && pick(p, &pos, &cap) < 0) {
         p->theta = 2 * p->theta >= p->kappa * (1 - 1e-12) ? p->kappa : 2 * p->theta;
         p->levels++;
         for (size_t i = 0; i < p->n_racers; i++) {
