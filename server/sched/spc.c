@@ -25,6 +25,29 @@
  * activated every instance and has nothing queued is finished; with all
  * finished the study is DONE.
  *
+ * Stream "finite" (new studies' default since issue 15; a stored study
+ * without the option keeps "cycle", see spc_new_study_defaults) is for what
+ * users bring most: a finite instance set and a deterministic solver.
+ * Departures from the paper, each for that case:
+ * - each instance is activated once per tester, as with "once": a second
+ *   run of (config, instance) at a cap where it already timed out, or after
+ *   it was solved, would only repeat a known result (issue 15 measured 39%
+ *   of "cycle"'s runs doing that on a 100 x 100 matrix). Once a tester has seen every
+ *   instance it takes its queue of doubled caps whatever its bound q.
+ * - the LCB's eps is multiplied by sqrt((N - r) / (N - 1)), the finite-
+ *   population correction for r instances drawn without replacement from N
+ *   (spc_beta_finite): the LCB tightens to the exact mean of the capped
+ *   values once every instance is seen, where the paper's stays 0 while r
+ *   is below about 36 ln t (more instances than most sets have).
+ * - equal LCBs (all 0 early on) go to the tester that has spent the least
+ *   CPU, so testers share time instead of the first config taking it all.
+ * - LCBs are polled every t/16 steps, not every step ("the order of
+ *   testers" below): the cost of a step no longer grows with the testers.
+ * - the incumbent is the best evidenced config (best_evidenced_among).
+ * A tester whose instances are all settled (solved, or timed out at the
+ * largest cap) is finished, and with all finished the study is DONE.
+ * Measured in tests/bench/README-spc.md.
+ *
  * Which configs:
  * - option `configs`: an explicit list of configs of the study's space;
  * - else a space of one categorical parameter: each choice is a config
@@ -81,9 +104,11 @@
  * at t <= 1 can wait hundreds of iterations). Both are implemented and
  * tested; tests/bench/README-spc.md measures both.
  *
- * Anytime answer (describe()'s "incumbent"): the config with the most
- * active instances (the paper's), ties broken by the smaller mean capped
- * runtime, then the earlier config; its value is that mean. With samples,
+ * Anytime answer (describe()'s "incumbent"): with the paper's streams, the
+ * config with the most active instances (the paper's), ties broken by the
+ * smaller mean capped runtime, then the earlier config; its value is that
+ * mean. With the finite stream, best_evidenced_among's rule. describe()
+ * lists the 64 most active testers (and testers_total), not all 4,096. With samples,
  * the most active instances of all: the paper's rule for the sampled
  * extension is lost in the stored text, and a larger sample's configs get
  * less time each, so this favours the first samples; each sample's own
