@@ -79,9 +79,10 @@
  * are then recomputed against the new leader (and again whenever the
  * leader's values change).
  *
- * Levels: when no run is left at theta and none is running (every config
- * ran every instance, or was eliminated; a barrier, as a rung's end), theta
- * doubles (up to kappa). A timeout at the old theta is then a lower bound:
+ * Levels: when no run is left at theta (every config was handed every
+ * instance, or was eliminated), and none of the leader's runs is out
+ * (with one worker: nothing runs), theta doubles (up to kappa);
+ * challengers' runs still out count at the new level when they end. A timeout at the old theta is then a lower bound:
  * the leader re-runs its own at the new theta first, and challengers whose
  * lower bounds now sum below the leader's (contenders) re-run theirs; a
  * challenger that stays worse on its lower bounds is never re-run. Solved
@@ -96,7 +97,7 @@
  * run is available whenever some config's next position has the leader's
  * value (the leader's next instance always is): no worker waits while any
  * run is available. WAIT only while every available run depends on a
- * running one, or at a level's end; DONE once the last level (kappa) has
+ * running one (the leader's, also at a level's end); DONE once the last level (kappa) has
  * nothing left and nothing runs: the leader is then the exact best of the
  * configs not eliminated.
  *
@@ -122,9 +123,10 @@
  * i.i.d. draws per config; per-instance caps from the leader (1) instead of
  * a per-config quantile cap, so the race is on the full PAR mean at kappa
  * (delta = 0 in CAR's terms); the doubling cap levels as LeapsAndBounds'
- * and SPC's caps but shared by all configs, each level a full pass with a
- * barrier, lower bounds re-run only by the leader and the contenders; the Bernstein-Serfling bound instead of the
- * i.i.d. empirical Bernstein bound, with the range R taken from the values
+ * and SPC's caps but shared by all configs, each level a full pass,
+ * lower bounds re-run only by the leader and the contenders; the
+ * Bernstein-Serfling bound instead of the i.i.d. empirical Bernstein
+ * bound, with the range R taken from the values
  * seen (2) rather than known in advance; the union bound (3) counts one
  * test per (config, m), although a change of leader tests again; an
  * anytime leader instead of one answer at the end; a fixed sample of a
@@ -485,13 +487,15 @@ static int cr_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out
 
 /* ------------------------------------------------------------ observe */
 
-static void grow_cells(cr_racer *r, int64_t need)
+static void grow_cells(cr_racer *r, int64_t need, int64_t most)
 {
     if (need <= r->n_alloc)
         return;
     int64_t n = r->n_alloc ? 2 * r->n_alloc : 16;
     while (n < need)
         n *= 2;
+    if (n > most)
+        n = most; /* one cell per instance at most: memory follows the runs made */
     r->cells = bd_xrealloc(r->cells, (size_t)n * sizeof *r->cells);
     memset(r->cells + r->n_alloc, 0, (size_t)(n - r->n_alloc) * sizeof *r->cells);
     r->n_alloc = n;
@@ -512,7 +516,7 @@ static void on_created(caps_race *p, const bd_event *ev)
     if (k > r->next)
         return;
     if (k == r->next) {
-        grow_cells(r, k + 1);
+        grow_cells(r, k + 1, p->n_instances);
         r->next++;
         r->cells[k].state = CR_RUNNING;
     } else if (r->cells[k].state == CR_NONE) {
