@@ -51,6 +51,9 @@ class Enlarged:
     def order(self, seed):
         return spc_replay.Matrix.order(self, seed)
 
+    def top(self, share=0.01):
+        return spc_replay.Matrix.top(self, share)
+
 
 def through_daemon(banditd, m, decisions):
     daemon = Daemon(banditd)

@@ -106,6 +106,11 @@ class Matrix:
         self.best = min(range(len(self.solvers)), key=lambda c: self.mean[c])
         self.naive_total = sum(sum(min(v, self.cutoff) for v in row) for row in self.rt)
 
+    def top(self, share=0.01):
+        """The configs in the top share by mean runtime (at least one)."""
+        k = max(1, math.ceil(share * len(self.mean)))
+        return set(sorted(range(len(self.mean)), key=lambda c: self.mean[c])[:k])
+
     def order(self, seed):
         idx = list(range(len(self.instances)))
         random.Random(seed).shuffle(idx)
@@ -133,9 +138,13 @@ class Trace:
 
     def time_to_best(self):
         """The CPU time from which the incumbent is the best config until the end."""
+        return self.time_to_set({self.m.best})
+
+    def time_to_set(self, configs):
+        """The CPU time from which the incumbent is in configs until the end."""
         t = None
         for cpu, inc in self.samples:
-            if inc == self.m.best:
+            if inc in configs:
                 if t is None:
                     t = cpu
             else:
@@ -155,7 +164,8 @@ class Trace:
         return t
 
     def result(self):
-        return {"time_to_best": self.time_to_best(), "time_to_5pct": self.time_to_within(0.05),
+        return {"time_to_best": self.time_to_best(), "time_to_top1pct": self.time_to_set(self.m.top(0.01)),
+                "time_to_5pct": self.time_to_within(0.05),
                 "time_to_10pct": self.time_to_within(0.10),
                 "trace": [(round(c, 3), None if i is None else self.m.mean[i]) for c, i in self.samples]}
 
