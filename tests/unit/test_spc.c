@@ -461,10 +461,10 @@ Test(spc, a_failed_run_is_re_offered_then_given_up)
     hn_close(&h);
 }
 
-Test(spc, replay_after_restart_gives_identical_next_runs)
+static void check_replay_after_runs(const char *options)
 {
     hn h;
-    open_solvers(&h, "{}");
+    open_solvers(&h, options);
     bd_rng order;
     bd_rng_seed(&order, 5, 5);
     int64_t running[3];
@@ -487,14 +487,19 @@ Test(spc, replay_after_restart_gives_identical_next_runs)
     hn_close(&h);
 }
 
-Test(spc, a_large_space_runs_doubling_samples)
+Test(spc, replay_after_restart_gives_identical_next_runs)
+{
+    check_replay_after_runs("{}");
+    check_replay_after_runs("{\"stream\": \"finite\"}"); /* its polled LCBs too */
+}
+
+static void check_doubling_samples(const char *options)
 {
     hn h;
     char *names = instance_names(NI);
     const char *space = "[{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1},"
                         " {\"name\": \"k\", \"type\": \"int\", \"low\": 1, \"high\": 9}]";
-    cr_assert_eq(hn_open_instances(&h, &bd_sched_spc, space, "{\"first_sample\": 4, \"max_configs\": 28}", 0.5,
-                                   CAP_MAX, 0, names),
+    cr_assert_eq(hn_open_instances(&h, &bd_sched_spc, space, options, 0.5, CAP_MAX, 0, names),
                  0, "%s", h.err.message);
     free(names);
     for (int i = 0; i < 4000; i++) {
@@ -529,6 +534,12 @@ Test(spc, a_large_space_runs_doubling_samples)
     json_decref(d);
     check_replay(&h, 20);
     hn_close(&h);
+}
+
+Test(spc, a_large_space_runs_doubling_samples)
+{
+    check_doubling_samples("{\"first_sample\": 4, \"max_configs\": 28}");
+    check_doubling_samples("{\"first_sample\": 4, \"max_configs\": 28, \"stream\": \"finite\"}");
 }
 
 Test(spc, bad_studies_are_refused_with_the_field)
