@@ -66,7 +66,7 @@ def through_daemon(banditd, m, decisions):
             "objective": {"metric": "runtime", "goal": "minimize"},
             "resource": {"name": "cpu_seconds", "min": 0.001, "max": m.cutoff},
             "instances": m.instances,
-            "scheduler": {"name": scheduler, "options": spc_replay.full_options(m, options)},
+            "scheduler": {"name": scheduler, "options": spc_replay.full_options(m, scheduler, options)},
             "seed": 0})
         sid, index = study["id"], {s: k for k, s in enumerate(m.solvers)}
         suggest_ms, complete_ms = [], []

@@ -61,6 +61,18 @@ static void feed(replay *r, bd_event *ev)
         die("observe failed");
 }
 
+/* One trace point: [cpu, the incumbent's solver or null]. */
+static void print_incumbent(replay *r, double cpu, int first)
+{
+    json_t *d = NULL;
+    if (r->ops->describe(r->s, &d))
+        die("describe failed");
+    const json_t *inc = json_object_get(d, "incumbent");
+    const char *best = inc ? json_string_value(json_object_get(json_object_get(inc, "config"), "solver")) : NULL;
+    printf("%s[%.3f, %s%s%s]", first ? "" : ", ", cpu, best ? "\"" : "", best ? best : "null", best ? "\"" : "");
+    json_decref(d);
+}
+
 int main(void)
 {
     int n_solvers, n_instances, n_checkpoints;
@@ -142,16 +154,12 @@ int main(void)
         if (next_cp < n_checkpoints && cpu >= lo * pow(horizon / lo, (double)next_cp / (n_checkpoints - 1))) {
             while (next_cp < n_checkpoints && cpu >= lo * pow(horizon / lo, (double)next_cp / (n_checkpoints - 1)))
                 next_cp++;
-            json_t *d = NULL;
-            if (r.ops->describe(r.s, &d))
-                die("describe failed");
-            const json_t *inc = json_object_get(d, "incumbent");
-            const char *best = inc ? json_string_value(json_object_get(json_object_get(inc, "config"), "solver")) : NULL;
-            printf("%s[%.3f, %s%s%s]", first ? "" : ", ", cpu, best ? "\"" : "", best ? best : "null", best ? "\"" : "");
+            print_incumbent(&r, cpu, first);
             first = 0;
-            json_decref(d);
         }
     }
+    if (cpu < horizon && runs) /* the scheduler is done early: its last answer holds to the horizon */
+        print_incumbent(&r, cpu, first);
     printf("], \"runs\": %ld, \"cpu\": %.3f, \"decision_us\": %.3f}\n", runs, cpu, runs ? decision_us / (double)runs : 0.0);
     r.ops->destroy(r.s);
     bd_space_free(space);

@@ -71,6 +71,7 @@ SCHEDULER_METHODS = {
     "spc_cycle": ("spc", {"lcb": "current", "stream": "cycle"}),  # the paper's stream (the old default)
     "spc_last_step": ("spc", {"lcb": "last_step", "stream": "cycle"}),
     "spc_once": ("spc", {"lcb": "current", "stream": "once"}),
+    "caps_race": ("caps_race", {}),  # the successor (server/sched/caps_race.c), its defaults
 }
 
 
@@ -172,8 +173,11 @@ class Trace:
 
 # ---------------------------------------------------------------- spc (daemon)
 
-def full_options(m, options):
-    return dict(options, kappa0=kappa0_for(m), shuffle_instances=False)
+def full_options(m, scheduler, options):
+    """The instances come in the seed's order; spc's first cap is the matrix's
+    (kappa0_for); caps_race keeps its own defaults (first cap cutoff / 64)."""
+    extra = {"kappa0": kappa0_for(m)} if scheduler == "spc" else {}
+    return dict(options, shuffle_instances=False, **extra)
 
 
 def run_daemon(client, m, seed, horizon, scheduler, options):
@@ -184,7 +188,7 @@ def run_daemon(client, m, seed, horizon, scheduler, options):
         "objective": {"metric": "runtime", "goal": "minimize"},
         "resource": {"name": "cpu_seconds", "min": 0.001, "max": m.cutoff},
         "instances": [m.instances[i] for i in order],
-        "scheduler": {"name": scheduler, "options": full_options(m, options)},
+        "scheduler": {"name": scheduler, "options": full_options(m, scheduler, options)},
         "seed": seed})
     sid, cpu, runs = study["id"], 0.0, 0
     solver_index = {s: k for k, s in enumerate(m.solvers)}
@@ -216,7 +220,7 @@ def run_inprocess(binary, m, seed, horizon, scheduler, options, points=POINTS):
     """The same scheduler code driven in-process by bd_spc_replay (fast)."""
     order = m.order(seed)
     lines = ["%d %d %r %r %d %d %s" % (len(m.solvers), len(m.instances), m.cutoff, horizon, points, seed, scheduler),
-             json.dumps(full_options(m, options))]
+             json.dumps(full_options(m, scheduler, options))]
     lines += m.solvers
     for c in range(len(m.solvers)):
         lines.append(" ".join("-1" if math.isinf(m.rt[c][j]) else repr(m.rt[c][j]) for j in order))
