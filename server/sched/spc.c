@@ -39,6 +39,11 @@
  *   (spc_beta_finite): the LCB tightens to the exact mean of the capped
  *   values once every instance is seen, where the paper's stays 0 while r
  *   is below about 36 ln t (more instances than most sets have).
+ * - where the paper's eps exceeds 1/2 (its beta is then 0: the Chernoff
+ *   form it uses holds only for small eps), the general multiplicative
+ *   Chernoff bound gives a beta > 0 at the same confidence
+ *   (spc_beta_finite), so testers are ranked by their values from the
+ *   first ones on instead of all tying at 0 until r ~ 36 ln t.
  * - equal LCBs (all 0 early on) go to the tester that has spent the least
  *   CPU, so testers share time instead of the first config taking it all.
  * - LCBs are polled every t/16 steps, not every step ("the order of

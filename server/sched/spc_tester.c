@@ -260,7 +260,19 @@ double spc_beta_finite(int64_t above, int64_t n, double t, int64_t r, int64_t po
     else if (population > 0)
         eps = 0;
     double p = (double)above / (double)n;
-    return eps <= 0.5 ? p / (1 + eps) : 0;
+    if (eps <= 0.5)
+        return p / (1 + eps);
+    if (population <= 0)
+        return 0;
+    /* The paper's eps solves exp(-eps^2 p r / 3) = (k t)^-3, the Chernoff
+     * form that holds for eps <= 1; beyond 1/2 it gives up (beta = 0). The
+     * general multiplicative Chernoff bound exp(-eps^2 p r / (2 + eps))
+     * holds for every eps > 0: at the same confidence eps^2 = a (2 + eps)
+     * with a = eps_paper^2 / 3. Taking the larger of the two keeps the
+     * bound at least as wide as the paper's and continuous at 1/2, and an
+     * LCB is informative from a tester's first values on. */
+    double a = eps * eps / 3.0, general = (a + sqrt(a * a + 8.0 * a)) / 2.0;
+    return p / (1 + fmax(eps, general));
 }
 
 double spc_lcb(double *values, int64_t n, double t, int64_t r)
