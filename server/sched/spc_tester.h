@@ -109,8 +109,11 @@ double spc_tester_mean_at_worst(const spc_tester *t, double worst);
  * r active instances: k = floor(log2(1/p)), eps as ALGORITHMS.md. */
 double spc_beta(int64_t above, int64_t n, double t, int64_t r);
 /* The same for r instances drawn without replacement from a population of
- * N (N = 0: the paper's stream): eps times the finite-population factor
- * sqrt((N - r) / (N - 1)), so eps = 0 and beta = p once r = N. */
+ * N (N = 0: the paper's stream, exactly spc_beta): eps times the finite-
+ * population factor sqrt((N - r) / (N - 1)), so eps = 0 and beta = p once
+ * r = N; and where that eps exceeds 1/2, p / (1 + max(eps, e)) with e the
+ * general Chernoff bound's eps at the same confidence (e^2 = a (2 + e),
+ * a = eps^2 / 3) instead of 0. */
 double spc_beta_finite(int64_t above, int64_t n, double t, int64_t r, int64_t population);
 /* The LCB of n values (any order; values is sorted in place) at iteration t
  * with r active instances; -1e-6 when n == 0. */
