@@ -51,7 +51,7 @@ def tables(runs):
         ms = runs[scen]
         any_run = next(iter(ms.values()))[0]
         out.append("### %s\n" % scen)
-        out.append("Best solver: `%s`, mean PAR1 runtime %.1f s; naive baseline (every solver on every instance "
+        out.append("Best solver: `%s`, mean PAR1 runtime %.4g s; naive baseline (every solver on every instance "
                    "at the cutoff): %.0f CPU s. Fractions are of that total (median [quartiles] (seeds that got "
                    "there)); horizon %.2f of it.\n" % (any_run["best"], any_run["best_mean"], any_run["naive_total"],
                                                        any_run["horizon"] / any_run["naive_total"]))
