@@ -142,7 +142,7 @@ def plot(runs, png):
         ax.set_xlabel("CPU time / naive baseline's total")
         ax.set_ylabel("incumbent's mean PAR1 runtime (s)")
     axes[0][0].legend(fontsize=8)
-    fig.suptitle("SPC on ASlib SAT runtime matrices: incumbent vs CPU time (median, quartiles over seeds)",
+    fig.suptitle("Algorithm configuration on runtime matrices (ASlib SAT, minisat): incumbent vs CPU time (median, quartiles over seeds)",
                  fontsize=10)
     fig.tight_layout()
     fig.savefig(png, dpi=110)
