@@ -31,14 +31,31 @@ void bd_auth_format_token(int64_t id, const char *secret_hex, char *out, size_t 
     snprintf(out, n, "bdt_%lld_%s", (long long)id, secret_hex);
 }
 
+/* The id after "bdt_": digits only, no sign, space or leading zero, so one
+ * id has one spelling (strtoll took bdt_002_ and bdt_+2_ as bdt_2_). Sets
+ * *end to the first character after it; 0, or -1 when malformed or too large. */
+static int parse_token_id(const char *p, int64_t *id, const char **end)
+{
+    int64_t v = 0;
+    if (*p < '1' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (INT64_MAX - (*p - '0')) / 10)
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    *id = v;
+    *end = p;
+    return 0;
+}
+
 int bd_auth_parse_token(const char *token, int64_t *id, uint8_t hash[BD_TOKEN_HASH_BYTES])
 {
     if (strncmp(token, "bdt_", 4) != 0)
         return BD_EAUTH;
-    const char *p = token + 4;
-    char *end;
-    long long v = strtoll(p, &end, 10);
-    if (end == p || *end != '_' || v <= 0)
+    const char *end;
+    int64_t v;
+    if (parse_token_id(token + 4, &v, &end) || *end != '_')
         return BD_EAUTH;
     const char *secret = end + 1;
     if (strlen(secret) != BD_TOKEN_SECRET_HEX)
@@ -57,14 +74,9 @@ int bd_auth_check_supplied(const char *token, int64_t *id, uint8_t hash[BD_TOKEN
 
     if (strncmp(token, "bdt_", 4) != 0)
         return bd_err_set(err, BD_EINVAL, NULL, "is not %s (it does not start with bdt_)", form);
-    /* Digits only, no sign or leading zero: one id has one spelling. */
-    if (*p < '1' || *p > '9')
-        return bd_err_set(err, BD_EINVAL, NULL, "is not %s (the id is not a positive number)", form);
-    for (; *p >= '0' && *p <= '9'; p++) {
-        if (v > (INT64_MAX - (*p - '0')) / 10)
-            return bd_err_set(err, BD_EINVAL, NULL, "is not %s (the id is too large)", form);
-        v = v * 10 + (*p - '0');
-    }
+    if (parse_token_id(token + 4, &v, &p))
+        return bd_err_set(err, BD_EINVAL, NULL, "is not %s (the id is not a positive number without leading zeros)",
+                          form);
     if (*p != '_')
         return bd_err_set(err, BD_EINVAL, NULL, "is not %s (no '_' after the id)", form);
     secret = p + 1;

@@ -2,6 +2,7 @@
  * bdt_<id>_<64 lowercase hex>, placeholders refused, the hash the same as for
  * a token the daemon parses, and no error message quoting the secret. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "server/auth.h"
@@ -88,4 +89,26 @@ Test(auth, ten_distinct_digits_are_enough)
         bd_auth_check_supplied("bdt_1_0123456789012345678901234567890123456789012345678901234567890123", &id, hash,
                                &err),
         0, "%s", err.message);
+}
+
+/* A request's token id has one spelling: strtoll used to read bdt_002_,
+ * bdt_+2_ and bdt_ 2_ as bdt_2_ (issue 20). */
+Test(auth, a_token_id_has_one_spelling)
+{
+    static const char *const secret = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
+    static const char *const ids[] = {"002", "+2", " 2", "-2", "0", "2 ", "99999999999999999999", ""};
+    char token[BD_TOKEN_MAX_LEN + 32];
+    int64_t id = 0;
+    uint8_t hash[BD_TOKEN_HASH_BYTES];
+    bd_err err = {0};
+
+    cr_assert_eq(bd_auth_init(), 0);
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++) {
+        snprintf(token, sizeof token, "bdt_%s_%s", ids[i], secret);
+        cr_assert_eq(bd_auth_parse_token(token, &id, hash), BD_EAUTH, "%s was accepted", token);
+        cr_assert_neq(bd_auth_check_supplied(token, &id, hash, &err), 0, "%s was accepted", token);
+    }
+    snprintf(token, sizeof token, "bdt_2_%s", secret);
+    cr_assert_eq(bd_auth_parse_token(token, &id, hash), 0);
+    cr_assert_eq(id, 2);
 }
