@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -497,6 +498,35 @@ static enum MHD_Result answer_error(bd_http_server *s, struct MHD_Connection *co
     return answer(s, conn, ctx, &resp);
 }
 
+/* How a request frames its body: Content-Length headers and Transfer-Encoding. */
+typedef struct framing {
+    int content_lengths, transfer_encoding;
+} framing;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    framing *f = cls;
+    (void)kind;
+    (void)value;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+        f->content_lengths++;
+    else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+        f->transfer_encoding = 1;
+    return MHD_YES;
+}
+
+/* RFC 9112 section 6.3: a body framed two ways (several Content-Length
+ * headers, or one beside Transfer-Encoding) is a 400 and the connection is
+ * closed. libmicrohttpd would frame by the first Content-Length and read
+ * the rest as a next request, which a proxy framing by another header
+ * would not: request smuggling. */
+static int ambiguous_framing(struct MHD_Connection *conn)
+{
+    framing f = {0, 0};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, count_framing, &f);
+    return f.content_lengths > 1 || (f.content_lengths && f.transfer_encoding);
+}
+
 /* First call: headers are in, no body yet. */
 static enum MHD_Result begin(bd_http_server *s, struct MHD_Connection *conn, const char *url, const char *method,
                              void **con_cls)
@@ -524,6 +554,16 @@ static enum MHD_Result begin(bd_http_server *s, struct MHD_Connection *conn, con
     ctx->late = atomic_load(&s->stopping);
     bd_api_route(&ctx->req);
 
+    if (ambiguous_framing(conn)) {
+        bd_http_resp resp = {0};
+        bd_err err;
+        bd_err_set(&err, BD_EINVAL, "headers.Content-Length",
+                   "the body is framed twice (several Content-Length headers, or Content-Length with "
+                   "Transfer-Encoding): send exactly one");
+        resp.close = 1;
+        bd_api_error_response(&resp, &err);
+        return answer(s, conn, ctx, &resp);
+    }
     cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {
         char *end;

@@ -96,6 +96,32 @@ class RawHTTP(bdtest.DaemonTestCase):
         self.assertEqual(st, 413, data)
         self.assertEqual(json.loads(data)["error"]["code"], "payload_too_large")
 
+    def check_framed_twice(self, headers):
+        # Issue 20: libmicrohttpd framed by the first Content-Length and read
+        # the rest of the body as a second request (smuggling behind a proxy
+        # that frames by another header). Now: 400, the field, and close.
+        body = json.dumps(bdtest.study_body(name="framed-twice")).encode()
+        s = self.connect()
+        s.sendall(self.head("POST", "/v1/studies", "Content-Type: application/json\r\n" + headers) + body +
+                  self.head("GET", "/v1/me"))
+        st, data, r = self.read_response(s, "POST")
+        self.assertEqual(st, 400, data)
+        err = json.loads(data)["error"]
+        self.assertEqual((err["code"], err["field"]), ("invalid_argument", "headers.Content-Length"), err)
+        self.assertEqual((r.getheader("Connection") or "").lower(), "close")
+        s.settimeout(5)
+        self.assertEqual(self._files[s].read(), b"", "nothing more is answered on that connection")
+        st, listed, _ = self.d.request("GET", "/v1/studies")
+        self.assertNotIn("framed-twice", json.dumps(listed), "the study was not created")
+
+    def test_two_content_lengths_are_refused(self):
+        n = len(json.dumps(bdtest.study_body(name="framed-twice")))
+        self.check_framed_twice("Content-Length: %d\r\nContent-Length: %d\r\n" % (n - 20, n))
+
+    def test_content_length_with_transfer_encoding_is_refused(self):
+        n = len(json.dumps(bdtest.study_body(name="framed-twice")))
+        self.check_framed_twice("Content-Length: %d\r\nTransfer-Encoding: chunked\r\n" % n)
+
     def test_pipelined_requests(self):
         s = self.connect()
         s.sendall(self.head("GET", "/healthz") + self.head("GET", "/v1/me") + self.head("GET", "/v1/nope") +
