@@ -139,5 +139,60 @@ class AnyCommand(bdtest.DaemonTestCase):
         self.assertIn("{nope}", reasons[1])
 
 
+def load_worker_module():
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("banditd_worker", WORKER)
+    spec = importlib.util.spec_from_loader("banditd_worker", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+class StudyNamesAreConfined(unittest.TestCase):
+    """Issue 20: a study's instance names and parameter names are data from
+    the server; they must not pick files or options on the worker's host."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.w = load_worker_module()
+
+    def trial(self, instance=None, config=None):
+        t = {"id": 7, "budget": 1.5, "config": config or {"x": 1}}
+        if instance is not None:
+            t["instance"] = {"name": instance, "index": 0}
+        return t
+
+    def refused(self, trial, *args):
+        with self.assertRaises(self.w.TemplateError) as e:
+            self.w.fill(["solver", "{instance}"], trial, *args)
+        return str(e.exception)
+
+    def test_names_that_leave_the_instance_dir_are_refused(self):
+        self.assertIn("leaves", self.refused(self.trial("../../etc/passwd"), SAT))
+        self.assertIn("leaves", self.refused(self.trial("sub/../../x.cnf"), SAT))
+
+    def test_a_symlink_out_of_the_instance_dir_is_refused(self):
+        import tempfile
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        os.symlink("/etc", os.path.join(d, "out"))
+        self.assertIn("leaves", self.refused(self.trial("out/passwd"), d))
+
+    def test_option_like_and_absolute_names_are_refused(self):
+        self.assertIn("starts with '-'", self.refused(self.trial("-o/tmp/f"), SAT))
+        self.assertIn("absolute", self.refused(self.trial("/etc/passwd"), SAT))
+        self.assertEqual(self.w.fill(["solver", "{instance}"], self.trial("/etc/passwd"), SAT, True),
+                         ["solver", "/etc/passwd"], "--allow-absolute-instances lets it through")
+
+    def test_a_parameter_cannot_shadow_a_placeholder(self):
+        for name in ("instance", "cap", "budget", "trial_id", "instance_name"):
+            self.assertIn("rename the parameter", self.refused(self.trial("a.cnf", {name: 1}), SAT))
+
+    def test_names_inside_the_dir_still_work(self):
+        self.assertEqual(self.w.fill(["solver", "{instance}", "{cap}"], self.trial("sub/a.cnf"), SAT),
+                         ["solver", os.path.join(SAT, "sub/a.cnf"), "1.5"])
+
+
 if __name__ == "__main__":
     unittest.main()
