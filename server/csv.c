@@ -46,12 +46,24 @@ void bd_csv_eol(bd_csv_buf *b)
     put(b, "\r\n", 2);
 }
 
+/* Does text start like a formula to a spreadsheet? '=', '+', '-', '@', a
+ * TAB, CR, LF or space (spreadsheets skip leading blanks before a formula),
+ * or the full-width forms U+FF1D '=', U+FF0B '+', U+FF0D '-' and U+FF20 '@',
+ * which some spreadsheets read as their ASCII twins (UTF-8 EF BC 9D, 8B, 8D,
+ * EF BC A0). */
+static int looks_like_formula(const char *text)
+{
+    const unsigned char *u = (const unsigned char *)text;
+    if (strchr("=+-@\t\r\n ", u[0]) && u[0])
+        return 1;
+    return u[0] == 0xEF && u[1] == 0xBC && (u[2] == 0x9D || u[2] == 0x8B || u[2] == 0x8D || u[2] == 0xA0);
+}
+
 void bd_csv_text(bd_csv_buf *b, const char *text, int user)
 {
     if (!text)
         return;
-    int guard = user && (text[0] == '=' || text[0] == '+' || text[0] == '-' || text[0] == '@' ||
-                         text[0] == '\t' || text[0] == '\r');
+    int guard = user && looks_like_formula(text);
     int quote = strpbrk(text, ",\"\r\n") != NULL;
     if (quote)
         put(b, "\"", 1);

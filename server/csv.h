@@ -2,9 +2,10 @@
  *
  * A cell holding a comma, a double quote, CR or LF is quoted and its quotes
  * are doubled. Text that came from users (names, categorical values, worker,
- * reason) and starts with '=', '+', '-', '@', TAB or CR gets a leading '\''
- * so a spreadsheet shows it as text instead of running it as a formula
- * (OWASP "CSV injection"). Pure functions over a growable buffer. */
+ * reason) and starts with '=', '+', '-', '@', TAB, CR, LF, a space or a
+ * full-width '=', '+', '-' or '@' gets a leading '\'' so a spreadsheet
+ * shows it as text instead of running it as a formula (OWASP "CSV
+ * injection"). Pure functions over a growable buffer. */
 #ifndef BD_CSV_H
 #define BD_CSV_H
 

@@ -55,6 +55,12 @@ Test(csv, user_text_starting_a_formula_gets_a_quote_mark)
     /* CR also needs quoting: the guard goes inside the quotes */
     expect_text("\rx", 1, "\"'\rx\"");
     expect_text("=HYPERLINK(\"http://e\",\"x\")", 1, "\"'=HYPERLINK(\"\"http://e\"\",\"\"x\"\")\"");
+    /* issue 20: leading blanks and line feeds, and the full-width signs */
+    expect_text(" =1+1", 1, "' =1+1");
+    expect_text("\n=1+1", 1, "\"'\n=1+1\"");
+    expect_text("\xEF\xBC\x9D" "1+1", 1, "'\xEF\xBC\x9D" "1+1");
+    expect_text("\xEF\xBC\xA0" "SUM(A1)", 1, "'\xEF\xBC\xA0" "SUM(A1)");
+    expect_text("\xEF\xBC\x90", 1, "\xEF\xBC\x90"); /* a full-width 0 is not a sign */
     /* only the first character counts; our own text is never guarded */
     expect_text("a=b", 1, "a=b");
     expect_text("-1", 0, "-1");
