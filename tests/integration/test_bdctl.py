@@ -239,6 +239,23 @@ class Bdctl(bdtest.DaemonTestCase):
 
     # ---- trials and exports ----
 
+    def test_other_users_text_cannot_drive_the_terminal_or_a_spreadsheet(self):
+        # Issue 20: a study name cleared the screen and set the window title;
+        # bdctl's CSV wrote =, @, +, - cells raw.
+        name = "evil\x1b]0;owned\x07\x1b[2J\u202e" + bdtest.unique_name()
+        s = self.random_study(name=name, parameters=[{"name": "c", "type": "categorical",
+                                                      "choices": ["=1+1", "plain"]}])
+        out = self.ok("studies")
+        self.assertNotIn("\x1b", out)
+        self.assertNotIn("\u202e", out)
+        self.assertIn("evil\\x1b]0;owned\\x07\\x1b[2J\\u202e", out)
+        t = bdtest.suggest(self.d, s["id"], worker="@w")[0]
+        bdtest.expect(self.d.request("POST", "/v1/trials/%d/fail" % t["id"], {"reason": " =cmd|' /C calc'!A0"}), 200)
+        rows = list(csv.DictReader(io.StringIO(self.ok("trials", s["id"], "--format", "csv"))))
+        self.assertEqual(rows[0]["worker"], "'@w")
+        self.assertEqual(rows[0]["reason"], "' =cmd|' /C calc'!A0")
+        self.assertIn(rows[0]["params_c"], ("'=1+1", "plain"))
+
     def test_trials_table_json_csv_state_and_limit(self):
         s = self.random_study()
         done = self.finish_trials(s["id"], [0.5, 0.25, 0.75])

@@ -170,9 +170,10 @@ def cmd_trials(c, a):
             cfg = t.get("config") if isinstance(t.get("config"), dict) else {}
             idx, iname = _instance(t)
             w.writerow([t.get("id"), t.get("state"), _csv_num(t.get("budget")), _csv_num(t.get("value")),
-                        "1" if t.get("timeout") else "0", idx, iname, t.get("worker") or "",
-                        _csv_num(t.get("created_at")), _csv_num(t.get("finished_at")), t.get("resume_from") or "",
-                        t.get("reason") or ""]
+                        "1" if t.get("timeout") else "0", idx, fmt.csv_guard(iname or ""),
+                        fmt.csv_guard(t.get("worker") or ""), _csv_num(t.get("created_at")),
+                        _csv_num(t.get("finished_at")), t.get("resume_from") or "",
+                        fmt.csv_guard(t.get("reason") or "")]
                        + [_csv_cell(cfg.get(n)) for n in names])
         return 0
     # A streamed table: the first page sets the widths, later rows may be wider.
@@ -212,6 +213,8 @@ def _csv_cell(v):
         return ""
     if isinstance(v, (dict, list, bool)):
         return json.dumps(v)
+    if isinstance(v, str):  # a categorical value: user text, guarded as the server's export does
+        return fmt.csv_guard(v)
     return _csv_num(v)
 
 
@@ -557,7 +560,18 @@ def _error(text, code):
 
 
 def main(argv=None):
-    """Runs bdctl; returns the exit code (the console script exits with it)."""
+    """Runs bdctl; returns the exit code (the console script exits with it).
+    What it prints goes through fmt.TerminalSafe: names and reasons are other
+    users' text."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = fmt.TerminalSafe(sys.stdout), fmt.TerminalSafe(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _main(argv):
     parser = build_parser()
     try:
         a = parser.parse_args(argv)

@@ -9,6 +9,43 @@ on a surprising type: a study written by a newer daemon still prints.
 import json
 import time
 
+# Characters a terminal acts on: C0 controls but TAB and LF, DEL, C1 controls
+# and the bidirectional overrides. A study or worker name is another user's
+# text, and an escape sequence in it could clear the screen or retitle the
+# window (issue 20), so bdctl shows them as \xNN / \uNNNN.
+_TERMINAL_UNSAFE = {c: "\\x%02x" % c for c in list(range(0x20)) + list(range(0x7F, 0xA0)) if c not in (0x09, 0x0A)}
+_TERMINAL_UNSAFE.update({c: "\\u%04x" % c for c in [0x200E, 0x200F] + list(range(0x202A, 0x202F)) +
+                         list(range(0x2066, 0x206A))})
+
+
+def terminal_safe(text):
+    """text with the characters a terminal would act on escaped."""
+    return text.translate(_TERMINAL_UNSAFE)
+
+
+class TerminalSafe:
+    """A text stream that writes terminal_safe(text); the rest (buffer,
+    flush, isatty...) is the wrapped stream's, so binary exports stay raw."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        return self._stream.write(terminal_safe(text))
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def csv_guard(text):
+    """The server's formula guard (server/csv.c) for a CSV cell of user text:
+    a leading ' when it starts with = + - @, a blank, CR or LF, or a
+    full-width = + - @, so a spreadsheet does not run it."""
+    if text and (text[0] in "=+-@\t\r\n " or text[0] in "\uff1d\uff0b\uff0d\uff20"):
+        return "'" + text
+    return text
+
+
 STATE_ABBREV = (("running", "run"), ("completed", "ok"), ("stopped", "stop"),
                 ("failed", "fail"), ("expired", "exp"))
 
