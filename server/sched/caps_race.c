@@ -145,8 +145,9 @@
  * lead's replay decides.
  *
  * Cost: suggest and status scan the configs (O(n), plus the positions of a
- * config with a re-run pending); observe is O(1) but for a change of
- * leader or of level, O(total runs) once. Memory: one cell per run. */
+ * config with a re-run pending); observe is O(n) too (every event checks
+ * whether the level can rise), and a change of leader or of level costs
+ * O(total runs) once. Memory: one cell per run. */
 #include "sched.h"
 
 #include <math.h>
@@ -523,15 +524,21 @@ static void on_created(caps_race *p, const bd_event *ev)
         grow_cells(r, k + 1, p->n_instances);
         r->next++;
         r->cells[k].state = CR_RUNNING;
+        r->cells[k].cap = ev->budget;
     } else if (r->cells[k].state == CR_NONE) {
         r->n_retry--;
         r->cells[k].state = CR_RUNNING;
+        r->cells[k].cap = ev->budget;
     } else if (r->cells[k].state == CR_LOWER && !r->cells[k].verifying && ev->budget > r->cells[k].val) {
+        /* A re-run of a lower bound: the cell keeps the cap it timed out at
+         * (derive() reads it as the bound) until the re-run ends; the
+         * flight carries the new cap. Raising it here made a challenger
+         * look worse while its re-run was out, or after it failed, and
+         * could eliminate the best config (review of issue 15). */
         r->cells[k].verifying = 1;
     } else {
         return;
     }
-    r->cells[k].cap = ev->budget;
     if (!r->config_id)
         r->config_id = ev->config_id;
     cr_flight *f = bd_xmalloc(sizeof *f);

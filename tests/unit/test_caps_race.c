@@ -536,3 +536,45 @@ Test(caps_race, bad_studies_are_refused_with_the_field)
     hn_close(&h);
     free(names);
 }
+
+/* s1 is better (1.4 < 1.5 over 3 instances), but its re-run of a lower bound
+ * is still out when the level's last run is handed out and the cap rises:
+ * the cell must keep the cap it timed out at until the re-run ends, or s1
+ * looks worse than it is and is eliminated (found in review, issue 15). */
+static double m_rerun(int c, int j)
+{
+    static const double rt[2][3] = {{0.5, 0.5, 0.5}, {0.8, 0.1, 0.5}};
+    return rt[c][j];
+}
+
+Test(caps_race, a_lower_bound_keeps_its_cap_while_its_re_run_is_out)
+{
+    hn h;
+    cr_assert_eq(hn_open_instances(&h, &bd_sched_caps_race,
+                                   "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]",
+                                   "{\"shuffle_instances\": false, \"first_cap\": 1}", 0.1, 2, 0,
+                                   "[\"a\", \"b\", \"c\"]"),
+                 0, "%s", h.err.message);
+    int64_t id;
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+        run_from(&h, id, m_rerun);
+    }
+    int64_t rerun, last;
+    cr_assert_eq(hn_suggest(&h, 0, &rerun), BD_SUGGEST_TRIAL); /* s1's re-run, left out */
+    cr_assert_eq(hn_suggest(&h, 1, &id), BD_SUGGEST_TRIAL);
+    run_from(&h, id, m_rerun);
+    cr_assert_eq(hn_suggest(&h, 1, &last), BD_SUGGEST_TRIAL); /* the level's last run: the cap rises */
+    run_from(&h, last, m_rerun);
+    run_from(&h, rerun, m_rerun);
+    int answer;
+    while ((answer = hn_suggest(&h, 0, &id)) == BD_SUGGEST_TRIAL)
+        run_from(&h, id, m_rerun);
+    cr_assert_eq(answer, BD_SUGGEST_DONE);
+    json_t *d = hn_describe(&h);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(d, "incumbent"), "config"),
+                                                       "solver")),
+                     "s1", "the exact best at DONE");
+    json_decref(d);
+    hn_close(&h);
+}
