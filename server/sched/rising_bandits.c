@@ -162,8 +162,9 @@ typedef struct arm {
     int attempt_next;     /* the attempt number of the arm's next CREATED (0: a new pull) */
     double *y; /* y[i]: best reward after finished pull i + 1 */
     size_t n_y, cap_y;
-    double *rewards; /* the reward of every COMPLETED pull (upper_bound "tail") */
-    size_t n_r, cap_r;
+    double *top;     /* upper_bound "tail": the tail_k + 1 largest rewards of COMPLETED pulls, descending */
+    size_t n_top;
+    size_t n_r;      /* COMPLETED pulls (rewards) in all */
     double tail_scale; /* bd_rising_tail_scale of rewards; NAN before two rewards */
     double seconds;        /* elapsed_seconds of COMPLETED pulls that reported it */
     long long timed;       /* how many */
@@ -510,13 +511,25 @@ static void append_y(arm *a, double y)
     a->y[a->n_y++] = y;
 }
 
-static void append_reward(arm *a, double v)
+/* Counts a reward and, for the tail bound, keeps it if it is among the
+ * keep largest: the tail scale needs only those (bd_rising_tail_scale of the
+ * kept list equals that of every reward), so a result costs O(keep) and an
+ * arm's memory stays O(keep) however many pulls a study allows. */
+static void append_reward(arm *a, double v, size_t keep)
 {
-    if (a->n_r == a->cap_r) {
-        a->cap_r = a->cap_r ? 2 * a->cap_r : 16;
-        a->rewards = bd_xrealloc(a->rewards, a->cap_r * sizeof *a->rewards);
-    }
-    a->rewards[a->n_r++] = v;
+    a->n_r++;
+    if (!keep)
+        return;
+    if (!a->top)
+        a->top = bd_xmalloc(keep * sizeof *a->top);
+    size_t c = a->n_top < keep ? a->n_top++ : keep;
+    if (c == keep && !(v > a->top[keep - 1]))
+        return;
+    if (c == keep)
+        c = keep - 1;
+    for (; c > 0 && a->top[c - 1] < v; c--)
+        a->top[c] = a->top[c - 1];
+    a->top[c] = v;
 }
 
 /* Keeps p as the arm's best trial if its loss is the lowest finite one
@@ -620,9 +633,9 @@ static void on_finished(rising *r, const bd_observe_ctx *ctx, const bd_event *ev
     if (ev->type == BD_EV_COMPLETED) {
         double reward = bd_rising_reward(r->def, ev->loss);
         y = fmax(y, reward);
-        append_reward(a, reward);
+        append_reward(a, reward, r->tail ? (size_t)r->tail_k + 1 : 0);
         if (r->tail)
-            a->tail_scale = bd_rising_tail_scale(a->rewards, a->n_r, (size_t)r->tail_k);
+            a->tail_scale = bd_rising_tail_scale(a->top, a->n_top, (size_t)r->tail_k);
         if (isfinite(ev->elapsed_seconds)) {
             a->seconds += ev->elapsed_seconds;
             a->timed++;
@@ -753,7 +766,7 @@ static void rb_destroy(bd_sched *s)
         bd_bo_model_free(a->model);
         bd_space_free(a->sub);
         free(a->y);
-        free(a->rewards);
+        free(a->top);
         json_decref(a->best.config);
     }
     for (size_t i = 0; i < r->n_pend; i++) {
