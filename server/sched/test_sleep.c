@@ -1,5 +1,5 @@
 /* test_sleep.c: a test-only scheduler, compiled in only when the build has
- * BD_TEST_SCHEDULERS (the tests' builds; never the README's start build).
+ * BD_TEST_SCHEDULERS: only into banditd-test, the test daemon (never installed).
  * It is random search whose suggest() and observe() sleep a fixed time, so
  * an integration test can prove that a slow decision in one study does not
  * delay requests to another (sched.h: only the study's mutex is held).

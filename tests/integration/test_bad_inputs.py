@@ -193,6 +193,9 @@ def rows(sid, tid, ctid, ftid, revoked, user):
         ("missing scheduler", "POST", S, {}, study(scheduler=None), 400, "invalid_argument", PREFIX("scheduler")),
         ("missing scheduler.name", "POST", S, {}, study(scheduler={"options": {}}), 400, "invalid_argument",
          "scheduler.name"),
+        # issue 20: the test-only scheduler is not in the banditd users run
+        ("the test-only scheduler", "POST", S, {}, study(scheduler={"name": "test_sleep"}), 400, "invalid_argument",
+         "scheduler.name"),
         ("parameter missing name", "POST", S, {}, with_param(0, name=None), 400, "invalid_argument",
          "parameters[0].name"),
         ("parameter missing type", "POST", S, {}, with_param(0, type=None), 400, "invalid_argument",
