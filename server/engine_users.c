@@ -131,6 +131,39 @@ out:
  * other than root or the daemon's user, and readable by others, are only
  * warned about (compose keeps a secret's host owner; Docker mounts secrets
  * 0444). The token is never put into a message. */
+/* The directory holding the admin token file: whoever may create files in
+ * it may have put the file there, or may swap it. A world-writable
+ * directory is refused unless it is sticky (like /tmp, where only a file's
+ * owner may remove or rename it) and the file belongs to root or to this
+ * daemon's user (issue 20: a file in such a directory was read silently). */
+static int check_token_directory(const char *path, const struct stat *file, bd_err *err)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    struct stat st;
+    size_t n = slash ? (size_t)(slash - path) : 0;
+
+    if (n >= sizeof dir)
+        return bd_err_set(err, BD_EINVAL, NULL, "the admin token file's directory name is too long");
+    if (slash) {
+        memcpy(dir, path, n ? n : 1); /* "/x" lives in "/" */
+        dir[n ? n : 1] = '\0';
+    } else {
+        strcpy(dir, ".");
+    }
+    if (stat(dir, &st) != 0)
+        return bd_err_set(err, BD_EINVAL, NULL, "cannot stat the directory %s of the admin token file: %s", dir,
+                          strerror(errno));
+    if (!(st.st_mode & S_IWOTH))
+        return 0;
+    if ((st.st_mode & S_ISVTX) && (file->st_uid == 0 || file->st_uid == geteuid()))
+        return 0;
+    return bd_err_set(err, BD_EINVAL, NULL,
+                      "the admin token file %s is in %s, a directory anyone may write to%s; move it to a "
+                      "directory only its owner may write",
+                      path, dir, (st.st_mode & S_ISVTX) ? " (sticky, but the file belongs to another user)" : "");
+}
+
 static int read_supplied_token(const char *path, char token[BD_TOKEN_MAX_LEN], int64_t *id,
                                uint8_t hash[BD_TOKEN_HASH_BYTES], bd_err *err)
 {
@@ -156,6 +189,8 @@ static int read_supplied_token(const char *path, char token[BD_TOKEN_MAX_LEN], i
                         path, (unsigned)(st.st_mode & 07777));
         goto out;
     }
+    if ((rc = check_token_directory(path, &st, err)))
+        goto out;
     /* Its owner may write it too: one who is neither root nor the daemon's
      * user chose the admin's secret. Only warned about, since a compose
      * secret keeps the owner it has on the host. */

@@ -99,6 +99,12 @@ class AdminTokenFile(bdtest.DaemonTestCase):
         self.assertIn("first token is 1", out)
         out = self.run_refused(self.tmp, None)
         self.assertIn("not a regular file", out)
+        # Issue 20: a directory anyone may write to (not sticky) is refused.
+        open_dir = os.path.join(self.tmp, "open")
+        os.mkdir(open_dir)
+        os.chmod(open_dir, 0o777)
+        out = self.run_refused(write_secret(open_dir, "admin-token", token), token[6:])
+        self.assertIn("a directory anyone may write to", out)
         # After all these, a good file still creates the admin (nothing was committed).
         path = write_secret(self.tmp, "good", token)
         d = bdtest.Daemon(db_path=os.path.join(self.tmp, "refused.db"), extra_args=["--admin-token-file", path],
