@@ -222,7 +222,20 @@ int bd_store_open(const char *path, const bd_store_opts *opts, bd_store **out, b
      * file's mode. An existing file is left as it is; an error other than
      * EEXIST is SQLite's to report just below. The umask is not touched: it
      * is process-wide and other threads may be creating files. */
-    if (strcmp(path, ":memory:") != 0 && strncmp(path, "file:", 5) != 0) {
+    /* A file: URI or a symbolic link would let SQLite create the file (and its
+     * WAL) itself, 0644 less the umask (issue 20): both are refused, so the
+     * file below is always the one created private or an existing one. */
+    struct stat link;
+    if (strncmp(path, "file:", 5) == 0) {
+        ret = bd_err_set(err, BD_EINVAL, "db", "%s is a file: URI; give the database's path", path);
+        goto out;
+    }
+    if (strcmp(path, ":memory:") != 0 && lstat(path, &link) == 0 && S_ISLNK(link.st_mode)) {
+        ret = bd_err_set(err, BD_EINVAL, "db", "%s is a symbolic link; give the path of the file it points to",
+                         path);
+        goto out;
+    }
+    if (strcmp(path, ":memory:") != 0) {
         int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0) {
             if (fchmod(fd, 0600) != 0) /* O_CREAT's mode is masked by the umask: never wider, maybe narrower */

@@ -151,6 +151,21 @@ class CommandLine(bdtest.DaemonTestCase):
             mode = stat.S_IMODE(os.stat(path).st_mode)
             self.assertEqual(mode, 0o600, "%s mode %o under umask 000" % (path, mode))
 
+    def test_database_paths_sqlite_would_create_world_readable_are_refused(self):
+        # Issue 20: through a symbolic link or a file: URI, SQLite created the
+        # database and its WAL 0644; both are refused, and nothing is created.
+        d = bdtest.Daemon(start=False)
+        self.addCleanup(d.cleanup)
+        target = os.path.join(d.tmpdir, "target.db")
+        link = os.path.join(d.tmpdir, "link.db")
+        os.symlink(target, link)
+        for db, why in ((link, "symbolic link"), ("file:" + target + "?mode=rwc", "file: URI")):
+            p = subprocess.run([os.environ["BANDITD"], "--db", db, "--listen", "127.0.0.1:0"], capture_output=True,
+                               text=True, timeout=30)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn(why, p.stderr)
+            self.assertFalse(os.path.exists(target), "%s was created" % target)
+
     def test_symlink_at_admin_token_path_is_not_followed(self):
         """Whoever can write the directory may plant a link at PATH.admin-token
         (to a file of the daemon's user, or to where it should not create
