@@ -131,12 +131,17 @@ class CommandLine(bdtest.DaemonTestCase):
     def test_log_levels(self):
         quiet = bdtest.Daemon(extra_args=["--log-level", "error"])
         self.addCleanup(quiet.cleanup)
+        default = bdtest.Daemon(extra_args=["--log-level", "info"])
+        self.addCleanup(default.cleanup)
         loud = bdtest.Daemon(extra_args=["--log-level", "debug"])
         self.addCleanup(loud.cleanup)
-        for d in (quiet, loud):
+        for d in (quiet, default, loud):
             check_status(self, d.request("GET", "/v1/studies/424242"), 404)
         time.sleep(0.2)
         self.assertNotIn("/v1/studies/424242", quiet.log_text(), "request lines at --log-level error")
+        # Issue 20: a line per request at info was most of the log (981 MB in an hour).
+        self.assertNotIn("/v1/studies/424242", default.log_text(), "request lines at the default level, info")
+        self.assertIn("listening on", default.log_text(), "info keeps what an operator reads")
         self.assertIn("/v1/studies/424242", loud.log_text(), "no request line at --log-level debug")
 
     def test_admin_token_and_database_private_whatever_the_umask(self):

@@ -20,7 +20,7 @@ STATES = ("running", "completed", "stopped", "failed", "expired")
 class Lifecycle(bdtest.DaemonTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.d = bdtest.Daemon(lease_seconds=300, extra_args=["--log-level", "info"])
+        cls.d = bdtest.Daemon(lease_seconds=300, extra_args=["--log-level", "debug"])
 
     @classmethod
     def tearDownClass(cls):
@@ -96,7 +96,8 @@ class Lifecycle(bdtest.DaemonTestCase):
         deadline = time.time() + 2
         while "/v1/studies/987654" not in self.d.log_text() and time.time() < deadline:
             time.sleep(0.05)
-        self.assertIn("/v1/studies/987654", self.d.log_text(), "contract: one log line per request on stderr")
+        self.assertIn("/v1/studies/987654", self.d.log_text(),
+                      "contract: one log line per request on stderr at --log-level debug")
 
     def test_create_get_list(self):
         body = bdtest.study_body(scheduler={"name": "random", "options": {"max_trials": 5}}, seed=42)
