@@ -235,40 +235,13 @@ static void add_racer(caps_race *p, json_t *config)
     p->racers[p->n_racers++] = (cr_racer){.config = config, .alive = 1};
 }
 
-static int text_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Option `configs`: a list of configs of the space, without repeats. */
 static int read_config_list(caps_race *p, const json_t *list, bd_err *err)
 {
-    size_t n = json_array_size(list);
-    if (!json_is_array(list) || n == 0 || n > CR_MAX_CONFIGS)
-        return bd_err_set(err, BD_EINVAL, "scheduler.options.configs", "must be a list of 1 to %d configs",
-                          CR_MAX_CONFIGS);
-    char **texts = bd_xcalloc(n, sizeof *texts);
-    int rc = 0;
-    for (size_t i = 0; i < n && !rc; i++) {
-        const json_t *c = json_array_get(list, i);
-        bd_err why;
-        if (!json_is_object(c) || bd_space_validate_config(p->def->space, c, &why))
-            rc = bd_err_set(err, BD_EINVAL, "scheduler.options.configs", "configs[%zu] is not a config of the space%s%s",
-                            i, json_is_object(c) ? ": " : "", json_is_object(c) ? why.message : "");
-        else
-            texts[i] = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
-    }
-    if (!rc) {
-        qsort(texts, n, sizeof *texts, text_cmp);
-        for (size_t i = 1; i < n && !rc; i++)
-            if (strcmp(texts[i - 1], texts[i]) == 0)
-                rc = bd_err_set(err, BD_EINVAL, "scheduler.options.configs", "lists the config %s twice", texts[i]);
-    }
-    for (size_t i = 0; i < n; i++)
-        free(texts[i]);
-    free(texts);
+    int rc = bd_opt_config_list(list, p->def->space, CR_MAX_CONFIGS, err);
     if (rc)
         return rc;
+    size_t n = json_array_size(list);
     for (size_t i = 0; i < n; i++)
         add_racer(p, json_deep_copy(json_array_get(list, i)));
     return 0;

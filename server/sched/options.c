@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FIELD_FMT "scheduler.options.%s"
@@ -106,4 +107,37 @@ int bd_opt_string(const json_t *opts, const char *key, const char *dflt, const c
 int bd_opt_known(const json_t *opts, const char *const *known, bd_err *err)
 {
     return bd_json_reject_unknown(opts, "scheduler.options", known, err);
+}
+
+static int text_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int bd_opt_config_list(const json_t *list, const bd_space *space, size_t max, bd_err *err)
+{
+    size_t n = json_array_size(list);
+    if (!json_is_array(list) || n == 0 || n > max)
+        return bd_err_set(err, BD_EINVAL, "scheduler.options.configs", "must be a list of 1 to %zu configs", max);
+    char **texts = bd_xcalloc(n, sizeof *texts);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const json_t *c = json_array_get(list, i);
+        bd_err why;
+        if (!json_is_object(c) || bd_space_validate_config(space, c, &why))
+            rc = bd_err_set(err, BD_EINVAL, "scheduler.options.configs", "configs[%zu] is not a config of the space%s%s",
+                            i, json_is_object(c) ? ": " : "", json_is_object(c) ? why.message : "");
+        else
+            texts[i] = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
+    }
+    if (!rc) { /* repeats: the canonical texts, sorted, side by side */
+        qsort(texts, n, sizeof *texts, text_cmp);
+        for (size_t i = 1; i < n && !rc; i++)
+            if (strcmp(texts[i - 1], texts[i]) == 0)
+                rc = bd_err_set(err, BD_EINVAL, "scheduler.options.configs", "lists the config %s twice", texts[i]);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(texts[i]);
+    free(texts);
+    return rc;
 }

@@ -526,4 +526,25 @@ HN_FN json_t *hn_describe(hn *h)
     return d;
 }
 
+/* Instance names inst00.cnf .. for a study of n instances, as a JSON array
+ * text (caller frees): the algorithm configurators' tests. */
+HN_FN char *hn_instance_names(int n)
+{
+    json_t *a = json_array();
+    for (int j = 0; j < n; j++) {
+        char name[32];
+        snprintf(name, sizeof name, "inst%02d.cnf", j);
+        json_array_append_new(a, json_string(name));
+    }
+    char *text = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    return text;
+}
+
+/* The index of a trial's config in a one-categorical space s0, s1, ... */
+HN_FN int hn_solver_of(const hn_trial *t)
+{
+    return atoi(json_string_value(json_object_get(t->config, "solver")) + 1);
+}
+
 #endif

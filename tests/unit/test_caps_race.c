@@ -46,27 +46,9 @@ Test(caps_race_bound, bernstein_serfling_vectors)
 
 static const char *SOLVERS3 = "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\", \"s2\"]}]";
 
-static char *instance_names(int n)
-{
-    json_t *a = json_array();
-    for (int j = 0; j < n; j++) {
-        char name[32];
-        snprintf(name, sizeof name, "inst%02d.cnf", j);
-        json_array_append_new(a, json_string(name));
-    }
-    char *text = json_dumps(a, JSON_COMPACT);
-    json_decref(a);
-    return text;
-}
-
-static int solver_of(const hn_trial *t)
-{
-    return atoi(json_string_value(json_object_get(t->config, "solver")) + 1);
-}
-
 static void open_race(hn *h, const char *solvers, int n_instances, const char *options)
 {
-    char *names = instance_names(n_instances);
+    char *names = hn_instance_names(n_instances);
     cr_assert_eq(hn_open_instances(h, &bd_sched_caps_race, solvers, options, 0.5, CAP_MAX, 0, names), 0, "%s",
                  h->err.message);
     free(names);
@@ -78,7 +60,7 @@ typedef double (*matrix_fn)(int c, int j);
 static void run_from(hn *h, int64_t id, matrix_fn m)
 {
     hn_trial *t = hn_get(h, id);
-    double rt = m(solver_of(t), (int)t->instance);
+    double rt = m(hn_solver_of(t), (int)t->instance);
     if (rt > t->budget)
         hn_complete_timeout(h, id);
     else
@@ -123,7 +105,7 @@ Test(caps_race, three_configs_race_run_by_run)
         int64_t id;
         cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL, "run %zu", i + 1);
         hn_trial *t = hn_get(&h, id);
-        cr_assert_eq(solver_of(t), want[i].solver, "run %zu: solver s%d", i + 1, solver_of(t));
+        cr_assert_eq(hn_solver_of(t), want[i].solver, "run %zu: solver s%d", i + 1, hn_solver_of(t));
         cr_assert_eq(t->instance, want[i].instance, "run %zu: instance %lld", i + 1, (long long)t->instance);
         cr_assert_float_eq(t->budget, want[i].cap, EPS, "run %zu: cap %g", i + 1, t->budget);
         run_from(&h, id, m3);
@@ -164,7 +146,7 @@ Test(caps_race, a_contender_is_verified_at_the_largest_cap_before_it_leads)
         int64_t id;
         cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
         hn_trial *t = hn_get(&h, id);
-        cr_assert_eq(solver_of(t), want[i].solver, "run %zu", i + 1);
+        cr_assert_eq(hn_solver_of(t), want[i].solver, "run %zu", i + 1);
         cr_assert_eq(t->instance, want[i].instance, "run %zu", i + 1);
         cr_assert_float_eq(t->budget, want[i].cap, EPS, "run %zu: cap %g", i + 1, t->budget);
         double v = rt[want[i].solver][want[i].instance];
@@ -203,7 +185,7 @@ Test(caps_race, cap_levels_double_and_lower_bounds_are_re_run)
         double cap;
     } want[] = {{0, 0, 1}, {1, 0, 0.5}, {0, 1, 1}, {1, 1, 1}, {0, 1, 2}, {1, 0, 2}, {0, 1, 4}};
     hn h;
-    char *names = instance_names(2);
+    char *names = hn_instance_names(2);
     cr_assert_eq(hn_open_instances(&h, &bd_sched_caps_race,
                                    "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]",
                                    "{\"shuffle_instances\": false, \"first_cap\": 1}", 0.5, 4, 0, names),
@@ -213,7 +195,7 @@ Test(caps_race, cap_levels_double_and_lower_bounds_are_re_run)
         int64_t id;
         cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL, "run %zu", i + 1);
         hn_trial *t = hn_get(&h, id);
-        cr_assert_eq(solver_of(t), want[i].solver, "run %zu: s%d", i + 1, solver_of(t));
+        cr_assert_eq(hn_solver_of(t), want[i].solver, "run %zu: s%d", i + 1, hn_solver_of(t));
         cr_assert_eq(t->instance, want[i].instance, "run %zu", i + 1);
         cr_assert_float_eq(t->budget, want[i].cap, EPS, "run %zu: cap %g", i + 1, t->budget);
         double v = rt[want[i].solver][want[i].instance];
@@ -258,7 +240,7 @@ Test(caps_race, a_failed_run_is_re_offered_then_given_up)
     cr_assert_eq(json_integer_value(json_object_get(json_object_get(d, "incumbent"), "solved")), 0);
     json_decref(d);
     cr_assert_eq(hn_suggest(&h, 0, &next), BD_SUGGEST_TRIAL);
-    cr_assert_eq(solver_of(hn_get(&h, next)), 1, "the race goes on");
+    cr_assert_eq(hn_solver_of(hn_get(&h, next)), 1, "the race goes on");
     cr_assert_float_eq(hn_get(&h, next)->budget, CAP_MAX, EPS, "capped from the leader's 10");
     hn_close(&h);
 }
@@ -322,7 +304,7 @@ static double run_to_done(hn *h, int workers, int fail_every, matrix_fn m)
         if (fail_every && ++finished % fail_every == 0) {
             hn_fail(h, running[pick]);
         } else {
-            cpu += fmin(m(solver_of(t), (int)t->instance), t->budget);
+            cpu += fmin(m(hn_solver_of(t), (int)t->instance), t->budget);
             run_from(h, running[pick], m);
         }
         running[pick] = running[--n];
@@ -367,7 +349,7 @@ Test(caps_race, several_workers_never_wait_while_a_run_is_available)
     int64_t ids[4];
     for (int w = 0; w < 4; w++) {
         cr_assert_eq(hn_suggest(&h, w, &ids[w]), BD_SUGGEST_TRIAL, "worker %d waits", w);
-        cr_assert_eq(solver_of(hn_get(&h, ids[w])), 0);
+        cr_assert_eq(hn_solver_of(hn_get(&h, ids[w])), 0);
         cr_assert_eq(hn_get(&h, ids[w])->budget, CAP_MAX);
     }
     run_from(&h, ids[0], m8); /* its first instance: seven challengers may run it */
@@ -375,11 +357,11 @@ Test(caps_race, several_workers_never_wait_while_a_run_is_available)
         int64_t id;
         cr_assert_eq(hn_suggest(&h, 4 + w, &id), BD_SUGGEST_TRIAL);
         cr_assert_eq(hn_get(&h, id)->instance, hn_get(&h, ids[0])->instance);
-        cr_assert_eq(solver_of(hn_get(&h, id)), 1 + w);
+        cr_assert_eq(hn_solver_of(hn_get(&h, id)), 1 + w);
     }
     int64_t id;
     cr_assert_eq(hn_suggest(&h, 11, &id), BD_SUGGEST_TRIAL, "the leader's fifth instance");
-    cr_assert_eq(solver_of(hn_get(&h, id)), 0);
+    cr_assert_eq(hn_solver_of(hn_get(&h, id)), 0);
     hn_close(&h);
 }
 
@@ -396,7 +378,7 @@ Test(caps_race, one_worker_is_deterministic)
         if (ra != BD_SUGGEST_TRIAL)
             break;
         cr_assert_eq(hn_get(&a, ia)->instance, hn_get(&b, ib)->instance);
-        cr_assert_eq(solver_of(hn_get(&a, ia)), solver_of(hn_get(&b, ib)));
+        cr_assert_eq(hn_solver_of(hn_get(&a, ia)), hn_solver_of(hn_get(&b, ib)));
         cr_assert_eq(hn_get(&a, ia)->budget, hn_get(&b, ib)->budget);
         run_from(&a, ia, m8);
         run_from(&b, ib, m8);
@@ -413,7 +395,7 @@ Test(caps_race, the_instance_order_is_a_seeded_permutation)
     for (int k = 0; k < 12; k++) { /* the leader's first twelve runs, one per position */
         int64_t id;
         cr_assert_eq(hn_suggest(&h, k, &id), BD_SUGGEST_TRIAL);
-        cr_assert_eq(solver_of(hn_get(&h, id)), 0);
+        cr_assert_eq(hn_solver_of(hn_get(&h, id)), 0);
         first[k] = (int)hn_get(&h, id)->instance;
         seen[first[k]]++;
     }
@@ -459,7 +441,7 @@ Test(caps_race, replay_after_restart_gives_identical_next_runs)
 Test(caps_race, a_large_space_races_a_seeded_sample)
 {
     hn h;
-    char *names = instance_names(6);
+    char *names = hn_instance_names(6);
     const char *space = "[{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1},"
                         " {\"name\": \"k\", \"type\": \"int\", \"low\": 1, \"high\": 9}]";
     cr_assert_eq(hn_open_instances(&h, &bd_sched_caps_race, space, "{\"n_configs\": 5}", 0.5, CAP_MAX, 0, names), 0,
@@ -496,7 +478,7 @@ Test(caps_race, bad_studies_are_refused_with_the_field)
     cr_assert_neq(hn_open_instances(&h, &bd_sched_caps_race, SOLVERS3, "{}", 0.5, CAP_MAX, 0, NULL), 0);
     cr_assert_str_eq(h.err.field, "instances");
     hn_close(&h);
-    char *names = instance_names(3);
+    char *names = hn_instance_names(3);
     struct {
         const char *options, *field;
     } bad[] = {

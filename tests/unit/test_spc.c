@@ -214,29 +214,11 @@ static int ref_step(ref_tester *ts, int t, int poll_all, int *c_out, int *j_out,
 static const char *SOLVERS = "[{\"name\": \"solver\", \"type\": \"categorical\", "
                              "\"choices\": [\"s0\", \"s1\", \"s2\", \"s3\", \"s4\"]}]";
 
-static char *instance_names(int n)
-{
-    json_t *a = json_array();
-    for (int j = 0; j < n; j++) {
-        char name[32];
-        snprintf(name, sizeof name, "inst%02d.cnf", j);
-        json_array_append_new(a, json_string(name));
-    }
-    char *text = json_dumps(a, JSON_COMPACT);
-    json_decref(a);
-    return text;
-}
-
-static int solver_of(const hn_trial *t)
-{
-    return json_string_value(json_object_get(t->config, "solver"))[1] - '0';
-}
-
 /* Ends trial id from the matrix: its runtime, or a timeout at its cap. */
 static void run_from_matrix(hn *h, int64_t id)
 {
     hn_trial *t = hn_get(h, id);
-    double rt = matrix(solver_of(t), (int)t->instance);
+    double rt = matrix(hn_solver_of(t), (int)t->instance);
     if (rt > t->budget)
         hn_complete_timeout(h, id);
     else
@@ -253,7 +235,7 @@ static void check_replay(hn *h, int k)
 
 static void open_solvers(hn *h, const char *options)
 {
-    char *names = instance_names(NI);
+    char *names = hn_instance_names(NI);
     cr_assert_eq(hn_open_instances(h, &bd_sched_spc, SOLVERS, options, 0.5, CAP_MAX, 0, names), 0, "%s",
                  h->err.message);
     free(names);
@@ -284,7 +266,7 @@ static void check_sequential(const char *options, int poll_all)
         cr_assert_eq(answer, BD_SUGGEST_TRIAL, "step %d", t);
         hn_trial *tr = hn_get(&h, id);
         cr_assert(tr->has_instance);
-        cr_assert_eq(solver_of(tr), c, "step %d: config s%d, the reference ran s%d", t, solver_of(tr), c);
+        cr_assert_eq(hn_solver_of(tr), c, "step %d: config s%d, the reference ran s%d", t, hn_solver_of(tr), c);
         cr_assert_eq(tr->instance, j, "step %d: instance %lld, the reference ran %d", t, (long long)tr->instance, j);
         cr_assert_float_eq(tr->budget, cap, 1e-12, "step %d: cap %g, the reference used %g", t, tr->budget, cap);
         timeouts += matrix(c, j) > cap;
@@ -337,14 +319,14 @@ static int after_equal_first_runs(const char *options)
     for (int c = 0; c < NC; c++) {
         int64_t id;
         cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
-        cr_assert_eq(solver_of(hn_get(&h, id)), c, "every config is tried once, in order");
+        cr_assert_eq(hn_solver_of(hn_get(&h, id)), c, "every config is tried once, in order");
         cr_assert_eq(hn_get(&h, id)->instance, 0);
         cr_assert_eq(hn_get(&h, id)->budget, 1.0, "kappa0 = 1 s");
         hn_complete_timeout(&h, id);
     }
     int64_t id;
     cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
-    int solver = solver_of(hn_get(&h, id));
+    int solver = hn_solver_of(hn_get(&h, id));
     hn_close(&h);
     return solver;
 }
@@ -411,7 +393,7 @@ Test(spc, the_first_runs_go_to_idle_testers)
     int64_t ids[NC];
     for (int c = 0; c < NC; c++) {
         cr_assert_eq(hn_suggest(&h, c, &ids[c]), BD_SUGGEST_TRIAL);
-        cr_assert_eq(solver_of(hn_get(&h, ids[c])), c, "worker %d gets the next idle tester", c);
+        cr_assert_eq(hn_solver_of(hn_get(&h, ids[c])), c, "worker %d gets the next idle tester", c);
     }
     int64_t extra;
     cr_assert_eq(hn_suggest(&h, NC, &extra), BD_SUGGEST_TRIAL, "all busy: a busy tester runs a fresh instance");
@@ -499,7 +481,7 @@ Test(spc, replay_after_restart_gives_identical_next_runs)
 static void check_doubling_samples(const char *options)
 {
     hn h;
-    char *names = instance_names(NI);
+    char *names = hn_instance_names(NI);
     const char *space = "[{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1},"
                         " {\"name\": \"k\", \"type\": \"int\", \"low\": 1, \"high\": 9}]";
     cr_assert_eq(hn_open_instances(&h, &bd_sched_spc, space, options, 0.5, CAP_MAX, 0, names),
@@ -551,7 +533,7 @@ Test(spc, bad_studies_are_refused_with_the_field)
     cr_assert_neq(hn_open_instances(&h, &bd_sched_spc, SOLVERS, "{}", 0.5, CAP_MAX, 0, NULL), 0);
     cr_assert_str_eq(h.err.field, "instances");
     hn_close(&h);
-    char *names = instance_names(3);
+    char *names = hn_instance_names(3);
     struct {
         const char *options, *field;
     } bad[] = {
@@ -593,7 +575,7 @@ Test(spc_finite, never_reruns_a_run_whose_result_is_known_and_ends_with_the_exac
     int64_t id;
     while ((answer = hn_suggest(&h, 0, &id)) == BD_SUGGEST_TRIAL) {
         hn_trial *t = hn_get(&h, id);
-        int c = solver_of(t), j = (int)t->instance;
+        int c = hn_solver_of(t), j = (int)t->instance;
         cr_assert(!solved[c][j], "s%d re-ran instance %d after solving it", c, j);
         cr_assert_gt(t->budget, timed_out_at[c][j], "s%d re-ran instance %d at cap %g, timed out at %g before", c, j,
                      t->budget, timed_out_at[c][j]);
@@ -640,11 +622,11 @@ static int after_one_solve_each(const char *options)
     for (int c = 0; c < NC; c++) {
         int64_t id;
         cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
-        hn_complete(&h, id, seconds[solver_of(hn_get(&h, id))]);
+        hn_complete(&h, id, seconds[hn_solver_of(hn_get(&h, id))]);
     }
     int64_t id;
     cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
-    int solver = solver_of(hn_get(&h, id));
+    int solver = hn_solver_of(hn_get(&h, id));
     hn_close(&h);
     return solver;
 }
@@ -665,10 +647,10 @@ Test(spc_finite, the_incumbent_counts_pending_timeouts_at_the_worst)
     for (int c = 0; c < NC; c++) { /* s0 times out at 1 s; the others solve in 1.5 s */
         int64_t id;
         cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
-        if (solver_of(hn_get(&h, id)) == 0)
+        if (hn_solver_of(hn_get(&h, id)) == 0)
             hn_complete_timeout(&h, id);
         else
-            hn_complete(&h, id, 1.5 + 0.1 * solver_of(hn_get(&h, id)));
+            hn_complete(&h, id, 1.5 + 0.1 * hn_solver_of(hn_get(&h, id)));
     }
     json_t *d = hn_describe(&h);
     json_t *inc = json_object_get(d, "incumbent");
@@ -684,7 +666,7 @@ Test(spc, describe_lists_a_bounded_number_of_testers)
     for (int c = 0; c < 300; c++)
         json_array_append_new(choices, json_sprintf("c%03d", c));
     json_t *params = json_pack("[{s:s, s:s, s:o}]", "name", "solver", "type", "categorical", "choices", choices);
-    char *text = json_dumps(params, JSON_COMPACT), *names = instance_names(NI);
+    char *text = json_dumps(params, JSON_COMPACT), *names = hn_instance_names(NI);
     hn h;
     cr_assert_eq(hn_open_instances(&h, &bd_sched_spc, text, FINITE, 0.5, CAP_MAX, 0, names), 0, "%s", h.err.message);
     for (int k = 0; k < 400; k++) {
