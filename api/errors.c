@@ -12,10 +12,12 @@ static const struct {
     {BD_EINVAL, 400, "invalid argument"},
     {BD_EAUTH, 401, "missing or invalid bearer token"},
     {BD_EFORBIDDEN, 403, "not allowed"},
+    {BD_EQUOTA, 403, "a quota of this user would be passed"},
     {BD_ENOTFOUND, 404, "not found"},
     {BD_EMETHOD, 405, "method not allowed"},
     {BD_ECONFLICT, 409, "conflict"},
     {BD_ETOOLARGE, 413, "request body too large"},
+    {BD_EBUSY, 429, "busy; retry after the time in Retry-After"},
     {BD_EMEDIA, 415, "the body must be application/json"},
     {BD_ESTORAGE, 500, "storage error"},
     {BD_EINTERNAL, 500, "internal error"},
@@ -63,6 +65,8 @@ json_t *bd_api_error_json(const bd_err *err)
     json_object_set_new(e, "code", json_string(bd_err_name(i >= 0 ? err->code : BD_EINTERNAL)));
     json_object_set_new(e, "message", safe_string(message));
     json_object_set_new(e, "field", err->field[0] ? safe_string(err->field) : json_null());
+    if (err->code == BD_EBUSY && err->retry_after > 0)
+        json_object_set_new(e, "retry_after_seconds", json_integer(err->retry_after));
     json_object_set_new(body, "error", e);
     return body;
 }
@@ -78,6 +82,7 @@ void bd_api_error_response(bd_http_resp *resp, const bd_err *err)
     resp->status = bd_api_status(err->code);
     resp->json = bd_api_error_json(err);
     resp->www_authenticate = resp->status == 401;
+    resp->retry_after = resp->status == 429 && err->retry_after > 0 ? err->retry_after : 0;
     resp->err_code = find(err->code) >= 0 ? err->code : BD_EINTERNAL;
     snprintf(resp->err_message, sizeof resp->err_message, "%s", err->message);
     if (resp->status == 405)

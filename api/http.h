@@ -131,6 +131,7 @@ typedef struct bd_http_resp {
     bd_http_header headers[BD_RESP_HEADERS_MAX]; /* extra headers, sent in order */
     int header_count;
     char allow[64];           /* Allow header when non-empty */
+    int retry_after;          /* Retry-After header (seconds) when > 0: a 429's */
     int www_authenticate;     /* send WWW-Authenticate: Bearer */
     int close;                /* send Connection: close */
     int err_code;             /* BD_E* when this is an error answer, else 0 */

@@ -368,6 +368,11 @@ static struct MHD_Response *make_response(bd_http_resp *resp)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_DISPOSITION, resp->disposition);
     if (resp->www_authenticate)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (resp->retry_after > 0) {
+        char secs[16];
+        snprintf(secs, sizeof secs, "%d", resp->retry_after);
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_RETRY_AFTER, secs);
+    }
     if (resp->close)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_CONNECTION, "close");
     for (int i = 0; i < resp->header_count; i++)
@@ -418,6 +423,21 @@ static void handle(bd_http_server *s, request_ctx *ctx)
     MHD_resume_connection(ctx->conn);
 }
 
+/* A queued request that had not started when the stop's grace ended: it
+ * is answered 503 instead of run, so a long queue cannot stretch the stop
+ * (issue 20: 136 s after a 10 s grace). */
+static void refuse_late(bd_http_server *s, request_ctx *ctx)
+{
+    bd_err err;
+    (void)s;
+    bd_err_set(&err, BD_EUNAVAILABLE, NULL, "the server is shutting down; retry later");
+    ctx->resp.close = 1;
+    bd_api_error_response(&ctx->resp, &err);
+    ctx->mr = make_response(&ctx->resp);
+    ctx->handled = 1;
+    MHD_resume_connection(ctx->conn);
+}
+
 static void *handler_main(void *arg)
 {
     bd_http_server *s = arg;
@@ -431,8 +451,12 @@ static void *handler_main(void *arg)
         s->jobs_head = ctx->next_job;
         if (!s->jobs_head)
             s->jobs_tail = NULL;
+        int past_grace = s->handlers_stop;
         pthread_mutex_unlock(&s->jobs_lock);
-        handle(s, ctx);
+        if (past_grace)
+            refuse_late(s, ctx);
+        else
+            handle(s, ctx);
         pthread_mutex_lock(&s->jobs_lock);
     }
     pthread_mutex_unlock(&s->jobs_lock);
@@ -460,8 +484,9 @@ static int enqueue(bd_http_server *s, request_ctx *ctx)
     return 1;
 }
 
-/* Lets the handlers finish what is queued and running, then joins them.
- * Every suspended connection is resumed by then (MHD_stop_daemon needs it). */
+/* Lets the handlers finish what is running, answers what is still queued
+ * 503, then joins them. Every suspended connection is resumed by then
+ * (MHD_stop_daemon needs it). */
 static void stop_handlers(bd_http_server *s)
 {
     pthread_mutex_lock(&s->jobs_lock);
@@ -859,7 +884,7 @@ void bd_http_server_stop(bd_http_server *s, double grace_seconds)
     }
     if (atomic_load(&s->in_flight) > 0)
         bd_log(BD_LOG_WARN, "stopping with %d requests still in progress", atomic_load(&s->in_flight));
-    stop_handlers(s); /* they finish what they hold: MHD_stop_daemon needs every connection resumed */
+    stop_handlers(s); /* they finish what they run and refuse what is queued */
     MHD_stop_daemon(s->daemon);
     stop_sweeper(s);
     bd_metrics_free(s->api.metrics);

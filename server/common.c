@@ -12,6 +12,7 @@ int bd_err_set(bd_err *err, int code, const char *field, const char *fmt, ...)
     if (err) {
         va_list ap;
         err->code = code;
+        err->retry_after = 0;
         snprintf(err->field, sizeof err->field, "%s", field ? field : "");
         va_start(ap, fmt);
         vsnprintf(err->message, sizeof err->message, fmt, ap);
@@ -40,6 +41,8 @@ const char *bd_err_name(int code)
     case BD_EMETHOD: return "method_not_allowed";
     case BD_ESTORAGE: return "storage_error";
     case BD_EUNAVAILABLE: return "unavailable";
+    case BD_EBUSY: return "busy";
+    case BD_EQUOTA: return "quota_exceeded";
     default: return "internal";
     }
 }

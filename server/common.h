@@ -26,7 +26,9 @@ enum {
     BD_EMETHOD = -8,    /* route exists, method does not (405) */
     BD_ESTORAGE = -9,   /* the database failed; nothing was acknowledged (500) */
     BD_EINTERNAL = -10, /* a bug or an unexpected library failure (500) */
-    BD_EUNAVAILABLE = -11 /* shutting down (503) */
+    BD_EUNAVAILABLE = -11, /* shutting down (503) */
+    BD_EBUSY = -12,       /* the study or the user has too much pending (429); err->retry_after says when to retry */
+    BD_EQUOTA = -13       /* a per-user quota would be passed (403); err->field names the limit */
 };
 
 /* What went wrong, for the user. code is a BD_E* value; field is the JSON path
@@ -35,6 +37,7 @@ typedef struct bd_err {
     int code;
     char field[128];
     char message[256];
+    int retry_after; /* seconds, for BD_EBUSY (the Retry-After header); 0 otherwise */
 } bd_err;
 
 /* Fills err (when non-NULL) and returns code, so callers can write

@@ -150,6 +150,16 @@ static int set_handlers(bd_config *cfg, const char *value, const char *who, bd_e
     return 0;
 }
 
+static int set_user_concurrency(bd_config *cfg, const char *value, const char *who, bd_err *err)
+{
+    unsigned long long v;
+
+    if (parse_uint(value, MAX_HANDLERS, &v) != 0 || v < 1)
+        return bd_err_set(err, BD_EINVAL, who, "%s: '%s' is not a whole number in 1..%d", who, value, MAX_HANDLERS);
+    cfg->user_concurrency = (int)v;
+    return 0;
+}
+
 static int set_log_level(bd_config *cfg, const char *value, const char *who, bd_err *err)
 {
     if (bd_log_level_parse(value, &cfg->log_level) != 0)
@@ -230,6 +240,10 @@ static const option_def options[] = {
      "HTTP polling threads, which read requests and send answers (default: 2 x online cores)", set_threads},
     {"--handlers", "BANDITD_HANDLERS", "N", "64",
      "threads that run requests; a slow scheduler call holds one, never a polling thread", set_handlers},
+    {"--user-concurrency", "BANDITD_USER_CONCURRENCY", "N", "16",
+     "requests to slow studies (10 ms or more per request) that one user may have in progress; more get 429, so no "
+     "user holds all the handlers",
+     set_user_concurrency},
     {"--log-level", "BANDITD_LOG_LEVEL", "LEVEL", "info", "debug (adds a line per request), info, warn or error",
      set_log_level},
     {"--lease-seconds", "BANDITD_LEASE_SECONDS", "S", "300", "trial lease for studies that do not set lease_seconds",

@@ -24,6 +24,7 @@ typedef struct bd_config {
     char admin_token_file[4096]; /* --admin-token-file; "" when not given */
     int threads;        /* HTTP polling threads, >= 1 (default 2 x online cores) */
     int handlers;       /* request-handling threads, >= 1 (default 64) */
+    int user_concurrency; /* requests to costly studies per user (server/admission.h), >= 1 */
     bd_log_level log_level;
     double lease_seconds;    /* default lease of a study, > 0 */
     int sync_full;           /* 1: --sync full, 0: normal */

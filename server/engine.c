@@ -34,16 +34,54 @@ study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id)
 int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
 {
     bd_engine_recover_if_needed(e);
+    /* Ownership first: another user's study answers 404 like a missing one,
+     * never 429, so a busy gate tells nothing about other users. */
     study_rt *st = bd_engine_study(e, study_id, who->user_id);
+    bd_gate_ticket ticket;
+    int rc;
     if (st) {
+        if ((rc = bd_gate_enter(&st->gate, &e->user_slots, who->user_id, bd_monotonic(), &ticket, err)))
+            return rc;
         pthread_mutex_lock(&st->mu);
         if (!st->deleted) {
+            bd_gate_locked(&st->gate, &ticket, bd_monotonic());
             *out = st;
             return 0;
         }
         pthread_mutex_unlock(&st->mu);
+        bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
     }
     return bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id);
+}
+
+int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
+{
+    bd_engine_recover_if_needed(e);
+    study_rt *st = bd_engine_study(e, study_id, who->user_id);
+    bd_gate_ticket ticket = {0};
+    if (!st)
+        return bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id);
+    if (atomic_load(&st->gate.queued) > 0)
+        return bd_err_set(err, BD_EBUSY, "study", "study %lld is busy", (long long)study_id);
+    atomic_fetch_add(&st->gate.queued, 1); /* no user slot: the caller is the daemon itself */
+    if (pthread_mutex_trylock(&st->mu) != 0) {
+        bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
+        return bd_err_set(err, BD_EBUSY, "study", "study %lld is busy", (long long)study_id);
+    }
+    if (st->deleted) {
+        pthread_mutex_unlock(&st->mu);
+        bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
+        return bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id);
+    }
+    bd_gate_locked(&st->gate, &ticket, bd_monotonic());
+    *out = st;
+    return 0;
+}
+
+void bd_engine_unlock_study(bd_engine *e, study_rt *st)
+{
+    bd_gate_leave(&st->gate, &e->user_slots, bd_monotonic());
+    pthread_mutex_unlock(&st->mu);
 }
 
 void bd_engine_study_register(bd_engine *e, study_rt *st)
@@ -421,7 +459,7 @@ int bd_engine_study_replay_answer(bd_engine *e, study_rt *st, const bd_request *
     int rc = idem_lookup(e, req, &response, err);
     if (rc == 0)
         return 0;
-    pthread_mutex_unlock(&st->mu);
+    bd_engine_unlock_study(e, st);
     return rc < 0 ? rc : answer_when_durable(e, response, out, err);
 }
 
@@ -478,6 +516,31 @@ int bd_engine_study_commit(bd_engine *e, study_rt *st, const bd_request *req, in
     }
     st->dirty = 0;
     return rc;
+}
+
+int bd_engine_study_op(bd_engine *e, const bd_request *req, int64_t study_id, int flags, bd_study_op_fn op, void *arg,
+                       bd_write_plan *plan, json_t **out, bd_err *err)
+{
+    study_rt *st;
+    json_t *answer = NULL;
+    uint64_t ticket = 0;
+    int rc = flags & BD_OP_NO_WAIT ? bd_engine_try_lock_study(e, req->caller, study_id, &st, err)
+                                   : bd_engine_lock_study(e, req->caller, study_id, &st, err);
+    if (rc)
+        return rc;
+    if ((rc = bd_engine_study_replay_answer(e, st, req, out, err))) /* unlocked st */
+        return rc > 0 ? 0 : rc;
+    rc = op(e, st, arg, plan, &answer, err);
+    rc = bd_engine_study_commit(e, st, req, rc, plan, answer, &ticket, err);
+    bd_engine_unlock_study(e, st);
+    if (!rc)
+        rc = bd_engine_durable(e, ticket, err);
+    if (rc) {
+        json_decref(answer);
+        return rc;
+    }
+    *out = answer;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- recovery */
@@ -606,6 +669,9 @@ int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
     pthread_mutex_init(&e->reaper_mu, NULL);
     pthread_cond_init(&e->reaper_cv, NULL);
     pthread_mutex_init(&e->recover_mu, NULL);
+    /* Distinct users with costly requests at once: at most one per handler
+     * thread, and the handlers are at most a few thousand (config.c). */
+    bd_user_slots_init(&e->user_slots, opts->user_concurrency > 0 ? opts->user_concurrency : 16, 4096);
     /* GSL's default handler aborts the process; schedulers check every GSL
      * return code instead (server/model/). Here, so tests get it too. */
     gsl_set_error_handler_off();
@@ -655,6 +721,7 @@ void bd_engine_close(bd_engine *e)
 {
     if (!e)
         return;
+    atomic_store(&e->closing, 1);
     if (e->reaper_running) {
         pthread_mutex_lock(&e->reaper_mu);
         e->reaper_stop = 1;
@@ -672,6 +739,7 @@ void bd_engine_close(bd_engine *e)
     pthread_mutex_destroy(&e->reaper_mu);
     pthread_cond_destroy(&e->reaper_cv);
     pthread_mutex_destroy(&e->recover_mu);
+    bd_user_slots_destroy(&e->user_slots);
     free(e);
 }
 

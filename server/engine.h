@@ -33,6 +33,8 @@ typedef struct bd_engine_opts {
                                      when the database has no user yet (then nothing is written
                                      to admin_token_path); see bd_auth_check_supplied */
     double reaper_interval;       /* seconds between lease-expiry sweeps; 0 = no reaper thread */
+    int user_concurrency;         /* requests to slow studies one user may have in progress
+                                     (server/admission.h); <= 0: 16 */
 } bd_engine_opts;
 
 /* Opens storage, creates the admin user and token on first start, rebuilds

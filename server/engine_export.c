@@ -45,7 +45,7 @@ int bd_engine_csv_open(bd_engine *e, const bd_caller *who, int64_t study_id, con
     if ((rc = bd_engine_lock_study(e, who, study_id, &st, err)))
         return rc;
     size_t n_instances = st->spec.def.n_instances;
-    pthread_mutex_unlock(&st->mu);
+    bd_engine_unlock_study(e, st);
     if (instance >= 0 && (size_t)instance >= n_instances)
         return bd_err_set(err, BD_EINVAL, "instance", "must be an instance index of the study (it has %zu)",
                           n_instances);

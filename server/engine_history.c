@@ -76,7 +76,7 @@ int bd_engine_history(bd_engine *e, const bd_caller *who, int64_t study_id, int6
         return rc;
     double created_at = st->created_at, resource_total = 0;
     int maximize = st->spec.def.maximize;
-    pthread_mutex_unlock(&st->mu);
+    bd_engine_unlock_study(e, st);
 
     history_ctx c = {0};
     history_read r = {.c = &c};

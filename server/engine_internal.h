@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 
 #include "../storage/store.h"
+#include "admission.h"
 #include "auth.h"
 #include "engine.h"
 #include "study_def.h"
@@ -35,6 +36,7 @@ typedef struct study_usage {
 
 typedef struct study_rt {
     pthread_mutex_t mu;
+    bd_gate gate;                   /* who may wait for mu (admission.h) */
     int64_t id;
     int64_t user_id;
     char owner[64];
@@ -79,11 +81,13 @@ struct bd_engine {
     pthread_t reaper;
     int reaper_running;
     int reaper_stop;
+    atomic_int closing;             /* bd_engine_close began: a sweep stops between trials */
     double reaper_interval;
     pthread_mutex_t reaper_mu;
     pthread_cond_t reaper_cv;
 
     char *first_admin_token;        /* set when this open created the admin */
+    bd_user_slots user_slots;       /* each user's requests in costly studies (admission.h) */
 
     _Atomic uint64_t recovered_failures; /* the store's failure count the last recovery covered */
     pthread_mutex_t recover_mu;     /* one recovery at a time */
@@ -117,9 +121,28 @@ void bd_engine_plan_event(bd_engine *e, study_rt *st, bd_write_plan *p, const bd
 /* Borrowed pointer to the study if it exists, is not deleted and belongs to
  * user_id (0 = any user); else NULL. */
 study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id);
-/* Locks (st->mu) and returns who's live study, or BD_ENOTFOUND. */
+/* Locks (st->mu) and returns who's live study, or BD_ENOTFOUND, or BD_EBUSY
+ * when the study's gate refuses to let the request wait (admission.h).
+ * Release with bd_engine_unlock_study. */
 int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
     BD_MUST_CHECK;
+/* The same without waiting: BD_EBUSY at once when anyone holds or waits
+ * for the study (the lease reaper: a busy study is swept next time). */
+int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
+    BD_MUST_CHECK;
+void bd_engine_unlock_study(bd_engine *e, study_rt *st);
+
+/* The one protocol of a request that changes a study: lock (or, with
+ * BD_OP_NO_WAIT, try to) -> answer a repeated idempotency key from storage
+ * -> op (the scheduler decides; the writes go into plan and the answer into
+ * *answer) -> commit plan and answer in one transaction -> unlock -> wait
+ * until the commit is on disk. plan is the caller's (it may borrow strings
+ * the caller frees after this returns; the caller clears it). */
+typedef int (*bd_study_op_fn)(bd_engine *e, study_rt *st, void *arg, bd_write_plan *plan, json_t **answer,
+                              bd_err *err);
+enum { BD_OP_WAIT = 0, BD_OP_NO_WAIT = 1 };
+int bd_engine_study_op(bd_engine *e, const bd_request *req, int64_t study_id, int flags, bd_study_op_fn op, void *arg,
+                       bd_write_plan *plan, json_t **out, bd_err *err) BD_MUST_CHECK;
 void bd_engine_study_register(bd_engine *e, study_rt *st);
 /* Builds a study's runtime from its stored row (scheduler replayed). */
 int bd_engine_study_load(bd_engine *e, const bd_study_row *row, study_rt **out, bd_err *err) BD_MUST_CHECK;

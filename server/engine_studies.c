@@ -199,19 +199,24 @@ typedef struct page_ctx {
     json_t *list;
     int64_t last_id;
     int64_t rows;
+    bd_err *err;
 } page_ctx;
 
 static int add_study(const bd_study_row *row, void *arg)
 {
     page_ctx *c = arg;
     study_rt *st;
-    bd_err ignored;
     c->rows++;
     c->last_id = row->id;
-    if (bd_engine_lock_study(c->e, c->who, row->id, &st, &ignored))
-        return 0; /* deleted since the read */
+    int rc = bd_engine_lock_study(c->e, c->who, row->id, &st, c->err);
+    if (rc == BD_ENOTFOUND) { /* deleted since the read */
+        bd_err_clear(c->err);
+        return 0;
+    }
+    if (rc) /* busy: the page is refused whole rather than missing a study */
+        return rc;
     json_array_append_new(c->list, bd_engine_study_json(c->e, st));
-    pthread_mutex_unlock(&st->mu);
+    bd_engine_unlock_study(c->e, st);
     return 0;
 }
 
@@ -223,7 +228,7 @@ int bd_engine_list_studies(bd_engine *e, const bd_caller *who, const bd_study_qu
         return bd_err_set(err, BD_EINVAL, "after", "must be a study id >= 0");
     /* The caller's own studies from the store's index (user, id): the page
      * costs its length, however many studies other users have. */
-    page_ctx c = {.e = e, .who = who, .list = json_array()};
+    page_ctx c = {.e = e, .who = who, .list = json_array(), .err = err};
     int rc = bd_store_study_page(e->store, who->user_id, q->name, q->after, q->limit, add_study, &c, err);
     if (rc) {
         json_decref(c.list);
@@ -241,7 +246,7 @@ int bd_engine_get_study(bd_engine *e, const bd_caller *who, int64_t study_id, js
     if (rc)
         return rc;
     *out = bd_engine_study_json(e, st);
-    pthread_mutex_unlock(&st->mu);
+    bd_engine_unlock_study(e, st);
     return 0;
 }
 
@@ -270,7 +275,7 @@ int bd_engine_delete_study(bd_engine *e, const bd_request *req, int64_t study_id
             answer = NULL;
         }
     }
-    pthread_mutex_unlock(&st->mu);
+    bd_engine_unlock_study(e, st);
     json_decref(answer);
     return rc > 0 ? 0 : rc;
 }
@@ -405,61 +410,57 @@ static void free_planned_texts(bd_write_plan *plan)
     }
 }
 
+/* Suggest's operation on its locked study (bd_engine_study_op). */
+static int suggest_op(bd_engine *e, study_rt *st, void *arg, bd_write_plan *plan, json_t **answer, bd_err *err)
+{
+    const suggest_args *a = arg;
+    int rc = 0;
+    /* One answer holds at most SUGGEST_MAX_VALUES parameter values, so a wide
+     * space cannot make one request huge: the count is cut, never refused. */
+    size_t width = bd_space_size(st->spec.def.space);
+    long long count = a->count, fits = (long long)(SUGGEST_MAX_VALUES / (width ? width : 1));
+    if (count > fits)
+        count = fits > 0 ? fits : 1;
+    json_t *trials = json_array();
+    int outcome = BD_SUGGEST_TRIAL;
+    for (long long i = 0; i < count && !rc; i++) {
+        if (bd_engine_limit_reached(st)) {
+            outcome = BD_SUGGEST_DONE;
+            break;
+        }
+        bd_suggest_ctx ctx = {.trials_created = st->trials_created, .worker = a->worker};
+        bd_suggestion s = {0};
+        bd_rng_seed(&ctx.rng, st->spec.def.seed, (uint64_t)st->trials_created);
+        outcome = st->sched->ops->suggest(st->sched, &ctx, &s, err);
+        if (outcome < 0)
+            rc = outcome;
+        else if (outcome == BD_SUGGEST_TRIAL)
+            rc = plan_trial(e, st, plan, &s, a->worker, trials, err);
+        json_decref(s.config);
+        json_decref(s.extra);
+        if (outcome != BD_SUGGEST_TRIAL)
+            break;
+    }
+    *answer = json_pack("{s:o}", "trials", trials);
+    if (!rc && json_array_size(trials) == 0) {
+        if (outcome == BD_SUGGEST_DONE)
+            json_object_set_new(*answer, "done", json_true());
+        else
+            json_object_set_new(*answer, "retry_after_ms", json_integer(RETRY_AFTER_MS));
+    }
+    return rc;
+}
+
 int bd_engine_suggest(bd_engine *e, const bd_request *req, int64_t study_id, const json_t *body, json_t **out,
                       bd_err *err)
 {
     suggest_args a;
-    study_rt *st;
     int rc = parse_suggest(body, &a, err);
-    if (rc || (rc = bd_engine_lock_study(e, req->caller, study_id, &st, err)))
+    if (rc)
         return rc;
-    if ((rc = bd_engine_study_replay_answer(e, st, req, out, err))) /* unlocked st */
-        return rc > 0 ? 0 : rc;
-    /* One answer holds at most SUGGEST_MAX_VALUES parameter values, so a wide
-     * space cannot make one request huge: the count is cut, never refused. */
-    size_t width = bd_space_size(st->spec.def.space);
-    long long count = a.count, fits = (long long)(SUGGEST_MAX_VALUES / (width ? width : 1));
-    if (count > fits)
-        count = fits > 0 ? fits : 1;
     bd_write_plan plan = {0};
-    json_t *trials = json_array();
-    int answer = BD_SUGGEST_TRIAL;
-    for (long long i = 0; i < count && !rc; i++) {
-        if (bd_engine_limit_reached(st)) {
-            answer = BD_SUGGEST_DONE;
-            break;
-        }
-        bd_suggest_ctx ctx = {.trials_created = st->trials_created, .worker = a.worker};
-        bd_suggestion s = {0};
-        bd_rng_seed(&ctx.rng, st->spec.def.seed, (uint64_t)st->trials_created);
-        answer = st->sched->ops->suggest(st->sched, &ctx, &s, err);
-        if (answer < 0)
-            rc = answer;
-        else if (answer == BD_SUGGEST_TRIAL)
-            rc = plan_trial(e, st, &plan, &s, a.worker, trials, err);
-        json_decref(s.config);
-        json_decref(s.extra);
-        if (answer != BD_SUGGEST_TRIAL)
-            break;
-    }
-    json_t *result = json_pack("{s:o}", "trials", trials);
-    if (!rc && json_array_size(trials) == 0) {
-        if (answer == BD_SUGGEST_DONE)
-            json_object_set_new(result, "done", json_true());
-        else
-            json_object_set_new(result, "retry_after_ms", json_integer(RETRY_AFTER_MS));
-    }
-    uint64_t ticket = 0;
-    rc = bd_engine_study_commit(e, st, req, rc, &plan, result, &ticket, err);
-    pthread_mutex_unlock(&st->mu);
-    if (!rc)
-        rc = bd_engine_durable(e, ticket, err);
-    free_planned_texts(&plan);
+    rc = bd_engine_study_op(e, req, study_id, BD_OP_WAIT, suggest_op, &a, &plan, out, err);
+    free_planned_texts(&plan); /* the plan borrowed them until its commit */
     bd_write_plan_clear(&plan);
-    if (rc) {
-        json_decref(result);
-        return rc;
-    }
-    *out = result;
-    return 0;
+    return rc;
 }

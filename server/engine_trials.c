@@ -25,40 +25,39 @@ static int no_trial(int64_t id, bd_err *err)
     return bd_err_set(err, BD_ENOTFOUND, NULL, "no trial %lld", (long long)id);
 }
 
-/* Finds the trial's study (the caller's, else 404) and runs op on it. */
-static int with_trial(bd_engine *e, const bd_request *req, int64_t trial_id, trial_op op, const void *args,
-                      json_t **out, bd_err *err)
+/* What with_trial hands its study operation. */
+typedef struct trial_op_call {
+    int64_t trial_id;
+    trial_op op;
+    const void *args;
+    bd_trial_row t; /* read under the study's mutex; cleared by with_trial */
+} trial_op_call;
+
+static int run_trial_op(bd_engine *e, study_rt *st, void *arg, bd_write_plan *plan, json_t **answer, bd_err *err)
 {
-    bd_trial_row t = {0};
-    study_rt *st;
-    json_t *answer = NULL;
-    bd_err ignored;
-    int rc = bd_store_trial_get(e->store, trial_id, &t, err);
+    trial_op_call *c = arg;
+    int rc = bd_store_trial_get(e->store, c->trial_id, &c->t, err);
+    return rc ? rc : c->op(e, st, &c->t, c->args, plan, answer, err);
+}
+
+/* Finds the trial's study (the caller's, else 404) and runs op on it
+ * (bd_engine_study_op; flags as there). */
+static int with_trial(bd_engine *e, const bd_request *req, int64_t trial_id, int flags, trial_op op,
+                      const void *args, json_t **out, bd_err *err)
+{
+    trial_op_call c = {.trial_id = trial_id, .op = op, .args = args};
+    int rc = bd_store_trial_get(e->store, trial_id, &c.t, err);
     if (rc)
         return rc == BD_ENOTFOUND ? no_trial(trial_id, err) : rc;
-    int64_t study_id = t.study_id; /* a trial never changes study, so this read needs no lock */
-    bd_store_trial_row_clear(&t);
-    if (bd_engine_lock_study(e, req->caller, study_id, &st, &ignored))
-        return no_trial(trial_id, err);
-    if ((rc = bd_engine_study_replay_answer(e, st, req, out, err))) /* unlocked st */
-        return rc > 0 ? 0 : rc;
+    int64_t study_id = c.t.study_id; /* a trial never changes study, so this read needs no lock */
+    bd_store_trial_row_clear(&c.t);
     bd_write_plan plan = {0};
-    rc = bd_store_trial_get(e->store, trial_id, &t, err);
-    if (!rc)
-        rc = op(e, st, &t, args, &plan, &answer, err);
-    uint64_t ticket = 0;
-    rc = bd_engine_study_commit(e, st, req, rc, &plan, answer, &ticket, err);
-    pthread_mutex_unlock(&st->mu);
-    if (!rc)
-        rc = bd_engine_durable(e, ticket, err);
+    rc = bd_engine_study_op(e, req, study_id, flags, run_trial_op, &c, &plan, out, err);
+    if (rc == BD_ENOTFOUND) /* another user's trial answers like a missing one */
+        rc = no_trial(trial_id, err);
     bd_write_plan_clear(&plan);
-    bd_store_trial_row_clear(&t);
-    if (rc) {
-        json_decref(answer);
-        return rc;
-    }
-    *out = answer;
-    return 0;
+    bd_store_trial_row_clear(&c.t);
+    return rc;
 }
 
 static int require_running(const bd_trial_row *t, double now, bd_err *err)
@@ -192,7 +191,7 @@ int bd_engine_measure(bd_engine *e, const bd_request *req, int64_t trial_id, con
     if ((rc = value_member(value, &a.value, err)) || (rc = opt_seconds(body, "elapsed_seconds", &a.elapsed, err)))
         return rc;
     a.step = json_number_value(step);
-    return with_trial(e, req, trial_id, measure_op, &a, out, err);
+    return with_trial(e, req, trial_id, BD_OP_WAIT, measure_op, &a, out, err);
 }
 
 /* ------------------------------------------------------------ complete */
@@ -250,7 +249,7 @@ int bd_engine_complete(bd_engine *e, const bd_request *req, int64_t trial_id, co
         return bd_err_set(err, BD_EINVAL, "value",
                           "is required: the final metric, null for a diverged run, or status \"timeout\"");
     }
-    return with_trial(e, req, trial_id, complete_op, &a, out, err);
+    return with_trial(e, req, trial_id, BD_OP_WAIT, complete_op, &a, out, err);
 }
 
 /* ---------------------------------------------------------------- fail */
@@ -277,7 +276,7 @@ int bd_engine_fail(bd_engine *e, const bd_request *req, int64_t trial_id, const 
     int rc;
     if ((rc = bd_json_reject_unknown(body, "", known, err)) || (rc = opt_reason(body, &reason, err)))
         return rc;
-    return with_trial(e, req, trial_id, fail_op, reason, out, err);
+    return with_trial(e, req, trial_id, BD_OP_WAIT, fail_op, reason, out, err);
 }
 
 /* ----------------------------------------------------------- heartbeat */
@@ -299,7 +298,7 @@ static int heartbeat_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void 
 
 int bd_engine_heartbeat(bd_engine *e, const bd_request *req, int64_t trial_id, json_t **out, bd_err *err)
 {
-    return with_trial(e, req, trial_id, heartbeat_op, NULL, out, err);
+    return with_trial(e, req, trial_id, BD_OP_WAIT, heartbeat_op, NULL, out, err);
 }
 
 /* ---------------------------------------------------------------- reads */
@@ -328,7 +327,7 @@ int bd_engine_get_trial(bd_engine *e, const bd_caller *who, int64_t trial_id, js
         return no_trial(trial_id, err);
     }
     json_t *answer = bd_engine_trial_json(st, &t);
-    pthread_mutex_unlock(&st->mu);
+    bd_engine_unlock_study(e, st);
     json_t *measurements = json_array();
     rc = bd_store_event_each_of_trial(e->store, trial_id, add_measurement, measurements, err);
     json_object_set_new(answer, "measurements", measurements);
@@ -394,13 +393,13 @@ int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, 
     if ((rc = bd_engine_lock_study(e, who, study_id, &st, err)))
         return rc;
     if (q->instance >= 0 && (size_t)q->instance >= st->spec.def.n_instances) {
-        pthread_mutex_unlock(&st->mu);
+        bd_engine_unlock_study(e, st);
         return bd_err_set(err, BD_EINVAL, "instance", "must be an instance index of the study (it has %zu)",
                           st->spec.def.n_instances);
     }
     /* The study's mutex is released before reading: the listing reads
      * committed rows only and must not hold up the study's workers. */
-    pthread_mutex_unlock(&st->mu);
+    bd_engine_unlock_study(e, st);
     list_ctx c = {.e = e, .st = st, .trials = json_array(), .with_measurements = q->with_measurements, .err = err};
     if (q->best_first)
         rc = bd_store_trial_each_best(e->store, study_id, st->spec.def.maximize, q->instance, q->limit, add_trial,
@@ -460,16 +459,20 @@ int bd_engine_expire_leases(bd_engine *e, double now, int *expired, bd_err *err)
     expired_list l = {0};
     int rc = bd_store_trial_each_expired(e->store, now, collect_expired, &l, err);
     int n = 0;
-    for (size_t i = 0; !rc && i < l.n; i++) {
+    for (size_t i = 0; !rc && i < l.n && !atomic_load(&e->closing); i++) {
         study_rt *st = bd_engine_study(e, l.study_ids[i], 0);
         if (!st)
             continue;
         bd_caller owner = {.user_id = st->user_id};
         bd_request req = {.caller = &owner};
         json_t *answer = NULL;
-        rc = with_trial(e, &req, l.trial_ids[i], expire_op, &now, &answer, err);
-        if (rc == BD_ENOTFOUND) /* the study was deleted meanwhile */
+        /* A busy study is skipped, not waited for: a slow scheduler must not
+         * delay other studies' expiry. Its trials are found again next sweep. */
+        rc = with_trial(e, &req, l.trial_ids[i], BD_OP_NO_WAIT, expire_op, &now, &answer, err);
+        if (rc == BD_ENOTFOUND || rc == BD_EBUSY) { /* deleted meanwhile, or busy */
+            bd_err_clear(err);
             rc = 0;
+        }
         n += answer != NULL;
         json_decref(answer);
     }
