@@ -24,6 +24,15 @@
  * daemon acts once: a retried suggest returns the same trials, a retried
  * measurement is recorded once. GETs are simply repeated.
  *
+ * 429 (busy: the study's queue is full, or the user has too many costly
+ * requests at once) means the daemon did not act: the request is sent again,
+ * same key, after max(Retry-After, backoff) (backoff 250 ms doubling, up to
+ * 10% jitter, each wait at most 30 s) while the waits fit in busy_wait_ms
+ * (default 120 s, see bd_client_set_busy_wait); then the 429 is returned as
+ * BD_CLIENT_EHTTP (status 429, code "busy"). These waits do not count
+ * against `retries`. Other error answers, 403 "quota_exceeded" (field
+ * "limits.studies", ...) included, are returned at once.
+ *
  * The server is not trusted either: an answer larger than max_response_bytes
  * (default 64 MiB) is refused (BD_CLIENT_ETOOBIG) without being kept.
  *
@@ -92,6 +101,10 @@ BD_CLIENT_API void bd_client_free(bd_client *c);
  * connection does not wait. */
 BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_set_retries(bd_client *c, int retries, long backoff_ms,
                                                              long max_backoff_ms);
+/* How long, in all, one request may wait for a busy daemon (429 answers)
+ * before the 429 is returned: 0..86400000 ms (default 120000; 0 returns a
+ * 429 at once). */
+BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_set_busy_wait(bd_client *c, long max_total_ms);
 /* Per-attempt timeout (connect + transfer) in ms, 1..86400000 (default 30000). */
 BD_CLIENT_API BD_CLIENT_MUST_CHECK int bd_client_set_timeout(bd_client *c, long timeout_ms);
 /* The largest answer body accepted, 1 KiB..1 TiB (default 64 MiB); also bounds

@@ -17,6 +17,9 @@
 #define BDC_DEFAULT_MAX_BACKOFF_MS 5000L
 #define BDC_DEFAULT_TIMEOUT_MS 30000L
 #define BDC_DEFAULT_MAX_RESPONSE ((int64_t)64 << 20)
+#define BDC_DEFAULT_BUSY_WAIT_MS 120000L /* all the waits for one request's 429 answers */
+#define BDC_BUSY_FIRST_MS 250.0          /* the first wait after a 429 without a longer Retry-After */
+#define BDC_BUSY_MAX_MS 30000.0          /* no single wait after a 429 is longer, whatever Retry-After says */
 
 struct bd_client {
     CURL *curl;           /* one easy handle: keeps the connection alive between calls */
@@ -26,6 +29,7 @@ struct bd_client {
     long backoff_ms;      /* first wait before a re-send */
     long max_backoff_ms;  /* the wait doubles up to this */
     long timeout_ms;      /* per attempt */
+    long busy_wait_ms;    /* total wait allowed for 429 answers, per request; 0: none */
     int64_t max_response; /* largest body accepted */
     uint64_t jitter;      /* xorshift state for the backoff's random factor */
 };

@@ -1,12 +1,14 @@
 /* client_transport.c: the C client's handle and its one HTTP path: libcurl
  * easy requests on a kept-alive connection, Idempotency-Keys, retries with
- * bounded backoff, the cap on answer sizes, and the mapping of an error
- * answer to bd_client_err.
+ * bounded backoff (429 answers: honouring Retry-After, within busy_wait_ms),
+ * the cap on answer sizes, and the mapping of an error answer to
+ * bd_client_err.
  *
  * Invariants: a body that would pass max_response is never kept (the write
  * callback aborts the transfer); a retried POST or DELETE carries the key of
  * its first attempt; an export never retries once a byte reached the
- * caller's FILE (it cannot be taken back). */
+ * caller's FILE (it cannot be taken back); the waits after 429 answers add up
+ * to at most busy_wait_ms, none longer than BDC_BUSY_MAX_MS. */
 #include "client_internal.h"
 
 #include <errno.h>
@@ -118,6 +120,25 @@ static double jitter(bd_client *c)
     return 0.5 + (double)((x * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
 }
 
+/* The wait in ms before re-sending after a 429, or -1 to give up:
+ * max(Retry-After, backoff_ms) plus up to 10% jitter, at most BDC_BUSY_MAX_MS
+ * and left_ms. Retry-After (seconds; <= 0 counts as absent) is clamped to
+ * BDC_BUSY_MAX_MS; asking for more than left_ms gives up at once. */
+static double busy_wait(bd_client *c, int64_t retry_after_s, double backoff_ms, double left_ms)
+{
+    double asked = 0;
+    if (retry_after_s >= (int64_t)(BDC_BUSY_MAX_MS / 1000))
+        asked = BDC_BUSY_MAX_MS;
+    else if (retry_after_s > 0)
+        asked = (double)retry_after_s * 1000;
+    if (left_ms <= 0 || asked > left_ms)
+        return -1;
+    double wait = (asked > backoff_ms ? asked : backoff_ms) * (1 + 0.1 * (jitter(c) - 0.5));
+    if (wait > BDC_BUSY_MAX_MS)
+        wait = BDC_BUSY_MAX_MS;
+    return wait < left_ms ? wait : left_ms;
+}
+
 static void sleep_ms(double ms)
 {
     struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(((long long)ms % 1000) * 1000000)};
@@ -186,6 +207,7 @@ int bd_client_new(const char *url, const char *token, bd_client **out, bd_client
     c->backoff_ms = BDC_DEFAULT_BACKOFF_MS;
     c->max_backoff_ms = BDC_DEFAULT_MAX_BACKOFF_MS;
     c->timeout_ms = BDC_DEFAULT_TIMEOUT_MS;
+    c->busy_wait_ms = BDC_DEFAULT_BUSY_WAIT_MS;
     c->max_response = BDC_DEFAULT_MAX_RESPONSE;
     if (random_bytes(&c->jitter, sizeof c->jitter) || c->jitter == 0)
         c->jitter = 0x9E3779B97F4A7C15ULL ^ (uint64_t)time(NULL);
@@ -215,6 +237,14 @@ int bd_client_set_retries(bd_client *c, int retries, long backoff_ms, long max_b
     c->retries = retries;
     c->backoff_ms = backoff_ms;
     c->max_backoff_ms = max_backoff_ms;
+    return 0;
+}
+
+int bd_client_set_busy_wait(bd_client *c, long max_total_ms)
+{
+    if (!c || max_total_ms < 0 || max_total_ms > 86400000L)
+        return BD_CLIENT_EINVAL;
+    c->busy_wait_ms = max_total_ms;
     return 0;
 }
 
@@ -425,8 +455,10 @@ int bdc_send(bd_client *c, const char *method, const char *path, const char *dat
         goto out;
     }
     double delay = (double)c->backoff_ms;
+    double busy_delay = BDC_BUSY_FIRST_MS, busy_left = (double)c->busy_wait_ms;
+    int resends = 0; /* after a network error or 503: at most c->retries */
     for (int i = 0;; i++) {
-        int last = i == c->retries;
+        int last = resends >= c->retries;
         s.len = 0;
         s.total = 0;
         if (s.buf)
@@ -453,12 +485,26 @@ int bdc_send(bd_client *c, const char *method, const char *path, const char *dat
                 sleep_ms(delay * jitter(c));
                 delay = delay * 2 > (double)c->max_backoff_ms ? (double)c->max_backoff_ms : delay * 2;
             }
+            resends++;
             continue;
         }
         if (st == 503 && !last && s.written == 0) {
             sleep_ms(delay * jitter(c));
             delay = delay * 2 > (double)c->max_backoff_ms ? (double)c->max_backoff_ms : delay * 2;
+            resends++;
             continue;
+        }
+        if (st == 429 && s.written == 0) {
+            curl_off_t ra = 0; /* Retry-After in seconds (curl also reads its date form); 0 without one */
+            if (curl_easy_getinfo(c->curl, CURLINFO_RETRY_AFTER, &ra) != CURLE_OK)
+                ra = 0;
+            double wait = busy_wait(c, (int64_t)ra, busy_delay, busy_left);
+            if (wait >= 0) {
+                sleep_ms(wait);
+                busy_left -= wait;
+                busy_delay = busy_delay * 2 > BDC_BUSY_MAX_MS ? BDC_BUSY_MAX_MS : busy_delay * 2;
+                continue;
+            }
         }
         break;
     }

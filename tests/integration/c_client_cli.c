@@ -4,7 +4,8 @@
  * "message", "field", "answer", "stop"} (answer: the call's JSON result or
  * null). Exit status 0 whenever the call ran, 2 on bad usage.
  *
- *   c_client_cli URL TOKEN_FILE|- [--retries N] [--timeout-ms N] [--max-response N] OP ARGS...
+ *   c_client_cli URL TOKEN_FILE|- [--retries N] [--timeout-ms N] [--max-response N] [--busy-wait-ms N]
+ *                OP ARGS...
  *
  * OPs: get_study ID | create_study JSON | list_studies AFTER LIMIT NAME|- |
  * delete_study ID | suggest STUDY WORKER|- COUNT | report TRIAL STEP VALUE ELAPSED |
@@ -69,6 +70,8 @@ int main(int argc, char **argv)
             rc = bd_client_set_timeout(c, (long)v);
         else if (strcmp(argv[i], "--max-response") == 0)
             rc = bd_client_set_max_response(c, v);
+        else if (strcmp(argv[i], "--busy-wait-ms") == 0)
+            rc = bd_client_set_busy_wait(c, (long)v);
         else
             return 2;
         if (rc)

@@ -13,16 +13,26 @@ threads; close() (or a with block) closes them all. Every POST and DELETE carrie
 call unless one is given), so a request that failed on the wire (connection
 refused or reset, timeout) or got 503 is sent again with the same key: the
 daemon acts once and a retried suggest returns the same trials.
+
+429 (busy: the study's queue is full, or the user has too many costly
+requests at once) means the daemon did not act: the request is sent again
+with the same key after max(Retry-After, backoff) seconds (backoff 0.25 s
+doubling, up to 10% jitter, each wait at most 30 s) while the waits fit in
+retry_429_seconds (120 s; 0: never); then the 429 is raised. Other errors,
+403 quota_exceeded included, are raised at once.
 """
 
+import email.utils
 import http.client
+import itertools
 import json
+import math
 import random
 import threading
 import time
 import urllib.parse
 import uuid
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 if TYPE_CHECKING:  # pragma: no cover
     from banditd.optimize import Study
@@ -31,6 +41,8 @@ __all__ = ["Client", "BanditdError", "read_token"]
 
 _MISSING = object()
 _RETRYABLE = (OSError, http.client.HTTPException)  # socket.timeout and ConnectionError are OSErrors
+_BUSY_FIRST_WAIT = 0.25  # seconds: the first wait after a 429 without a longer Retry-After
+_BUSY_MAX_WAIT = 30.0  # seconds: no single wait after a 429 is longer, whatever Retry-After says
 
 
 class BanditdError(Exception):
@@ -59,13 +71,18 @@ def read_token(path: str) -> str:
 
 class Client:
     """A banditd API client. url: "http://host:port" (a path prefix is kept);
-    retries: how many times a request is re-sent after a connection error or 503."""
+    retries: how many times a request is re-sent after a connection error or 503;
+    retry_429_seconds: how long, in all, a request may wait for a busy (429)
+    daemon before the 429 is raised (0: raise it at once)."""
 
     def __init__(self, url: str, token: Optional[str], timeout: float = 30.0, retries: int = 5,
-                 backoff: float = 0.2, max_backoff: float = 5.0) -> None:
+                 backoff: float = 0.2, max_backoff: float = 5.0, retry_429_seconds: float = 120.0) -> None:
         u = urllib.parse.urlsplit(url if "://" in url else "http://" + url)
         if u.scheme not in ("http", "https"):
             raise ValueError("url must be http:// or https://: %r" % url)
+        if not (isinstance(retry_429_seconds, (int, float)) and math.isfinite(retry_429_seconds)
+                and retry_429_seconds >= 0):
+            raise ValueError("retry_429_seconds must be a finite number >= 0: %r" % (retry_429_seconds,))
         self.scheme = u.scheme
         self.host = u.hostname or "127.0.0.1"
         self.port = u.port or (443 if u.scheme == "https" else 80)
@@ -75,6 +92,7 @@ class Client:
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
+        self.retry_429_seconds = float(retry_429_seconds)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._conns = []  # every thread's connection, for close()
@@ -119,8 +137,9 @@ class Client:
                 if conn in self._conns:
                     self._conns.remove(conn)
 
-    def _send(self, method: str, path: str, data: Optional[bytes], headers: Dict[str, str]) -> Tuple[int, bytes]:
-        """One request on this thread's connection; returns (status, bytes)."""
+    def _send(self, method: str, path: str, data: Optional[bytes],
+              headers: Dict[str, str]) -> Tuple[int, bytes, Optional[str]]:
+        """One request on this thread's connection; returns (status, bytes, Retry-After)."""
         conn = self._conn()
         try:
             conn.request(method, self.prefix + path, body=data, headers=headers)
@@ -131,12 +150,12 @@ class Client:
             raise
         if resp.will_close:
             self._drop()
-        return resp.status, payload
+        return resp.status, payload, resp.getheader("Retry-After")
 
     def request(self, method: str, path: str, body: Any = None, idempotency_key: Optional[str] = None,
                 query: Optional[Dict[str, Any]] = None) -> Any:
-        """Sends a request, retrying on connection errors and 503; returns the decoded
-        JSON answer or raises BanditdError (or the last OSError/HTTPException)."""
+        """Sends a request, retrying on connection errors, 503 and 429; returns the
+        decoded JSON answer or raises BanditdError (or the last OSError/HTTPException)."""
         if query:
             path += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
         headers = {"Accept": "application/json"}
@@ -150,11 +169,20 @@ class Client:
             headers["Content-Length"] = "0"
         if method in ("POST", "DELETE"):
             headers["Idempotency-Key"] = idempotency_key or str(uuid.uuid4())
+        return _answer(*self._retrying(lambda: self._send(method, path, data, headers)))
+
+    def _retrying(self, send: Callable[[], Tuple[int, Any, Optional[str]]]) -> Tuple[int, Any]:
+        """The one retry loop: calls send() -> (status, payload, Retry-After) again
+        after a connection error or 503 (at most self.retries re-sends) and after a
+        429 (while the waits fit in self.retry_429_seconds); returns the last
+        (status, payload). send() must repeat the same request (same key)."""
         delay = self.backoff
-        for attempt in range(self.retries + 1):
-            last = attempt == self.retries
+        busy_delay, busy_left = _BUSY_FIRST_WAIT, self.retry_429_seconds
+        resends = 0
+        for attempt in itertools.count():
+            last = resends >= self.retries
             try:
-                status, payload = self._send(method, path, data, headers)
+                status, payload, retry_after = send()
             except _RETRYABLE:
                 if last:
                     raise
@@ -162,12 +190,21 @@ class Client:
                 if attempt > 0:
                     time.sleep(delay * (0.5 + random.random()))
                     delay = min(delay * 2, self.max_backoff)
+                resends += 1
                 continue
             if status == 503 and not last:
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, self.max_backoff)
+                resends += 1
                 continue
-            return _answer(status, payload)
+            if status == 429:
+                wait = _busy_wait(retry_after, busy_delay, busy_left)
+                if wait is not None:
+                    time.sleep(wait)
+                    busy_left -= wait
+                    busy_delay = min(busy_delay * 2, _BUSY_MAX_WAIT)
+                    continue
+            return status, payload
         raise AssertionError("unreachable")
 
     # ---- studies ----
@@ -307,8 +344,8 @@ class Client:
     def export_csv(self, study_id: int, sink: Any, state: Optional[str] = None) -> int:
         """Streams the study's CSV export (GET /v1/studies/{id}/trials.csv: one row
         per trial, parameters as params_<name> columns) into sink.write (bytes);
-        returns the bytes written. An error answer raises BanditdError; nothing is
-        retried once a byte was written."""
+        returns the bytes written. An error answer raises BanditdError; it is
+        retried as request() retries, but never once a byte was written."""
         path = "/v1/studies/%d/trials.csv" % study_id
         if state is not None:
             path += "?" + urllib.parse.urlencode({"state": state})
@@ -316,13 +353,22 @@ class Client:
         if self.token is not None:
             headers["Authorization"] = "Bearer " + self.token
         cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
-        conn = cls(self.host, self.port, timeout=self.timeout)  # its own: the answer is read piece by piece
-        try:
+        conns = []  # its own, one per attempt: the answer is read piece by piece
+
+        def send() -> Tuple[int, Any, Optional[str]]:
+            conn = cls(self.host, self.port, timeout=self.timeout)
+            conns.append(conn)
             conn.request("GET", self.prefix + path, headers=headers)
-            resp = conn.getresponse()
-            if resp.status != 200:
-                _answer(resp.status, resp.read(1 << 20))  # raises for an error answer
-                raise BanditdError(resp.status, "bad_response", "expected 200 with the CSV, got %d" % resp.status)
+            r = conn.getresponse()
+            if r.status == 200:
+                return r.status, r, None  # streamed below, outside the retry loop
+            return r.status, r.read(1 << 20), r.getheader("Retry-After")
+
+        try:
+            status, resp = self._retrying(send)
+            if status != 200:
+                _answer(status, resp)  # raises for an error answer
+                raise BanditdError(status, "bad_response", "expected 200 with the CSV, got %d" % status)
             n = 0
             while True:
                 chunk = resp.read(65536)
@@ -331,7 +377,8 @@ class Client:
                 sink.write(chunk)
                 n += len(chunk)
         finally:
-            conn.close()
+            for conn in conns:
+                conn.close()
 
     # ---- users and tokens ----
 
@@ -355,6 +402,32 @@ class Client:
     def healthz(self) -> Dict[str, Any]:
         """GET /healthz: {"status": "ok"} while the daemon serves."""
         return self.request("GET", "/healthz")
+
+
+def _retry_after(value: Optional[str]) -> float:
+    """Retry-After in seconds (delay-seconds, or an HTTP date as libcurl also
+    reads it), clamped to 0.._BUSY_MAX_WAIT; 0 when absent or unreadable (a
+    negative or fractional number, garbage) or a date already past."""
+    v = (value or "").strip()[:64]
+    if v.isascii() and v.isdigit():
+        return _BUSY_MAX_WAIT if len(v) > 6 else min(float(v), _BUSY_MAX_WAIT)
+    try:
+        when = email.utils.parsedate_to_datetime(v)
+        seconds = when.timestamp() - time.time()
+    except (TypeError, ValueError, IndexError, OverflowError, OSError):
+        return 0.0
+    return min(max(seconds, 0.0), _BUSY_MAX_WAIT) if math.isfinite(seconds) else 0.0
+
+
+def _busy_wait(retry_after: Optional[str], backoff: float, left: float) -> Optional[float]:
+    """The wait before re-sending after a 429, or None to give up: the larger of
+    Retry-After and backoff, plus up to 10% jitter, at most _BUSY_MAX_WAIT and
+    left (what remains of retry_429_seconds). Gives up when nothing remains or
+    the server asks for longer than what remains."""
+    asked = _retry_after(retry_after)
+    if left <= 0 or asked > left:
+        return None
+    return min(max(asked, backoff) * (1 + 0.1 * random.random()), _BUSY_MAX_WAIT, left)
 
 
 def _answer(status: int, payload: bytes) -> Any:
