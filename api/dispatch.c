@@ -43,7 +43,7 @@ static int prepare(const bd_api *api, bd_http_req *req, bd_http_resp *resp, bd_e
         if (rc < 0)
             return rc;
     }
-    if (r->method == BD_HTTP_POST || r->method == BD_HTTP_DELETE) {
+    if (r->method == BD_HTTP_POST || r->method == BD_HTTP_DELETE || r->method == BD_HTTP_PATCH) {
         if (req->idem_key) {
             rc = bd_api_check_idem_key(req->idem_key, err);
             if (rc < 0)

@@ -41,6 +41,7 @@ BD_HANDLER(bd_h_get_trial);
 BD_HANDLER(bd_h_create_user);
 BD_HANDLER(bd_h_create_token);
 BD_HANDLER(bd_h_revoke_token);
+BD_HANDLER(bd_h_set_user_limits);
 BD_HANDLER(bd_h_me);
 
 #endif

@@ -17,6 +17,11 @@ BD_HANDLER(bd_h_revoke_token)
     return bd_engine_revoke_token(api->engine, &req->ereq, req->params.v[0].num, &resp->json, err);
 }
 
+BD_HANDLER(bd_h_set_user_limits)
+{
+    return bd_engine_set_user_limits(api->engine, &req->ereq, req->params.v[0].text, req->json, &resp->json, err);
+}
+
 BD_HANDLER(bd_h_me)
 {
     return bd_engine_me(api->engine, &req->caller, &resp->json, err);

@@ -28,6 +28,7 @@ static const bd_route table[] = {
     {BD_HTTP_POST, "/v1/trials/{id}/heartbeat", bd_h_heartbeat, BODY_OPT, 200},
 
     {BD_HTTP_POST, "/v1/users", bd_h_create_user, BODY_REQ, 201},
+    {BD_HTTP_PATCH, "/v1/users/{name}", bd_h_set_user_limits, BODY_REQ, 200},
     {BD_HTTP_POST, "/v1/users/{name}/tokens", bd_h_create_token, BODY_OPT, 201},
     {BD_HTTP_DELETE, "/v1/tokens/{id}", bd_h_revoke_token, AUTH, 200},
     {BD_HTTP_GET, "/v1/me", bd_h_me, AUTH, 200},

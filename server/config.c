@@ -160,6 +160,29 @@ static int set_user_concurrency(bd_config *cfg, const char *value, const char *w
     return 0;
 }
 
+/* Quotas are counts and byte totals: 1 .. 2^50 keeps every sum in int64. */
+#define MAX_QUOTA (1ULL << 50)
+
+static int set_max_studies(bd_config *cfg, const char *value, const char *who, bd_err *err)
+{
+    unsigned long long v;
+
+    if (parse_uint(value, MAX_QUOTA, &v) != 0 || v < 1)
+        return bd_err_set(err, BD_EINVAL, who, "%s: '%s' is not a whole number >= 1", who, value);
+    cfg->max_studies_per_user = (long long)v;
+    return 0;
+}
+
+static int set_max_definition_bytes(bd_config *cfg, const char *value, const char *who, bd_err *err)
+{
+    unsigned long long v;
+
+    if (parse_uint(value, MAX_QUOTA, &v) != 0 || v < 1)
+        return bd_err_set(err, BD_EINVAL, who, "%s: '%s' is not a whole number >= 1", who, value);
+    cfg->max_definition_bytes_per_user = (long long)v;
+    return 0;
+}
+
 static int set_log_level(bd_config *cfg, const char *value, const char *who, bd_err *err)
 {
     if (bd_log_level_parse(value, &cfg->log_level) != 0)
@@ -244,6 +267,12 @@ static const option_def options[] = {
      "requests to slow studies (10 ms or more per request) that one user may have in progress; more get 429, so no "
      "user holds all the handlers",
      set_user_concurrency},
+    {"--max-studies-per-user", "BANDITD_MAX_STUDIES_PER_USER", "N", "10000",
+     "live studies one user may have, unless an admin set the user's own (PATCH /v1/users/NAME); more get 403",
+     set_max_studies},
+    {"--max-definition-bytes-per-user", "BANDITD_MAX_DEFINITION_BYTES_PER_USER", "N", "67108864",
+     "total bytes of one user's study definitions (as stored), unless an admin set the user's own; more get 403",
+     set_max_definition_bytes},
     {"--log-level", "BANDITD_LOG_LEVEL", "LEVEL", "info", "debug (adds a line per request), info, warn or error",
      set_log_level},
     {"--lease-seconds", "BANDITD_LEASE_SECONDS", "S", "300", "trial lease for studies that do not set lease_seconds",

@@ -25,6 +25,8 @@ typedef struct bd_config {
     int threads;        /* HTTP polling threads, >= 1 (default 2 x online cores) */
     int handlers;       /* request-handling threads, >= 1 (default 64) */
     int user_concurrency; /* requests to costly studies per user (server/admission.h), >= 1 */
+    long long max_studies_per_user;          /* default quotas of a user, >= 1 */
+    long long max_definition_bytes_per_user;
     bd_log_level log_level;
     double lease_seconds;    /* default lease of a study, > 0 */
     int sync_full;           /* 1: --sync full, 0: normal */

@@ -672,6 +672,9 @@ int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
     /* Distinct users with costly requests at once: at most one per handler
      * thread, and the handlers are at most a few thousand (config.c). */
     bd_user_slots_init(&e->user_slots, opts->user_concurrency > 0 ? opts->user_concurrency : 16, 4096);
+    e->max_studies = opts->max_studies > 0 ? opts->max_studies : BD_DEFAULT_MAX_STUDIES;
+    e->max_definition_bytes = opts->max_definition_bytes > 0 ? opts->max_definition_bytes
+                                                             : BD_DEFAULT_MAX_DEFINITION_BYTES;
     /* GSL's default handler aborts the process; schedulers check every GSL
      * return code instead (server/model/). Here, so tests get it too. */
     gsl_set_error_handler_off();

@@ -23,6 +23,9 @@
 
 typedef struct bd_engine bd_engine;
 
+#define BD_DEFAULT_MAX_STUDIES 10000
+#define BD_DEFAULT_MAX_DEFINITION_BYTES (64LL << 20)
+
 typedef struct bd_engine_opts {
     const char *db_path;          /* SQLite file (":memory:" for tests) */
     int sync_full;                /* 1: synchronous=FULL, else NORMAL */
@@ -35,6 +38,10 @@ typedef struct bd_engine_opts {
     double reaper_interval;       /* seconds between lease-expiry sweeps; 0 = no reaper thread */
     int user_concurrency;         /* requests to slow studies one user may have in progress
                                      (server/admission.h); <= 0: 16 */
+    int64_t max_studies;          /* a user's live studies at most, unless the admin set the
+                                     user's own; 0: BD_DEFAULT_MAX_STUDIES */
+    int64_t max_definition_bytes; /* the same for their definitions' total bytes (as stored);
+                                     0: BD_DEFAULT_MAX_DEFINITION_BYTES */
 } bd_engine_opts;
 
 /* Opens storage, creates the admin user and token on first start, rebuilds
@@ -154,7 +161,15 @@ int bd_engine_create_user(bd_engine *e, const bd_request *req, const json_t *bod
 int bd_engine_create_token(bd_engine *e, const bd_request *req, const char *user_name, json_t **out, bd_err *err) BD_MUST_CHECK;
 /* Admin, or the token's owner. */
 int bd_engine_revoke_token(bd_engine *e, const bd_request *req, int64_t token_id, json_t **out, bd_err *err) BD_MUST_CHECK;
+/* The caller, with "limits" (their quotas and slow-request share) and
+ * "usage" (what they use of each now). */
 int bd_engine_me(bd_engine *e, const bd_caller *who, json_t **out, bd_err *err) BD_MUST_CHECK;
+/* Admin only. body {"limits": {"studies": n | null, "definition_bytes": n | null}}
+ * sets the named user's own quotas (null: back to the daemon's default; a
+ * key left out is kept) -> the user with its limits. Lowering a quota below
+ * what the user has refuses only their next study. */
+int bd_engine_set_user_limits(bd_engine *e, const bd_request *req, const char *user_name, const json_t *body,
+                              json_t **out, bd_err *err) BD_MUST_CHECK;
 
 /* ---- metrics ---- */
 typedef struct bd_engine_stats {

@@ -75,7 +75,7 @@ struct bd_engine {
     pthread_mutex_t auth_mu;        /* guards the three fields below */
     token_entry tokens[BD_AUTH_CACHE_SLOTS]; /* slot = token id % slots */
     bd_user users[BD_AUTH_CACHE_SLOTS];      /* slot = user id % slots; id 0 = empty */
-    uint64_t revocations;           /* bumped by every revocation: a storage read that
+    uint64_t revocations;           /* bumped by every revocation and quota change: a storage read that
                                        began before one must not fill the cache */
 
     pthread_t reaper;
@@ -88,6 +88,8 @@ struct bd_engine {
 
     char *first_admin_token;        /* set when this open created the admin */
     bd_user_slots user_slots;       /* each user's requests in costly studies (admission.h) */
+    int64_t max_studies;            /* default quotas of a user (engine.h bd_engine_opts) */
+    int64_t max_definition_bytes;
 
     _Atomic uint64_t recovered_failures; /* the store's failure count the last recovery covered */
     pthread_mutex_t recover_mu;     /* one recovery at a time */
@@ -207,6 +209,10 @@ json_t *bd_engine_study_json(bd_engine *e, study_rt *st);                  /* ne
 int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, const char *supplied_path,
                               bd_err *err) BD_MUST_CHECK;
 int bd_engine_user_name(bd_engine *e, int64_t user_id, char name[64]);
+/* BD_EQUOTA (field "limits.studies" or "limits.definition_bytes") when one
+ * more study of definition_bytes would pass user_id's quotas; call inside
+ * the transaction that inserts it, so concurrent creates count each other. */
+int bd_engine_check_quota(bd_engine *e, int64_t user_id, size_t definition_bytes, bd_err *err) BD_MUST_CHECK;
 /* Empties the auth caches; auth_mu held. */
 void bd_engine_auth_forget(bd_engine *e);
 

@@ -174,7 +174,9 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
     row.name = (char *)st->spec.def.name;
     row.definition = json_dumps(st->spec.normalized, JSON_COMPACT);
     row.created_at = st->created_at;
-    rc = bd_store_study_insert(e->store, &row, &st->id, err);
+    rc = bd_engine_check_quota(e, st->user_id, strlen(row.definition), err);
+    if (!rc)
+        rc = bd_store_study_insert(e->store, &row, &st->id, err);
     free(row.definition);
     if (!rc) {
         st->spec.def.id = st->id;

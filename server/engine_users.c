@@ -3,8 +3,8 @@
  * Tokens are checked on every request, so valid token hashes and user
  * records are cached in memory, in fixed direct-mapped tables (a token id
  * arrives before the token is checked and must never size anything). The
- * cache is only ever a copy of committed rows: revocation updates storage
- * first, then drops the cached entry. */
+ * cache is only ever a copy of committed rows: revocation and a change of
+ * a user's quotas update storage first, then drop the cached entry. */
 #include "engine_internal.h"
 #include "json_util.h"
 #include "log.h"
@@ -37,6 +37,7 @@ static int user_get(bd_engine *e, int64_t user_id, bd_user *out, bd_err *err)
     bd_user *slot = &e->users[slot_of(user_id)];
     pthread_mutex_lock(&e->auth_mu);
     int hit = user_id > 0 && slot->id == user_id;
+    uint64_t revocations = e->revocations;
     if (hit)
         *out = *slot;
     pthread_mutex_unlock(&e->auth_mu);
@@ -46,7 +47,8 @@ static int user_get(bd_engine *e, int64_t user_id, bd_user *out, bd_err *err)
     if (rc)
         return rc;
     pthread_mutex_lock(&e->auth_mu);
-    *slot = *out; /* users are never changed or deleted, so this copy cannot go stale */
+    if (e->revocations == revocations) /* else the row may predate a change of its quotas */
+        *slot = *out;
     pthread_mutex_unlock(&e->auth_mu);
     return 0;
 }
@@ -448,12 +450,119 @@ int bd_engine_revoke_token(bd_engine *e, const bd_request *req, int64_t token_id
     return 0;
 }
 
+/* ------------------------------------------------------------------ quotas */
+
+static void effective_limits(const bd_engine *e, const bd_user *u, int64_t *studies, int64_t *bytes)
+{
+    *studies = u->max_studies >= 0 ? u->max_studies : e->max_studies;
+    *bytes = u->max_definition_bytes >= 0 ? u->max_definition_bytes : e->max_definition_bytes;
+}
+
+static json_t *limits_json(bd_engine *e, const bd_user *u)
+{
+    int64_t studies, bytes;
+    effective_limits(e, u, &studies, &bytes);
+    return json_pack("{s:I, s:I, s:i}", "studies", (json_int_t)studies, "definition_bytes", (json_int_t)bytes,
+                     "slow_requests", e->user_slots.max_per_user);
+}
+
+int bd_engine_check_quota(bd_engine *e, int64_t user_id, size_t definition_bytes, bd_err *err)
+{
+    bd_user u;
+    int64_t max_studies, max_bytes, studies, bytes;
+    int rc = user_get(e, user_id, &u, err);
+    if (!rc)
+        rc = bd_store_user_usage(e->store, user_id, &studies, &bytes, err);
+    if (rc)
+        return rc;
+    effective_limits(e, &u, &max_studies, &max_bytes);
+    if (studies + 1 > max_studies)
+        return bd_err_set(err, BD_EQUOTA, "limits.studies",
+                          "you have %lld live studies, the most your quota allows (%lld); delete one or ask an "
+                          "admin to raise it",
+                          (long long)studies, (long long)max_studies);
+    if ((uint64_t)bytes + definition_bytes > (uint64_t)max_bytes)
+        return bd_err_set(err, BD_EQUOTA, "limits.definition_bytes",
+                          "this definition (%zu bytes) and your studies' (%lld bytes) pass your quota of %lld bytes",
+                          definition_bytes, (long long)bytes, (long long)max_bytes);
+    return 0;
+}
+
 int bd_engine_me(bd_engine *e, const bd_caller *who, json_t **out, bd_err *err)
 {
     bd_user u;
+    int64_t studies, bytes;
     int rc = user_get(e, who->user_id, &u, err);
+    if (!rc)
+        rc = bd_store_user_usage(e->store, who->user_id, &studies, &bytes, err);
     if (rc)
         return rc;
     *out = user_json(&u);
+    json_object_set_new(*out, "limits", limits_json(e, &u));
+    json_object_set_new(*out, "usage",
+                        json_pack("{s:I, s:I, s:i}", "studies", (json_int_t)studies, "definition_bytes",
+                                  (json_int_t)bytes, "slow_requests",
+                                  bd_user_slots_count(&e->user_slots, who->user_id)));
+    return 0;
+}
+
+/* A quota from a PATCH body: absent keeps *v, null is -1 (the default). */
+static int limit_member(const json_t *limits, const char *key, int64_t *v, bd_err *err)
+{
+    const json_t *j = json_object_get(limits, key);
+    char field[64];
+    if (!j)
+        return 0;
+    if (json_is_null(j)) {
+        *v = -1;
+        return 0;
+    }
+    snprintf(field, sizeof field, "limits.%s", key);
+    if (!json_is_integer(j) || json_integer_value(j) < 0)
+        return bd_err_set(err, BD_EINVAL, field, "must be a whole number >= 0, or null for the daemon's default");
+    *v = json_integer_value(j);
+    return 0;
+}
+
+int bd_engine_set_user_limits(bd_engine *e, const bd_request *req, const char *user_name, const json_t *body,
+                              json_t **out, bd_err *err)
+{
+    bd_engine_recover_if_needed(e);
+    static const char *const known[] = {"limits", NULL};
+    static const char *const known_limits[] = {"studies", "definition_bytes", NULL};
+    const json_t *limits = json_object_get(body, "limits");
+    bd_user u;
+    int rc;
+    if (!req->caller->is_admin)
+        return bd_err_set(err, BD_EFORBIDDEN, NULL, "only an admin may set a user's limits");
+    if ((rc = bd_json_reject_unknown(body, "", known, err)))
+        return rc;
+    if (!json_is_object(limits))
+        return bd_err_set(err, BD_EINVAL, "limits", "must be an object of studies and definition_bytes");
+    if ((rc = bd_json_reject_unknown(limits, "limits", known_limits, err)))
+        return rc;
+    if ((rc = bd_store_user_by_name(e->store, user_name, &u, err)))
+        return rc == BD_ENOTFOUND ? bd_err_set(err, BD_ENOTFOUND, NULL, "no user named \"%s\"", user_name) : rc;
+    if ((rc = limit_member(limits, "studies", &u.max_studies, err)) ||
+        (rc = limit_member(limits, "definition_bytes", &u.max_definition_bytes, err)))
+        return rc;
+    if ((rc = bd_engine_txn_begin(e, req, out, err)))
+        return rc > 0 ? 0 : rc;
+    rc = bd_store_user_set_limits(e->store, u.id, u.max_studies, u.max_definition_bytes, err);
+    json_t *answer = NULL;
+    if (!rc) {
+        answer = user_json(&u);
+        json_object_set_new(answer, "limits", limits_json(e, &u));
+    }
+    if ((rc = bd_engine_txn_end(e, req, rc, answer, err))) {
+        json_decref(answer);
+        return rc;
+    }
+    pthread_mutex_lock(&e->auth_mu);
+    e->revocations++; /* a read of the old row that is still in flight must not fill the cache */
+    if (e->users[slot_of(u.id)].id == u.id)
+        e->users[slot_of(u.id)].id = 0;
+    pthread_mutex_unlock(&e->auth_mu);
+    *out = answer;
     return 0;
 }

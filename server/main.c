@@ -85,6 +85,8 @@ int main(int argc, char **argv)
     eopts.admin_token_file = cfg.admin_token_file[0] ? cfg.admin_token_file : NULL;
     eopts.reaper_interval = REAPER_INTERVAL;
     eopts.user_concurrency = cfg.user_concurrency;
+    eopts.max_studies = cfg.max_studies_per_user;
+    eopts.max_definition_bytes = cfg.max_definition_bytes_per_user;
     rc = bd_engine_open(&eopts, &engine, &err);
     if (rc < 0) {
         bd_log(BD_LOG_ERROR, "cannot open the database %s: %s", cfg.db_path, err.message);

@@ -115,6 +115,11 @@ static const char *const migrations[] = {
      * name is free; GET /v1/studies?name=), without scanning every study of
      * the user under the store lock. */
     "CREATE INDEX studies_user_name ON studies (user_id, name, id);",
+
+    /* 3 -> 4: a user's own quotas, set by an admin; NULL: the daemon's
+     * default (--max-studies-per-user, --max-definition-bytes-per-user). */
+    "ALTER TABLE users ADD COLUMN max_studies INTEGER;"
+    "ALTER TABLE users ADD COLUMN max_definition_bytes INTEGER;",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

@@ -5,7 +5,7 @@
  * "id > ?1", "LIMIT ?2", own parameters from ?3. */
 #include "sqlite_internal.h"
 
-#define USER_COLS "id, name, is_admin, created_at"
+#define USER_COLS "id, name, is_admin, created_at, max_studies, max_definition_bytes"
 #define STUDY_COLS "id, user_id, name, definition, created_at"
 #define TRIAL_COLS                                                                                  \
     "id, study_id, config_id, config, budget, resume_from, extra, state, worker, created_at, "      \
@@ -24,6 +24,9 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
     [BD_SQL_USER_BY_NAME] = "SELECT " USER_COLS " FROM users WHERE name = ?1",
     [BD_SQL_USER_BY_ID] = "SELECT " USER_COLS " FROM users WHERE id = ?1",
     [BD_SQL_USER_COUNT] = "SELECT count(*) FROM users",
+    [BD_SQL_USER_SET_LIMITS] = "UPDATE users SET max_studies = ?2, max_definition_bytes = ?3 WHERE id = ?1",
+    /* CAST: length() of TEXT counts characters; quotas count bytes. */
+    [BD_SQL_USER_USAGE] = "SELECT count(*), total(length(CAST(definition AS BLOB))) FROM studies WHERE user_id = ?1",
     [BD_SQL_TOKEN_ADD] = "INSERT INTO tokens (user_id, hash, created_at) VALUES (?1, ?2, ?3)",
     [BD_SQL_TOKEN_GET] = "SELECT hash, user_id FROM tokens WHERE id = ?1 AND revoked = 0",
     [BD_SQL_TOKEN_REVOKE] = "UPDATE tokens SET revoked = 1 WHERE id = ?1",

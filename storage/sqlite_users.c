@@ -39,6 +39,8 @@ static int user_fetch(bd_store *s, sqlite3_stmt *st, int rc, bd_user *out, bd_er
     snprintf(out->name, sizeof out->name, "%s", name ? (const char *)name : "");
     out->is_admin = sqlite3_column_int(st, 2);
     out->created_at = sqlite3_column_double(st, 3);
+    out->max_studies = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4);
+    out->max_definition_bytes = sqlite3_column_type(st, 5) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 5);
     return 0;
 }
 
@@ -76,6 +78,44 @@ int bd_store_user_count(bd_store *s, int64_t *count, bd_err *err)
         ret = 0;
     } else if (ret == 0) {
         ret = bd_err_set(err, BD_ESTORAGE, NULL, "storage: count users: no row");
+    }
+    bd_sqlite_done(st);
+    bd_sqlite_leave(s, locked);
+    return ret;
+}
+
+int bd_store_user_set_limits(bd_store *s, int64_t user_id, int64_t max_studies, int64_t max_definition_bytes,
+                             bd_err *err)
+{
+    int locked = bd_sqlite_enter(s);
+    sqlite3_stmt *st = s->stmt[BD_SQL_USER_SET_LIMITS];
+    int rc = SQLITE_OK;
+    bd_sqlite_bind_i64(st, 1, user_id, &rc);
+    if (rc == SQLITE_OK)
+        rc = max_studies < 0 ? sqlite3_bind_null(st, 2) : sqlite3_bind_int64(st, 2, max_studies);
+    if (rc == SQLITE_OK)
+        rc = max_definition_bytes < 0 ? sqlite3_bind_null(st, 3) : sqlite3_bind_int64(st, 3, max_definition_bytes);
+    int ret = bd_sqlite_step_done(s, st, rc, err, "set user limits");
+    if (ret == 0 && sqlite3_changes(s->db) == 0)
+        ret = bd_err_set(err, BD_ENOTFOUND, NULL, "user not found");
+    bd_sqlite_done(st);
+    bd_sqlite_leave(s, locked);
+    return ret;
+}
+
+int bd_store_user_usage(bd_store *s, int64_t user_id, int64_t *studies, int64_t *definition_bytes, bd_err *err)
+{
+    int locked = bd_sqlite_enter(s);
+    sqlite3_stmt *st = s->stmt[BD_SQL_USER_USAGE];
+    int rc = SQLITE_OK;
+    bd_sqlite_bind_i64(st, 1, user_id, &rc);
+    int ret = bd_sqlite_step_row(s, st, rc, err, "read user usage");
+    if (ret == 1) {
+        *studies = sqlite3_column_int64(st, 0);
+        *definition_bytes = (int64_t)sqlite3_column_double(st, 1);
+        ret = 0;
+    } else if (ret == 0) {
+        ret = bd_err_set(err, BD_ESTORAGE, NULL, "storage: user usage: no row");
     }
     bd_sqlite_done(st);
     bd_sqlite_leave(s, locked);

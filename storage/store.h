@@ -96,12 +96,20 @@ typedef struct bd_user {
     char name[64];
     int is_admin;
     double created_at;
+    int64_t max_studies;          /* this user's quotas; -1: the daemon's default */
+    int64_t max_definition_bytes;
 } bd_user;
 
 int bd_store_user_create(bd_store *s, const char *name, int is_admin, double now, int64_t *id, bd_err *err) BD_MUST_CHECK;
 int bd_store_user_by_name(bd_store *s, const char *name, bd_user *out, bd_err *err) BD_MUST_CHECK;
 int bd_store_user_by_id(bd_store *s, int64_t id, bd_user *out, bd_err *err) BD_MUST_CHECK;
 int bd_store_user_count(bd_store *s, int64_t *count, bd_err *err) BD_MUST_CHECK;
+/* Sets a user's quotas (-1: the daemon's default); BD_ENOTFOUND if no such user. */
+int bd_store_user_set_limits(bd_store *s, int64_t user_id, int64_t max_studies, int64_t max_definition_bytes,
+                             bd_err *err) BD_MUST_CHECK;
+/* What a user's live studies take: how many, and their definitions' bytes. */
+int bd_store_user_usage(bd_store *s, int64_t user_id, int64_t *studies, int64_t *definition_bytes,
+                        bd_err *err) BD_MUST_CHECK;
 
 int bd_store_token_add(bd_store *s, int64_t user_id, const uint8_t hash[32], double now, int64_t *token_id, bd_err *err) BD_MUST_CHECK;
 /* The hash and owner of a non-revoked token (BD_ENOTFOUND if missing or revoked). */

@@ -554,6 +554,23 @@ def rows(sid, tid, ctid, ftid, revoked, user):
          "conflict", ANY),
         ("tokens of unknown user", "POST", "/v1/users/nosuchuser/tokens", {"Authorization": "Bearer ADMIN"},
          None, 404, "not_found", ANY),
+        # ---- a user's quotas (issue 20) ----
+        ("limits by a non-admin", "PATCH", "/v1/users/dupuser", {}, J({"limits": {"studies": 1}}), 403, "forbidden",
+         NULL),
+        ("limits of unknown user", "PATCH", "/v1/users/nosuchuser", {"Authorization": "Bearer ADMIN"},
+         J({"limits": {"studies": 1}}), 404, "not_found", NULL),
+        ("limits without body", "PATCH", "/v1/users/dupuser", {"Authorization": "Bearer ADMIN"}, None, 400,
+         "invalid_argument", ANY),
+        ("limits not an object", "PATCH", "/v1/users/dupuser", {"Authorization": "Bearer ADMIN"}, J({"limits": []}),
+         400, "invalid_argument", "limits"),
+        ("limits negative", "PATCH", "/v1/users/dupuser", {"Authorization": "Bearer ADMIN"},
+         J({"limits": {"studies": -5}}), 400, "invalid_argument", "limits.studies"),
+        ("limits huge", "PATCH", "/v1/users/dupuser", {"Authorization": "Bearer ADMIN"},
+         J({"limits": {"definition_bytes": 1e300}}), 400, "invalid_argument", "limits.definition_bytes"),
+        ("limits unknown member", "PATCH", "/v1/users/dupuser", {"Authorization": "Bearer ADMIN"},
+         J({"limits": {"cpu": 1}}), 400, "invalid_argument", "limits.cpu"),
+        ("limits with a PUT", "PUT", "/v1/users/dupuser", {"Authorization": "Bearer ADMIN"},
+         J({"limits": {}}), 405, "method_not_allowed", ANY),
     ]
 
 

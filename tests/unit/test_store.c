@@ -165,8 +165,8 @@ static void poke_header(const char *path, long offset, uint32_t v)
 Test(store, memory_database_is_at_current_version)
 {
     bd_store *s = open_mem();
-    cr_assert_eq(bd_store_schema_version(s), 3);
-    cr_assert_eq(bd_store_schema_version(NULL), 3);
+    cr_assert_eq(bd_store_schema_version(s), 4);
+    cr_assert_eq(bd_store_schema_version(NULL), 4);
     bd_store_close(s);
 }
 
@@ -186,7 +186,7 @@ Test(store, reopen_keeps_data_and_version)
     cr_assert(file_size(wal) <= 0, "the WAL is checkpointed and emptied on close");
 
     s = open_at(t.path, BD_SYNC_NORMAL);
-    cr_assert_eq(bd_store_schema_version(s), 3);
+    cr_assert_eq(bd_store_schema_version(s), 4);
     bd_user u;
     bd_err err = {0};
     cr_assert_eq(bd_store_user_by_name(s, "alice", &u, &err), 0);
@@ -290,6 +290,42 @@ Test(store, users_create_find_count_and_conflict)
     memset(longname, 'a', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
     cr_assert_eq(bd_store_user_create(s, longname, 0, 1, NULL, &err), BD_EINVAL);
+    bd_store_close(s);
+}
+
+Test(store, user_limits_default_to_unset_and_usage_counts_live_studies_bytes)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t alice = make_user(s, "alice"), bob = make_user(s, "bob"), n = -1, bytes = -1;
+    bd_user u;
+    cr_assert_eq(bd_store_user_by_id(s, alice, &u, &err), 0);
+    cr_expect_eq(u.max_studies, -1, "no quota of her own: the daemon's default");
+    cr_expect_eq(u.max_definition_bytes, -1);
+    cr_assert_eq(bd_store_user_set_limits(s, alice, 7, 0, &err), 0);
+    cr_assert_eq(bd_store_user_by_id(s, alice, &u, &err), 0);
+    cr_expect_eq(u.max_studies, 7);
+    cr_expect_eq(u.max_definition_bytes, 0, "0 is a quota (nothing), not the default");
+    cr_assert_eq(bd_store_user_set_limits(s, alice, -1, 100, &err), 0);
+    cr_assert_eq(bd_store_user_by_name(s, "alice", &u, &err), 0);
+    cr_expect_eq(u.max_studies, -1);
+    cr_expect_eq(u.max_definition_bytes, 100);
+    cr_expect_eq(bd_store_user_set_limits(s, 9999, 1, 1, &err), BD_ENOTFOUND);
+
+    cr_assert_eq(bd_store_user_usage(s, alice, &n, &bytes, &err), 0);
+    cr_expect_eq(n, 0);
+    cr_expect_eq(bytes, 0);
+    bd_study_row row = {.user_id = alice, .name = "s", .definition = "{\"x\":\"\u00e9t\u00e9\"}", .created_at = 1};
+    int64_t sid;
+    cr_assert_eq(bd_store_study_insert(s, &row, &sid, &err), 0);
+    make_study(s, alice, "t");
+    make_study(s, bob, "u");
+    cr_assert_eq(bd_store_user_usage(s, alice, &n, &bytes, &err), 0);
+    cr_expect_eq(n, 2, "bob's study is his");
+    cr_expect_eq(bytes, (int64_t)(strlen(row.definition) + strlen("{\"k\":1}")), "bytes, not characters");
+    cr_assert_eq(bd_store_study_delete(s, sid, &err), 0);
+    cr_assert_eq(bd_store_user_usage(s, alice, &n, &bytes, &err), 0);
+    cr_expect_eq(n, 1, "a deleted study no longer counts");
     bd_store_close(s);
 }
 
