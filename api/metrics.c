@@ -200,6 +200,18 @@ char *bd_metrics_render(const bd_metrics *m, const bd_engine_stats *stats, size_
         (unsigned long long)load(&m->conns_refused), (unsigned long long)load(&m->conns_header_timeout));
     put(&b, "# HELP banditd_studies Studies in the database.\n# TYPE banditd_studies gauge\nbanditd_studies %lld\n",
         (long long)stats->studies);
+    put(&b, "# HELP banditd_studies_loaded Studies whose scheduler is in memory (the study cache).\n"
+            "# TYPE banditd_studies_loaded gauge\nbanditd_studies_loaded %lld\n"
+            "# HELP banditd_study_cache_bytes Estimated memory of the loaded studies.\n"
+            "# TYPE banditd_study_cache_bytes gauge\nbanditd_study_cache_bytes %lld\n"
+            "# HELP banditd_study_cache_budget_bytes --study-cache-mb in bytes.\n"
+            "# TYPE banditd_study_cache_budget_bytes gauge\nbanditd_study_cache_budget_bytes %lld\n"
+            "# HELP banditd_study_loads_total Studies rebuilt from storage on use.\n"
+            "# TYPE banditd_study_loads_total counter\nbanditd_study_loads_total %lld\n"
+            "# HELP banditd_study_evictions_total Idle studies dropped from memory over the budget.\n"
+            "# TYPE banditd_study_evictions_total counter\nbanditd_study_evictions_total %lld\n",
+        (long long)stats->studies_loaded, (long long)stats->cache_bytes, (long long)stats->cache_budget,
+        (long long)stats->study_loads, (long long)stats->study_evictions);
     put(&b, "# HELP banditd_trials Trials in the database, by state.\n# TYPE banditd_trials gauge\n");
     for (int i = 0; i < 5; i++)
         put(&b, "banditd_trials{state=\"%s\"} %lld\n", states[i], (long long)stats->trials[i]);

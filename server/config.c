@@ -183,6 +183,16 @@ static int set_max_definition_bytes(bd_config *cfg, const char *value, const cha
     return 0;
 }
 
+static int set_study_cache_mb(bd_config *cfg, const char *value, const char *who, bd_err *err)
+{
+    unsigned long long v;
+
+    if (parse_uint(value, 1ULL << 20, &v) != 0 || v < 1)
+        return bd_err_set(err, BD_EINVAL, who, "%s: '%s' is not a whole number of MiB in 1..1048576", who, value);
+    cfg->study_cache_mb = (long long)v;
+    return 0;
+}
+
 static int set_log_level(bd_config *cfg, const char *value, const char *who, bd_err *err)
 {
     if (bd_log_level_parse(value, &cfg->log_level) != 0)
@@ -273,6 +283,10 @@ static const option_def options[] = {
     {"--max-definition-bytes-per-user", "BANDITD_MAX_DEFINITION_BYTES_PER_USER", "N", "67108864",
      "total bytes of one user's study definitions (as stored), unless an admin set the user's own; more get 403",
      set_max_definition_bytes},
+    {"--study-cache-mb", "BANDITD_STUDY_CACHE_MB", "N", "128",
+     "estimated memory of the studies kept loaded; idle studies beyond it are dropped and rebuilt from storage "
+     "on their next request",
+     set_study_cache_mb},
     {"--log-level", "BANDITD_LOG_LEVEL", "LEVEL", "info", "debug (adds a line per request), info, warn or error",
      set_log_level},
     {"--lease-seconds", "BANDITD_LEASE_SECONDS", "S", "300", "trial lease for studies that do not set lease_seconds",

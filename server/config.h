@@ -27,6 +27,7 @@ typedef struct bd_config {
     int user_concurrency; /* requests to costly studies per user (server/admission.h), >= 1 */
     long long max_studies_per_user;          /* default quotas of a user, >= 1 */
     long long max_definition_bytes_per_user;
+    long long study_cache_mb;                /* --study-cache-mb, >= 1 */
     bd_log_level log_level;
     double lease_seconds;    /* default lease of a study, > 0 */
     int sync_full;           /* 1: --sync full, 0: normal */

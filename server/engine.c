@@ -18,6 +18,10 @@
 
 /* ---------------------------------------------------------------- registry */
 
+static int ensure_loaded(bd_engine *e, study_rt *st, bd_err *err);
+static void cache_trim(bd_engine *e);
+static size_t estimate_bytes(size_t definition_bytes, int64_t trials);
+
 study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id)
 {
     study_rt *st = NULL;
@@ -44,6 +48,11 @@ int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, s
             return rc;
         pthread_mutex_lock(&st->mu);
         if (!st->deleted) {
+            if ((rc = ensure_loaded(e, st, err)) != 0) {
+                pthread_mutex_unlock(&st->mu);
+                bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
+                return rc;
+            }
             bd_gate_locked(&st->gate, &ticket, bd_monotonic());
             *out = st;
             return 0;
@@ -68,10 +77,12 @@ int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_i
         bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
         return bd_err_set(err, BD_EBUSY, "study", "study %lld is busy", (long long)study_id);
     }
-    if (st->deleted) {
+    int rc = st->deleted ? bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id)
+                         : ensure_loaded(e, st, err);
+    if (rc) {
         pthread_mutex_unlock(&st->mu);
         bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
-        return bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id);
+        return rc;
     }
     bd_gate_locked(&st->gate, &ticket, bd_monotonic());
     *out = st;
@@ -80,8 +91,18 @@ int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_i
 
 void bd_engine_unlock_study(bd_engine *e, study_rt *st)
 {
+    size_t now_bytes = st->loaded ? estimate_bytes(st->definition_bytes, st->trials_created) : 0;
+    pthread_mutex_lock(&e->cache_mu);
+    if (st->loaded && now_bytes != st->cache_bytes) { /* its scheduler grew with its trials */
+        e->cache_used += now_bytes - st->cache_bytes;
+        st->cache_bytes = now_bytes;
+    }
+    int over = e->cache_used > e->cache_budget;
+    pthread_mutex_unlock(&e->cache_mu);
     bd_gate_leave(&st->gate, &e->user_slots, bd_monotonic());
     pthread_mutex_unlock(&st->mu);
+    if (over)
+        cache_trim(e);
 }
 
 void bd_engine_study_register(bd_engine *e, study_rt *st)
@@ -309,32 +330,142 @@ int bd_engine_study_reload(bd_engine *e, study_rt *st, bd_err *err)
     return replay(e, st, err);
 }
 
-int bd_engine_study_load(bd_engine *e, const bd_study_row *row, study_rt **out, bd_err *err)
+/* ------------------------------------------------------------- the cache */
+
+/* A rough figure of the heap a loaded study holds, to weigh it against
+ * --study-cache-mb: its definition parsed (JSON nodes and the space's
+ * tables take some 40-50 times the text, measured on wide categorical
+ * spaces) and its scheduler's per-trial records. An estimate, not a
+ * measurement: glibc cannot tell one study's memory from another's. */
+static size_t estimate_bytes(size_t definition_bytes, int64_t trials)
 {
-    study_rt *st = bd_xcalloc(1, sizeof *st);
-    json_t *def = json_loads(row->definition, 0, NULL);
-    int rc;
-    pthread_mutex_init(&st->mu, NULL);
-    st->id = row->id;
-    st->user_id = row->user_id;
-    st->created_at = row->created_at;
-    if (!def) {
-        rc = bd_err_set(err, BD_EINTERNAL, NULL, "study %lld: stored definition is not JSON", (long long)row->id);
-        goto out;
+    return 16384 + 48 * definition_bytes + 512 * (size_t)(trials > 0 ? trials : 0);
+}
+
+static void lru_unlink(bd_engine *e, study_rt *st)
+{
+    if (st->lru_prev)
+        st->lru_prev->lru_next = st->lru_next;
+    else
+        e->lru_head = st->lru_next;
+    if (st->lru_next)
+        st->lru_next->lru_prev = st->lru_prev;
+    else
+        e->lru_tail = st->lru_prev;
+    st->lru_prev = st->lru_next = NULL;
+}
+
+static void lru_push_front(bd_engine *e, study_rt *st)
+{
+    st->lru_prev = NULL;
+    st->lru_next = e->lru_head;
+    if (e->lru_head)
+        e->lru_head->lru_prev = st;
+    else
+        e->lru_tail = st;
+    e->lru_head = st;
+}
+
+void bd_engine_study_cached(bd_engine *e, study_rt *st, size_t definition_bytes)
+{
+    st->loaded = 1;
+    st->definition_bytes = definition_bytes;
+    st->cache_bytes = estimate_bytes(definition_bytes, st->trials_created);
+    pthread_mutex_lock(&e->cache_mu);
+    lru_push_front(e, st);
+    e->cache_used += st->cache_bytes;
+    e->studies_loaded++;
+    pthread_mutex_unlock(&e->cache_mu);
+}
+
+/* Frees spec and sched; st->mu held, cache_mu held. */
+static void unload_locked(bd_engine *e, study_rt *st)
+{
+    if (!st->loaded)
+        return;
+    lru_unlink(e, st);
+    e->cache_used -= st->cache_bytes;
+    e->studies_loaded--;
+    st->cache_bytes = 0;
+    st->loaded = 0;
+    if (st->sched)
+        st->sched->ops->destroy(st->sched);
+    st->sched = NULL;
+    bd_study_spec_clear(&st->spec);
+}
+
+void bd_engine_study_unload(bd_engine *e, study_rt *st)
+{
+    pthread_mutex_lock(&e->cache_mu);
+    unload_locked(e, st);
+    pthread_mutex_unlock(&e->cache_mu);
+}
+
+/* The most studies one trim looks at: the least recently used may all be
+ * busy (held or waited for), and a trim must not walk every loaded study. */
+#define TRIM_CANDIDATES 64
+
+/* Unloads idle studies, least recently used first, until the cache is
+ * within its budget. Holds no study mutex on entry. A study someone holds
+ * or waits for is skipped (trylock: the order cache_mu -> study mu is the
+ * reverse of a load's, so this never waits for one). */
+static void cache_trim(bd_engine *e)
+{
+    pthread_mutex_lock(&e->cache_mu);
+    study_rt *c = e->lru_tail;
+    for (int tried = 0; c && e->cache_used > e->cache_budget && tried < TRIM_CANDIDATES; tried++) {
+        study_rt *prev = c->lru_prev;
+        if (atomic_load(&c->gate.queued) == 0 && pthread_mutex_trylock(&c->mu) == 0) {
+            if (!c->dirty) {
+                unload_locked(e, c);
+                atomic_fetch_add(&e->study_evictions, 1);
+            }
+            pthread_mutex_unlock(&c->mu);
+        }
+        c = prev;
     }
-    if ((rc = bd_study_spec_parse(def, e->default_lease, &st->spec, err)))
-        goto out;
-    st->spec.def.id = row->id;
-    bd_engine_user_name(e, st->user_id, st->owner);
-    rc = bd_engine_study_reload(e, st, err);
-out:
+    pthread_mutex_unlock(&e->cache_mu);
+}
+
+/* Builds st's spec and sched from its stored definition and events, or
+ * marks it most recently used when they are built; st->mu held. */
+static int ensure_loaded(bd_engine *e, study_rt *st, bd_err *err)
+{
+    if (st->loaded) {
+        pthread_mutex_lock(&e->cache_mu);
+        if (e->lru_head != st) {
+            lru_unlink(e, st);
+            lru_push_front(e, st);
+        }
+        pthread_mutex_unlock(&e->cache_mu);
+        return 0;
+    }
+    bd_study_row row = {0};
+    json_t *def = NULL;
+    int rc = bd_store_study_get(e->store, st->id, &row, err);
+    if (rc == BD_ENOTFOUND) /* deleted by a request whose commit failed, before recovery */
+        rc = bd_err_set(err, BD_ESTORAGE, NULL, "study %lld is missing from storage", (long long)st->id);
+    if (!rc && !(def = json_loads(row.definition, 0, NULL)))
+        rc = bd_err_set(err, BD_EINTERNAL, NULL, "study %lld: stored definition is not JSON", (long long)st->id);
+    if (!rc)
+        rc = bd_study_spec_parse(def, e->default_lease, &st->spec, err);
+    if (!rc) {
+        st->spec.def.id = st->id;
+        bd_engine_user_name(e, st->user_id, st->owner);
+        if ((rc = replay(e, st, err)) != 0) {
+            if (st->sched)
+                st->sched->ops->destroy(st->sched);
+            st->sched = NULL;
+            bd_study_spec_clear(&st->spec);
+        }
+    }
+    if (!rc) {
+        bd_engine_study_cached(e, st, strlen(row.definition));
+        atomic_fetch_add(&e->study_loads, 1);
+    }
     json_decref(def);
-    if (rc) {
-        bd_engine_study_free(st);
-        return rc;
-    }
-    *out = st;
-    return 0;
+    bd_store_study_row_clear(&row);
+    return rc;
 }
 
 /* ------------------------------------------------------------- write plans */
@@ -554,12 +685,12 @@ static void recover_study(bd_engine *e, study_rt *st)
     bd_store_study_row_clear(&row);
     if (rc == BD_ENOTFOUND) { /* created or undeleted by the failed commit: gone */
         st->deleted = 1;
-        if (st->sched)
-            st->sched->ops->destroy(st->sched);
-        st->sched = NULL;
+        bd_engine_study_unload(e, st);
         return;
     }
     st->deleted = 0; /* a delete in the failed commit did not happen */
+    if (!rc && !st->loaded) /* nothing built to rebuild; its counts come from before the failure */
+        return;
     if (rc || bd_engine_study_reload(e, st, &err))
         bd_log(BD_LOG_ERROR, "study %lld could not be rebuilt: %s", (long long)st->id, err.message);
 }
@@ -647,14 +778,27 @@ typedef struct load_ctx {
     bd_err *err;
 } load_ctx;
 
-static int load_one(const bd_study_row *row, void *arg)
+/* Registers a stored study unloaded: it is built on first use. */
+static int index_one(const bd_study_row *row, void *arg)
 {
     load_ctx *c = arg;
-    study_rt *st;
-    int rc = bd_engine_study_load(c->e, row, &st, c->err);
-    if (rc)
-        return rc;
+    study_rt *st = bd_xcalloc(1, sizeof *st);
+    pthread_mutex_init(&st->mu, NULL);
+    st->id = row->id;
+    st->user_id = row->user_id;
+    st->created_at = row->created_at;
+    st->last_activity_at = row->created_at;
     bd_engine_study_register(c->e, st);
+    return 0;
+}
+
+/* The stored trial counts of the unloaded studies (/metrics sums them). */
+static int count_one(int64_t study_id, bd_trial_state state, int64_t count, void *arg)
+{
+    load_ctx *c = arg;
+    study_rt *st = bd_engine_study(c->e, study_id, 0);
+    if (st)
+        st->counts[state] = count;
     return 0;
 }
 
@@ -672,6 +816,8 @@ int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
     /* Distinct users with costly requests at once: at most one per handler
      * thread, and the handlers are at most a few thousand (config.c). */
     bd_user_slots_init(&e->user_slots, opts->user_concurrency > 0 ? opts->user_concurrency : 16, 4096);
+    pthread_mutex_init(&e->cache_mu, NULL);
+    e->cache_budget = opts->study_cache_bytes > 0 ? opts->study_cache_bytes : BD_DEFAULT_STUDY_CACHE_BYTES;
     e->max_studies = opts->max_studies > 0 ? opts->max_studies : BD_DEFAULT_MAX_STUDIES;
     e->max_definition_bytes = opts->max_definition_bytes > 0 ? opts->max_definition_bytes
                                                              : BD_DEFAULT_MAX_DEFINITION_BYTES;
@@ -699,9 +845,11 @@ int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
         goto out;
     atomic_store(&e->next_trial_id, next_trial);
     atomic_store(&e->next_event_id, next_event);
-    /* Loading holds no lock: no request can arrive before open returns. */
+    /* No lock: no request can arrive before open returns. No study is
+     * loaded (replayed) here: only its id and owner, and its trial counts. */
     load_ctx lc = {e, err};
-    if ((rc = bd_store_study_each(e->store, 0, load_one, &lc, err)))
+    if ((rc = bd_store_study_index_each(e->store, index_one, &lc, err)) ||
+        (rc = bd_store_trial_counts_each(e->store, count_one, &lc, err)))
         goto out;
     if (e->reaper_interval > 0) {
         if (pthread_create(&e->reaper, NULL, reaper_main, e) != 0) {
@@ -743,6 +891,7 @@ void bd_engine_close(bd_engine *e)
     pthread_cond_destroy(&e->reaper_cv);
     pthread_mutex_destroy(&e->recover_mu);
     bd_user_slots_destroy(&e->user_slots);
+    pthread_mutex_destroy(&e->cache_mu);
     free(e);
 }
 
@@ -787,6 +936,13 @@ void bd_engine_stats_get(bd_engine *e, bd_engine_stats *out)
             out->trials[s] += st->counts[s];
     }
     pthread_rwlock_unlock(&e->studies_lock);
+    pthread_mutex_lock(&e->cache_mu);
+    out->studies_loaded = e->studies_loaded;
+    out->cache_bytes = (int64_t)e->cache_used;
+    out->cache_budget = (int64_t)e->cache_budget;
+    pthread_mutex_unlock(&e->cache_mu);
+    out->study_loads = (int64_t)atomic_load(&e->study_loads);
+    out->study_evictions = (int64_t)atomic_load(&e->study_evictions);
     out->storage_writable = bd_store_writable(e->store);
     out->storage_failures = (int64_t)bd_store_failures(e->store);
 }

@@ -25,6 +25,7 @@ typedef struct bd_engine bd_engine;
 
 #define BD_DEFAULT_MAX_STUDIES 10000
 #define BD_DEFAULT_MAX_DEFINITION_BYTES (64LL << 20)
+#define BD_DEFAULT_STUDY_CACHE_BYTES ((size_t)128 << 20)
 
 typedef struct bd_engine_opts {
     const char *db_path;          /* SQLite file (":memory:" for tests) */
@@ -42,11 +43,15 @@ typedef struct bd_engine_opts {
                                      user's own; 0: BD_DEFAULT_MAX_STUDIES */
     int64_t max_definition_bytes; /* the same for their definitions' total bytes (as stored);
                                      0: BD_DEFAULT_MAX_DEFINITION_BYTES */
+    size_t study_cache_bytes;     /* estimated memory of the loaded studies kept (idle ones
+                                     beyond are unloaded, and loaded again on use);
+                                     0: BD_DEFAULT_STUDY_CACHE_BYTES */
 } bd_engine_opts;
 
-/* Opens storage, creates the admin user and token on first start, rebuilds
- * every study's scheduler by replaying its events, and starts the lease
- * reaper. *out is new (bd_engine_close). */
+/* Opens storage, creates the admin user and token on first start, reads the
+ * index of studies (a study's scheduler is rebuilt from its events on its
+ * first use, and dropped again when idle beyond the cache budget), and
+ * starts the lease reaper. *out is new (bd_engine_close). */
 int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err) BD_MUST_CHECK;
 /* Stops the reaper and closes storage; callers must have stopped calling in. NULL-safe. */
 void bd_engine_close(bd_engine *e);
@@ -175,6 +180,9 @@ int bd_engine_set_user_limits(bd_engine *e, const bd_request *req, const char *u
 typedef struct bd_engine_stats {
     int64_t studies;
     int64_t trials[5];        /* by state: running, completed, stopped, failed, expired */
+    int64_t studies_loaded;   /* studies whose scheduler is in memory (the cache) */
+    int64_t cache_bytes, cache_budget; /* their estimated bytes, and the budget */
+    int64_t study_loads, study_evictions; /* since start */
     int storage_writable;     /* 0 while a failed commit is being recovered from */
     int64_t storage_failures; /* group commits that failed since start */
 } bd_engine_stats;

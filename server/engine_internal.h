@@ -52,6 +52,16 @@ typedef struct study_rt {
     best_trial best_full;           /* best completed trial at resource.max */
     double last_activity_at;        /* latest event (trial created, measured, ended) or
                                        the creation; rebuilt by replay */
+
+    /* The study cache (engine.c): every live study has this struct, but its
+     * spec and sched are built (replaying its events) on first use and
+     * dropped again when the study is idle and the cache is over budget.
+     * counts stay right while unloaded (nothing changes an idle study); the
+     * other figures above are rebuilt by the next load's replay. */
+    int loaded;                     /* spec and sched are built (under mu) */
+    size_t cache_bytes;             /* estimated heap of spec and sched while loaded */
+    size_t definition_bytes;        /* of the stored definition, for the estimate */
+    struct study_rt *lru_prev, *lru_next; /* the engine's loaded studies, most recent first (cache_mu) */
 } study_rt;
 
 /* The auth caches are direct-mapped by id with a fixed number of slots, so
@@ -88,6 +98,12 @@ struct bd_engine {
 
     char *first_admin_token;        /* set when this open created the admin */
     bd_user_slots user_slots;       /* each user's requests in costly studies (admission.h) */
+    pthread_mutex_t cache_mu;       /* guards the list below and cache_used */
+    study_rt *lru_head, *lru_tail;  /* loaded studies, most recently used first */
+    size_t cache_used, cache_budget; /* estimated bytes of loaded studies, and the most kept */
+    int64_t studies_loaded;
+    _Atomic uint64_t study_loads, study_evictions;
+
     int64_t max_studies;            /* default quotas of a user (engine.h bd_engine_opts) */
     int64_t max_definition_bytes;
 
@@ -146,8 +162,11 @@ enum { BD_OP_WAIT = 0, BD_OP_NO_WAIT = 1 };
 int bd_engine_study_op(bd_engine *e, const bd_request *req, int64_t study_id, int flags, bd_study_op_fn op, void *arg,
                        bd_write_plan *plan, json_t **out, bd_err *err) BD_MUST_CHECK;
 void bd_engine_study_register(bd_engine *e, study_rt *st);
-/* Builds a study's runtime from its stored row (scheduler replayed). */
-int bd_engine_study_load(bd_engine *e, const bd_study_row *row, study_rt **out, bd_err *err) BD_MUST_CHECK;
+/* Puts a study created by this daemon (spec and sched built, definition_bytes
+ * as stored) in the cache; st->mu held or st not yet registered. */
+void bd_engine_study_cached(bd_engine *e, study_rt *st, size_t definition_bytes);
+/* Drops a study's spec and sched (a deleted study's, or to free memory); st->mu held. */
+void bd_engine_study_unload(bd_engine *e, study_rt *st);
 /* Rebuilds st's scheduler, counts and incumbents from storage; st->mu held. */
 int bd_engine_study_reload(bd_engine *e, study_rt *st, bd_err *err) BD_MUST_CHECK;
 void bd_engine_study_free(study_rt *st);

@@ -150,12 +150,11 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
             if (!rc && !old) /* committed by a concurrent create that has not registered it yet */
                 rc = bd_err_set(err, BD_ECONFLICT, "name", "study %lld of this name is being created; retry",
                                 (long long)found.id);
+            if (!rc && (rc = bd_engine_lock_study(e, req->caller, found.id, &old, err)) == BD_ENOTFOUND)
+                rc = bd_err_set(err, BD_ECONFLICT, "name", "study %lld was just deleted; retry", (long long)found.id);
             if (!rc) {
-                pthread_mutex_lock(&old->mu);
-                rc = old->deleted ? bd_err_set(err, BD_ECONFLICT, "name", "study %lld was just deleted; retry",
-                                               (long long)found.id)
-                                  : load_existing(e, old, &st->spec, def, &answer, err);
-                pthread_mutex_unlock(&old->mu);
+                rc = load_existing(e, old, &st->spec, def, &answer, err);
+                bd_engine_unlock_study(e, old);
                 if (!rc && loaded)
                     *loaded = 1;
                 if (!rc) {
@@ -174,7 +173,8 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
     row.name = (char *)st->spec.def.name;
     row.definition = json_dumps(st->spec.normalized, JSON_COMPACT);
     row.created_at = st->created_at;
-    rc = bd_engine_check_quota(e, st->user_id, strlen(row.definition), err);
+    size_t definition_bytes = strlen(row.definition);
+    rc = bd_engine_check_quota(e, st->user_id, definition_bytes, err);
     if (!rc)
         rc = bd_store_study_insert(e->store, &row, &st->id, err);
     free(row.definition);
@@ -184,6 +184,7 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
     }
     if ((rc = bd_engine_txn_end(e, req, rc, answer, err)))
         goto out;
+    bd_engine_study_cached(e, st, definition_bytes);
     bd_engine_study_register(e, st);
     json_decref(def);
     *out = answer;
@@ -271,8 +272,7 @@ int bd_engine_delete_study(bd_engine *e, const bd_request *req, int64_t study_id
         rc = bd_store_study_delete(e->store, study_id, err);
         if ((rc = bd_engine_txn_end(e, req, rc, answer, err)) == 0) {
             st->deleted = 1;
-            st->sched->ops->destroy(st->sched);
-            st->sched = NULL;
+            bd_engine_study_unload(e, st);
             *out = answer;
             answer = NULL;
         }

@@ -87,6 +87,7 @@ int main(int argc, char **argv)
     eopts.user_concurrency = cfg.user_concurrency;
     eopts.max_studies = cfg.max_studies_per_user;
     eopts.max_definition_bytes = cfg.max_definition_bytes_per_user;
+    eopts.study_cache_bytes = (size_t)cfg.study_cache_mb << 20;
     rc = bd_engine_open(&eopts, &engine, &err);
     if (rc < 0) {
         bd_log(BD_LOG_ERROR, "cannot open the database %s: %s", cfg.db_path, err.message);

@@ -34,11 +34,16 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
     [BD_SQL_STUDY_INSERT] = "INSERT INTO studies (user_id, name, definition, created_at) VALUES (?1, ?2, ?3, ?4)",
     [BD_SQL_STUDY_GET] = "SELECT " STUDY_COLS " FROM studies WHERE id = ?1",
     [BD_SQL_STUDY_SCAN_ALL] = "SELECT " STUDY_COLS " FROM studies WHERE id > ?1 ORDER BY id LIMIT ?2",
+    /* STUDY_COLS without name and definition (NULL): what the daemon keeps of
+     * every study, read at start without the definitions' bytes. */
+    [BD_SQL_STUDY_SCAN_INDEX] = "SELECT id, user_id, NULL, NULL, created_at FROM studies WHERE id > ?1 ORDER BY id "
+                                "LIMIT ?2",
     [BD_SQL_STUDY_SCAN_USER] =
         "SELECT " STUDY_COLS " FROM studies WHERE user_id = ?3 AND id > ?1 ORDER BY id LIMIT ?2",
     [BD_SQL_STUDY_SCAN_NAMED] = "SELECT " STUDY_COLS " FROM studies WHERE user_id = ?3 AND name = ?4 AND id > ?1 "
                                 "ORDER BY id LIMIT ?2",
     [BD_SQL_STUDY_DELETE] = "DELETE FROM studies WHERE id = ?1",
+    [BD_SQL_TRIAL_COUNTS] = "SELECT study_id, state, count(*) FROM trials GROUP BY study_id, state",
 
     /* config_id 0 is replaced by the new id (trigger trials_config_self); id
      * NULL takes the next AUTOINCREMENT id. */

@@ -90,6 +90,33 @@ int bd_store_study_each(bd_store *s, int64_t user_id, bd_study_fn fn, void *arg,
                           &user_id, 0, 0, study_call, &cb, err, "list studies");
 }
 
+int bd_store_study_index_each(bd_store *s, bd_study_fn fn, void *arg, bd_err *err)
+{
+    struct study_cb cb = {fn, arg};
+    int64_t none = 0;
+    return bd_sqlite_scan(s, BD_SQL_STUDY_SCAN_INDEX, &study_type, bind_user, &none, 0, 0, study_call, &cb, err,
+                          "list studies");
+}
+
+int bd_store_trial_counts_each(bd_store *s, bd_trial_count_fn fn, void *arg, bd_err *err)
+{
+    int locked = bd_sqlite_enter(s);
+    sqlite3_stmt *st = s->stmt[BD_SQL_TRIAL_COUNTS];
+    int ret;
+    while ((ret = bd_sqlite_step_row(s, st, SQLITE_OK, err, "count trials")) == 1) {
+        int state = bd_trial_state_parse((const char *)sqlite3_column_text(st, 1));
+        if (state < 0) {
+            ret = bd_err_set(err, BD_ESTORAGE, NULL, "storage: a trial has an unknown state");
+            break;
+        }
+        if ((ret = fn(sqlite3_column_int64(st, 0), (bd_trial_state)state, sqlite3_column_int64(st, 2), arg)))
+            break;
+    }
+    bd_sqlite_done(st);
+    bd_sqlite_leave(s, locked);
+    return ret;
+}
+
 struct study_page_key {
     int64_t user_id;
     const char *name;

@@ -133,6 +133,9 @@ int bd_store_study_get(bd_store *s, int64_t id, bd_study_row *out, bd_err *err) 
  * and returns fn's value when it is non-zero. The row is borrowed for the call. */
 typedef int (*bd_study_fn)(const bd_study_row *row, void *arg);
 int bd_store_study_each(bd_store *s, int64_t user_id, bd_study_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
+/* Every study in id order with name and definition NULL: the daemon's index
+ * of studies, read without their definitions. */
+int bd_store_study_index_each(bd_store *s, bd_study_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
 /* One page of user_id's studies (user_id >= 1), id ascending, with id >
  * after_id, at most limit (1..1000) of them; only those named name unless
  * name is NULL. Rows are borrowed for the call; fn non-zero stops. */
@@ -155,6 +158,11 @@ typedef enum {
 const char *bd_trial_state_name(bd_trial_state st);
 /* Parses a state name; -1 if unknown. */
 int bd_trial_state_parse(const char *name);
+/* How many trials each study has in each state, one call per (study, state)
+ * that has any, in one pass over the trials (the store lock held throughout:
+ * for the start, before requests). fn non-zero stops. */
+typedef int (*bd_trial_count_fn)(int64_t study_id, bd_trial_state state, int64_t count, void *arg);
+int bd_store_trial_counts_each(bd_store *s, bd_trial_count_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
 
 typedef struct bd_trial_row {
     int64_t id;

@@ -486,3 +486,143 @@ Test(engine, replay_of_gp_ucb_gives_the_same_model_and_suggestions)
                  "\"options\": {\"n_init\": 4}}, \"seed\": 3}",
                  24);
 }
+
+/* ---- the study cache: studies load on first use and leave when idle ---- */
+
+static bd_engine *open_engine_cached(const char *path, size_t cache_bytes)
+{
+    bd_engine_opts o = {.db_path = path, .default_lease_seconds = 60, .study_cache_bytes = cache_bytes};
+    bd_engine *e = NULL;
+    bd_err err = {0};
+    cr_assert_eq(bd_engine_open(&o, &e, &err), 0, "open: %s", err.message);
+    return e;
+}
+
+static const char *hb_body(char *buf, size_t n, const char *name)
+{
+    snprintf(buf, n,
+             "{\"name\": \"%s\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}, "
+             "{\"name\": \"c\", \"type\": \"categorical\", \"choices\": [\"a\", \"b\", \"c\"]}], \"objective\": "
+             "{\"goal\": \"minimize\"}, \"resource\": {\"name\": \"epochs\", \"min\": 1, \"max\": 27, \"integer\": "
+             "true}, \"scheduler\": {\"name\": \"hyperband\", \"options\": {\"eta\": 3}}, \"seed\": 5}",
+             name);
+    return buf;
+}
+
+/* One step of a worker on study: a suggestion, completed with a loss made
+ * from its config. Appends what was suggested (config, budget, scheduler)
+ * to log. */
+static void work_step(bd_engine *e, const bd_caller *c, int64_t study, json_t *log)
+{
+    bd_err err = {0};
+    json_t *a = suggest(e, c, study, NULL);
+    json_t *t = json_array_get(json_object_get(a, "trials"), 0);
+    if (t) {
+        json_array_append_new(log, json_pack("{s:O, s:O, s:O*}", "config", json_object_get(t, "config"), "budget",
+                                             json_object_get(t, "budget"), "scheduler",
+                                             json_object_get(t, "scheduler")));
+        double x = json_number_value(json_object_get(json_object_get(t, "config"), "x"));
+        char body[64];
+        snprintf(body, sizeof body, "{\"value\": %.6f}", fabs(x - 0.3) + 1.0 / json_number_value(json_object_get(t, "budget")));
+        cr_assert_eq(report(e, c, json_integer_value(json_object_get(t, "id")), "complete", body, &err), 0, "%s",
+                     err.message);
+    }
+    json_decref(a);
+}
+
+Test(engine, an_evicted_study_comes_back_exactly_as_it_was)
+{
+    /* Two engines run the same two interleaved studies; one keeps every
+     * study loaded, the other a cache of 1 byte: each request to one study
+     * evicts the other, which its next request rebuilds from storage. */
+    bd_engine *keep = open_engine_cached(":memory:", (size_t)1 << 30), *tiny = open_engine_cached(":memory:", 1);
+    bd_caller ka = admin_of(keep), ta = admin_of(tiny);
+    char buf[600];
+    int64_t k1 = create_study(keep, &ka, hb_body(buf, sizeof buf, "one")),
+            k2 = create_study(keep, &ka, hb_body(buf, sizeof buf, "two"));
+    int64_t t1 = create_study(tiny, &ta, hb_body(buf, sizeof buf, "one")),
+            t2 = create_study(tiny, &ta, hb_body(buf, sizeof buf, "two"));
+    json_t *klog = json_array(), *tlog = json_array();
+    for (int i = 0; i < 30; i++) {
+        work_step(keep, &ka, i % 3 ? k1 : k2, klog);
+        work_step(tiny, &ta, i % 3 ? t1 : t2, tlog);
+        bd_engine_stats st;
+        bd_engine_stats_get(tiny, &st);
+        cr_assert_leq(st.studies_loaded, 1, "step %d: the idle study was not evicted", i);
+    }
+    cr_expect(json_equal(klog, tlog), "the evicted studies suggested differently");
+    bd_engine_stats ks, ts;
+    bd_engine_stats_get(keep, &ks);
+    bd_engine_stats_get(tiny, &ts);
+    cr_expect_eq(ks.studies_loaded, 2);
+    cr_expect_eq(ks.study_evictions, 0);
+    cr_expect_gt(ts.study_evictions, 10);
+    cr_expect_gt(ts.study_loads, 10);
+    for (int s = 0; s < 5; s++)
+        cr_expect_eq(ks.trials[s], ts.trials[s], "counts of state %d", s);
+    json_t *a = NULL, *b = NULL;
+    bd_err err = {0};
+    cr_assert_eq(bd_engine_get_study(keep, &ka, k1, &a, &err), 0);
+    cr_assert_eq(bd_engine_get_study(tiny, &ta, t1, &b, &err), 0, "%s", err.message);
+    static const char *const same[] = {"scheduler", "trials", "used", "state"};
+    for (size_t k = 0; k < sizeof same / sizeof *same; k++)
+        cr_expect(json_equal(json_object_get(a, same[k]), json_object_get(b, same[k])), "%s differs", same[k]);
+    json_decref(a);
+    json_decref(b);
+    json_decref(klog);
+    json_decref(tlog);
+    bd_engine_close(keep);
+    bd_engine_close(tiny);
+}
+
+Test(engine, a_restart_loads_no_study_until_it_is_used)
+{
+    char dir[] = "/tmp/bd_engine_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char db[256], buf[600];
+    snprintf(db, sizeof db, "%s/cache.db", dir);
+    bd_engine *e = open_engine(db);
+    bd_caller admin = admin_of(e);
+    const char *token = bd_engine_first_admin_token(e);
+    char saved_token[128];
+    snprintf(saved_token, sizeof saved_token, "%s", token);
+    int64_t ids[5];
+    json_t *log = json_array();
+    for (int i = 0; i < 5; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "s%d", i);
+        ids[i] = create_study(e, &admin, hb_body(buf, sizeof buf, name));
+        for (int k = 0; k < 4; k++)
+            work_step(e, &admin, ids[i], log);
+    }
+    json_t *before = NULL;
+    bd_err err = {0};
+    cr_assert_eq(bd_engine_get_study(e, &admin, ids[3], &before, &err), 0);
+    bd_engine_stats was;
+    bd_engine_stats_get(e, &was);
+    bd_engine_close(e);
+
+    e = open_engine(db);
+    cr_assert_eq(bd_engine_authenticate(e, saved_token, &admin, &err), 0);
+    bd_engine_stats now;
+    bd_engine_stats_get(e, &now);
+    cr_expect_eq(now.studies, 5);
+    cr_expect_eq(now.studies_loaded, 0, "a start replays no study");
+    for (int s = 0; s < 5; s++)
+        cr_expect_eq(now.trials[s], was.trials[s], "/metrics counts of state %d come from storage", s);
+    json_t *after = NULL;
+    cr_assert_eq(bd_engine_get_study(e, &admin, ids[3], &after, &err), 0);
+    bd_engine_stats_get(e, &now);
+    cr_expect_eq(now.studies_loaded, 1);
+    static const char *const same[] = {"scheduler", "trials", "used", "incumbent", "last_activity_at", "state"};
+    for (size_t k = 0; k < sizeof same / sizeof *same; k++)
+        cr_expect(json_equal(json_object_get(before, same[k]), json_object_get(after, same[k])), "%s differs",
+                  same[k]);
+    json_decref(before);
+    json_decref(after);
+    json_decref(log);
+    bd_engine_close(e);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
