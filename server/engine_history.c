@@ -56,7 +56,7 @@ static int add_trial(const bd_trial_row *row, void *arg)
     c->t[c->n++] = (bd_history_trial){
         .id = row->id,
         .created_at = row->created_at,
-        .spent = row->budget > resumed ? row->budget - resumed : 0, /* as bd_engine_feed counts it */
+        .spent = row->budget > resumed ? row->budget - resumed : 0, /* as bd_study_feed counts it */
         .completed = completed,
         .finished_at = row->finished_at,
         .value = completed && row->has_value ? row->value : NAN,

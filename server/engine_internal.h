@@ -1,6 +1,6 @@
-/* engine_internal.h: state shared by the engine's files (engine.c: lifecycle,
- * registry, replay and leases; engine_studies.c; engine_trials.c;
- * engine_users.c; engine_json.c). Not for use outside server/engine*.c.
+/* engine_internal.h: what the engine's files share (server/README.md has
+ * the layout and the one direction calls go). Not for use outside
+ * server/engine*.c and their unit tests.
  *
  * Locking: studies_lock guards the registry array (pointers are stable and
  * study_rt structs live until bd_engine_close). A study's mu is held around
@@ -20,49 +20,7 @@
 #include "admission.h"
 #include "auth.h"
 #include "engine.h"
-#include "study_def.h"
-
-typedef struct best_trial {
-    int64_t trial_id;  /* 0 = none yet */
-    double loss;       /* minimized */
-} best_trial;
-
-/* What a study has used of its limits (study_def.h bd_study_limits). */
-typedef struct study_usage {
-    int64_t trials;      /* trials created */
-    double resource;     /* budget handed out; a resumed trial counts its increment only */
-    double seconds;      /* elapsed_seconds of ended trials (completed, stopped) */
-} study_usage;
-
-typedef struct study_rt {
-    pthread_mutex_t mu;
-    bd_gate gate;                   /* who may wait for mu (admission.h) */
-    int64_t id;
-    int64_t user_id;
-    char owner[64];
-    double created_at;
-    bd_study_spec spec;             /* definition; spec.def is what the scheduler reads */
-    bd_sched *sched;                /* NULL once deleted */
-    atomic_int deleted;             /* also read without mu (registry lookups, metrics) */
-    int dirty;                      /* the scheduler saw events of an uncommitted transaction */
-    _Atomic int64_t counts[BD_TRIAL_NSTATES]; /* read without mu by /metrics */
-    int64_t trials_created;
-    study_usage used;               /* against spec.limits */
-    best_trial best;                /* best completed trial, any budget */
-    best_trial best_full;           /* best completed trial at resource.max */
-    double last_activity_at;        /* latest event (trial created, measured, ended) or
-                                       the creation; rebuilt by replay */
-
-    /* The study cache (engine.c): every live study has this struct, but its
-     * spec and sched are built (replaying its events) on first use and
-     * dropped again when the study is idle and the cache is over budget.
-     * counts stay right while unloaded (nothing changes an idle study); the
-     * other figures above are rebuilt by the next load's replay. */
-    int loaded;                     /* spec and sched are built (under mu) */
-    size_t cache_bytes;             /* estimated heap of spec and sched while loaded */
-    size_t definition_bytes;        /* of the stored definition, for the estimate */
-    struct study_rt *lru_prev, *lru_next; /* the engine's loaded studies, most recent first (cache_mu) */
-} study_rt;
+#include "study.h"
 
 /* The auth caches are direct-mapped by id with a fixed number of slots, so
  * their memory never depends on an id a client sent (a token id is read
@@ -115,6 +73,41 @@ struct bd_engine {
     _Atomic int64_t next_event_id;  /* schedulers see them (gaps after a rollback are fine) */
 };
 
+/* ================================================ engine_registry.c
+ * Every live study (a study_rt each, pointers stable until close), the
+ * cache that builds a study's spec and scheduler on first use and drops
+ * them when idle, study locks behind their gates, and recovery. */
+
+/* Borrowed pointer to the study if it exists, is not deleted and belongs to
+ * user_id (0 = any user); else NULL. Never loads it. */
+study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id);
+void bd_engine_study_register(bd_engine *e, study_rt *st);
+/* Locks (st->mu) and returns who's live study, loaded; or BD_ENOTFOUND; or
+ * BD_EBUSY when the study's gate refuses to let the request wait
+ * (admission.h); or the error of loading it. Release with
+ * bd_engine_unlock_study. */
+int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
+    BD_MUST_CHECK;
+/* The same without waiting: BD_EBUSY at once when anyone holds or waits
+ * for the study (the lease reaper: a busy study is swept next time). */
+int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
+    BD_MUST_CHECK;
+/* Releases st, then trims the cache if it is over budget. */
+void bd_engine_unlock_study(bd_engine *e, study_rt *st);
+/* Puts a study created by this daemon (spec and sched built, definition_bytes
+ * as stored) in the cache; st->mu held or st not yet registered. */
+void bd_engine_study_cached(bd_engine *e, study_rt *st, size_t definition_bytes);
+/* Drops a study's spec and sched (a deleted study's, or to free memory); st->mu held. */
+void bd_engine_study_unload(bd_engine *e, study_rt *st);
+/* After a failed group commit: rebuilds every loaded study's scheduler (and
+ * forgets cached users and tokens) from storage, then lets the store take
+ * writes again, unless another commit failed meanwhile (then the next call
+ * recovers again). Call holding no study mutex. */
+void bd_engine_recover_if_needed(bd_engine *e);
+
+/* ================================================ engine_txn.c
+ * Write plans, idempotency, and the protocol of a study request. */
+
 /* The storage writes of one study request, gathered while its scheduler
  * decides (no storage lock held) and applied in one short transaction. */
 typedef struct bd_write_plan {
@@ -135,21 +128,6 @@ bd_event_row *bd_write_plan_push_event(bd_engine *e, bd_write_plan *p, const bd_
 void bd_engine_plan_event(bd_engine *e, study_rt *st, bd_write_plan *p, const bd_event_row *ev,
                           const bd_trial_row *t, bd_decision *d);
 
-/* ---- engine.c ---- */
-/* Borrowed pointer to the study if it exists, is not deleted and belongs to
- * user_id (0 = any user); else NULL. */
-study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id);
-/* Locks (st->mu) and returns who's live study, or BD_ENOTFOUND, or BD_EBUSY
- * when the study's gate refuses to let the request wait (admission.h).
- * Release with bd_engine_unlock_study. */
-int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
-    BD_MUST_CHECK;
-/* The same without waiting: BD_EBUSY at once when anyone holds or waits
- * for the study (the lease reaper: a busy study is swept next time). */
-int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
-    BD_MUST_CHECK;
-void bd_engine_unlock_study(bd_engine *e, study_rt *st);
-
 /* The one protocol of a request that changes a study: lock (or, with
  * BD_OP_NO_WAIT, try to) -> answer a repeated idempotency key from storage
  * -> op (the scheduler decides; the writes go into plan and the answer into
@@ -161,78 +139,44 @@ typedef int (*bd_study_op_fn)(bd_engine *e, study_rt *st, void *arg, bd_write_pl
 enum { BD_OP_WAIT = 0, BD_OP_NO_WAIT = 1 };
 int bd_engine_study_op(bd_engine *e, const bd_request *req, int64_t study_id, int flags, bd_study_op_fn op, void *arg,
                        bd_write_plan *plan, json_t **out, bd_err *err) BD_MUST_CHECK;
-void bd_engine_study_register(bd_engine *e, study_rt *st);
-/* Puts a study created by this daemon (spec and sched built, definition_bytes
- * as stored) in the cache; st->mu held or st not yet registered. */
-void bd_engine_study_cached(bd_engine *e, study_rt *st, size_t definition_bytes);
-/* Drops a study's spec and sched (a deleted study's, or to free memory); st->mu held. */
-void bd_engine_study_unload(bd_engine *e, study_rt *st);
-/* Rebuilds st's scheduler, counts and incumbents from storage; st->mu held. */
-int bd_engine_study_reload(bd_engine *e, study_rt *st, bd_err *err) BD_MUST_CHECK;
-void bd_engine_study_free(study_rt *st);
-/* Passes an event to st's scheduler (observe, with its rng seeded from the
- * study seed and ev->id) and updates counts, usage and incumbents.
- * resumed_budget: for CREATED, the budget of the trial it resumes (0 if none). */
-void bd_engine_feed(study_rt *st, const bd_event *ev, int replay, double resumed_budget, bd_decision *out);
-/* Records an event of st at time at (st->mu held): last_activity_at. */
-void bd_engine_touch(study_rt *st, double at);
-/* The minimized loss of a reported value (NAN / absent -> +INFINITY). */
-double bd_engine_loss(const study_rt *st, int has_value, double value);
 
-/* Transaction helpers: begin, and (when req has a key) look the key up.
- * Returns 1 with *out set when the request was already answered (the
- * transaction is then closed), 0 to go on, < 0 on error (closed). For
- * requests that touch no scheduler (users, tokens, creating a study). */
+/* Transaction helpers for requests that touch no scheduler (users, tokens,
+ * creating or deleting a study): begin, and (when req has a key) look the
+ * key up. Returns 1 with *out set when the request was already answered
+ * (the transaction is then closed), 0 to go on, < 0 on error (closed). */
 int bd_engine_txn_begin(bd_engine *e, const bd_request *req, json_t **out, bd_err *err) BD_MUST_CHECK;
-/* For a study request, before its scheduler acts: when req carries a key
- * already answered, returns 1 with *out the answer (after waiting, st->mu
- * released on the way, until that answer is on disk) and st->mu unlocked;
- * 0 to go on (st->mu still held); < 0 on error (st->mu unlocked). */
-int bd_engine_study_replay_answer(bd_engine *e, study_rt *st, const bd_request *req, json_t **out, bd_err *err)
-    BD_MUST_CHECK;
 /* Ends a transaction begun with bd_engine_txn_begin: when rc == 0 stores the
  * answer under req's key (if any) and commits, waiting until it is on disk;
  * else rolls back. Returns the final rc. */
 int bd_engine_txn_end(bd_engine *e, const bd_request *req, int rc, const json_t *answer, bd_err *err) BD_MUST_CHECK;
-/* Ends a study request, st->mu held: when rc == 0, writes plan and the
- * answer for req in one transaction released into the current group commit,
- * leaving in *ticket what the caller must wait for (bd_engine_durable) after
- * unlocking st->mu and before answering. If rc != 0 or the writes fail and
- * the scheduler saw the plan's events, the study is rebuilt from storage.
- * Returns the final rc. Unlocking before the wait lets the study's next
- * requests join the same group commit. */
-int bd_engine_study_commit(bd_engine *e, study_rt *st, const bd_request *req, int rc, const bd_write_plan *plan,
-                           const json_t *answer, uint64_t *ticket, bd_err *err);
 /* Waits until the group commit of ticket is on disk. On failure schedulers
  * may hold state that was never saved, so the engine is flagged to rebuild
  * every study before the next request (bd_engine_recover_if_needed). */
 int bd_engine_durable(bd_engine *e, uint64_t ticket, bd_err *err) BD_MUST_CHECK;
-/* After a failed group commit: rebuilds every study's scheduler (and forgets
- * cached users and tokens) from storage, then lets the store take writes
- * again, unless another commit failed meanwhile (then the next call
- * recovers again). Call holding no study mutex. */
-void bd_engine_recover_if_needed(bd_engine *e);
 
-/* ---- engine_studies.c ---- */
-/* 1 when st has used up one of its limits (st->mu held). */
-int bd_engine_limit_reached(const study_rt *st);
+/* ================================================ engine_auth.c
+ * The caches of valid tokens and of users. */
 
-/* ---- engine_json.c ---- */
-json_t *bd_engine_trial_json(const study_rt *st, const bd_trial_row *row); /* new */
-json_t *bd_engine_study_json(bd_engine *e, study_rt *st);                  /* new; st->mu held */
+int bd_engine_user_name(bd_engine *e, int64_t user_id, char name[64]);
+/* Fills *out from the cache or storage. */
+int bd_engine_user_get(bd_engine *e, int64_t user_id, bd_user *out, bd_err *err) BD_MUST_CHECK;
+/* Drops user_id's cached row after a change to it (committed). */
+void bd_engine_user_changed(bd_engine *e, int64_t user_id);
+/* Drops token_id from the cache after its revocation (committed). */
+void bd_engine_token_revoked(bd_engine *e, int64_t token_id);
+/* Empties the auth caches; auth_mu held. */
+void bd_engine_auth_forget(bd_engine *e);
 
-/* ---- engine_users.c ---- */
+/* ================================================ engine_users.c */
+
 /* Creates the admin user and its token on an empty database: the token read
  * from supplied_path if not NULL, else a new one written to token_path (if
  * not NULL). */
 int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, const char *supplied_path,
                               bd_err *err) BD_MUST_CHECK;
-int bd_engine_user_name(bd_engine *e, int64_t user_id, char name[64]);
 /* BD_EQUOTA (field "limits.studies" or "limits.definition_bytes") when one
  * more study of definition_bytes would pass user_id's quotas; call inside
  * the transaction that inserts it, so concurrent creates count each other. */
 int bd_engine_check_quota(bd_engine *e, int64_t user_id, size_t definition_bytes, bd_err *err) BD_MUST_CHECK;
-/* Empties the auth caches; auth_mu held. */
-void bd_engine_auth_forget(bd_engine *e);
 
 #endif

@@ -84,7 +84,7 @@ static int load_existing(bd_engine *e, study_rt *st, const bd_study_spec *spec, 
     }
     json_decref(mine);
     if (!rc)
-        *out = bd_engine_study_json(e, st);
+        *out = bd_study_json(st, e->store);
     return rc;
 }
 
@@ -180,7 +180,7 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
     free(row.definition);
     if (!rc) {
         st->spec.def.id = st->id;
-        answer = bd_engine_study_json(e, st);
+        answer = bd_study_json(st, e->store);
     }
     if ((rc = bd_engine_txn_end(e, req, rc, answer, err)))
         goto out;
@@ -192,7 +192,7 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
 out:
     json_decref(def);
     json_decref(answer);
-    bd_engine_study_free(st);
+    bd_study_free(st);
     return rc;
 }
 
@@ -218,7 +218,7 @@ static int add_study(const bd_study_row *row, void *arg)
     }
     if (rc) /* busy: the page is refused whole rather than missing a study */
         return rc;
-    json_array_append_new(c->list, bd_engine_study_json(c->e, st));
+    json_array_append_new(c->list, bd_study_json(st, c->e->store));
     bd_engine_unlock_study(c->e, st);
     return 0;
 }
@@ -248,7 +248,7 @@ int bd_engine_get_study(bd_engine *e, const bd_caller *who, int64_t study_id, js
     int rc = bd_engine_lock_study(e, who, study_id, &st, err);
     if (rc)
         return rc;
-    *out = bd_engine_study_json(e, st);
+    *out = bd_study_json(st, e->store);
     bd_engine_unlock_study(e, st);
     return 0;
 }
@@ -334,14 +334,6 @@ static int check_suggestion(const study_rt *st, const bd_suggestion *s, bd_err *
     return 0;
 }
 
-int bd_engine_limit_reached(const study_rt *st)
-{
-    const bd_study_def *d = &st->spec.def;
-    return (d->limit_trials && st->used.trials >= d->limit_trials) ||
-           (d->limit_resource > 0 && st->used.resource >= d->limit_resource) ||
-           (d->limit_seconds > 0 && st->used.seconds >= d->limit_seconds);
-}
-
 /* The budget of trial id, which this study created earlier (a promotion's
  * resume_from): from this request's own plan, else from storage. */
 static double budget_of(bd_engine *e, const bd_write_plan *plan, int64_t id)
@@ -398,9 +390,9 @@ static int plan_trial(bd_engine *e, study_rt *st, bd_write_plan *plan, bd_sugges
                    .budget = row->budget, .config = s->config, .resume_from = row->resume_from,
                    .extra = s->extra, .has_instance = row->has_instance, .instance = row->instance_index,
                    .loss = NAN, .elapsed_seconds = NAN};
-    bd_engine_feed(st, &ev, 0, resumed, &d);
-    bd_engine_touch(st, now);
-    json_array_append_new(trials, bd_engine_trial_json(st, row));
+    bd_study_feed(st, &ev, 0, resumed, &d);
+    bd_study_touch(st, now);
+    json_array_append_new(trials, bd_study_trial_json(st, row));
     return 0;
 }
 
@@ -426,7 +418,7 @@ static int suggest_op(bd_engine *e, study_rt *st, void *arg, bd_write_plan *plan
     json_t *trials = json_array();
     int outcome = BD_SUGGEST_TRIAL;
     for (long long i = 0; i < count && !rc; i++) {
-        if (bd_engine_limit_reached(st)) {
+        if (bd_study_limit_reached(st)) {
             outcome = BD_SUGGEST_DONE;
             break;
         }

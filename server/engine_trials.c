@@ -216,7 +216,7 @@ static int complete_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *
                        .elapsed_seconds = a->elapsed};
     set_reason(t, a->reason ? a->reason : isnan(value) ? "diverged" : NULL);
     record(e, st, t, plan, &ev, &d);
-    *answer = bd_engine_trial_json(st, t);
+    *answer = bd_study_trial_json(st, t);
     return 0;
 }
 
@@ -264,7 +264,7 @@ static int fail_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args
     bd_event_row ev = {.type = BD_EV_FAILED, .value = NAN, .elapsed_seconds = NAN};
     set_reason(t, args ? args : "failed");
     record(e, st, t, plan, &ev, &d);
-    *answer = bd_engine_trial_json(st, t);
+    *answer = bd_study_trial_json(st, t);
     return 0;
 }
 
@@ -326,7 +326,7 @@ int bd_engine_get_trial(bd_engine *e, const bd_caller *who, int64_t trial_id, js
         bd_store_trial_row_clear(&t);
         return no_trial(trial_id, err);
     }
-    json_t *answer = bd_engine_trial_json(st, &t);
+    json_t *answer = bd_study_trial_json(st, &t);
     bd_engine_unlock_study(e, st);
     json_t *measurements = json_array();
     rc = bd_store_event_each_of_trial(e->store, trial_id, add_measurement, measurements, err);
@@ -356,7 +356,7 @@ static int add_trial(const bd_trial_row *row, void *arg)
     list_ctx *c = arg;
     if (c->full)
         return 1;
-    json_t *t = bd_engine_trial_json(c->st, row);
+    json_t *t = bd_study_trial_json(c->st, row);
     if (c->with_measurements) {
         json_t *m = json_array();
         int rc = bd_store_event_each_of_trial(c->e->store, row->id, add_measurement, m, c->err);

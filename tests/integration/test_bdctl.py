@@ -325,19 +325,23 @@ class Bdctl(bdtest.DaemonTestCase):
         p = subprocess.Popen([PYTHON, BDCTL, "tail", str(s["id"]), "--interval", "0.1"], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=self.env())
         try:
-            seen = []
+            seen, partial = [], [b""]
 
             def wait_for(text, timeout=20):
+                # os.read, not readline: readline may take several lines into
+                # the file object's buffer, where select() no longer sees them
+                # (the test then waited 20 s for a line it had already read).
                 deadline = time.monotonic() + timeout
                 while time.monotonic() < deadline:
                     if any(text in ln for ln in seen):
                         return
                     r, _, _ = select.select([p.stdout], [], [], 0.2)
                     if r:
-                        line = p.stdout.readline()
-                        if not line:
+                        chunk = os.read(p.stdout.fileno(), 65536)
+                        if not chunk:
                             break
-                        seen.append(line)
+                        *lines, partial[0] = (partial[0] + chunk).split(b"\n")
+                        seen.extend(ln.decode() + "\n" for ln in lines)
                 self.fail("tail never printed %r; got:\n%s" % (text, "".join(seen)))
             wait_for("following study %d" % s["id"])
             wait_for("trial %d completed" % first)

@@ -1,0 +1,304 @@
+/* engine_registry.c: the engine's studies: the registry of every live
+ * study, the cache that builds a study's runtime on first use and drops it
+ * when idle (--study-cache-mb), the study locks behind their admission
+ * gates (admission.h), and the recovery that rebuilds the loaded studies
+ * after a failed group commit. Calls study.c, engine_auth.c and storage;
+ * nothing here calls a file that calls it. */
+#include "engine_internal.h"
+#include "log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int ensure_loaded(bd_engine *e, study_rt *st, bd_err *err);
+static void cache_trim(bd_engine *e);
+static size_t estimate_bytes(size_t definition_bytes, int64_t trials);
+
+study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id)
+{
+    study_rt *st = NULL;
+    pthread_rwlock_rdlock(&e->studies_lock);
+    if (study_id > 0 && (size_t)study_id < e->studies_cap)
+        st = e->studies[study_id];
+    pthread_rwlock_unlock(&e->studies_lock);
+    /* deleted is read without st->mu here; callers re-check it under the lock. */
+    if (!st || (user_id && st->user_id != user_id))
+        return NULL;
+    return st;
+}
+
+int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
+{
+    bd_engine_recover_if_needed(e);
+    /* Ownership first: another user's study answers 404 like a missing one,
+     * never 429, so a busy gate tells nothing about other users. */
+    study_rt *st = bd_engine_study(e, study_id, who->user_id);
+    bd_gate_ticket ticket;
+    int rc;
+    if (st) {
+        if ((rc = bd_gate_enter(&st->gate, &e->user_slots, who->user_id, bd_monotonic(), &ticket, err)))
+            return rc;
+        pthread_mutex_lock(&st->mu);
+        if (!st->deleted) {
+            if ((rc = ensure_loaded(e, st, err)) != 0) {
+                pthread_mutex_unlock(&st->mu);
+                bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
+                return rc;
+            }
+            bd_gate_locked(&st->gate, &ticket, bd_monotonic());
+            *out = st;
+            return 0;
+        }
+        pthread_mutex_unlock(&st->mu);
+        bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
+    }
+    return bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id);
+}
+
+int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
+{
+    bd_engine_recover_if_needed(e);
+    study_rt *st = bd_engine_study(e, study_id, who->user_id);
+    bd_gate_ticket ticket = {0};
+    if (!st)
+        return bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id);
+    if (atomic_load(&st->gate.queued) > 0)
+        return bd_err_set(err, BD_EBUSY, "study", "study %lld is busy", (long long)study_id);
+    atomic_fetch_add(&st->gate.queued, 1); /* no user slot: the caller is the daemon itself */
+    if (pthread_mutex_trylock(&st->mu) != 0) {
+        bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
+        return bd_err_set(err, BD_EBUSY, "study", "study %lld is busy", (long long)study_id);
+    }
+    int rc = st->deleted ? bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id)
+                         : ensure_loaded(e, st, err);
+    if (rc) {
+        pthread_mutex_unlock(&st->mu);
+        bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
+        return rc;
+    }
+    bd_gate_locked(&st->gate, &ticket, bd_monotonic());
+    *out = st;
+    return 0;
+}
+
+void bd_engine_unlock_study(bd_engine *e, study_rt *st)
+{
+    size_t now_bytes = st->loaded ? estimate_bytes(st->definition_bytes, st->trials_created) : 0;
+    pthread_mutex_lock(&e->cache_mu);
+    if (st->loaded && now_bytes != st->cache_bytes) { /* its scheduler grew with its trials */
+        e->cache_used += now_bytes - st->cache_bytes;
+        st->cache_bytes = now_bytes;
+    }
+    int over = e->cache_used > e->cache_budget;
+    pthread_mutex_unlock(&e->cache_mu);
+    bd_gate_leave(&st->gate, &e->user_slots, bd_monotonic());
+    pthread_mutex_unlock(&st->mu);
+    if (over)
+        cache_trim(e);
+}
+
+void bd_engine_study_register(bd_engine *e, study_rt *st)
+{
+    pthread_rwlock_wrlock(&e->studies_lock);
+    if ((size_t)st->id >= e->studies_cap) {
+        size_t cap = e->studies_cap ? e->studies_cap : 64;
+        while (cap <= (size_t)st->id)
+            cap *= 2;
+        e->studies = bd_xrealloc(e->studies, cap * sizeof *e->studies);
+        memset(e->studies + e->studies_cap, 0, (cap - e->studies_cap) * sizeof *e->studies);
+        e->studies_cap = cap;
+    }
+    e->studies[st->id] = st;
+    pthread_rwlock_unlock(&e->studies_lock);
+}
+
+/* ------------------------------------------------------------- the cache */
+
+/* A rough figure of the heap a loaded study holds, to weigh it against
+ * --study-cache-mb: its definition parsed (JSON nodes and the space's
+ * tables take some 40-50 times the text, measured on wide categorical
+ * spaces) and its scheduler's per-trial records. An estimate, not a
+ * measurement: glibc cannot tell one study's memory from another's. */
+static size_t estimate_bytes(size_t definition_bytes, int64_t trials)
+{
+    return 16384 + 48 * definition_bytes + 512 * (size_t)(trials > 0 ? trials : 0);
+}
+
+static void lru_unlink(bd_engine *e, study_rt *st)
+{
+    if (st->lru_prev)
+        st->lru_prev->lru_next = st->lru_next;
+    else
+        e->lru_head = st->lru_next;
+    if (st->lru_next)
+        st->lru_next->lru_prev = st->lru_prev;
+    else
+        e->lru_tail = st->lru_prev;
+    st->lru_prev = st->lru_next = NULL;
+}
+
+static void lru_push_front(bd_engine *e, study_rt *st)
+{
+    st->lru_prev = NULL;
+    st->lru_next = e->lru_head;
+    if (e->lru_head)
+        e->lru_head->lru_prev = st;
+    else
+        e->lru_tail = st;
+    e->lru_head = st;
+}
+
+void bd_engine_study_cached(bd_engine *e, study_rt *st, size_t definition_bytes)
+{
+    st->loaded = 1;
+    st->definition_bytes = definition_bytes;
+    st->cache_bytes = estimate_bytes(definition_bytes, st->trials_created);
+    pthread_mutex_lock(&e->cache_mu);
+    lru_push_front(e, st);
+    e->cache_used += st->cache_bytes;
+    e->studies_loaded++;
+    pthread_mutex_unlock(&e->cache_mu);
+}
+
+/* Frees spec and sched; st->mu held, cache_mu held. */
+static void unload_locked(bd_engine *e, study_rt *st)
+{
+    if (!st->loaded)
+        return;
+    lru_unlink(e, st);
+    e->cache_used -= st->cache_bytes;
+    e->studies_loaded--;
+    st->cache_bytes = 0;
+    st->loaded = 0;
+    if (st->sched)
+        st->sched->ops->destroy(st->sched);
+    st->sched = NULL;
+    bd_study_spec_clear(&st->spec);
+}
+
+void bd_engine_study_unload(bd_engine *e, study_rt *st)
+{
+    pthread_mutex_lock(&e->cache_mu);
+    unload_locked(e, st);
+    pthread_mutex_unlock(&e->cache_mu);
+}
+
+/* The most studies one trim looks at: the least recently used may all be
+ * busy (held or waited for), and a trim must not walk every loaded study. */
+#define TRIM_CANDIDATES 64
+
+/* Unloads idle studies, least recently used first, until the cache is
+ * within its budget. Holds no study mutex on entry. A study someone holds
+ * or waits for is skipped (trylock: the order cache_mu -> study mu is the
+ * reverse of a load's, so this never waits for one). */
+static void cache_trim(bd_engine *e)
+{
+    pthread_mutex_lock(&e->cache_mu);
+    study_rt *c = e->lru_tail;
+    for (int tried = 0; c && e->cache_used > e->cache_budget && tried < TRIM_CANDIDATES; tried++) {
+        study_rt *prev = c->lru_prev;
+        if (atomic_load(&c->gate.queued) == 0 && pthread_mutex_trylock(&c->mu) == 0) {
+            if (!c->dirty) {
+                unload_locked(e, c);
+                atomic_fetch_add(&e->study_evictions, 1);
+            }
+            pthread_mutex_unlock(&c->mu);
+        }
+        c = prev;
+    }
+    pthread_mutex_unlock(&e->cache_mu);
+}
+
+/* Builds st's spec and sched from its stored definition and events, or
+ * marks it most recently used when they are built; st->mu held. */
+static int ensure_loaded(bd_engine *e, study_rt *st, bd_err *err)
+{
+    if (st->loaded) {
+        pthread_mutex_lock(&e->cache_mu);
+        if (e->lru_head != st) {
+            lru_unlink(e, st);
+            lru_push_front(e, st);
+        }
+        pthread_mutex_unlock(&e->cache_mu);
+        return 0;
+    }
+    bd_study_row row = {0};
+    json_t *def = NULL;
+    int rc = bd_store_study_get(e->store, st->id, &row, err);
+    if (rc == BD_ENOTFOUND) /* deleted by a request whose commit failed, before recovery */
+        rc = bd_err_set(err, BD_ESTORAGE, NULL, "study %lld is missing from storage", (long long)st->id);
+    if (!rc && !(def = json_loads(row.definition, 0, NULL)))
+        rc = bd_err_set(err, BD_EINTERNAL, NULL, "study %lld: stored definition is not JSON", (long long)st->id);
+    if (!rc)
+        rc = bd_study_spec_parse(def, e->default_lease, &st->spec, err);
+    if (!rc) {
+        st->spec.def.id = st->id;
+        bd_engine_user_name(e, st->user_id, st->owner);
+        if ((rc = bd_study_replay(st, e->store, err)) != 0) {
+            if (st->sched)
+                st->sched->ops->destroy(st->sched);
+            st->sched = NULL;
+            bd_study_spec_clear(&st->spec);
+        }
+    }
+    if (!rc) {
+        bd_engine_study_cached(e, st, strlen(row.definition));
+        atomic_fetch_add(&e->study_loads, 1);
+    }
+    json_decref(def);
+    bd_store_study_row_clear(&row);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- recovery */
+
+/* Makes st match storage again; st->mu held. */
+static void recover_study(bd_engine *e, study_rt *st)
+{
+    bd_study_row row = {0};
+    bd_err err;
+    int rc = bd_store_study_get(e->store, st->id, &row, &err);
+    bd_store_study_row_clear(&row);
+    if (rc == BD_ENOTFOUND) { /* created or undeleted by the failed commit: gone */
+        st->deleted = 1;
+        bd_engine_study_unload(e, st);
+        return;
+    }
+    st->deleted = 0; /* a delete in the failed commit did not happen */
+    if (!rc && !st->loaded) /* nothing built to rebuild; its counts come from before the failure */
+        return;
+    if (rc || bd_study_replay(st, e->store, &err))
+        bd_log(BD_LOG_ERROR, "study %lld could not be rebuilt: %s", (long long)st->id, err.message);
+}
+
+void bd_engine_recover_if_needed(bd_engine *e)
+{
+    uint64_t failures = bd_store_failures(e->store);
+    if (failures == atomic_load(&e->recovered_failures)) /* the common case: one atomic read */
+        return;
+    pthread_mutex_lock(&e->recover_mu);
+    if (failures != atomic_load(&e->recovered_failures)) {
+        /* Every study is locked first, so no request sees a half-rebuilt
+         * engine. A batch failing while we rebuild raises the count, so the
+         * store stays closed and the next request recovers again. */
+        pthread_rwlock_rdlock(&e->studies_lock);
+        for (size_t i = 0; i < e->studies_cap; i++)
+            if (e->studies[i])
+                pthread_mutex_lock(&e->studies[i]->mu);
+        failures = bd_store_failures(e->store);
+        for (size_t i = 0; i < e->studies_cap; i++)
+            if (e->studies[i])
+                recover_study(e, e->studies[i]);
+        pthread_mutex_lock(&e->auth_mu);
+        bd_engine_auth_forget(e);
+        pthread_mutex_unlock(&e->auth_mu);
+        atomic_store(&e->recovered_failures, failures);
+        bd_store_recovered(e->store, failures);
+        for (size_t i = 0; i < e->studies_cap; i++)
+            if (e->studies[i])
+                pthread_mutex_unlock(&e->studies[i]->mu);
+        pthread_rwlock_unlock(&e->studies_lock);
+        bd_log(BD_LOG_WARN, "recovered every study from storage after a failed commit");
+    }
+    pthread_mutex_unlock(&e->recover_mu);
+}

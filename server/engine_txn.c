@@ -1,0 +1,218 @@
+/* engine_txn.c: how a request becomes one transaction: write plans (the
+ * writes a scheduler's decision needs, gathered before the storage lock is
+ * taken), idempotency keys (a repeated key answers from storage), and the
+ * one protocol of a study request, bd_engine_study_op: lock -> replay a
+ * repeated key -> decide -> commit -> unlock -> wait until durable. Calls
+ * engine_registry.c, study.c and storage. */
+#include "engine_internal.h"
+#include "log.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- write plans */
+
+void bd_write_plan_clear(bd_write_plan *p)
+{
+    free(p->inserts);
+    free(p->events);
+    memset(p, 0, sizeof *p);
+}
+
+bd_event_row *bd_write_plan_push_event(bd_engine *e, bd_write_plan *p, const bd_event_row *ev)
+{
+    if (p->n_events == p->cap_events) {
+        p->cap_events = p->cap_events ? 2 * p->cap_events : 4;
+        p->events = bd_xrealloc(p->events, p->cap_events * sizeof *p->events);
+    }
+    bd_event_row *row = &p->events[p->n_events++];
+    *row = *ev;
+    row->id = atomic_fetch_add(&e->next_event_id, 1);
+    return row;
+}
+
+void bd_engine_plan_event(bd_engine *e, study_rt *st, bd_write_plan *p, const bd_event_row *ev,
+                          const bd_trial_row *t, bd_decision *d)
+{
+    bd_event_row *row = bd_write_plan_push_event(e, p, ev);
+    row->study_id = st->id;
+    row->trial_id = t->id;
+    bd_event sev = {.type = row->type,
+                    .id = row->id,
+                    .trial_id = t->id,
+                    .config_id = t->config_id,
+                    .budget = t->budget,
+                     .step = row->step,
+                    .loss = bd_study_loss(st, row->has_value, row->value),
+                    .timeout = row->timeout,
+                    .elapsed_seconds = row->elapsed_seconds};
+    bd_study_feed(st, &sev, 0, 0, d);
+    bd_study_touch(st, row->created_at);
+}
+
+/* Writes the plan inside the caller's transaction. */
+static int apply_plan(bd_engine *e, const bd_write_plan *p, bd_err *err)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < p->n_inserts; i++)
+        rc = bd_store_trial_insert(e->store, &p->inserts[i], NULL, err);
+    for (size_t i = 0; !rc && i < p->n_events; i++)
+        rc = bd_store_event_append(e->store, &p->events[i], NULL, err);
+    if (!rc && p->finish)
+        rc = bd_store_trial_finish(e->store, p->finish, err);
+    if (!rc && p->lease_trial)
+        rc = bd_store_trial_set_lease(e->store, p->lease_trial, p->lease_until, err);
+    return rc;
+}
+
+/* ----------------------------------------------------- transactions + idem */
+
+int bd_engine_durable(bd_engine *e, uint64_t ticket, bd_err *err)
+{
+    /* A failed batch poisons the store; bd_engine_recover_if_needed sees it
+     * through bd_store_failures, before the next request touches a study. */
+    return bd_store_wait(e->store, ticket, err);
+}
+
+/* Looks req's key up. 1: answered before (*fingerprint_out and *response
+ * are new), 0: not found, < 0: error. */
+static int idem_lookup(bd_engine *e, const bd_request *req, char **response, bd_err *err)
+{
+    char *fingerprint = NULL;
+    *response = NULL;
+    if (!req || !req->idem_key)
+        return 0;
+    int rc = bd_store_idem_get(e->store, req->caller->user_id, req->idem_key, &fingerprint, response, err);
+    if (rc == BD_ENOTFOUND) {
+        bd_err_clear(err);
+        return 0;
+    }
+    if (!rc && strcmp(fingerprint, req->fingerprint ? req->fingerprint : "") != 0)
+        rc = bd_err_set(err, BD_ECONFLICT, "Idempotency-Key", "this key was already used for a different request");
+    free(fingerprint);
+    if (rc) {
+        free(*response);
+        *response = NULL;
+        return rc;
+    }
+    return 1;
+}
+
+/* The stored answer of an earlier request, once it is on disk: it may
+ * belong to a group commit still in flight. */
+static int answer_when_durable(bd_engine *e, char *response, json_t **out, bd_err *err)
+{
+    int rc = bd_engine_durable(e, bd_store_current_ticket(e->store), err);
+    if (!rc) {
+        *out = json_loads(response, 0, NULL);
+        rc = *out ? 1 : bd_err_set(err, BD_EINTERNAL, NULL, "stored idempotent response is not JSON");
+    }
+    free(response);
+    return rc;
+}
+
+int bd_engine_txn_begin(bd_engine *e, const bd_request *req, json_t **out, bd_err *err)
+{
+    char *response;
+    int rc = bd_store_begin(e->store, err);
+    if (rc)
+        return rc;
+    if ((rc = idem_lookup(e, req, &response, err)) <= 0) {
+        if (rc)
+            bd_store_rollback(e->store);
+        return rc;
+    }
+    bd_store_rollback(e->store); /* nothing was written */
+    return answer_when_durable(e, response, out, err);
+}
+
+int bd_engine_study_replay_answer(bd_engine *e, study_rt *st, const bd_request *req, json_t **out, bd_err *err)
+{
+    char *response;
+    int rc = idem_lookup(e, req, &response, err);
+    if (rc == 0)
+        return 0;
+    bd_engine_unlock_study(e, st);
+    return rc < 0 ? rc : answer_when_durable(e, response, out, err);
+}
+
+/* Stores the answer under req's key (if any) in the open transaction. */
+static int remember_answer(bd_engine *e, const bd_request *req, const json_t *answer, bd_err *err)
+{
+    if (!req || !req->idem_key)
+        return 0;
+    char *text = json_dumps(answer, JSON_COMPACT);
+    int rc = bd_store_idem_put(e->store, req->caller->user_id, req->idem_key, req->fingerprint ? req->fingerprint : "",
+                               text, bd_now(), err);
+    free(text);
+    /* The key was free when this request looked it up, but a request to
+     * another study (its own lock) took it meanwhile. */
+    if (rc == BD_ECONFLICT)
+        rc = bd_err_set(err, BD_ECONFLICT, "Idempotency-Key", "this key was already used for a different request");
+    return rc;
+}
+
+int bd_engine_txn_end(bd_engine *e, const bd_request *req, int rc, const json_t *answer, bd_err *err)
+{
+    uint64_t ticket;
+    if (rc || (rc = remember_answer(e, req, answer, err))) {
+        bd_store_rollback(e->store);
+        return rc;
+    }
+    if ((rc = bd_store_release(e->store, &ticket, err)))
+        return rc;
+    return bd_engine_durable(e, ticket, err);
+}
+
+int bd_engine_study_commit(bd_engine *e, study_rt *st, const bd_request *req, int rc, const bd_write_plan *plan,
+                           const json_t *answer, uint64_t *ticket, bd_err *err)
+{
+    int nothing_to_write = !plan->n_inserts && !plan->n_events && !plan->finish && !plan->lease_trial &&
+                           !(req && req->idem_key);
+    if (rc == 0 && nothing_to_write) {
+        /* The answer may still rest on earlier requests' released work:
+         * answer once that is on disk. */
+        *ticket = bd_store_current_ticket(e->store);
+        return 0;
+    }
+    if (rc == 0 && (rc = bd_store_begin(e->store, err)) == 0) {
+        if ((rc = apply_plan(e, plan, err)) == 0 && (rc = remember_answer(e, req, answer, err)) == 0)
+            rc = bd_store_release(e->store, ticket, err);
+        else
+            bd_store_rollback(e->store);
+    }
+    if (rc && st->dirty) {
+        bd_err reload_err;
+        if (bd_study_replay(st, e->store, &reload_err))
+            bd_log(BD_LOG_ERROR, "study %lld could not be rebuilt after a failed request: %s",
+                   (long long)st->id, reload_err.message);
+    }
+    st->dirty = 0;
+    return rc;
+}
+
+int bd_engine_study_op(bd_engine *e, const bd_request *req, int64_t study_id, int flags, bd_study_op_fn op, void *arg,
+                       bd_write_plan *plan, json_t **out, bd_err *err)
+{
+    study_rt *st;
+    json_t *answer = NULL;
+    uint64_t ticket = 0;
+    int rc = flags & BD_OP_NO_WAIT ? bd_engine_try_lock_study(e, req->caller, study_id, &st, err)
+                                   : bd_engine_lock_study(e, req->caller, study_id, &st, err);
+    if (rc)
+        return rc;
+    if ((rc = bd_engine_study_replay_answer(e, st, req, out, err))) /* unlocked st */
+        return rc > 0 ? 0 : rc;
+    rc = op(e, st, arg, plan, &answer, err);
+    rc = bd_engine_study_commit(e, st, req, rc, plan, answer, &ticket, err);
+    bd_engine_unlock_study(e, st);
+    if (!rc)
+        rc = bd_engine_durable(e, ticket, err);
+    if (rc) {
+        json_decref(answer);
+        return rc;
+    }
+    *out = answer;
+    return 0;
+}

@@ -1,0 +1,338 @@
+/* study.c: one study's runtime (see study.h): the feed every event goes
+ * through, the replay that rebuilds a scheduler from storage, the study's
+ * limits, and its JSON in API answers (api/openapi.yaml describes them).
+ *
+ * Invariant: a study's scheduler has seen exactly the study's committed
+ * events, in order. Live requests feed events inside their transaction; if
+ * that transaction does not commit, the engine replays the study. */
+#include "study.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void bd_study_free(study_rt *st)
+{
+    if (!st)
+        return;
+    if (st->sched)
+        st->sched->ops->destroy(st->sched);
+    bd_study_spec_clear(&st->spec);
+    pthread_mutex_destroy(&st->mu);
+    free(st);
+}
+
+/* -------------------------------------------------------------------- feed */
+
+void bd_study_touch(study_rt *st, double at)
+{
+    if (at > st->last_activity_at)
+        st->last_activity_at = at;
+}
+
+double bd_study_loss(const study_rt *st, int has_value, double value)
+{
+    if (!has_value || isnan(value))
+        return INFINITY;
+    return st->spec.def.maximize ? -value : value;
+}
+
+static void consider_best(best_trial *b, const bd_event *ev)
+{
+    if (!isfinite(ev->loss))
+        return;
+    if (!b->trial_id || ev->loss < b->loss) {
+        b->trial_id = ev->trial_id;
+        b->loss = ev->loss;
+    }
+}
+
+static void count_end(study_rt *st, bd_trial_state to)
+{
+    st->counts[BD_TRIAL_RUNNING]--;
+    st->counts[to]++;
+}
+
+void bd_study_feed(study_rt *st, const bd_event *ev, int replay, double resumed_budget, bd_decision *out)
+{
+    bd_err ignored;
+    bd_observe_ctx ctx = {.replay = replay};
+    memset(out, 0, sizeof *out);
+    bd_observe_ctx_seed(&ctx, st->spec.def.seed, ev->id);
+    st->dirty = !replay;
+    /* observe never rejects an event (sched.h); a failure here is a scheduler
+     * bug, and stopping the daemon would lose more than it protects. */
+    (void)st->sched->ops->observe(st->sched, &ctx, ev, out, &ignored);
+    switch (ev->type) {
+    case BD_EV_CREATED:
+        st->trials_created++;
+        st->counts[BD_TRIAL_RUNNING]++;
+        st->used.trials++;
+        st->used.resource += ev->budget > resumed_budget ? ev->budget - resumed_budget : 0;
+        break;
+    case BD_EV_MEASUREMENT:
+        break;
+    case BD_EV_COMPLETED:
+        count_end(st, BD_TRIAL_COMPLETED);
+        consider_best(&st->best, ev);
+        if (ev->budget >= st->spec.def.r_max)
+            consider_best(&st->best_full, ev);
+        break;
+    case BD_EV_FAILED:
+        count_end(st, BD_TRIAL_FAILED);
+        break;
+    case BD_EV_EXPIRED:
+        count_end(st, BD_TRIAL_EXPIRED);
+        break;
+    case BD_EV_STOPPED:
+        count_end(st, BD_TRIAL_STOPPED);
+        break;
+    }
+    if ((ev->type == BD_EV_COMPLETED || ev->type == BD_EV_STOPPED) && isfinite(ev->elapsed_seconds))
+        st->used.seconds += ev->elapsed_seconds;
+}
+
+/* ------------------------------------------------------------------ limits */
+
+int bd_study_limit_reached(const study_rt *st)
+{
+    const bd_study_def *d = &st->spec.def;
+    return (d->limit_trials && st->used.trials >= d->limit_trials) ||
+           (d->limit_resource > 0 && st->used.resource >= d->limit_resource) ||
+           (d->limit_seconds > 0 && st->used.seconds >= d->limit_seconds);
+}
+
+/* ------------------------------------------------------------------ replay */
+
+typedef struct trial_ref {
+    int64_t trial_id;
+    int64_t config_id;
+    double budget;
+} trial_ref;
+
+typedef struct replay_ctx {
+    bd_store *store;
+    study_rt *st;
+    trial_ref *refs; /* in trial id order: CREATED events come in id order */
+    size_t n, cap;
+    bd_err *err;
+} replay_ctx;
+
+static const trial_ref *find_ref(const replay_ctx *c, int64_t trial_id)
+{
+    size_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->refs[mid].trial_id < trial_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < c->n && c->refs[lo].trial_id == trial_id ? &c->refs[lo] : NULL;
+}
+
+static int replay_created(replay_ctx *c, const bd_event_row *row)
+{
+    bd_trial_row t = {0};
+    bd_decision d;
+    int rc = bd_store_trial_get(c->store, row->trial_id, &t, c->err);
+    if (rc)
+        return rc;
+    json_t *config = json_loads(t.config, 0, NULL);
+    json_t *extra = t.extra ? json_loads(t.extra, 0, NULL) : NULL;
+    if (!config) {
+        bd_store_trial_row_clear(&t);
+        json_decref(extra);
+        return bd_err_set(c->err, BD_EINTERNAL, NULL, "trial %lld: stored config is not JSON",
+                          (long long)row->trial_id);
+    }
+    bd_event ev = {.type = BD_EV_CREATED,
+                   .id = row->id,
+                   .trial_id = t.id,
+                   .config_id = t.config_id,
+                   .budget = t.budget,
+                   .config = config,
+                   .resume_from = t.resume_from,
+                   .extra = extra,
+                   .has_instance = t.has_instance,
+                   .instance = t.instance_index,
+                   .loss = NAN,
+                   .elapsed_seconds = NAN};
+    const trial_ref *resumed = t.resume_from ? find_ref(c, t.resume_from) : NULL;
+    bd_study_feed(c->st, &ev, 1, resumed ? resumed->budget : 0, &d);
+    bd_study_touch(c->st, row->created_at);
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 256;
+        c->refs = bd_xrealloc(c->refs, c->cap * sizeof *c->refs);
+    }
+    c->refs[c->n++] = (trial_ref){t.id, t.config_id, t.budget};
+    json_decref(config);
+    json_decref(extra);
+    bd_store_trial_row_clear(&t);
+    return 0;
+}
+
+static int replay_event(const bd_event_row *row, void *arg)
+{
+    replay_ctx *c = arg;
+    bd_decision d;
+    if (row->type == BD_EV_CREATED)
+        return replay_created(c, row);
+    const trial_ref *ref = find_ref(c, row->trial_id);
+    if (!ref)
+        return bd_err_set(c->err, BD_EINTERNAL, NULL, "event %lld names trial %lld that was never created",
+                          (long long)row->id, (long long)row->trial_id);
+    bd_event ev = {.type = row->type,
+                   .id = row->id,
+                   .trial_id = ref->trial_id,
+                   .config_id = ref->config_id,
+                   .budget = ref->budget,
+                   .step = row->step,
+                   .loss = bd_study_loss(c->st, row->has_value, row->value),
+                   .timeout = row->timeout,
+                   .elapsed_seconds = row->elapsed_seconds};
+    bd_study_feed(c->st, &ev, 1, 0, &d);
+    bd_study_touch(c->st, row->created_at);
+    return 0;
+}
+
+/* Rebuilds st's scheduler from its stored events. Holds no storage lock
+ * between reads: only st's own requests write st's rows, and the caller
+ * holds st->mu (or no request can run yet). */
+int bd_study_replay(study_rt *st, bd_store *store, bd_err *err)
+{
+    const struct bd_sched_ops *ops = bd_study_spec_sched(&st->spec);
+    int rc;
+    if (!ops)
+        return bd_err_set(err, BD_EINTERNAL, "scheduler.name", "study %lld uses a scheduler this build lacks",
+                          (long long)st->id);
+    if (st->sched)
+        st->sched->ops->destroy(st->sched);
+    st->sched = NULL;
+    for (int s = 0; s < BD_TRIAL_NSTATES; s++)
+        st->counts[s] = 0;
+    st->trials_created = 0;
+    st->used = (study_usage){0, 0, 0};
+    st->best = st->best_full = (best_trial){0, 0};
+    st->last_activity_at = st->created_at;
+    if ((rc = ops->create(&st->spec.def, &st->sched, err)))
+        return rc;
+    replay_ctx c = {.store = store, .st = st, .err = err};
+    rc = bd_store_event_each(store, st->id, replay_event, &c, err);
+    free(c.refs);
+    if (!rc && st->sched->ops->replayed)
+        st->sched->ops->replayed(st->sched);
+    st->dirty = 0;
+    return rc;
+}
+
+/* -------------------------------------------------------------------- JSON */
+
+/* A budget prints as an integer when the resource is integral. */
+static json_t *budget_json(const study_rt *st, double budget)
+{
+    if (st->spec.def.resource_integer && budget == floor(budget) && fabs(budget) < 9e15)
+        return json_integer((json_int_t)budget);
+    return json_real(budget);
+}
+
+static json_t *loads_or_null(const char *text)
+{
+    json_t *v = text ? json_loads(text, 0, NULL) : NULL;
+    return v ? v : json_null();
+}
+
+json_t *bd_study_trial_json(const study_rt *st, const bd_trial_row *row)
+{
+    json_t *t = json_object();
+    json_object_set_new(t, "id", json_integer(row->id));
+    json_object_set_new(t, "study_id", json_integer(row->study_id));
+    json_object_set_new(t, "config_id", json_integer(row->config_id));
+    json_object_set_new(t, "config", loads_or_null(row->config));
+    json_object_set_new(t, "budget", budget_json(st, row->budget));
+    json_object_set_new(t, "resume_from", row->resume_from ? json_integer(row->resume_from) : json_null());
+    if (row->extra)
+        json_object_set_new(t, "scheduler", loads_or_null(row->extra));
+    json_object_set_new(t, "state", json_string(bd_trial_state_name(row->state)));
+    json_object_set_new(t, "worker", row->worker ? json_string(row->worker) : json_null());
+    json_object_set_new(t, "created_at", json_real(row->created_at));
+    if (row->state == BD_TRIAL_RUNNING)
+        json_object_set_new(t, "lease_expires_at", json_real(row->lease_expires_at));
+    else
+        json_object_set_new(t, "finished_at", json_real(row->finished_at));
+    if (row->has_value)
+        json_object_set_new(t, "value", isnan(row->value) ? json_null() : json_real(row->value));
+    if (row->timeout)
+        json_object_set_new(t, "timeout", json_true());
+    if (row->reason)
+        json_object_set_new(t, "reason", json_string(row->reason));
+    if (row->has_instance)
+        json_object_set_new(t, "instance", json_pack("{s:I, s:s?}", "index", (json_int_t)row->instance_index,
+                                                     "name", row->instance_name));
+    return t;
+}
+
+static json_t *incumbent_json(bd_store *store, const study_rt *st, const best_trial *b)
+{
+    bd_trial_row row = {0};
+    bd_err err;
+    if (!b->trial_id || bd_store_trial_get(store, b->trial_id, &row, &err))
+        return json_null();
+    json_t *inc = json_pack("{s:I, s:I, s:o, s:f, s:o}", "trial_id", (json_int_t)row.id, "config_id",
+                            (json_int_t)row.config_id, "config", loads_or_null(row.config), "value",
+                            st->spec.def.maximize ? -b->loss : b->loss, "budget", budget_json(st, row.budget));
+    bd_store_trial_row_clear(&row);
+    return inc;
+}
+
+/* running / waiting / done, from the limits and the scheduler's status():
+ * a read never asks the scheduler to propose anything. */
+static const char *study_state(const study_rt *st)
+{
+    if (bd_study_limit_reached(st))
+        return "done";
+    switch (st->sched->ops->status(st->sched)) {
+    case BD_STATUS_RUNNING:
+        return "running";
+    case BD_STATUS_WAITING:
+        return "waiting";
+    case BD_STATUS_DONE:
+        break;
+    }
+    return "done";
+}
+
+static json_t *usage_json(const study_rt *st)
+{
+    return json_pack("{s:I, s:f, s:f}", "trials", (json_int_t)st->used.trials, "resource", st->used.resource,
+                     "seconds", st->used.seconds);
+}
+
+json_t *bd_study_json(study_rt *st, bd_store *store)
+{
+    json_t *j = json_deep_copy(st->spec.normalized);
+    json_t *counts = json_object();
+    json_t *state = NULL;
+    int64_t total = 0;
+    json_object_set_new(j, "id", json_integer(st->id));
+    json_object_set_new(j, "owner", json_string(st->owner));
+    json_object_set_new(j, "created_at", json_real(st->created_at));
+    json_object_set_new(j, "last_activity_at", json_real(st->last_activity_at));
+    for (int s = 0; s < BD_TRIAL_NSTATES; s++) {
+        json_object_set_new(counts, bd_trial_state_name((bd_trial_state)s), json_integer(st->counts[s]));
+        total += st->counts[s];
+    }
+    json_object_set_new(counts, "total", json_integer(total));
+    json_object_set_new(j, "trials", counts);
+    if (st->sched->ops->describe(st->sched, &state) || !state)
+        state = json_object();
+    json_t *own_incumbent = json_object_get(state, "incumbent");
+    json_object_set_new(j, "incumbent", own_incumbent ? json_incref(own_incumbent) : incumbent_json(store, st, &st->best));
+    json_object_set_new(j, "incumbent_full_budget", incumbent_json(store, st, &st->best_full));
+    json_object_set_new(json_object_get(j, "scheduler"), "state", state);
+    const char *status = study_state(st);
+    json_object_set_new(j, "state", json_string(status));
+    json_object_set_new(j, "done", json_boolean(strcmp(status, "done") == 0));
+    json_object_set_new(j, "used", usage_json(st));
+    return j;
+}

@@ -1,0 +1,89 @@
+/* study.h: one study's runtime: its definition and scheduler, what it has
+ * used of its limits, its best trials, the feed every event goes through,
+ * the replay that rebuilds it from storage, and its JSON in API answers.
+ * Knows nothing of HTTP, users or the engine's registry: unit tests drive
+ * feed and replay directly (tests/unit/test_study.c).
+ *
+ * A study_rt also carries what the engine needs to share it between
+ * threads (mu, gate) and to cache it (loaded, lru links): those fields
+ * belong to engine_registry.c. */
+#ifndef BD_STUDY_H
+#define BD_STUDY_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "../storage/store.h"
+#include "admission.h"
+#include "study_def.h"
+
+typedef struct best_trial {
+    int64_t trial_id;  /* 0 = none yet */
+    double loss;       /* minimized */
+} best_trial;
+
+/* What a study has used of its limits (study_def.h bd_study_limits). */
+typedef struct study_usage {
+    int64_t trials;      /* trials created */
+    double resource;     /* budget handed out; a resumed trial counts its increment only */
+    double seconds;      /* elapsed_seconds of ended trials (completed, stopped) */
+} study_usage;
+
+typedef struct study_rt {
+    pthread_mutex_t mu;
+    bd_gate gate;                   /* who may wait for mu (admission.h) */
+    int64_t id;
+    int64_t user_id;
+    char owner[64];
+    double created_at;
+    bd_study_spec spec;             /* definition; spec.def is what the scheduler reads */
+    bd_sched *sched;                /* NULL once deleted */
+    atomic_int deleted;             /* also read without mu (registry lookups, metrics) */
+    int dirty;                      /* the scheduler saw events of an uncommitted transaction */
+    _Atomic int64_t counts[BD_TRIAL_NSTATES]; /* read without mu by /metrics */
+    int64_t trials_created;
+    study_usage used;               /* against spec.limits */
+    best_trial best;                /* best completed trial, any budget */
+    best_trial best_full;           /* best completed trial at resource.max */
+    double last_activity_at;        /* latest event (trial created, measured, ended) or
+                                       the creation; rebuilt by replay */
+
+    /* The study cache (engine.c): every live study has this struct, but its
+     * spec and sched are built (replaying its events) on first use and
+     * dropped again when the study is idle and the cache is over budget.
+     * counts stay right while unloaded (nothing changes an idle study); the
+     * other figures above are rebuilt by the next load's replay. */
+    int loaded;                     /* spec and sched are built (under mu) */
+    size_t cache_bytes;             /* estimated heap of spec and sched while loaded */
+    size_t definition_bytes;        /* of the stored definition, for the estimate */
+    struct study_rt *lru_prev, *lru_next; /* the engine's loaded studies, most recent first (cache_mu) */
+} study_rt;
+
+/* Frees st and all it owns (its scheduler, its spec). NULL-safe. */
+void bd_study_free(study_rt *st);
+
+/* Passes an event to st's scheduler (observe, with its rng seeded from the
+ * study seed and ev->id) and updates counts, usage and incumbents.
+ * replay: the event is from storage (not live). resumed_budget: for
+ * CREATED, the budget of the trial it resumes (0 if none). */
+void bd_study_feed(study_rt *st, const bd_event *ev, int replay, double resumed_budget, bd_decision *out);
+/* Records an event of st at time at: last_activity_at. */
+void bd_study_touch(study_rt *st, double at);
+/* The minimized loss of a reported value (NAN / absent -> +INFINITY). */
+double bd_study_loss(const study_rt *st, int has_value, double value);
+/* 1 when st has used up one of its limits (study_def.h bd_study_limits). */
+int bd_study_limit_reached(const study_rt *st);
+
+/* Rebuilds st's scheduler, counts, usage and incumbents from its events in
+ * store (st->spec must be parsed). Holds no storage lock between reads:
+ * only st's own requests write st's rows, and the caller holds st->mu (or
+ * no request can run yet). */
+int bd_study_replay(study_rt *st, bd_store *store, bd_err *err) BD_MUST_CHECK;
+
+/* A trial row as the API shows it (new). */
+json_t *bd_study_trial_json(const study_rt *st, const bd_trial_row *row);
+/* The study as the API shows it (new): the definition, counts, incumbents
+ * (read from store), the scheduler's state, running/waiting/done and usage. */
+json_t *bd_study_json(study_rt *st, bd_store *store);
+
+#endif

@@ -1,0 +1,147 @@
+/* One study's runtime (server/study.c) without the engine or HTTP: the feed
+ * keeps counts, usage and incumbents; limits end the study; replay from a
+ * store rebuilds the same figures and scheduler state. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "server/study.h"
+
+/* A study of this definition with its scheduler built (bd_study_free). */
+static study_rt *make_study(const char *definition)
+{
+    json_t *body = json_loads(definition, 0, NULL);
+    cr_assert_not_null(body);
+    study_rt *st = calloc(1, sizeof *st);
+    bd_err err = {0};
+    pthread_mutex_init(&st->mu, NULL);
+    st->id = 1;
+    st->created_at = 100;
+    cr_assert_eq(bd_study_spec_parse(body, 60, &st->spec, &err), 0, "%s", err.message);
+    st->spec.def.id = 1;
+    cr_assert_eq(bd_study_spec_sched(&st->spec)->create(&st->spec.def, &st->sched, &err), 0, "%s", err.message);
+    json_decref(body);
+    return st;
+}
+
+static const char *random_study =
+    "{\"name\": \"r\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
+    " \"objective\": {\"goal\": \"maximize\"}, \"scheduler\": {\"name\": \"random\"}, \"seed\": 3,"
+    " \"resource\": {\"name\": \"epochs\", \"min\": 1, \"max\": 4},"
+    " \"limits\": {\"trials\": 3, \"seconds\": 100}}";
+
+static void feed(study_rt *st, bd_event_type type, int64_t id, int64_t trial, double budget, double loss,
+                 double seconds)
+{
+    json_t *config = json_pack("{s:f}", "x", 0.5);
+    bd_event ev = {.type = type, .id = id, .trial_id = trial, .config_id = trial, .budget = budget,
+                   .config = type == BD_EV_CREATED ? config : NULL, .loss = loss, .elapsed_seconds = seconds};
+    bd_decision d;
+    bd_study_feed(st, &ev, 0, 0, &d);
+    json_decref(config);
+}
+
+Test(study, the_feed_counts_trials_usage_and_both_incumbents)
+{
+    study_rt *st = make_study(random_study);
+    feed(st, BD_EV_CREATED, 1, 1, 4, NAN, NAN);
+    feed(st, BD_EV_CREATED, 2, 2, 2, NAN, NAN);
+    cr_expect_eq(st->counts[BD_TRIAL_RUNNING], 2);
+    cr_expect_eq(st->used.trials, 2);
+    cr_expect_float_eq(st->used.resource, 6, 1e-12);
+    /* maximize: losses are the negated values, the engine's bd_study_loss */
+    cr_expect_float_eq(bd_study_loss(st, 1, 0.8), -0.8, 1e-12);
+    cr_expect(isinf(bd_study_loss(st, 1, NAN)) && isinf(bd_study_loss(st, 0, 0)));
+    feed(st, BD_EV_COMPLETED, 3, 2, 2, -0.9, 30);
+    feed(st, BD_EV_COMPLETED, 4, 1, 4, -0.7, 40);
+    cr_expect_eq(st->counts[BD_TRIAL_COMPLETED], 2);
+    cr_expect_eq(st->counts[BD_TRIAL_RUNNING], 0);
+    cr_expect_eq(st->best.trial_id, 2, "best at any budget");
+    cr_expect_eq(st->best_full.trial_id, 1, "best at resource.max");
+    cr_expect_float_eq(st->used.seconds, 70, 1e-12);
+    cr_expect_not(bd_study_limit_reached(st));
+    feed(st, BD_EV_CREATED, 5, 3, 4, NAN, NAN);
+    cr_expect(bd_study_limit_reached(st), "limits.trials = 3 used up");
+    bd_study_free(st);
+}
+
+Test(study, the_seconds_limit_counts_ended_trials)
+{
+    study_rt *st = make_study(random_study);
+    feed(st, BD_EV_CREATED, 1, 1, 4, NAN, NAN);
+    feed(st, BD_EV_STOPPED, 2, 1, 4, NAN, 100);
+    cr_expect_eq(st->counts[BD_TRIAL_STOPPED], 1);
+    cr_expect(bd_study_limit_reached(st));
+    bd_study_free(st);
+}
+
+/* Writes study 1's trials and events to a fresh in-memory store as the
+ * engine would, feeding st live at the same time. */
+static bd_store *store_with_history(study_rt *st)
+{
+    bd_store *s = NULL;
+    bd_store_opts o = {.sync = BD_SYNC_NORMAL};
+    bd_err err = {0};
+    int64_t uid, sid;
+    cr_assert_eq(bd_store_open(":memory:", &o, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_user_create(s, "u", 0, 1, &uid, &err), 0);
+    bd_study_row row = {.user_id = uid, .name = "r", .definition = "{}", .created_at = 100};
+    cr_assert_eq(bd_store_study_insert(s, &row, &sid, &err), 0);
+    cr_assert_eq(sid, 1);
+    int64_t event_id = 1;
+    for (int i = 0; i < 6; i++) {
+        bd_trial_row t = {.study_id = 1, .config = "{\"x\":0.25}", .budget = 4, .state = BD_TRIAL_RUNNING,
+                          .created_at = 100 + i, .lease_expires_at = 1e12};
+        int64_t tid;
+        cr_assert_eq(bd_store_trial_insert(s, &t, &tid, &err), 0, "%s", err.message);
+        bd_event_row created = {.id = event_id++, .study_id = 1, .trial_id = tid, .type = BD_EV_CREATED,
+                                .created_at = 100 + i, .value = NAN, .elapsed_seconds = NAN};
+        cr_assert_eq(bd_store_event_append(s, &created, NULL, &err), 0, "%s", err.message);
+        json_t *config = json_loads(t.config, 0, NULL);
+        bd_event ev = {.type = BD_EV_CREATED, .id = created.id, .trial_id = tid, .config_id = tid, .budget = 4,
+                       .config = config, .loss = NAN, .elapsed_seconds = NAN};
+        bd_decision d;
+        bd_study_feed(st, &ev, 0, 0, &d);
+        json_decref(config);
+        if (i % 3 == 2)
+            continue; /* left running */
+        double value = 0.1 * i;
+        bd_event_row done = {.id = event_id++, .study_id = 1, .trial_id = tid, .type = BD_EV_COMPLETED,
+                             .has_value = 1, .value = value, .elapsed_seconds = 2, .created_at = 200 + i};
+        cr_assert_eq(bd_store_event_append(s, &done, NULL, &err), 0, "%s", err.message);
+        bd_event dev = {.type = BD_EV_COMPLETED, .id = done.id, .trial_id = tid, .config_id = tid, .budget = 4,
+                        .loss = bd_study_loss(st, 1, value), .elapsed_seconds = 2};
+        bd_study_feed(st, &dev, 0, 0, &d);
+        bd_study_touch(st, 200 + i);
+    }
+    return s;
+}
+
+Test(study, replay_rebuilds_what_the_live_feed_built)
+{
+    study_rt *live = make_study(
+        "{\"name\": \"r\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
+        " \"objective\": {\"goal\": \"maximize\"}, \"scheduler\": {\"name\": \"random\"}, \"seed\": 3}");
+    bd_store *s = store_with_history(live);
+    study_rt *rebuilt = make_study(
+        "{\"name\": \"r\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
+        " \"objective\": {\"goal\": \"maximize\"}, \"scheduler\": {\"name\": \"random\"}, \"seed\": 3}");
+    bd_err err = {0};
+    cr_assert_eq(bd_study_replay(rebuilt, s, &err), 0, "%s", err.message);
+    for (int k = 0; k < BD_TRIAL_NSTATES; k++)
+        cr_expect_eq(rebuilt->counts[k], live->counts[k], "state %d", k);
+    cr_expect_eq(rebuilt->trials_created, 6);
+    cr_expect_eq(rebuilt->best.trial_id, live->best.trial_id);
+    cr_expect_float_eq(rebuilt->used.seconds, live->used.seconds, 1e-12);
+    cr_expect_float_eq(rebuilt->last_activity_at, live->last_activity_at, 1e-12);
+    json_t *a = bd_study_json(live, s), *b = bd_study_json(rebuilt, s);
+    cr_expect(json_equal(json_object_get(a, "scheduler"), json_object_get(b, "scheduler")));
+    cr_expect(json_equal(json_object_get(a, "incumbent"), json_object_get(b, "incumbent")));
+    cr_expect_float_eq(json_number_value(json_object_get(json_object_get(b, "incumbent"), "value")), 0.4, 1e-12,
+                       "maximize: the largest value (trials 1, 2, 4, 5 completed with 0.0, 0.1, 0.3, 0.4)");
+    json_decref(a);
+    json_decref(b);
+    bd_study_free(live);
+    bd_study_free(rebuilt);
+    bd_store_close(s);
+}
