@@ -10,13 +10,18 @@
  *   but 1 != true);
  * - a condition's values are non-empty, distinct and canonical: the parent's
  *   own choice objects for a categorical parent, JSON integers for an int one;
- * - names and choices are found through hash indexes (jansson objects), so
- *   parsing and validation stay linear in the size of the input.
+ * - names are found through a jansson object and choices through a compact
+ *   open-addressing table of indexes (4 bytes a slot, no key copies: a space
+ *   of 8 x 10,000 choices once held 3 copies of every choice), so parsing
+ *   and validation stay linear in the size of the input;
+ * - a categorical's choices array is shared (not copied) with the JSON that
+ *   bd_space_to_json gives: neither is ever modified.
  * A space is never modified after it is built, so concurrent readers are safe. */
 #include "space.h"
 
 #include <assert.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +34,14 @@ struct bd_space {
     size_t n;              /* number of parameters */
     bd_param *params;      /* n entries, in declaration order */
     json_t *names;         /* object: name -> integer index into params */
-    json_t **choice_index; /* n entries: for a categorical, scalar_key -> index in choices; else NULL */
+    struct choice_index *choice_index; /* n entries: for a categorical, its choices' positions */
 };
+
+/* Positions of a categorical's choices by hash of their scalar key. */
+typedef struct choice_index {
+    uint32_t *slot; /* cap entries: 0 empty, else position in choices + 1 */
+    size_t cap;     /* a power of two, at least twice the choices */
+} choice_index;
 
 static json_t *jcheck(json_t *v)
 {
@@ -135,42 +146,63 @@ static char *scalar_key(const json_t *v, size_t *len)
     return key;
 }
 
+/* FNV-1a of v's scalar key, or 0 with *ok = 0 for a non-scalar. */
+static uint64_t scalar_hash(const json_t *v, int *ok)
+{
+    size_t len;
+    char *key = scalar_key(v, &len);
+    uint64_t h = 1469598103934665603ULL;
+    *ok = key != NULL;
+    for (size_t i = 0; key && i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * 1099511628211ULL;
+    free(key);
+    return h;
+}
+
+/* The slot of v in ix: the one holding an equal choice, or the empty one
+ * where it would go. */
+static size_t probe(const choice_index *ix, const json_t *choices, const json_t *v, uint64_t h)
+{
+    size_t at = (size_t)h & (ix->cap - 1);
+    while (ix->slot[at] && !value_equal(json_array_get(choices, ix->slot[at] - 1), v))
+        at = (at + 1) & (ix->cap - 1);
+    return at;
+}
+
 /* Index of v among the choices of categorical parameter i, or -1. */
 static long choice_find(const bd_space *s, size_t i, const json_t *v)
 {
-    size_t len;
-    char *key;
-    json_t *idx;
+    int ok;
     assert(s->params[i].type == BD_PARAM_CATEGORICAL);
-    key = scalar_key(v, &len);
-    if (!key)
+    uint64_t h = scalar_hash(v, &ok);
+    if (!ok)
         return -1;
-    idx = json_object_getn(s->choice_index[i], key, len);
-    free(key);
-    return idx ? (long)json_integer_value(idx) : -1;
+    const choice_index *ix = &s->choice_index[i];
+    uint32_t at = ix->slot[probe(ix, s->params[i].choices, v, h)];
+    return at ? (long)at - 1 : -1;
 }
 
-/* Builds the choice index of a scalar array. Returns -1, or the position of
- * the first choice that repeats an earlier one (that one's in *dup_of). */
-static long index_choices(const json_t *choices, json_t **index, size_t *dup_of)
+/* Builds the choice index of a scalar array (at most UINT32_MAX - 1
+ * choices: bodies are far smaller). Returns -1, or the position of the
+ * first choice that repeats an earlier one (that one's in *dup_of). */
+static long index_choices(const json_t *choices, choice_index *index, size_t *dup_of)
 {
-    json_t *ix = jcheck(json_object());
-    size_t k, len;
-    for (k = 0; k < json_array_size(choices); k++) {
-        char *key = scalar_key(json_array_get(choices, k), &len);
-        json_t *prev;
-        assert(key);
-        prev = json_object_getn(ix, key, len);
-        if (prev) {
-            *dup_of = (size_t)json_integer_value(prev);
-            free(key);
-            json_decref(ix);
-            *index = NULL;
+    size_t n = json_array_size(choices), cap = 2;
+    while (cap < 2 * n)
+        cap *= 2;
+    choice_index ix = {bd_xcalloc(cap, sizeof *ix.slot), cap};
+    for (size_t k = 0; k < n; k++) {
+        const json_t *v = json_array_get(choices, k);
+        int ok;
+        uint64_t h = scalar_hash(v, &ok);
+        assert(ok);
+        size_t at = probe(&ix, choices, v, h);
+        if (ix.slot[at]) {
+            *dup_of = ix.slot[at] - 1;
+            free(ix.slot);
             return (long)k;
         }
-        if (json_object_setn_new_nocheck(ix, key, len, jcheck(json_integer((json_int_t)k))) != 0)
-            abort();
-        free(key);
+        ix.slot[at] = (uint32_t)(k + 1);
     }
     *index = ix;
     return -1;
@@ -249,7 +281,7 @@ void bd_space_free(bd_space *s)
         for (size_t c = 0; c < p->n_conds; c++)
             json_decref(p->conds[c].values);
         free(p->conds);
-        json_decref(s->choice_index[i]);
+        free(s->choice_index[i].slot);
     }
     free(s->params);
     free(s->choice_index);
@@ -609,7 +641,7 @@ json_t *bd_space_to_json(const bd_space *s)
         if (p->type != BD_PARAM_CATEGORICAL)
             jset(o, "log", json_boolean(p->log));
         else
-            jset(o, "choices", json_deep_copy(p->choices));
+            jset(o, "choices", json_incref(p->choices));
         if (p->n_conds) {
             json_t *w = jcheck(json_object());
             for (size_t c = 0; c < p->n_conds; c++)
