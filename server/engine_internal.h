@@ -99,6 +99,8 @@ void bd_engine_unlock_study(bd_engine *e, study_rt *st);
 void bd_engine_study_cached(bd_engine *e, study_rt *st, size_t definition_bytes);
 /* Drops a study's spec and sched (a deleted study's, or to free memory); st->mu held. */
 void bd_engine_study_unload(bd_engine *e, study_rt *st);
+/* Unloads idle studies while the cache is over budget; holds no study mutex. */
+void bd_engine_cache_trim_if_over(bd_engine *e);
 /* After a failed group commit: rebuilds every loaded study's scheduler (and
  * forgets cached users and tokens) from storage, then lets the store take
  * writes again, unless another commit failed meanwhile (then the next call

@@ -186,6 +186,7 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
         goto out;
     bd_engine_study_cached(e, st, definition_bytes);
     bd_engine_study_register(e, st);
+    bd_engine_cache_trim_if_over(e);
     json_decref(def);
     *out = answer;
     return 0;

@@ -9,10 +9,12 @@
  * the hard one first, since the common default of 1024 would cap the
  * daemon at about a thousand clients, slow ones included. */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "../api/http_server.h"
 #include "config.h"
@@ -69,6 +71,11 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    /* glibc's default of 8 malloc arenas per core lets each handler thread
+     * keep its own free memory: 20 large studies created one after another
+     * peaked at 155 MB of RSS, 102 MB with 2 arenas (issue 20). Two per
+     * core keeps allocation contention-free on the cores there are. */
+    mallopt(M_ARENA_MAX, 2 * (int)sysconf(_SC_NPROCESSORS_ONLN));
     bd_log_set_level(cfg.log_level);
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&stop_signals);
