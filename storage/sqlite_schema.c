@@ -117,9 +117,15 @@ static const char *const migrations[] = {
     "CREATE INDEX studies_user_name ON studies (user_id, name, id);",
 
     /* 3 -> 4: a user's own quotas, set by an admin; NULL: the daemon's
-     * default (--max-studies-per-user, --max-definition-bytes-per-user). */
+     * default (--max-studies-per-user, --max-definition-bytes-per-user).
+     * A study's definition size in bytes, so that a user's usage is read
+     * from an index (user_id, definition_bytes) instead of every
+     * definition: creating a study checks it. */
     "ALTER TABLE users ADD COLUMN max_studies INTEGER;"
-    "ALTER TABLE users ADD COLUMN max_definition_bytes INTEGER;",
+    "ALTER TABLE users ADD COLUMN max_definition_bytes INTEGER;"
+    "ALTER TABLE studies ADD COLUMN definition_bytes INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE studies SET definition_bytes = length(CAST(definition AS BLOB));"
+    "CREATE INDEX studies_user_bytes ON studies (user_id, definition_bytes);",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

@@ -25,13 +25,14 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
     [BD_SQL_USER_BY_ID] = "SELECT " USER_COLS " FROM users WHERE id = ?1",
     [BD_SQL_USER_COUNT] = "SELECT count(*) FROM users",
     [BD_SQL_USER_SET_LIMITS] = "UPDATE users SET max_studies = ?2, max_definition_bytes = ?3 WHERE id = ?1",
-    /* CAST: length() of TEXT counts characters; quotas count bytes. */
-    [BD_SQL_USER_USAGE] = "SELECT count(*), total(length(CAST(definition AS BLOB))) FROM studies WHERE user_id = ?1",
+    /* From the index studies_user_bytes alone (schema 4). */
+    [BD_SQL_USER_USAGE] = "SELECT count(*), total(definition_bytes) FROM studies WHERE user_id = ?1",
     [BD_SQL_TOKEN_ADD] = "INSERT INTO tokens (user_id, hash, created_at) VALUES (?1, ?2, ?3)",
     [BD_SQL_TOKEN_GET] = "SELECT hash, user_id FROM tokens WHERE id = ?1 AND revoked = 0",
     [BD_SQL_TOKEN_REVOKE] = "UPDATE tokens SET revoked = 1 WHERE id = ?1",
 
-    [BD_SQL_STUDY_INSERT] = "INSERT INTO studies (user_id, name, definition, created_at) VALUES (?1, ?2, ?3, ?4)",
+    [BD_SQL_STUDY_INSERT] = "INSERT INTO studies (user_id, name, definition, created_at, definition_bytes) "
+                            "VALUES (?1, ?2, ?3, ?4, length(CAST(?3 AS BLOB)))",
     [BD_SQL_STUDY_GET] = "SELECT " STUDY_COLS " FROM studies WHERE id = ?1",
     [BD_SQL_STUDY_SCAN_ALL] = "SELECT " STUDY_COLS " FROM studies WHERE id > ?1 ORDER BY id LIMIT ?2",
     /* STUDY_COLS without name and definition (NULL): what the daemon keeps of

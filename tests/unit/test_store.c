@@ -329,6 +329,33 @@ Test(store, user_limits_default_to_unset_and_usage_counts_live_studies_bytes)
     bd_store_close(s);
 }
 
+Test(store, schema_3_migrates_to_4_with_each_studys_definition_bytes)
+{
+    /* tests/fixtures/schema3: a file written by the schema-3 daemon. */
+    struct tmpdb t;
+    tmpdb_make(&t);
+    const char *fixtures = getenv("BD_FIXTURES") ? getenv("BD_FIXTURES") : "tests/fixtures";
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "cp '%s/schema3/banditd.db' '%s'", fixtures, t.path);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    bd_store *s = open_at(t.path, BD_SYNC_NORMAL);
+    cr_assert_eq(bd_store_schema_version(s), 4);
+    bd_err err = {0};
+    int64_t n = -1, bytes = -1;
+    bd_user u;
+    cr_assert_eq(bd_store_user_by_id(s, 1, &u, &err), 0, "%s", err.message);
+    cr_expect_eq(u.max_studies, -1, "no quota of its own after the migration");
+    cr_assert_eq(bd_store_user_usage(s, 1, &n, &bytes, &err), 0, "%s", err.message);
+    cr_expect_eq(n, 2);
+    cr_expect_eq(bytes, 273 + 272, "UTF-8 bytes of the stored definitions");
+    bd_study_row row = {0};
+    cr_assert_eq(bd_store_study_get(s, 1, &row, &err), 0);
+    cr_expect_str_eq(row.name, "alpha", "the studies are kept");
+    bd_store_study_row_clear(&row);
+    bd_store_close(s);
+    tmpdb_remove(&t);
+}
+
 Test(store, tokens_add_get_and_revoke_hides)
 {
     bd_store *s = open_mem();
