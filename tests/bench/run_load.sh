@@ -16,7 +16,8 @@
 # set info to include it), BENCH_THREADS (passed as --threads when set),
 # BENCH_OPTUNA_RUNS (threads:32,threads:1,processes:2,processes:2:wal; Optuna's
 # figure is the best of them), BENCH_OPTUNA_DURATION (15),
-# BENCH_OPTUNA_PRUNER (nop), BENCH_SKIP_OPTUNA=1, BENCH_TMPDIR (/tmp; must be on
+# BENCH_OPTUNA_PRUNER (nop), BENCH_SKIP_OPTUNA=1, BENCH_PIN=1 (the daemon on CPU 1 and
+# bd_loadgen on CPU 0, with taskset: each has a core of its own), BENCH_TMPDIR (/tmp; must be on
 # disk), BENCH_STRICT=1 (exit 3 when a target is missed), BENCH_KEEP=1 (keep the
 # temporary directory with logs).
 #
@@ -38,6 +39,12 @@ OPTUNA_RUNS=${BENCH_OPTUNA_RUNS:-threads:32,threads:1,processes:2,processes:2:wa
 OPTUNA_DURATION=${BENCH_OPTUNA_DURATION:-15}
 OPTUNA_PRUNER=${BENCH_OPTUNA_PRUNER:-nop}
 STUDIES_LIST=${BENCH_STUDIES:-1 8}
+PIN_DAEMON=()
+PIN_LOADGEN=()
+if [ "${BENCH_PIN:-0}" = 1 ]; then
+    PIN_DAEMON=(taskset -c 1)
+    PIN_LOADGEN=(taskset -c 0)
+fi
 TARGET_CPS=5000
 TARGET_RATIO=50
 
@@ -103,7 +110,8 @@ start_daemon() {
     PORT=$(free_port)
     local extra=()
     if [ -n "${BENCH_THREADS:-}" ]; then extra=(--threads "$BENCH_THREADS"); fi
-    "$BANDITD" --listen "127.0.0.1:$PORT" --db "$DB" --sync "$sync" --log-level "$LOG_LEVEL" "${extra[@]}" \
+    "${PIN_DAEMON[@]}" "$BANDITD" --listen "127.0.0.1:$PORT" --db "$DB" --sync "$sync" --log-level "$LOG_LEVEL" \
+        "${extra[@]}" \
         2>"$TMP/banditd-$label.log" &
     DAEMON_PID=$!
     for _ in $(seq 100); do
@@ -148,7 +156,7 @@ bench() {
     hz=$(getconf CLK_TCK)
     c0=$(cpu_ticks "$DAEMON_PID")
     t0=$(date +%s.%N)
-    "$LOADGEN" --url "127.0.0.1:$PORT" --token-file "$DB.admin-token" --workers "$WORKERS" \
+    "${PIN_LOADGEN[@]}" "$LOADGEN" --url "127.0.0.1:$PORT" --token-file "$DB.admin-token" --workers "$WORKERS" \
         --duration "$DURATION" --warmup "$WARMUP" --studies "$studies" >"$out" &
     LOADGEN_PID=$!
     wait "$LOADGEN_PID"
