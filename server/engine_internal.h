@@ -58,7 +58,9 @@ struct bd_engine {
     bd_user_slots user_slots;       /* each user's requests in costly studies (admission.h) */
     pthread_mutex_t cache_mu;       /* guards the list below and cache_used */
     study_rt *lru_head, *lru_tail;  /* loaded studies, most recently used first */
-    size_t cache_used, cache_budget; /* estimated bytes of loaded studies, and the most kept */
+    _Atomic size_t cache_used;      /* estimated bytes of loaded studies (changed under cache_mu,
+                                       read without it as a hint) */
+    size_t cache_budget;            /* the most kept */
     int64_t studies_loaded;
     _Atomic uint64_t study_loads, study_evictions;
 

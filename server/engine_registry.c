@@ -84,27 +84,24 @@ int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_i
 
 void bd_engine_cache_trim_if_over(bd_engine *e)
 {
-    pthread_mutex_lock(&e->cache_mu);
-    int over = e->cache_used > e->cache_budget;
-    pthread_mutex_unlock(&e->cache_mu);
-    if (over)
+    if (atomic_load_explicit(&e->cache_used, memory_order_relaxed) > e->cache_budget)
         cache_trim(e);
 }
 
 void bd_engine_unlock_study(bd_engine *e, study_rt *st)
 {
+    /* cache_bytes changes under st->mu only (trims trylock it), so this
+     * read needs no cache_mu; the lock is taken when a suggest grew it. */
     size_t now_bytes = st->loaded ? estimate_bytes(st->definition_bytes, st->trials_created) : 0;
-    pthread_mutex_lock(&e->cache_mu);
     if (st->loaded && now_bytes != st->cache_bytes) { /* its scheduler grew with its trials */
-        e->cache_used += now_bytes - st->cache_bytes;
+        pthread_mutex_lock(&e->cache_mu);
+        atomic_fetch_add(&e->cache_used, now_bytes - st->cache_bytes); /* unsigned wrap-around subtracts */
         st->cache_bytes = now_bytes;
+        pthread_mutex_unlock(&e->cache_mu);
     }
-    int over = e->cache_used > e->cache_budget;
-    pthread_mutex_unlock(&e->cache_mu);
     bd_gate_leave(&st->gate, &e->user_slots, bd_monotonic());
     pthread_mutex_unlock(&st->mu);
-    if (over)
-        cache_trim(e);
+    bd_engine_cache_trim_if_over(e);
 }
 
 void bd_engine_study_register(bd_engine *e, study_rt *st)
@@ -204,7 +201,10 @@ void bd_engine_study_unload(bd_engine *e, study_rt *st)
 /* Unloads idle studies, least recently used first, until the cache is
  * within its budget. Holds no study mutex on entry. A study someone holds
  * or waits for is skipped (trylock: the order cache_mu -> study mu is the
- * reverse of a load's, so this never waits for one). */
+ * reverse of a load's, so this never waits for one). "Least recently used"
+ * is the clock's approximation: a request only sets its study's
+ * referenced bit (no global lock per request); a trim moves a referenced
+ * study to the front, clearing the bit, instead of evicting it. */
 static void cache_trim(bd_engine *e)
 {
     size_t before;
@@ -213,7 +213,10 @@ static void cache_trim(bd_engine *e)
     study_rt *c = e->lru_tail;
     for (int tried = 0; c && e->cache_used > e->cache_budget && tried < TRIM_CANDIDATES; tried++) {
         study_rt *prev = c->lru_prev;
-        if (atomic_load(&c->gate.queued) == 0 && pthread_mutex_trylock(&c->mu) == 0) {
+        if (atomic_exchange_explicit(&c->referenced, 0, memory_order_relaxed)) {
+            lru_unlink(e, c); /* a second chance */
+            lru_push_front(e, c);
+        } else if (atomic_load(&c->gate.queued) == 0 && pthread_mutex_trylock(&c->mu) == 0) {
             if (!c->dirty) {
                 unload_locked(e, c);
                 atomic_fetch_add(&e->study_evictions, 1);
@@ -235,13 +238,8 @@ static void cache_trim(bd_engine *e)
  * marks it most recently used when they are built; st->mu held. */
 static int ensure_loaded(bd_engine *e, study_rt *st, bd_err *err)
 {
-    if (st->loaded) {
-        pthread_mutex_lock(&e->cache_mu);
-        if (e->lru_head != st) {
-            lru_unlink(e, st);
-            lru_push_front(e, st);
-        }
-        pthread_mutex_unlock(&e->cache_mu);
+    if (st->loaded) { /* the common case: no lock beyond st->mu */
+        atomic_store_explicit(&st->referenced, 1, memory_order_relaxed);
         return 0;
     }
     bd_study_row row = {0};
