@@ -491,6 +491,16 @@ class Bdctl(bdtest.DaemonTestCase):
         self.assertIn("bobs", self.ok("studies", token=token))
         self.assertEqual(self.study(bid, token=token)["owner"], name)
         self.assertIn("403", self.fails(1, "users", "create", bdtest.unique_name("x"), token=token))
+        # Quotas (issue 20): the admin sets B's own, B reads them in me, B may not set them.
+        self.assertIn("at most 1 studies", self.ok("users", "limits", name, "--studies", "1"))
+        self.assertEqual(json.loads(self.ok("me", "--json", token=token))["limits"]["studies"], 1)
+        err = self.fails(1, "create", self.write("bob2.json", json.dumps(bdtest.study_body(name="b2"))), token=token)
+        self.assertIn("quota_exceeded", err)
+        self.assertIn("limits.studies", err)
+        self.assertIn("403", self.fails(1, "users", "limits", name, "--studies", "9", token=token))
+        lim = json.loads(self.ok("users", "limits", name, "--studies", "default", "--json"))["limits"]
+        self.assertGreater(lim["studies"], 1)
+        self.assertIn("whole number", self.fails(2, "users", "limits", name, "--studies", "-3"))
         # Revoked: the token no longer works, with the daemon's message.
         self.ok("tokens", "revoke", token_id)
         self.assertIn("401", self.fails(1, "me", token=token))

@@ -27,6 +27,8 @@ from .client import BanditdError, Client, read_token
 from . import cli_format as fmt
 from .cli_input import InputError, load_study
 from .cli_show import report as show_report
+
+_UNSET = object()  # an option left out (None means "default" for quotas)
 from .cli_tail import tail
 
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -372,6 +374,32 @@ def cmd_users_create(c, a):
     return 0
 
 
+def _limit(text):
+    """A quota on the command line: a whole number >= 0, or "default"."""
+    if text == "default":
+        return None
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise argparse.ArgumentTypeError("must be a whole number >= 0 or 'default': %r" % text)
+    return v
+
+
+def cmd_users_limits(c, a):
+    given = {k: getattr(a, k) for k in ("studies", "definition_bytes") if getattr(a, k) is not _UNSET}
+    u = c.set_user_limits(a.name, **given)
+    if a.json:
+        _print_json(u)
+    else:
+        lim = u.get("limits") or {}
+        sys.stdout.write("user %s: at most %s studies, %s definition bytes, %s slow requests at once\n"
+                         % (u.get("name"), lim.get("studies"), lim.get("definition_bytes"),
+                            lim.get("slow_requests")))
+    return 0
+
+
 def cmd_tokens_create(c, a):
     t = c.create_token(a.user)
     if a.json:
@@ -521,6 +549,13 @@ def build_parser():
     p = cmd("create", cmd_users_create, "create a user", read=True, parent=users)
     p.add_argument("name", metavar="NAME")
     p.add_argument("--admin", action="store_true", help="an administrator")
+    p = cmd("limits", cmd_users_limits, "set a user's own quotas (a limit not given is kept)", parent=users)
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--studies", type=_limit, default=_UNSET, metavar="N",
+                   help="live studies at most, or 'default' (the daemon's --max-studies-per-user)")
+    p.add_argument("--definition-bytes", type=_limit, default=_UNSET, metavar="N",
+                   help="total bytes of the studies' definitions, or 'default'")
+    p.add_argument("--json", action="store_true", help="print the daemon's answer")
     tokens = cmd("tokens", None, "manage API tokens").add_subparsers(dest="tokens_command", metavar="ACTION")
     tokens.required = True
     p = cmd("create", cmd_tokens_create, "mint a token for USER and print it (the only time it is shown)",

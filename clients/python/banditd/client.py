@@ -167,7 +167,7 @@ class Client:
             headers["Content-Type"] = "application/json"
         elif method in ("POST", "PUT", "PATCH"):
             headers["Content-Length"] = "0"
-        if method in ("POST", "DELETE"):
+        if method in ("POST", "DELETE", "PATCH"):
             headers["Idempotency-Key"] = idempotency_key or str(uuid.uuid4())
         return _answer(*self._retrying(lambda: self._send(method, path, data, headers)))
 
@@ -393,6 +393,15 @@ class Client:
     def create_token(self, user: str, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
         """Returns {"token", "token_id"} for a new token of user (admin or that user)."""
         return self.request("POST", "/v1/users/%s/tokens" % urllib.parse.quote(user, safe=""), None,
+                            idempotency_key)
+
+    def set_user_limits(self, user: str, studies: Any = _MISSING, definition_bytes: Any = _MISSING,
+                        idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Sets user's own quotas (admin only): a number, or None for the daemon's
+        default; a limit not given is kept. Returns the user with "limits"."""
+        limits = {k: v for k, v in (("studies", studies), ("definition_bytes", definition_bytes))
+                  if v is not _MISSING}
+        return self.request("PATCH", "/v1/users/%s" % urllib.parse.quote(user, safe=""), {"limits": limits},
                             idempotency_key)
 
     def revoke_token(self, token_id: int, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
