@@ -104,6 +104,7 @@ int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
     bd_user_slots_init(&e->user_slots, opts->user_concurrency > 0 ? opts->user_concurrency : 16, 4096);
     pthread_mutex_init(&e->cache_mu, NULL);
     e->cache_budget = opts->study_cache_bytes > 0 ? opts->study_cache_bytes : BD_DEFAULT_STUDY_CACHE_BYTES;
+    e->hot_seconds = opts->study_hot_seconds > 0 ? opts->study_hot_seconds : opts->study_hot_seconds < 0 ? 0 : 5.0;
     e->max_studies = opts->max_studies > 0 ? opts->max_studies : BD_DEFAULT_MAX_STUDIES;
     e->max_definition_bytes = opts->max_definition_bytes > 0 ? opts->max_definition_bytes
                                                              : BD_DEFAULT_MAX_DEFINITION_BYTES;

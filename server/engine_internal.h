@@ -61,6 +61,7 @@ struct bd_engine {
     _Atomic size_t cache_used;      /* estimated bytes of loaded studies (changed under cache_mu,
                                        read without it as a hint) */
     size_t cache_budget;            /* the most kept */
+    double hot_seconds;             /* a study used this recently is never evicted (engine.h) */
     int64_t studies_loaded;
     _Atomic uint64_t study_loads, study_evictions;
 

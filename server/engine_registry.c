@@ -208,6 +208,7 @@ void bd_engine_study_unload(bd_engine *e, study_rt *st)
 static void cache_trim(bd_engine *e)
 {
     size_t before;
+    double now = bd_monotonic();
     pthread_mutex_lock(&e->cache_mu);
     before = e->cache_used;
     study_rt *c = e->lru_tail;
@@ -216,7 +217,8 @@ static void cache_trim(bd_engine *e)
         if (atomic_exchange_explicit(&c->referenced, 0, memory_order_relaxed)) {
             lru_unlink(e, c); /* a second chance */
             lru_push_front(e, c);
-        } else if (atomic_load(&c->gate.queued) == 0 && pthread_mutex_trylock(&c->mu) == 0) {
+        } else if (now - atomic_load_explicit(&c->last_used, memory_order_relaxed) >= e->hot_seconds &&
+                   atomic_load(&c->gate.queued) == 0 && pthread_mutex_trylock(&c->mu) == 0) {
             if (!c->dirty) {
                 unload_locked(e, c);
                 atomic_fetch_add(&e->study_evictions, 1);
@@ -238,6 +240,7 @@ static void cache_trim(bd_engine *e)
  * marks it most recently used when they are built; st->mu held. */
 static int ensure_loaded(bd_engine *e, study_rt *st, bd_err *err)
 {
+    atomic_store_explicit(&st->last_used, bd_monotonic(), memory_order_relaxed);
     if (st->loaded) { /* the common case: no lock beyond st->mu */
         atomic_store_explicit(&st->referenced, 1, memory_order_relaxed);
         return 0;

@@ -491,7 +491,9 @@ Test(engine, replay_of_gp_ucb_gives_the_same_model_and_suggestions)
 
 static bd_engine *open_engine_cached(const char *path, size_t cache_bytes)
 {
-    bd_engine_opts o = {.db_path = path, .default_lease_seconds = 60, .study_cache_bytes = cache_bytes};
+    /* no hot window: a study may be evicted right after its request */
+    bd_engine_opts o = {.db_path = path, .default_lease_seconds = 60, .study_cache_bytes = cache_bytes,
+                        .study_hot_seconds = -1};
     bd_engine *e = NULL;
     bd_err err = {0};
     cr_assert_eq(bd_engine_open(&o, &e, &err), 0, "open: %s", err.message);
@@ -625,4 +627,28 @@ Test(engine, a_restart_loads_no_study_until_it_is_used)
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_expect_eq(system(cmd), 0);
+}
+
+Test(engine, a_study_in_use_stays_loaded_even_over_the_budget)
+{
+    /* A cache of 1 byte and the default hot window: the study is evicted
+     * once (right after its creation, before any request used it), then
+     * its requests keep it: no replay between two requests of a study in
+     * use, however large it is against the budget. */
+    bd_engine_opts o = {.db_path = ":memory:", .default_lease_seconds = 60, .study_cache_bytes = 1};
+    bd_engine *e = NULL;
+    bd_err err = {0};
+    cr_assert_eq(bd_engine_open(&o, &e, &err), 0, "open: %s", err.message);
+    bd_caller admin = admin_of(e);
+    char buf[600];
+    int64_t id = create_study(e, &admin, hb_body(buf, sizeof buf, "hot"));
+    json_t *log = json_array();
+    for (int i = 0; i < 20; i++)
+        work_step(e, &admin, id, log);
+    bd_engine_stats st;
+    bd_engine_stats_get(e, &st);
+    cr_expect_eq(st.studies_loaded, 1);
+    cr_expect_eq(st.study_loads, 1, "loaded once, by its first request");
+    json_decref(log);
+    bd_engine_close(e);
 }
