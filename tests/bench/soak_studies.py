@@ -68,6 +68,11 @@ def main():
     args, daemon_flags = ap.parse_known_args()
     if not any(f.startswith("--log-level") for f in daemon_flags):
         daemon_flags = ["--log-level", "warn"] + daemon_flags
+    # One user creates ~17 studies a second here: the default quota of
+    # 10,000 live studies was reached after ~45 minutes (403s counted as
+    # errors). The soak measures memory, not the quota.
+    if not any(f.startswith("--max-studies-per-user") for f in daemon_flags):
+        daemon_flags = ["--max-studies-per-user", "1000000"] + daemon_flags
 
     res = fc.header("soak_studies", args.binary, args.note)
     res["daemon_flags"] = daemon_flags
