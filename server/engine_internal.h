@@ -123,6 +123,9 @@ typedef struct bd_write_plan {
     const bd_trial_row *finish;     /* a trial to end (bd_store_trial_finish), or NULL */
     int64_t lease_trial;            /* a trial whose lease to set to lease_until, or 0 */
     double lease_until;
+    const char *enqueue;            /* a config (JSON text, borrowed) to append to the study's queue, or NULL */
+    int64_t dequeued;               /* how many of the study's oldest enqueued configs were handed out */
+    int64_t study_id;               /* the study enqueue and dequeued concern */
 } bd_write_plan;
 void bd_write_plan_clear(bd_write_plan *p); /* frees the arrays, not the strings */
 /* Appends a copy of ev with the next event id; the pointer is valid until

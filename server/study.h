@@ -47,6 +47,11 @@ typedef struct study_rt {
     best_trial best_full;           /* best completed trial at resource.max */
     double last_activity_at;        /* latest event (trial created, measured, ended) or
                                        the creation; rebuilt by replay */
+    /* Configs a user enqueued (POST /v1/studies/{id}/trials), oldest first:
+     * a scheduler that takes_enqueued hands them out before fresh ones.
+     * A copy of storage's table enqueued, rebuilt by replay. */
+    json_t **queued;
+    size_t n_queued, cap_queued;
 
     /* The study cache (engine.c): every live study has this struct, but its
      * spec and sched are built (replaying its events) on first use and
@@ -65,10 +70,17 @@ typedef struct study_rt {
 void bd_study_free(study_rt *st);
 
 /* Passes an event to st's scheduler (observe, with its rng seeded from the
- * study seed and ev->id) and updates counts, usage and incumbents.
+ * study seed and ev->id) and updates counts, usage and incumbents. A
+ * warm-start trial is fed as one PRIOR event: it counts as a completed
+ * trial and may be the incumbent, but uses none of the study's limits, and
+ * only a scheduler that learns_from_prior sees it.
  * replay: the event is from storage (not live). resumed_budget: for
  * CREATED, the budget of the trial it resumes (0 if none). */
 void bd_study_feed(study_rt *st, const bd_event *ev, int replay, double resumed_budget, bd_decision *out);
+/* The queue of enqueued configs: append (takes the reference), and take the
+ * oldest (a new reference; NULL when empty). */
+void bd_study_enqueue(study_rt *st, json_t *config);
+json_t *bd_study_dequeue(study_rt *st);
 /* Records an event of st at time at: last_activity_at. */
 void bd_study_touch(study_rt *st, double at);
 /* The minimized loss of a reported value (NAN / absent -> +INFINITY). */
