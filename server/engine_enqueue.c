@@ -63,8 +63,6 @@ static int warm_budget(const study_rt *st, const json_t *given, double *out, bd_
     *out = d->r_max;
     if (!given)
         return 0;
-    if (!d->resource_name)
-        return bd_err_set(err, BD_EINVAL, "budget", "this study declares no resource");
     double b = json_is_number(given) ? json_number_value(given) : NAN;
     if (!(b >= d->r_min && b <= d->r_max))
         return bd_err_set(err, BD_EINVAL, "budget", "must be a number from %g to %g (resource.min .. max)", d->r_min,
