@@ -7,7 +7,8 @@
 // one epoch per step, validation error reported per epoch, stops obeyed,
 // 2 worker threads, R=27, eta=3) and owns a study named like an XSS payload;
 // bob owns a study alice must never see; and bd_loadgen ($BD_LOADGEN) fills
-// a 100,000-trial random-search study of alice's meanwhile.
+// a 100,000-trial random-search study of alice's meanwhile. A second
+// sklearn_worker runs ASHA (150 trials) beside the Hyperband one.
 //
 // Checks: login by pasting the token (kept in sessionStorage, never in a
 // URL), the studies list (alice's rows, not bob's), the study page (the
@@ -15,7 +16,12 @@
 // rows, the scheduler view shows brackets, CSV download has a header and
 // rows, live refresh picks up a new trial), the hostile name shown as text
 // with no dialog, a refused token sends back to login, logout clears
-// sessionStorage; then the 100,000-trial study shows its total while the
+// sessionStorage; the explain view (parallel coordinates: one line per
+// configuration at its largest budget, recomputed here from the API;
+// importance bars sorted and seeded), the comparison of the Hyperband study
+// with a real ASHA run (ticked in the list, then by URL with bob's id
+// refused), paused / metadata / user_attrs added to the daemon's answers
+// (hostile text); then the 100,000-trial study shows its total while the
 // page fetches less than 5 MB. Screenshots go to screenshots/ (or
 // $BD_SCREENSHOT_DIR). Prints "N passed, M failed" and exits 1 on a failure.
 import { spawn } from 'node:child_process';
