@@ -5,9 +5,11 @@
 // completed budget (importance.js finalTrials), so a multi-fidelity study is
 // judged by each configuration's last word.
 //
-// Bounded: it reads at most MAX_TRIALS completed trials (pages of 1,000, no
+// Bounded: it reads at most MAX_TRIALS completed trials, fewer for a large
+// space (MAX_VALUES parameter values in all; pages of 1,000, no
 // measurements, in id order: the first ones of a larger study, and says so);
-// the forest sees at most 500 of those (a seeded subsample). Drawn once on
+// the forest sees at most 500 of those (a seeded subsample) and the first
+// MAX_FEATURES parameters (its cost grows with their number). Drawn once on
 // open and on "Reload", not on a timer: a refit every 3 s would move the bars
 // under the reader's eyes.
 import { getJson, ApiError } from './api.js';
@@ -17,19 +19,22 @@ import { finalTrials, studyImportance } from './importance.js';
 import { drawParallel, MAX_AXES } from './parallel.js';
 
 const MAX_TRIALS = 2000;
+const MAX_VALUES = 200000;
+const MAX_FEATURES = 48;
 const PAGE = 1000;
 const SEED = 1; // the forest's seed: the same trials always give the same bars
 
-async function completedTrials(id, signal) {
+async function completedTrials(id, nParams, signal) {
+  const max = Math.max(100, Math.min(MAX_TRIALS, Math.floor(MAX_VALUES / Math.max(1, nParams))));
   const out = [];
   let after = 0;
-  while (out.length < MAX_TRIALS) {
-    const r = await getJson('/v1/studies/' + id + '/trials', { state: 'completed', limit: PAGE, after }, signal);
+  while (out.length < max) {
+    const r = await getJson('/v1/studies/' + id + '/trials', { state: 'completed', limit: Math.min(PAGE, max - out.length), after }, signal);
     out.push(...(r.trials || []));
     if (r.next_after === null || r.next_after === undefined) return { trials: out, all: true };
     after = r.next_after;
   }
-  return { trials: out.slice(0, MAX_TRIALS), all: false };
+  return { trials: out.slice(0, max), all: false };
 }
 
 function bars(result, study) {
@@ -70,9 +75,10 @@ export function explainView(root, id) {
   async function load() {
     try {
       study = await getJson('/v1/studies/' + id, null, signal);
-      const got = await completedTrials(id, signal);
+      const got = await completedTrials(id, (study.parameters || []).length, signal);
       rows = finalTrials(got.trials);
-      imp = rows.length ? studyImportance(study, rows, { seed: SEED }) : null;
+      const fitted = Object.assign({}, study, { parameters: (study.parameters || []).slice(0, MAX_FEATURES) });
+      imp = rows.length ? studyImportance(fitted, rows, { seed: SEED }) : null;
       if (imp) {
         imp.budgetFeature = new Set(rows.map((t) => t.budget)).size > 1;
         imp.positive = imp.features.reduce((s, f) => s + Math.max(0, f.importance), 0);
@@ -127,7 +133,8 @@ export function explainView(root, id) {
       impNote.textContent = 'Permutation importance over a random forest (' + imp.trees + ' trees, seed ' + SEED + ') fitted to the ranks of the values of ' + imp.n +
         (multi ? ' configurations, the budget a feature of its own' : ' trials') + ': how much worse the forest predicts trials it did not see when a parameter\'s values are shuffled. ' +
         'Out-of-bag R² ' + (Number.isFinite(imp.r2) ? imp.r2.toFixed(2) : '—') +
-        (Number.isFinite(imp.r2) && imp.r2 < 0.1 ? ': the model explains little, so read the bars as noise.' : '.');
+        (Number.isFinite(imp.r2) && imp.r2 < 0.1 ? ': the model explains little, so read the bars as noise.' : '.') +
+        (nParams > MAX_FEATURES ? ' Only the first ' + MAX_FEATURES + ' of ' + nParams + ' parameters are in the model.' : '');
     }
     orderSel.addEventListener('change', () => {
       order = orderSel.value;

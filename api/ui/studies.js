@@ -52,13 +52,16 @@ export function studiesView(root) {
   const picked = new Set(); // study ids ticked for comparison, in tick order
   const compareB = el('button', { type: 'button', id: 'compare', text: 'Compare' });
   const pickNote = el('span', { class: 'muted', id: 'compare-note' });
-  const onPick = (id, on) => {
-    if (on) picked.add(id);
-    else picked.delete(id);
+  const showPicked = () => {
     compareB.disabled = picked.size < 2 || picked.size > MAX_STUDIES;
     pickNote.textContent = picked.size ? picked.size + ' selected' + (picked.size > MAX_STUDIES ? ' (at most ' + MAX_STUDIES + ')' : '') : 'tick two or more studies to compare';
   };
-  onPick(0, false);
+  const onPick = (id, on) => {
+    if (on) picked.add(id);
+    else picked.delete(id);
+    showPicked();
+  };
+  showPicked();
   compareB.addEventListener('click', () => {
     location.hash = '#/compare/' + [...picked].join(',');
   });

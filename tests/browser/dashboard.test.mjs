@@ -472,8 +472,20 @@ async function main() {
       await route.fulfill({ response: r, json: body });
     };
     const studyRe = new RegExp('/v1/studies/' + hostile.id + '(/trials)?(\\?.*)?$');
+    const listRe = /\/v1\/studies(\?.*)?$/;
+    const pauseInList = async (route) => {
+      const r = await route.fetch();
+      const body = await r.json();
+      for (const st of body.studies || []) if (st.id === hostile.id) st.paused = true;
+      await route.fulfill({ response: r, json: body });
+    };
     await page.route(studyRe, addFields);
+    await page.route(listRe, pauseInList);
     await page.goto(base + '/ui/#/studies');
+    await page.waitForSelector('#studies tr[data-study="' + hostile.id + '"]');
+    const pausedRows = await page.$$eval('#studies tr[data-study]', (trs) => trs.filter((tr) => tr.querySelector('.pill.paused')).map((tr) => Number(tr.dataset.study)));
+    check(JSON.stringify(pausedRows) === JSON.stringify([hostile.id]), 'the studies list marks a paused study (only it)', JSON.stringify(pausedRows));
+    await page.unroute(listRe, pauseInList);
     await page.goto(base + '/ui/#/study/' + hostile.id);
     await page.waitForSelector('#view[data-loaded="' + hostile.id + '"]');
     await page.waitForSelector('#trials tbody td.attrs-cell dl');
