@@ -103,7 +103,7 @@ export function explainView(root, id) {
     const pcBox = el('div', { class: 'pc-box' });
     const seen = got.all ? 'all ' + got.trials.length + ' completed trials' : 'the first ' + got.trials.length + ' completed trials (of more)';
     const how = multi
-      ? rows.length + ' configurations from ' + seen + ': each configuration once, at its largest completed budget (a multi-fidelity scheduler ran it at several; the ' +
+      ? rows.length + ' configurations in ' + seen + ': each configuration once, at its largest completed budget (a multi-fidelity scheduler ran it at several; the ' +
         ((study.resource && study.resource.name) || 'budget') + ' axis shows which). '
       : rows.length + ' trials: ' + seen + '. ';
     const key = el('div', { class: 'colour-key' });
