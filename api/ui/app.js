@@ -1,10 +1,13 @@
 // app.js: the dashboard's entry point: login, logout and hash routing
-// (#/studies, #/study/12). Each view returns a stop() that cancels its
-// polling and requests, called before the next view is drawn.
+// (#/studies, #/study/12, #/study/12/explain, #/compare/3,7). Each view
+// returns a stop() that cancels its polling and requests, called before
+// the next view is drawn.
 import { token, setToken, clearToken, getJson, ApiError } from './api.js';
 import { el, clear } from './dom.js';
 import { studiesView } from './studies.js';
 import { studyView } from './study.js';
+import { explainView } from './explain.js';
+import { compareView, MAX_STUDIES } from './compare.js';
 
 const view = document.getElementById('view');
 const who = document.getElementById('who');
@@ -64,8 +67,13 @@ function route() {
   stopCurrent();
   logoutButton.hidden = false;
   if (!who.textContent) showUser();
-  const m = /^#\/study\/([1-9][0-9]{0,15})$/.exec(location.hash);
-  if (m) stopView = studyView(view, Number(m[1]));
+  const h = location.hash;
+  const m = /^#\/study\/([1-9][0-9]{0,15})(\/explain)?$/.exec(h);
+  // Ids are digits only, at most MAX_STUDIES of them: the hash is typed by anyone.
+  const c = new RegExp('^#/compare/([1-9][0-9]{0,15}(?:,[1-9][0-9]{0,15}){1,' + (MAX_STUDIES - 1) + '})$').exec(h);
+  if (m && m[2]) stopView = explainView(view, Number(m[1]));
+  else if (m) stopView = studyView(view, Number(m[1]));
+  else if (c) stopView = compareView(view, c[1].split(',').map(Number));
   else stopView = studiesView(view);
 }
 

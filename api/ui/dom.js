@@ -85,3 +85,19 @@ export function jsonTree(value, depth) {
   const label = Array.isArray(value) ? '[' + entries.length + ']' : '{' + entries.length + '}';
   return el('details', { open: depth < 1 }, el('summary', { text: label }), list);
 }
+
+const ATTR_KEYS = 20; // keys shown per list; the rest counted
+const ATTR_CHARS = 300; // of one value (up to 16 KiB each): the rest in its tooltip
+
+// key: value pairs (user text: trial user_attrs, study metadata) as a small
+// definition list, values as JSON text when not strings.
+export function attrList(entries, cls) {
+  const shown = entries.slice(0, ATTR_KEYS);
+  const dd = (v) => {
+    const s = typeof v === 'string' ? v : JSON.stringify(v);
+    return s.length > ATTR_CHARS ? el('dd', { text: s.slice(0, ATTR_CHARS) + '…', title: s.slice(0, 4000) }) : el('dd', { text: s });
+  };
+  return el('dl', { class: 'kv attrs ' + cls },
+    shown.map(([k, v]) => [el('dt', { text: k }), dd(v)]),
+    entries.length > shown.length ? [el('dt', { class: 'muted', text: '…' }), el('dd', { class: 'muted', text: (entries.length - shown.length) + ' more' })] : null);
+}

@@ -8,7 +8,7 @@
 // after the oldest still-running one of the latest window, and, when more
 // trials completed, the best BEST_N and the history again (both bounded).
 import { getJson, ApiError } from './api.js';
-import { el, clear, fmtNum, fmtAgo, fmtTime, fmtConfig } from './dom.js';
+import { el, clear, fmtNum, fmtAgo, fmtTime, fmtConfig, attrList } from './dom.js';
 import { Chart, colourBy, colourKey, steppedPaths, noPaths } from './charts.js';
 import { schedulerView } from './sched_view.js';
 import { TrialsTable } from './trials_table.js';
@@ -86,7 +86,8 @@ export function studyView(root, id) {
     const resName = study.resource ? study.resource.name || 'resource' : 'resource';
     const metric = (study.objective && study.objective.metric) || 'value';
     clear(root).append(
-      el('p', null, el('a', { href: '#/studies', text: '← Studies' }), ' ', ui.refreshed),
+      el('p', null, el('a', { href: '#/studies', text: '← Studies' }), ' ',
+        el('a', { id: 'explain-link', href: '#/study/' + study.id + '/explain', text: 'Explain: parallel coordinates, parameter importance →' }), ' ', ui.refreshed),
       ui.title, ui.facts,
       el('div', { class: 'toolbar' }, el('label', { for: 'colour-param', text: 'Colour curves by ' }), ui.colourSel,
         el('label', { for: 'scatter-param', text: ' Scatter x ' }), ui.scatterSel),
@@ -115,7 +116,12 @@ export function studyView(root, id) {
       ['Used', study.used ? 'trials ' + study.used.trials + ', resource ' + fmtNum(study.used.resource) + ', seconds ' + fmtNum(study.used.seconds) : '—'],
       ['Last activity', study.last_activity_at ? fmtAgo(study.last_activity_at) + ' (' + fmtTime(study.last_activity_at) + ')' : '—'],
     ];
+    // Fields of newer daemons, shown only when present: `paused` and the
+    // user's `metadata` (hostile text: keys and values go in as text).
+    if (typeof study.paused === 'boolean') facts.splice(3, 0, ['Paused', study.paused ? 'yes: suggest hands out no trials until resumed' : 'no']);
     clear(ui.facts).append(...facts.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v, dataset: { fact: k.toLowerCase().replace(/ /g, '_') } })]));
+    const meta = study.metadata && typeof study.metadata === 'object' && !Array.isArray(study.metadata) ? Object.entries(study.metadata) : [];
+    if (meta.length) ui.facts.append(el('dt', { text: 'Metadata' }), el('dd', { dataset: { fact: 'metadata' } }, attrList(meta, 'metadata')));
     const js = JSON.stringify(study.scheduler || null);
     if (js !== schedJson) {
       schedJson = js;

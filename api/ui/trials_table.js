@@ -2,9 +2,13 @@
 // filter, previous/next through the API's `after` cursor, and the CSV
 // export (fetched with the Authorization header, then saved from a Blob).
 import { getJson, getBlob } from './api.js';
-import { el, clear, fmtNum, fmtTime } from './dom.js';
+import { el, clear, fmtNum, fmtTime, attrList } from './dom.js';
 
 const PAGE = 50;
+function attrsOf(t) {
+  const a = t.user_attrs;
+  return a && typeof a === 'object' && !Array.isArray(a) ? Object.entries(a) : [];
+}
 const STATES = ['', 'running', 'completed', 'stopped', 'failed', 'expired'];
 
 export class TrialsTable {
@@ -22,11 +26,13 @@ export class TrialsTable {
     this.status = el('span', { class: 'muted', id: 'trials-status' });
     this.tbody = el('tbody');
     const heads = ['ID', 'State', 'Budget', 'Value', 'Worker', 'Created', 'Finished'].concat(this.params);
+    // The user_attrs column (a newer daemon's field) shows only while the page holds some.
+    this.attrsHead = el('th', { class: 'attrs-col', text: 'User attrs', hidden: true });
     parent.append(el('section', { class: 'panel wide' },
       el('h3', { text: 'Trials' }),
       el('div', { class: 'toolbar' }, this.filter, this.prevB, this.nextB, this.csvB, this.status),
       el('div', { class: 'scroll' }, el('table', { id: 'trials', class: 'grid compact' },
-        el('thead', null, el('tr', null, heads.map((h) => el('th', { text: h })))), this.tbody))));
+        el('thead', null, el('tr', null, heads.map((h) => el('th', { text: h })), this.attrsHead)), this.tbody))));
     this.filter.addEventListener('change', () => {
       this.cursors = [null];
       this.load();
@@ -42,8 +48,9 @@ export class TrialsTable {
     this.csvB.addEventListener('click', () => this.download());
   }
 
-  row(t) {
+  row(t, withAttrs) {
     const cfg = t.config || {};
+    const attrs = attrsOf(t);
     return el('tr', { class: 'st-' + t.state, dataset: { trial: t.id } },
       el('td', { class: 'num', text: t.id }),
       el('td', { text: t.state + (t.resume_from ? ' (promoted)' : '') }),
@@ -52,7 +59,8 @@ export class TrialsTable {
       el('td', { text: t.worker || '' }),
       el('td', { text: fmtTime(t.created_at) }),
       el('td', { text: fmtTime(t.finished_at) }),
-      this.params.map((p) => el('td', { text: cfg[p] === undefined ? '' : typeof cfg[p] === 'number' ? fmtNum(cfg[p]) : String(cfg[p]) })));
+      this.params.map((p) => el('td', { text: cfg[p] === undefined ? '' : typeof cfg[p] === 'number' ? fmtNum(cfg[p]) : String(cfg[p]) })),
+      withAttrs ? el('td', { class: 'attrs-cell' }, attrs.length ? attrList(attrs, 'user-attrs') : null) : null);
   }
 
   // Reloads the current page (also the live refresh).
@@ -64,7 +72,9 @@ export class TrialsTable {
         { limit: PAGE, after: this.cursors[this.cursors.length - 1], state: this.filter.value }, this.signal);
       const list = r.trials || [];
       this.next = r.next_after === undefined ? null : r.next_after;
-      clear(this.tbody).append(...list.map((t) => this.row(t)));
+      const withAttrs = list.some((t) => attrsOf(t).length > 0);
+      this.attrsHead.hidden = !withAttrs;
+      clear(this.tbody).append(...list.map((t) => this.row(t, withAttrs)));
       if (!list.length) this.tbody.append(el('tr', null, el('td', { colspan: 7 + this.params.length, class: 'muted', text: 'No trials.' })));
       this.status.textContent = 'page ' + this.cursors.length + ' · ' + list.length + ' rows';
       this.prevB.disabled = this.cursors.length <= 1;

@@ -7,7 +7,8 @@
 // one epoch per step, validation error reported per epoch, stops obeyed,
 // 2 worker threads, R=27, eta=3) and owns a study named like an XSS payload;
 // bob owns a study alice must never see; and bd_loadgen ($BD_LOADGEN) fills
-// a 100,000-trial random-search study of alice's meanwhile.
+// a 100,000-trial random-search study of alice's meanwhile. A second
+// sklearn_worker runs ASHA (150 trials) beside the Hyperband one.
 //
 // Checks: login by pasting the token (kept in sessionStorage, never in a
 // URL), the studies list (alice's rows, not bob's), the study page (the
@@ -15,7 +16,12 @@
 // rows, the scheduler view shows brackets, CSV download has a header and
 // rows, live refresh picks up a new trial), the hostile name shown as text
 // with no dialog, a refused token sends back to login, logout clears
-// sessionStorage; then the 100,000-trial study shows its total while the
+// sessionStorage; the explain view (parallel coordinates: one line per
+// configuration at its largest budget, recomputed here from the API;
+// importance bars sorted and seeded), the comparison of the Hyperband study
+// with a real ASHA run (ticked in the list, then by URL with bob's id
+// refused), paused / metadata / user_attrs added to the daemon's answers
+// (hostile text); then the 100,000-trial study shows its total while the
 // page fetches less than 5 MB. Screenshots go to screenshots/ (or
 // $BD_SCREENSHOT_DIR). Prints "N passed, M failed" and exits 1 on a failure.
 import { spawn } from 'node:child_process';
@@ -229,14 +235,21 @@ async function main() {
   const worker = run('/usr/bin/python3', [path.join(srcDir, 'clients/examples/sklearn_worker.py'), '--url', base,
     '--token-file', aliceFile, '--create-study', 'hyperband', '27', '3', '--workers', '2', '--dataset', 'digits',
     '--checkpoint-dir', path.join(tmp, 'ckpt'), '--log-level', 'warning'], 'worker.log');
+  // A second real run meanwhile, ASHA on the same space and resource: the comparison view's other study.
+  const worker2 = run('/usr/bin/python3', [path.join(srcDir, 'clients/examples/sklearn_worker.py'), '--url', base,
+    '--token-file', aliceFile, '--create-study', 'asha', '27', '3', '--max-trials', '150', '--workers', '1', '--dataset', 'digits',
+    '--checkpoint-dir', path.join(tmp, 'ckpt2'), '--log-level', 'warning'], 'worker2.log');
   const hostile = await smallStudy(alice, HOSTILE, 4);
   const secret = await smallStudy(bob, 'bob-secret-study', 2);
-  const wcode = await finish(worker, 45000);
+  const [wcode, wcode2] = await Promise.all([finish(worker, 45000), finish(worker2, 45000)]);
   check(wcode === 0 || wcode === 'SIGINT', 'the Hyperband worker ran', 'exit ' + wcode + '\n' + tail('worker.log'));
+  check(wcode2 === 0 || wcode2 === 'SIGINT', 'the ASHA worker ran', 'exit ' + wcode2 + '\n' + tail('worker2.log'));
   const studies = (await api('GET', '/v1/studies?limit=1000', alice)).studies;
   const hb = studies.find((s) => s.scheduler.name === 'hyperband');
   if (!hb) throw new Error('no Hyperband study:\n' + tail('worker.log'));
   check(hb.trials.completed > 5, 'the Hyperband study has completed trials', JSON.stringify(hb.trials));
+  const asha = studies.find((s) => s.scheduler.name === 'asha');
+  check(asha && asha.trials.completed > 2, 'the ASHA study has completed trials', JSON.stringify(asha && asha.trials));
 
   // ---- the browser ----
   const profile = fs.mkdtempSync(path.join(tmp, 'profile-'));
@@ -339,6 +352,99 @@ async function main() {
     check(csv[0].startsWith('trial_id,state,budget,value'), 'the CSV download has the header', csv[0]);
     check(csv.length - 1 === hb.trials.total, 'the CSV download has a row per trial', (csv.length - 1) + ' of ' + hb.trials.total);
     await page.screenshot({ path: path.join(shotDir, 'study.png'), fullPage: true });
+    check(await page.$eval('#trials th.attrs-col', (th) => th.hidden), 'no user_attrs column while no trial has user_attrs');
+
+    // ---- explain: parallel coordinates and parameter importance ----
+    // What the page should draw, computed here from the API: completed
+    // trials, one line per configuration at its largest budget.
+    const done = [];
+    for (let after = 0; after !== null;) {
+      const r = await api('GET', '/v1/studies/' + hb.id + '/trials?state=completed&limit=1000&after=' + after, alice);
+      done.push(...r.trials);
+      after = r.next_after;
+    }
+    const finals = new Map();
+    for (const t of done) {
+      if (typeof t.value !== 'number') continue;
+      const o = finals.get(t.config_id);
+      if (!o || t.budget > o.budget || (t.budget === o.budget && t.id > o.id)) finals.set(t.config_id, t);
+    }
+    const bestFinal = [...finals.values()].reduce((b, t) => (!b || t.value < b.value || (t.value === b.value && t.id < b.id) ? t : b), null);
+    const hbStudy = await api('GET', '/v1/studies/' + hb.id, alice);
+    const multiBudget = new Set([...finals.values()].map((t) => t.budget)).size > 1;
+    await page.click('#explain-link');
+    await page.waitForSelector('#view[data-loaded="explain-' + hb.id + '"]', { timeout: 20000 });
+    check(page.url().endsWith('#/study/' + hb.id + '/explain'), 'the explain view has its own URL', page.url());
+    const pc = await page.evaluate(() => {
+      const lines = [...document.querySelectorAll('#parallel polyline.pc-line')];
+      return {
+        lines: lines.length,
+        trials: lines.map((l) => Number(l.dataset.trial)).sort((a, b) => a - b),
+        best: lines.filter((l) => l.classList.contains('pc-best')).map((l) => Number(l.dataset.trial)),
+        colours: new Set(lines.map((l) => l.getAttribute('stroke'))).size,
+        axes: [...document.querySelectorAll('#parallel .pc-axis')].map((a) => [a.dataset.axis, a.dataset.kind]),
+        ticks: [...document.querySelectorAll('#parallel .pc-axis[data-axis="loss"] text.pc-tick')].map((t) => t.textContent),
+        points: lines.every((l) => l.points.length === document.querySelectorAll('#parallel .pc-axis').length),
+      };
+    });
+    const wantIds = [...finals.keys()].map((k) => finals.get(k).id).sort((a, b) => a - b);
+    check(pc.lines === finals.size && pc.lines > 5, 'parallel coordinates: one polyline per configuration at its largest budget', pc.lines + ' lines, want ' + finals.size + ' (from ' + done.length + ' completed trials)');
+    check(JSON.stringify(pc.trials) === JSON.stringify(wantIds), 'parallel coordinates: the lines are those trials', JSON.stringify(pc.trials.slice(0, 10)));
+    check(pc.points, 'parallel coordinates: each line crosses every axis');
+    const wantAxes = hbStudy.parameters.map((p) => [p.name, p.type === 'categorical' ? 'categorical' : p.log ? 'log' : 'linear']);
+    check(JSON.stringify(pc.axes.slice(0, wantAxes.length)) === JSON.stringify(wantAxes), 'parallel coordinates: an axis per parameter, log for log parameters, categorical ones by choice', JSON.stringify(pc.axes));
+    check(pc.axes[pc.axes.length - 1][0] === 'val_error' && (!multiBudget || pc.axes[pc.axes.length - 2][0] === 'epochs'), 'parallel coordinates: the budget axis, then the objective last', JSON.stringify(pc.axes));
+    check(JSON.stringify(pc.ticks) === '["hinge","log_loss","modified_huber"]', 'parallel coordinates: a categorical axis has a tick per choice', JSON.stringify(pc.ticks));
+    check(pc.best.length === 1 && pc.best[0] === bestFinal.id, 'parallel coordinates: the best configuration is highlighted', JSON.stringify(pc.best) + ' want ' + bestFinal.id);
+    check(pc.colours > 3, 'parallel coordinates: lines are coloured by value', pc.colours);
+    const bars = () => page.$$eval('#importance .imp-row', (rs) => rs.map((r) => ({ name: r.dataset.param, imp: Number(r.dataset.importance), share: Number(r.dataset.share), w: r.querySelector('.imp-bar').getBoundingClientRect().width })));
+    const imp = await bars();
+    check(imp.length === hbStudy.parameters.length + (multiBudget ? 1 : 0), 'importance: a bar per parameter (and the budget)', JSON.stringify(imp.map((b) => b.name)));
+    check(imp.every((b, i) => i === 0 || imp[i - 1].imp >= b.imp), 'importance: bars sorted, largest first', JSON.stringify(imp.map((b) => [b.name, b.imp])));
+    const shareSum = imp.reduce((a, b) => a + b.share, 0);
+    check(Math.abs(shareSum - 1) < 1e-9 && imp[0].w > imp[imp.length - 1].w && imp[0].w > 20, 'importance: shares sum to 1 and the bars are drawn to them', shareSum + ' ' + JSON.stringify(imp.map((b) => b.w)));
+    const impNote = await page.textContent('#importance-note');
+    check(/random forest \(\d+ trees, seed 1\)/.test(impNote) && /Out-of-bag R² -?\d/.test(impNote), 'importance: the note names the method, seed and OOB R²', impNote);
+    await page.locator('#parallel-panel').screenshot({ path: path.join(shotDir, 'parallel.png') });
+    await page.locator('#importance-panel').screenshot({ path: path.join(shotDir, 'importance.png') });
+    await page.selectOption('#axis-order', 'importance');
+    const firstParam = imp.find((b) => hbStudy.parameters.some((p) => p.name === b.name)).name;
+    const firstAxis = await page.$eval('#parallel .pc-axis', (a) => a.dataset.axis);
+    check(firstAxis === firstParam, 'parallel coordinates: axes can be ordered by importance', firstAxis + ' vs ' + firstParam);
+    await page.click('#explain-reload');
+    await page.waitForSelector('#view[data-loaded="explain-' + hb.id + '"]');
+    const imp2 = await bars();
+    check(JSON.stringify(imp2.map((b) => [b.name, b.imp])) === JSON.stringify(imp.map((b) => [b.name, b.imp])), 'importance: the same trials give the same bars (seeded)');
+
+    // ---- comparing studies: ticked in the list, then by URL ----
+    await page.goto(base + '/ui/#/studies');
+    await page.waitForSelector('#studies tr[data-study="' + asha.id + '"] input.pick');
+    check(await page.$eval('#compare', (b) => b.disabled), 'compare is disabled until two studies are ticked');
+    await page.check('#studies tr[data-study="' + hb.id + '"] input.pick');
+    await page.check('#studies tr[data-study="' + asha.id + '"] input.pick');
+    await page.click('#compare');
+    await page.waitForSelector('#view[data-loaded="compare"]');
+    check(page.url().endsWith('#/compare/' + hb.id + ',' + asha.id), 'compare opens #/compare/<ids>', page.url());
+    await page.waitForTimeout(300);
+    const cmp = await page.evaluate(() => {
+      const u = window.bdDash.charts.compare;
+      return { series: u.data.length - 1, points: u.data.slice(1).map((ys) => ys.filter((v) => v !== null).length), label: u.axes[0].label };
+    });
+    const cmpState = await page.evaluate(chartState, 'compare');
+    check(cmp.series === 2 && cmp.points.every((n) => n >= 2), 'compare: one series per study, each with points', JSON.stringify(cmp));
+    check(/epochs spent/.test(cmp.label), 'compare: against the resource spent', cmp.label);
+    check(cmpState && cmpState.coloured > 50, 'compare: the chart drew coloured pixels', JSON.stringify(cmpState));
+    const legend = await page.$$eval('#compare-legend .key-item', (ks) => ks.map((k) => k.textContent));
+    check(legend.length === 2 && legend[0] === hb.name && legend[1] === asha.name, 'compare: the legend names both studies', JSON.stringify(legend));
+    await page.screenshot({ path: path.join(shotDir, 'compare.png'), fullPage: true });
+    await page.selectOption('#compare-axis', 'time');
+    const cmpTime = await page.evaluate(() => window.bdDash.charts.compare.axes[0].label);
+    check(/seconds/.test(cmpTime), 'compare: against time', cmpTime);
+    await page.goto(base + '/ui/#/compare/' + hb.id + ',' + secret.id + ',' + hostile.id);
+    await page.waitForSelector('#view[data-loaded="compare"]');
+    const mixed = await page.evaluate(() => ({ series: window.bdDash.charts.compare.data.length - 1, text: document.getElementById('view').textContent }));
+    check(mixed.series === 2 && !mixed.text.includes('bob-secret-study') && /no such study/.test(mixed.text), 'compare by URL: bob\'s study is refused, alice\'s drawn', JSON.stringify(mixed).slice(0, 300));
+    check((await page.$$('#view img')).length === 0, 'compare: the hostile name made no <img> element');
 
     // ---- the hostile study, and live refresh ----
     await page.goto(base + '/ui/#/study/' + hostile.id);
@@ -352,6 +458,50 @@ async function main() {
     check(true, 'a new trial appears without reloading (live refresh)');
     const bobPage = await page.goto(base + '/ui/#/study/' + secret.id).then(() => page.waitForSelector('#view .error')).then((e) => e.textContent());
     check(/No study/.test(bobPage), 'bob\'s study id shows not-found to alice', bobPage);
+    // ---- paused, metadata, user_attrs (fields of newer daemons) ----
+    // The page shows them when the JSON has them; these answers are the
+    // daemon's own with the fields added (hostile text in keys and values),
+    // so the test does not depend on a daemon that already has them.
+    const addFields = async (route) => {
+      const r = await route.fetch();
+      const body = await r.json();
+      if (Array.isArray(body.trials)) body.trials.forEach((t, i) => {
+        if (i % 2 === 0) t.user_attrs = { [HOSTILE]: HOSTILE, note: 'seed ' + i, nested: { a: [1, 2] } };
+      });
+      else Object.assign(body, { paused: true, metadata: { owner: 'alice', [HOSTILE]: HOSTILE, tags: ['x', 'y'] } });
+      await route.fulfill({ response: r, json: body });
+    };
+    const studyRe = new RegExp('/v1/studies/' + hostile.id + '(/trials)?(\\?.*)?$');
+    const listRe = /\/v1\/studies(\?.*)?$/;
+    const pauseInList = async (route) => {
+      const r = await route.fetch();
+      const body = await r.json();
+      for (const st of body.studies || []) if (st.id === hostile.id) st.paused = true;
+      await route.fulfill({ response: r, json: body });
+    };
+    await page.route(studyRe, addFields);
+    await page.route(listRe, pauseInList);
+    await page.goto(base + '/ui/#/studies');
+    await page.waitForSelector('#studies tr[data-study="' + hostile.id + '"]');
+    const pausedRows = await page.$$eval('#studies tr[data-study]', (trs) => trs.filter((tr) => tr.querySelector('.pill.paused')).map((tr) => Number(tr.dataset.study)));
+    check(JSON.stringify(pausedRows) === JSON.stringify([hostile.id]), 'the studies list marks a paused study (only it)', JSON.stringify(pausedRows));
+    await page.unroute(listRe, pauseInList);
+    await page.goto(base + '/ui/#/study/' + hostile.id);
+    await page.waitForSelector('#view[data-loaded="' + hostile.id + '"]');
+    await page.waitForSelector('#trials tbody td.attrs-cell dl');
+    const extra = await page.evaluate(() => ({
+      paused: document.querySelector('dd[data-fact="paused"]').textContent,
+      meta: [...document.querySelectorAll('dd[data-fact="metadata"] dt, dd[data-fact="metadata"] dd')].map((e) => e.textContent),
+      attrsHead: !document.querySelector('#trials th.attrs-col').hidden,
+      attrs: [...document.querySelectorAll('#trials td.attrs-cell dl')].map((d) => d.textContent),
+      imgs: document.querySelectorAll('#view img').length,
+    }));
+    check(/^yes/.test(extra.paused), 'a paused study says so', extra.paused);
+    check(JSON.stringify(extra.meta) === JSON.stringify(['owner', 'alice', HOSTILE, HOSTILE, 'tags', '["x","y"]']), 'study metadata is listed as text', JSON.stringify(extra.meta));
+    check(extra.attrsHead && extra.attrs.length >= 2 && extra.attrs.every((a) => a.includes(HOSTILE) && a.includes('{"a":[1,2]}')), 'trial user_attrs are shown as text', JSON.stringify(extra.attrs).slice(0, 300));
+    check(extra.imgs === 0, 'hostile metadata and user_attrs made no <img> element');
+    await page.unroute(studyRe, addFields);
+
     // ---- the other schedulers' views ----
     const views = {
       rising_bandits: async () => {
