@@ -18,6 +18,7 @@ reached). See clients/python/README.md for the contract and its limits.
 import math
 import time
 import uuid
+import weakref
 from typing import Any, Callable, Dict, Optional, Union
 
 import optuna
@@ -28,7 +29,7 @@ from banditd.client import Client
 from banditd.optuna_space import infer_space, normalize_space, to_parameters
 from banditd.optuna_storage import PRUNED_REASON, BanditdStorage, StudyDone
 
-__all__ = ["create_study", "BanditdStudy", "BanditdSampler", "BanditdPruner", "BanditdStorage", "StudyDone",
+__all__ = ["create_study", "banditd_trial", "BanditdStudy", "BanditdSampler", "BanditdPruner", "BanditdStorage", "StudyDone",
            "PRUNED_REASON"]
 
 
@@ -105,6 +106,14 @@ class BanditdStudy(optuna.Study):
             storage.deadline = None
 
 
+def banditd_trial(trial: "optuna.Trial") -> Dict[str, Any]:
+    """The banditd trial behind an Optuna trial of a BanditdStudy, as banditd
+    describes it (id, config_id, budget, resume_from, scheduler, ...): for an
+    objective that keeps checkpoints and continues a promotion from the trial
+    resume_from names."""
+    return trial.study._storage.banditd_trial(trial._trial_id)
+
+
 def _direction(direction: Union[str, StudyDirection]) -> StudyDirection:
     if isinstance(direction, StudyDirection):
         if direction == StudyDirection.NOT_SET:
@@ -137,6 +146,7 @@ def create_study(*, url: Optional[str] = None, token: Optional[str] = None, stud
     = Optuna's step + step_offset (1 suits `for step in range(epochs)` loops
     that report after each epoch, as Optuna's examples do; 0 when the step
     counts epochs done); worker: the worker name prefix stored with trials."""
+    own_client = client is None
     if client is None:
         if url is None:
             raise ValueError("give url= (and token=) or client=")
@@ -160,6 +170,8 @@ def create_study(*, url: Optional[str] = None, token: Optional[str] = None, stud
         space = normalize_space(search_space)
         to_parameters(space)  # a space banditd cannot take fails here, before anything is created
     storage = BanditdStorage(client, definition, d, space, step_offset, resource is not None, worker)
+    if own_client:  # its kept-alive connections close when the study is dropped
+        weakref.finalize(storage, client.close)
     if space is not None:
         storage.create(space)
     return BanditdStudy(name, storage, sampler=BanditdSampler(storage), pruner=BanditdPruner(storage))

@@ -370,6 +370,17 @@ class BanditdStorage(optuna.storages.BaseStorage):
         frozen = self.get_trial(trial_id)  # KeyError when unknown
         raise RuntimeError("Trial#%d has already finished and can not be updated." % frozen.number)
 
+    def banditd_trial(self, trial_id: int) -> Dict[str, Any]:
+        """The trial as banditd describes it (a copy)."""
+        with self._lock:
+            run = self._runs.get(trial_id)
+        if run is not None:
+            return dict(run.trial)
+        t = self.client.get_trial(int(trial_id))
+        if t.get("study_id") != self.banditd_id:
+            raise KeyError("trial %r is not in banditd study %r" % (trial_id, self.banditd_id))
+        return t
+
     def should_stop(self, trial_id: int) -> bool:
         """BanditdPruner's answer: banditd stopped the trial (or no longer runs it),
         or, with a resource, the last reported step reached the trial's budget."""
