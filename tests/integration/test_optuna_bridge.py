@@ -144,6 +144,35 @@ class OptunaBridge(bdtest.DaemonTestCase):
         self.assertTrue(promoted)
         self.assertEqual(doc["objective"]["goal"], "maximize")
 
+    def test_hyperband_two_jobs_wait_for_rungs(self):
+        """Two threads on synchronous brackets: a thread that suggest tells to
+        wait (retry_after_ms) waits in ask(); both end when the study is done."""
+        study = self.create({"name": "hyperband", "options": {"eta": 3}},
+                            resource={"name": "epochs", "min": 1, "max": 3, "integer": True})
+        study.optimize(objective, n_jobs=2)
+        trials, doc = self.check(study, multi_fidelity=True)
+        self.assertTrue(doc["done"], doc["trials"])
+        self.assertEqual(sorted({t["budget"] for t in trials}), [1, 3])
+
+    def test_timeout_and_heartbeat(self):
+        """optimize(timeout=) starts no trial after it; a trial longer than its
+        lease completes, its lease renewed by the bridge's heartbeat."""
+        import time
+        study = self.create("random", direction="minimize", search_space={"x": FloatDistribution(0.0, 1.0)},
+                            lease_seconds=0.5)
+
+        def slow(trial):
+            time.sleep(1.2)  # more than two leases, without a report
+            return trial.suggest_float("x", 0.0, 1.0)
+
+        started = time.monotonic()
+        study.optimize(slow, timeout=2.0, n_jobs=2)
+        self.assertLess(time.monotonic() - started, 6.0)
+        trials = list(self.c.list_trials(study.banditd_id))
+        self.assertTrue(2 <= len(trials) <= 6, trials)
+        self.assertEqual({t["state"] for t in trials}, {"completed"}, "no lease ran out")
+        self.assertEqual([t.state for t in study.trials], [TrialState.COMPLETE] * len(trials))
+
     def test_asha_two_jobs(self):
         study = self.create({"name": "asha", "options": {"eta": 3, "max_trials": 24}},
                             resource={"name": "epochs", "min": 1, "max": 9, "integer": True})
