@@ -29,8 +29,8 @@ from banditd.client import Client
 from banditd.optuna_space import infer_space, normalize_space, to_parameters
 from banditd.optuna_storage import PRUNED_REASON, BanditdStorage, StudyDone
 
-__all__ = ["create_study", "banditd_trial", "BanditdStudy", "BanditdSampler", "BanditdPruner", "BanditdStorage", "StudyDone",
-           "PRUNED_REASON"]
+__all__ = ["create_study", "banditd_trial", "BanditdStudy", "BanditdSampler", "BanditdPruner", "BanditdStorage",
+           "StudyDone", "PRUNED_REASON"]
 
 
 class BanditdSampler(optuna.samplers.BaseSampler):

@@ -368,6 +368,9 @@ class BanditdStorage(optuna.storages.BaseStorage):
         if run is not None:
             return run
         frozen = self.get_trial(trial_id)  # KeyError when unknown
+        if not frozen.state.is_finished():
+            raise RuntimeError("Trial#%d is not run by this process (banditd hands each trial to one worker): "
+                               "only the process that asked for it reports it" % frozen.number)
         raise RuntimeError("Trial#%d has already finished and can not be updated." % frozen.number)
 
     def banditd_trial(self, trial_id: int) -> Dict[str, Any]:
