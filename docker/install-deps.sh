@@ -18,7 +18,9 @@
 #                             systemd for systemd-analyze, with which the install
 #                             test verifies the unit; Debian's chromium and scikit-learn
 #                             for the dashboard's browser test, tests/browser/
-#                             (node drives chromium))
+#                             (node drives chromium); python3-optuna and python3-pandas
+#                             for the Optuna bridge's test (banditd.optuna against Optuna
+#                             3.1; trials_dataframe() needs pandas))
 #   install-deps.sh --bench   also the benchmark peers (Optuna, plotting, sklearn)
 # Packages already present are skipped, so re-running it is cheap.
 set -eu
@@ -26,7 +28,7 @@ set -eu
 build="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev \
 libsqlite3-dev libgsl-dev libsodium-dev libcurl4-openssl-dev help2man python3-yaml"
 test_pkgs="libcriterion-dev curl python3 python3-yaml clang libclang-rt-14-dev minisat systemd python3-venv \
-python3-wheel python3-sklearn python3-numpy chromium"
+python3-wheel python3-sklearn python3-numpy chromium python3-optuna python3-pandas"
 bench_pkgs="python3-optuna python3-matplotlib python3-sklearn python3-numpy dataset-fashion-mnist"
 
 node_pkgs=""

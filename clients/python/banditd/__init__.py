@@ -7,6 +7,8 @@
 
 banditd.client is the HTTP client, banditd.optimize the tuning loop (standard
 library only). The names below are the package's public interface.
+banditd.optuna (import it by name; it needs Optuna 3.1) runs an Optuna
+objective unchanged on a banditd study: banditd.optuna.create_study(...).
 """
 
 from banditd.client import BanditdError, Client, read_token

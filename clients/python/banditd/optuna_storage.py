@@ -1,0 +1,583 @@
+"""banditd.optuna_storage: an Optuna storage whose one study is a banditd study.
+
+Optuna's trials are banditd's trials: the trial id is banditd's, and the trial
+number is the trial's position in the study's id order (trials are never
+removed one by one, so positions never change). banditd is the one source of
+truth for every trial except those this process is running: until Optuna
+tells a trial's end, its record (_Run) is local (Optuna requires RUNNING until
+then, while banditd may already have stopped it).
+
+- create_new_trial asks banditd's suggest for a trial (waiting out
+  retry_after_ms; "done" raises StudyDone) and keeps its lease alive with a
+  heartbeat thread; the trial's params are banditd's config from the start,
+  so trial.suggest_*() answers with them (BanditdSampler only sees names
+  banditd does not know, and refuses them).
+- set_trial_intermediate_value sends a measurement at banditd step = Optuna
+  step + step_offset; an answer "stop" (or a lost lease) makes should_prune()
+  true. So does the trial's budget, once reached, for a study with a resource.
+- set_trial_state_values ends the trial on banditd: COMPLETE -> complete;
+  PRUNED -> nothing after a stop, complete with the last value at the budget,
+  else fail with PRUNED_REASON (banditd has no worker-side stop); FAIL -> fail.
+- State read back: running -> RUNNING, completed -> COMPLETE (a diverged
+  value null -> the worst infinity), stopped -> PRUNED, failed -> FAIL (PRUNED
+  with PRUNED_REASON), expired -> FAIL, any other (an enqueued trial) -> WAITING.
+- User attributes go to PATCH /v1/trials/{id} {"user_attrs"} and PATCH
+  /v1/studies/{id} {"metadata"} (merge); a daemon that answers 404/405 to the
+  route keeps them in this process only. System attributes are always local.
+"""
+
+import datetime
+import logging
+import math
+import os
+import socket
+import threading
+import time
+from typing import Any, Container, Dict, List, Optional, Sequence
+
+import optuna
+from optuna.distributions import BaseDistribution
+from optuna.study import StudyDirection
+from optuna.study._frozen import FrozenStudy
+from optuna.trial import FrozenTrial, TrialState
+
+from banditd.client import BanditdError, Client
+from banditd.optimize import MAX_RETRY_SLEEP, _cut, _Heartbeat
+from banditd.optuna_space import to_parameters, value_from_banditd
+
+__all__ = ["BanditdStorage", "StudyDone", "PRUNED_REASON", "STUDY_ID"]
+
+log = logging.getLogger("banditd")
+
+STUDY_ID = 0  # the Optuna study id of a storage's one study (banditd's id is BanditdStorage.banditd_id)
+#: The reason of a failed banditd trial that the objective pruned itself (read back as PRUNED).
+PRUNED_REASON = "pruned by the objective (optuna.TrialPruned without a stop from banditd)"
+_PAGE = 1000  # trials per listing page (the daemon's largest)
+_STATES = {"running": TrialState.RUNNING, "completed": TrialState.COMPLETE, "stopped": TrialState.PRUNED,
+           "failed": TrialState.FAIL, "expired": TrialState.FAIL}
+
+
+class StudyDone(Exception):
+    """The banditd study hands out no more trials (its scheduler is done or a
+    limit was reached), or optimize()'s timeout passed while waiting for one.
+    BanditdStudy.optimize() ends quietly on it; study.ask() raises it."""
+
+
+class _Run:
+    """A trial this process runs, until Optuna tells its end."""
+
+    def __init__(self, trial: Dict[str, Any], number: int, params: Dict[str, Any],
+                 distributions: Dict[str, BaseDistribution]) -> None:
+        self.trial = trial  # as suggest answered it
+        self.id = int(trial["id"])
+        self.number = number
+        self.budget = float(trial.get("budget") or 0)
+        self.params, self.distributions = params, distributions
+        self.started = datetime.datetime.now()
+        self.clock = time.monotonic()
+        self.intermediate: Dict[int, float] = {}
+        self.user_attrs: Dict[str, Any] = {}
+        self.system_attrs: Dict[str, Any] = _banditd_attrs(trial)
+        self.ended: Optional[str] = None  # why banditd no longer runs it: stopped, diverged, lost
+        self.fail_reason: Optional[str] = None  # the objective's exception, for fail
+        self.heartbeat: Optional[_Heartbeat] = None
+
+
+def _banditd_attrs(t: Dict[str, Any]) -> Dict[str, Any]:
+    """What banditd says of a trial beyond Optuna's fields, as system attributes
+    (so trials_dataframe() shows the budget and the config's lineage)."""
+    out = {"banditd_trial_id": t.get("id"), "banditd_config_id": t.get("config_id"),
+           "banditd_budget": t.get("budget"), "banditd_resume_from": t.get("resume_from"),
+           "banditd_state": t.get("state")}
+    if t.get("reason"):
+        out["banditd_reason"] = t["reason"]
+    if t.get("scheduler"):
+        out["banditd_scheduler"] = t["scheduler"]
+    return out
+
+
+def _when(ts: Any) -> Optional[datetime.datetime]:
+    return datetime.datetime.fromtimestamp(ts) if isinstance(ts, (int, float)) else None
+
+
+def _step_key(step: float) -> Any:
+    return int(step) if float(step).is_integer() else step
+
+
+def _only_waiting(states: Optional[Container[TrialState]]) -> bool:
+    return states is not None and TrialState.WAITING in states and not any(
+        s in states for s in TrialState if s is not TrialState.WAITING)
+
+
+class BanditdStorage(optuna.storages.BaseStorage):
+    """One banditd study as an Optuna storage; made by banditd.optuna.create_study().
+
+    definition: the study definition without "parameters" (name, objective,
+    scheduler, resource, ...); space: the Optuna distributions, or None until
+    the first optimize() infers them (then the banditd study is created)."""
+
+    def __init__(self, client: Client, definition: Dict[str, Any], direction: StudyDirection,
+                 space: Optional[Dict[str, BaseDistribution]], step_offset: float, budget_stop: bool,
+                 worker: Optional[str]) -> None:
+        self.client = client
+        self.name = str(definition["name"])
+        self.definition = definition
+        self.direction = direction
+        self.space = space
+        self.step_offset = step_offset
+        self.budget_stop = budget_stop
+        self.seed = definition.get("seed")  # the probe's sampler seed, when the space is inferred
+        self.worker = worker or "%s-%d" % (socket.gethostname(), os.getpid())
+        self.banditd_id: Optional[int] = None  #: the banditd study's id, once created
+        self.deadline: Optional[float] = None  # time.monotonic() after which no new trial is waited for
+        self._lock = threading.RLock()
+        self._runs: Dict[int, _Run] = {}
+        self._ids: List[int] = []  # trial ids in id order: the index is the Optuna number
+        self._numbers: Dict[int, int] = {}
+        self._trial_user_attrs: Dict[int, Dict[str, Any]] = {}  # set here (kept when PATCH is missing)
+        self._trial_system_attrs: Dict[int, Dict[str, Any]] = {}
+        self._study_user_attrs: Dict[str, Any] = {}
+        self._study_system_attrs: Dict[str, Any] = {}
+        self._patch = {"trials": True, "studies": True}  # False once the daemon lacks the PATCH route
+        self._lease = 300.0
+
+    # ---- the banditd study ----
+
+    def create(self, space: Dict[str, BaseDistribution]) -> int:
+        """Creates (or loads, with if_exists "load") the banditd study for space; returns its id."""
+        with self._lock:
+            if self.banditd_id is not None:
+                return self.banditd_id
+            body = dict(self.definition, parameters=to_parameters(space))
+            try:
+                doc = self.client.request("POST", "/v1/studies", body)
+            except BanditdError as e:
+                if e.status == 409 and e.field == "name":
+                    raise optuna.exceptions.DuplicatedStudyError(
+                        "a banditd study named %r exists (load_if_exists=True loads it): %s" % (self.name, e)) from e
+                raise
+            self.space = space
+            self.banditd_id = int(doc["id"])
+            self._lease = float(doc.get("lease_seconds") or 300)
+            pending = dict(self._study_user_attrs)
+        for key, value in pending.items():  # set before the study existed
+            self._patch_attr("studies", self.banditd_id, "metadata", key, value)
+        return self.banditd_id
+
+    def _bid(self) -> int:
+        if self.banditd_id is None:
+            raise RuntimeError("the banditd study does not exist yet: it is created by the first optimize(), "
+                               "which infers the search space from the objective (or give search_space= to "
+                               "banditd.optuna.create_study to use ask()/tell() first)")
+        return self.banditd_id
+
+    def _check_study(self, study_id: int) -> None:
+        if study_id != STUDY_ID:
+            raise KeyError("no study with id %r in this banditd storage" % (study_id,))
+
+    def _patch_attr(self, what: str, ident: int, member: str, key: str, value: Any) -> None:
+        """PATCH /v1/<what>/<id> {member: {key: value}}, unless the daemon lacks the route."""
+        if not self._patch[what]:
+            return
+        try:
+            self.client.request("PATCH", "/v1/%s/%d" % (what, ident), {member: {key: value}})
+        except BanditdError as e:
+            if e.status not in (404, 405):
+                raise
+            log.info("PATCH /v1/%s: %s; %s attributes stay in this process", what, e, what[:-1])
+            self._patch[what] = False
+
+    # ---- studies (one per storage) ----
+
+    def create_new_study(self, directions: Sequence[StudyDirection], study_name: Optional[str] = None) -> int:
+        raise NotImplementedError("a BanditdStorage holds the one study banditd.optuna.create_study() made")
+
+    def delete_study(self, study_id: int) -> None:
+        self._check_study(study_id)
+        if self.banditd_id is not None:
+            self.client.delete_study(self.banditd_id)
+
+    def set_study_user_attr(self, study_id: int, key: str, value: Any) -> None:
+        self._check_study(study_id)
+        with self._lock:
+            self._study_user_attrs[key] = value
+            bid = self.banditd_id
+        if bid is not None:
+            self._patch_attr("studies", bid, "metadata", key, value)
+
+    def set_study_system_attr(self, study_id: int, key: str, value: Any) -> None:
+        self._check_study(study_id)
+        with self._lock:
+            self._study_system_attrs[key] = value
+
+    def get_study_id_from_name(self, study_name: str) -> int:
+        if study_name != self.name:
+            raise KeyError("no study named %r in this banditd storage (it holds %r)" % (study_name, self.name))
+        return STUDY_ID
+
+    def get_study_name_from_id(self, study_id: int) -> str:
+        self._check_study(study_id)
+        return self.name
+
+    def get_study_directions(self, study_id: int) -> List[StudyDirection]:
+        self._check_study(study_id)
+        return [self.direction]
+
+    def get_study_user_attrs(self, study_id: int) -> Dict[str, Any]:
+        self._check_study(study_id)
+        out: Dict[str, Any] = {}
+        if self.banditd_id is not None and self._patch["studies"]:
+            out.update(self.client.get_study(self.banditd_id).get("metadata") or {})
+        with self._lock:
+            out.update(self._study_user_attrs)
+        return out
+
+    def get_study_system_attrs(self, study_id: int) -> Dict[str, Any]:
+        self._check_study(study_id)
+        with self._lock:
+            return dict(self._study_system_attrs)
+
+    def get_all_studies(self) -> List[FrozenStudy]:
+        return [FrozenStudy(self.name, None, self.get_study_user_attrs(STUDY_ID),
+                                         self.get_study_system_attrs(STUDY_ID), STUDY_ID,
+                                         directions=[self.direction])]
+
+    # ---- trial numbers ----
+
+    def _number(self, trial_id: int) -> int:
+        """The trial's position in the study's id order."""
+        with self._lock:
+            if trial_id not in self._numbers:
+                self._sync()
+            if trial_id not in self._numbers:
+                raise KeyError("trial %d is not in banditd study %d" % (trial_id, self._bid()))
+            return self._numbers[trial_id]
+
+    def _sync(self) -> None:
+        """Numbers the trials newer than the last one known (ids only grow, and
+        trials are never removed, so the numbering only grows). Under _lock."""
+        bid = self._bid()
+        while True:
+            after = self._ids[-1] if self._ids else 0
+            page = self.client.request("GET", "/v1/studies/%d/trials" % bid, query={"after": after, "limit": _PAGE})
+            self._remember([int(t["id"]) for t in page["trials"]])
+            if page.get("next_after") is None or not page["trials"]:
+                return
+
+    def _remember(self, ids: List[int]) -> None:
+        for i in ids:
+            if i not in self._numbers and (not self._ids or i > self._ids[-1]):
+                self._numbers[i] = len(self._ids)
+                self._ids.append(i)
+
+    def get_trial_id_from_study_id_trial_number(self, study_id: int, trial_number: int) -> int:
+        self._check_study(study_id)
+        with self._lock:
+            if self.banditd_id is not None and trial_number >= len(self._ids):
+                self._sync()
+            if 0 <= trial_number < len(self._ids):
+                return self._ids[trial_number]
+        raise KeyError("no trial number %d in study %r" % (trial_number, self.name))
+
+    # ---- creating trials ----
+
+    def create_new_trial(self, study_id: int, template_trial: Optional[FrozenTrial] = None) -> int:
+        self._check_study(study_id)
+        if template_trial is not None:
+            return self._add(template_trial)
+        if self.banditd_id is None and self.space is not None:
+            self.create(self.space)
+        bid = self._bid()
+        worker = "%s/%s" % (self.worker, threading.current_thread().name)
+        while True:
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                raise StudyDone("optimize()'s timeout passed while banditd had no trial to hand out")
+            answer = self.client.suggest(bid, worker=worker)
+            trials = answer.get("trials") or []
+            if trials:
+                break
+            if answer.get("done"):
+                raise StudyDone("banditd study %d is done (its scheduler finished or a limit was reached)" % bid)
+            nap = min(max(float(answer.get("retry_after_ms") or 500), 1.0) / 1000.0, MAX_RETRY_SLEEP)
+            if self.deadline is not None:
+                nap = min(nap, max(0.0, self.deadline - time.monotonic()))
+            time.sleep(nap)
+        for extra in trials[1:]:  # suggest without count answers one; never leave one running
+            self.client.fail(int(extra["id"]), reason="not run: the Optuna bridge asked for one trial")
+        t = trials[0]
+        params, dists = self._params(t.get("config") or {})
+        run = _Run(t, self._number(int(t["id"])), params, dists)
+        run.heartbeat = _Heartbeat(self.client, run.id, max(0.05, self._lease / 3.0))
+        run.heartbeat.start()
+        with self._lock:
+            self._runs[run.id] = run
+        return run.id
+
+    def _params(self, config: Dict[str, Any]):
+        params, dists = {}, {}
+        space = self.space or {}
+        for name, value in config.items():
+            dist = space.get(name)
+            if dist is None:
+                continue  # not a parameter of this space (the daemon's study differs): not shown to Optuna
+            params[name] = value_from_banditd(dist, value)
+            dists[name] = dist
+        return params, dists
+
+    def _add(self, template: FrozenTrial) -> int:
+        """enqueue_trial (a WAITING template: {"config"}) or add_trial (a COMPLETE
+        one: {"config", "value"}) through POST /v1/studies/{id}/trials."""
+        if self.banditd_id is None and self.space is not None:
+            self.create(self.space)
+        bid = self._bid()
+        if template.state == TrialState.WAITING:
+            body = {"config": dict(template.system_attrs.get("fixed_params") or template.params)}
+        elif template.state == TrialState.COMPLETE:
+            body = {"config": dict(template.params), "value": template.value}
+        else:
+            raise ValueError("banditd takes added trials that are WAITING (enqueue_trial) or COMPLETE "
+                             "(add_trial), not %s" % template.state.name)
+        try:
+            answer = self.client.request("POST", "/v1/studies/%d/trials" % bid, body)
+        except BanditdError as e:
+            if e.status in (404, 405):
+                raise NotImplementedError("this banditd does not take added or enqueued trials (POST "
+                                          "/v1/studies/{id}/trials answered %d)" % e.status) from e
+            raise
+        trial = answer.get("trial", answer) if isinstance(answer, dict) else {}
+        trial_id = int(trial["id"])
+        for key, value in template.user_attrs.items():
+            with self._lock:
+                self._trial_user_attrs.setdefault(trial_id, {})[key] = value
+            self._patch_attr("trials", trial_id, "user_attrs", key, value)
+        return trial_id
+
+    def set_trial_param(self, trial_id: int, param_name: str, param_value_internal: float,
+                        distribution: BaseDistribution) -> None:
+        # Trial._suggest calls this only for a name missing from the trial's
+        # params: banditd decided no value for it (see BanditdSampler).
+        self._running(trial_id)
+        raise ValueError("parameter %r is not in banditd study %r's search space (%s); give every parameter "
+                         "in search_space=" % (param_name, self.name, ", ".join(sorted(self.space or {}))))
+
+    # ---- running trials ----
+
+    def _running(self, trial_id: int) -> _Run:
+        with self._lock:
+            run = self._runs.get(trial_id)
+        if run is not None:
+            return run
+        frozen = self.get_trial(trial_id)  # KeyError when unknown
+        if not frozen.state.is_finished():
+            raise RuntimeError("Trial#%d is not run by this process (banditd hands each trial to one worker): "
+                               "only the process that asked for it reports it" % frozen.number)
+        raise RuntimeError("Trial#%d has already finished and can not be updated." % frozen.number)
+
+    def banditd_trial(self, trial_id: int) -> Dict[str, Any]:
+        """The trial as banditd describes it (a copy)."""
+        with self._lock:
+            run = self._runs.get(trial_id)
+        if run is not None:
+            return dict(run.trial)
+        t = self.client.get_trial(int(trial_id))
+        if t.get("study_id") != self.banditd_id:
+            raise KeyError("trial %r is not in banditd study %r" % (trial_id, self.banditd_id))
+        return t
+
+    def should_stop(self, trial_id: int) -> bool:
+        """BanditdPruner's answer: banditd stopped the trial (or no longer runs it),
+        or, with a resource, the last reported step reached the trial's budget."""
+        with self._lock:
+            run = self._runs.get(trial_id)
+        if run is None:
+            return False
+        if run.ended is not None:
+            return True
+        return self.budget_stop and bool(run.intermediate) and self._at_budget(run)
+
+    def _at_budget(self, run: _Run) -> bool:
+        return max(run.intermediate) + self.step_offset >= run.budget - 1e-9
+
+    def note_failure(self, trial_id: int, reason: str) -> None:
+        """The objective's exception, sent as the fail reason when Optuna tells FAIL."""
+        with self._lock:
+            run = self._runs.get(trial_id)
+        if run is not None:
+            run.fail_reason = reason
+
+    def set_trial_intermediate_value(self, trial_id: int, step: int, intermediate_value: float) -> None:
+        run = self._running(trial_id)
+        run.intermediate[step] = intermediate_value
+        if run.ended is not None:
+            return  # banditd no longer runs it: the value stays in this process
+        elapsed = time.monotonic() - run.clock
+        v = float(intermediate_value)
+        if not math.isfinite(v):
+            # banditd's convention for a diverged run: complete it with value null (the worst loss).
+            reason = _cut("diverged: value %r at step %s" % (v, step))
+            self._final(run, lambda: self.client.complete(run.id, value=None, reason=reason,
+                                                          elapsed_seconds=elapsed))
+            run.ended = "diverged"
+            return
+        try:
+            answer = self.client.measure(run.id, step + self.step_offset, v, elapsed_seconds=elapsed)
+        except BanditdError as e:
+            if e.status not in (404, 409):
+                raise
+            log.warning("trial %d: banditd no longer runs it: %s", run.id, e)
+            run.ended = "lost"
+            return
+        if answer.get("action") == "stop":
+            run.ended = "stopped"
+            run.system_attrs["banditd_reason"] = answer.get("reason") or "stopped by the scheduler"
+
+    def set_trial_state_values(self, trial_id: int, state: TrialState,
+                               values: Optional[Sequence[float]] = None) -> bool:
+        with self._lock:
+            run = self._runs.get(trial_id)
+        if state == TrialState.RUNNING:
+            # Running already, or a WAITING (enqueued) trial: banditd hands those out
+            # through suggest, never to a claim.
+            return False
+        if run is None:
+            self._running(trial_id)  # raises: unknown or finished
+        elapsed = time.monotonic() - run.clock
+        try:
+            if run.ended is not None:
+                pass  # stopped, diverged or lost on banditd: nothing more to send
+            elif state == TrialState.COMPLETE:
+                v = float(values[0]) if values else float("nan")
+                if math.isfinite(v):
+                    self._final(run, lambda: self.client.complete(run.id, value=v, elapsed_seconds=elapsed))
+                else:
+                    self._final(run, lambda: self.client.complete(
+                        run.id, value=None, reason="the objective returned %r" % v, elapsed_seconds=elapsed))
+            elif state == TrialState.PRUNED and self.budget_stop and run.intermediate and self._at_budget(run):
+                # The budget banditd gave is used up: the last value is the result at that budget.
+                last = run.intermediate[max(run.intermediate)]
+                self._final(run, lambda: self.client.complete(run.id, value=last, elapsed_seconds=elapsed))
+            elif state == TrialState.PRUNED:
+                self._final(run, lambda: self.client.fail(run.id, reason=PRUNED_REASON))
+            elif state == TrialState.FAIL:
+                reason = _cut(run.fail_reason or "the Optuna objective failed")
+                self._final(run, lambda: self.client.fail(run.id, reason=reason))
+            else:
+                raise ValueError("cannot end a trial as %s" % state.name)
+        finally:
+            if run.heartbeat is not None:
+                run.heartbeat.halt.set()
+                run.heartbeat.join(1.0)
+            with self._lock:
+                self._runs.pop(trial_id, None)
+                if run.user_attrs:
+                    self._trial_user_attrs.setdefault(trial_id, {}).update(run.user_attrs)
+                own = {k: v for k, v in run.system_attrs.items() if not k.startswith("banditd_")}
+                if own:
+                    self._trial_system_attrs[trial_id] = own
+        return True
+
+    def _final(self, run: _Run, send) -> None:
+        """Sends a trial's last report; a trial banditd no longer runs (409: its
+        lease ran out) is left as banditd has it."""
+        try:
+            send()
+        except BanditdError as e:
+            if e.status not in (404, 409):
+                raise
+            log.warning("trial %d: banditd refused the final report: %s", run.id, e)
+
+    def set_trial_user_attr(self, trial_id: int, key: str, value: Any) -> None:
+        self._running(trial_id).user_attrs[key] = value
+        self._patch_attr("trials", trial_id, "user_attrs", key, value)
+
+    def set_trial_system_attr(self, trial_id: int, key: str, value: Any) -> None:
+        self._running(trial_id).system_attrs[key] = value
+
+    # ---- reading trials ----
+
+    def _frozen_run(self, run: _Run) -> FrozenTrial:
+        return FrozenTrial(number=run.number, state=TrialState.RUNNING, value=None, datetime_start=run.started,
+                           datetime_complete=None, params=dict(run.params), distributions=dict(run.distributions),
+                           user_attrs=dict(run.user_attrs), system_attrs=dict(run.system_attrs),
+                           intermediate_values=dict(run.intermediate), trial_id=run.id)
+
+    def _frozen(self, t: Dict[str, Any], number: int) -> FrozenTrial:
+        """A banditd trial (with its measurements) as Optuna sees it."""
+        tid = int(t["id"])
+        reason = t.get("reason") or ""
+        state = _STATES.get(t.get("state"), TrialState.WAITING)
+        if state == TrialState.FAIL and t.get("state") == "failed" and reason == PRUNED_REASON:
+            state = TrialState.PRUNED
+        intermediate = {}
+        for m in sorted(t.get("measurements") or [], key=lambda m: m["step"]):
+            intermediate[_step_key(m["step"] - self.step_offset)] = float(m["value"])
+        value: Optional[float] = None
+        if state == TrialState.COMPLETE:
+            value = t.get("value")
+            if value is None:  # diverged: the worst value in the study's direction
+                value = math.inf if self.direction == StudyDirection.MINIMIZE else -math.inf
+        elif state == TrialState.PRUNED and intermediate:
+            value = intermediate[max(intermediate)]  # as Optuna records a pruned trial
+        params, dists = self._params(t.get("config") or {})
+        with self._lock:
+            user_attrs = dict(t.get("user_attrs") or {})
+            user_attrs.update(self._trial_user_attrs.get(tid, {}))
+            system_attrs = _banditd_attrs(t)
+            system_attrs.update(self._trial_system_attrs.get(tid, {}))
+        return FrozenTrial(number=number, state=state, value=value,
+                           datetime_start=_when(t.get("created_at")) if state != TrialState.WAITING else None,
+                           datetime_complete=_when(t.get("finished_at")) if state.is_finished() else None,
+                           params=params, distributions=dists, user_attrs=user_attrs, system_attrs=system_attrs,
+                           intermediate_values=intermediate, trial_id=tid)
+
+    def get_trial(self, trial_id: int) -> FrozenTrial:
+        with self._lock:
+            run = self._runs.get(trial_id)
+        if run is not None:
+            return self._frozen_run(run)
+        if self.banditd_id is None:
+            raise KeyError("no trial %r: the banditd study does not exist yet" % (trial_id,))
+        try:
+            t = self.client.get_trial(int(trial_id))
+        except BanditdError as e:
+            if e.status == 404:
+                raise KeyError("no trial %r in banditd study %d" % (trial_id, self.banditd_id)) from e
+            raise
+        if t.get("study_id") != self.banditd_id:
+            raise KeyError("trial %r is not in banditd study %d" % (trial_id, self.banditd_id))
+        return self._frozen(t, self._number(int(trial_id)))
+
+    def get_all_trials(self, study_id: int, deepcopy: bool = True,
+                       states: Optional[Container[TrialState]] = None) -> List[FrozenTrial]:
+        self._check_study(study_id)
+        # Study.ask() looks for WAITING trials to claim before each new one; banditd
+        # hands enqueued trials out through suggest instead, so there are none to claim.
+        if self.banditd_id is None or _only_waiting(states):
+            return []
+        ids, out = [], []
+        for t in self.client.list_trials(self.banditd_id, limit=_PAGE, measurements=True):
+            ids.append(int(t["id"]))
+            with self._lock:
+                run = self._runs.get(ids[-1])
+            frozen = self._frozen_run(run) if run is not None else self._frozen(t, len(ids) - 1)
+            if states is None or frozen.state in states:
+                out.append(frozen)
+        with self._lock:
+            self._remember(ids)
+        return out
+
+    def get_best_trial(self, study_id: int) -> FrozenTrial:
+        """banditd's incumbent (the best completed trial, ties to the first
+        completed), so Optuna's best_trial is the trial banditd names."""
+        self._check_study(study_id)
+        if self.banditd_id is None:
+            raise ValueError("No trials are completed yet.")
+        incumbent = self.client.get_study(self.banditd_id).get("incumbent")
+        if not incumbent:
+            raise ValueError("No trials are completed yet.")
+        return self.get_trial(int(incumbent["trial_id"]))
+
+    def remove_session(self) -> None:
+        # Optuna calls this at the end of each optimize thread's work: close that
+        # thread's kept-alive connection (the Client keeps one per thread).
+        self.client.close_thread()

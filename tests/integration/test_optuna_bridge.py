@@ -1,0 +1,401 @@
+"""banditd.optuna (clients/python/banditd/optuna*.py) against a real banditd,
+with Optuna's pruning example: clients/examples/optuna_pruning.py's objective
+(an SGDClassifier trained epoch by epoch with partial_fit on the bundled
+digits, trial.report / trial.should_prune), the same text as on plain Optuna
+(optuna_pruning_plain.py; only the imports and the create_study line differ).
+
+For hyperband, asha, tpe and gp_ucb: every Optuna trial is a banditd trial
+with the measurements reported (banditd step = Optuna step + 1); the
+multi-fidelity ones stop each trial exactly at its budget and complete it
+with the value there; study.best_params / best_value / best_trial are
+banditd's incumbent and the best completed value; trials_dataframe() has a
+row per trial. Also: n_jobs=2 (two banditd workers), the space inferred from
+a probe run, bo_bos stops as PRUNED, the objective's own TrialPruned,
+exceptions (propagated, catch=), user attributes, ask/tell, a stepped int,
+enqueue_trial, and the example run as a user runs it."""
+
+import ast
+import difflib
+import importlib.util
+import math
+import os
+import subprocess
+import sys
+import unittest
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.environ.get("BD_SOURCE_DIR") or os.path.join(HERE, "..", "..")
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(SOURCE, "clients", "python"))
+import bdtest  # noqa: E402
+from banditd import BanditdError, Client  # noqa: E402
+
+try:
+    import warnings
+
+    import numpy as np
+    import optuna
+    import sklearn.datasets
+    import sklearn.linear_model
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+    from optuna.trial import TrialState
+
+    import banditd.optuna
+    from banditd.optuna_space import to_parameters
+    HAVE_OPTUNA = True
+except ImportError:
+    HAVE_OPTUNA = False
+
+EXAMPLES = os.path.join(SOURCE, "clients", "examples")
+
+
+def load_example(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(EXAMPLES, name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+if HAVE_OPTUNA:
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # the failure cases log tracebacks
+    objective = load_example("optuna_pruning").objective  # the example's own, unchanged
+    SPACE = {"alpha": FloatDistribution(1e-6, 1e-1, log=True), "eta0": FloatDistribution(1e-4, 1.0, log=True),
+             "loss": CategoricalDistribution(["hinge", "log_loss", "modified_huber"])}
+    EPOCHS = 27  # the example's loop: for step in range(27)
+
+
+def quick(trial):
+    """A cheap objective with a pruning loop, for the failure cases."""
+    x = trial.suggest_float("x", 0.0, 1.0)
+    for step in range(3):
+        trial.report((x - 0.3) ** 2 + 1.0 / (step + 1), step)
+        if trial.should_prune():
+            raise optuna.TrialPruned()
+    return (x - 0.3) ** 2
+
+
+@unittest.skipUnless(HAVE_OPTUNA, "python3-optuna or python3-sklearn is missing (docker/install-deps.sh --test)")
+class OptunaBridge(bdtest.DaemonTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = bdtest.Daemon(lease_seconds=60)
+        cls.url = "http://127.0.0.1:%d" % cls.d.port
+        cls.c = Client(cls.url, cls.d.token, timeout=30)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.d.cleanup()
+
+    def create(self, scheduler, **kwargs):
+        kwargs.setdefault("direction", "maximize")
+        kwargs.setdefault("search_space", SPACE)
+        return banditd.optuna.create_study(url=self.url, token=self.d.token, study_name=bdtest.unique_name("opt"),
+                                           scheduler=scheduler, seed=11, **kwargs)
+
+    def check(self, study, multi_fidelity):
+        """The Optuna view against banditd's; returns banditd's trials."""
+        self.assertIsInstance(study, optuna.Study)
+        bid = study.banditd_id
+        trials = list(self.c.list_trials(bid, measurements=True))
+        seen = study.trials
+        self.assertEqual([t._trial_id for t in seen], [t["id"] for t in trials])
+        self.assertEqual([t.number for t in seen], list(range(len(trials))))
+        self.assertGreater(len(trials), 3)
+        for t, o in zip(trials, seen):
+            what = "trial %d: %r" % (t["id"], t)
+            self.assertEqual(o.params, t["config"], what)
+            self.assertEqual(o.state, TrialState.COMPLETE, what)
+            self.assertEqual(t["state"], "completed", what)
+            steps = [m["step"] for m in t["measurements"]]
+            # One measurement per epoch, banditd's step = epochs done = Optuna's step + 1.
+            self.assertEqual(steps, list(range(1, len(steps) + 1)), what)
+            self.assertEqual(o.intermediate_values, {m["step"] - 1: m["value"] for m in t["measurements"]}, what)
+            # The budget banditd gave is where the loop stopped (or the loop's own end).
+            self.assertEqual(len(steps), min(int(t["budget"]), EPOCHS) if multi_fidelity else EPOCHS, what)
+            self.assertEqual(t["value"], t["measurements"][-1]["value"], what)
+            self.assertEqual(o.value, t["value"], what)
+            self.assertEqual(o.system_attrs["banditd_budget"], t["budget"], what)
+        doc = self.c.get_study(bid)
+        inc = doc["incumbent"]
+        self.assertEqual(study.best_params, inc["config"])
+        self.assertEqual(study.best_value, inc["value"])
+        self.assertEqual(study.best_trial._trial_id, inc["trial_id"])
+        self.assertEqual(study.best_value, max(t.value for t in seen))
+        df = study.trials_dataframe()
+        self.assertEqual(len(df), len(trials))
+        self.assertEqual(list(df["number"]), list(range(len(trials))))
+        self.assertEqual(list(df["params_alpha"]), [t["config"]["alpha"] for t in trials])
+        self.assertEqual(list(df["value"]), [t["value"] for t in trials])
+        self.assertEqual(set(df["state"]), {"COMPLETE"})
+        self.assertEqual(list(df["system_attrs_banditd_budget"]), [t["budget"] for t in trials])
+        return trials, doc
+
+    def test_hyperband_until_done(self):
+        study = self.create({"name": "hyperband", "options": {"eta": 3}},
+                            resource={"name": "epochs", "min": 1, "max": 9, "integer": True})
+        study.optimize(objective)  # no n_trials: until banditd says done
+        trials, doc = self.check(study, multi_fidelity=True)
+        self.assertTrue(doc["done"], doc["trials"])
+        self.assertEqual(sorted({t["budget"] for t in trials}), [1, 3, 9])
+        # A promotion is a new trial of the same config at a larger budget (retrained from scratch).
+        promoted = [t for t in trials if t["resume_from"]]
+        self.assertTrue(promoted)
+        self.assertEqual(doc["objective"]["goal"], "maximize")
+
+    def test_hyperband_two_jobs_wait_for_rungs(self):
+        """Two threads on synchronous brackets: a thread that suggest tells to
+        wait (retry_after_ms) waits in ask(); both end when the study is done."""
+        study = self.create({"name": "hyperband", "options": {"eta": 3}},
+                            resource={"name": "epochs", "min": 1, "max": 3, "integer": True})
+        study.optimize(objective, n_jobs=2)
+        trials, doc = self.check(study, multi_fidelity=True)
+        self.assertTrue(doc["done"], doc["trials"])
+        self.assertEqual(sorted({t["budget"] for t in trials}), [1, 3])
+
+    def test_timeout_and_heartbeat(self):
+        """optimize(timeout=) starts no trial after it; a trial longer than its
+        lease completes, its lease renewed by the bridge's heartbeat."""
+        import time
+        study = self.create("random", direction="minimize", search_space={"x": FloatDistribution(0.0, 1.0)},
+                            lease_seconds=0.5)
+
+        def slow(trial):
+            time.sleep(1.2)  # more than two leases, without a report
+            return trial.suggest_float("x", 0.0, 1.0)
+
+        started = time.monotonic()
+        study.optimize(slow, timeout=2.0, n_jobs=2)
+        self.assertLess(time.monotonic() - started, 6.0)
+        trials = list(self.c.list_trials(study.banditd_id))
+        self.assertTrue(2 <= len(trials) <= 6, trials)
+        self.assertEqual({t["state"] for t in trials}, {"completed"}, "no lease ran out")
+        self.assertEqual([t.state for t in study.trials], [TrialState.COMPLETE] * len(trials))
+
+    def test_asha_two_jobs(self):
+        study = self.create({"name": "asha", "options": {"eta": 3, "max_trials": 24}},
+                            resource={"name": "epochs", "min": 1, "max": 9, "integer": True})
+        study.optimize(objective, n_jobs=2)
+        trials, doc = self.check(study, multi_fidelity=True)
+        self.assertEqual(len(trials), 24)
+        self.assertTrue(doc["done"])
+        self.assertEqual(len({t["worker"] for t in trials}), 2, "two threads, two banditd workers")
+        self.assertGreater(max(t["budget"] for t in trials), 1, "ASHA promoted configs")
+
+    def test_tpe_space_from_a_probe(self):
+        study = self.create({"name": "tpe", "options": {"max_trials": 12, "n_startup_trials": 5}},
+                            search_space=None)
+        self.assertIsNone(study.banditd_id, "created by the first optimize()")
+        study.optimize(objective, n_trials=30)
+        self.assertEqual(self.c.get_study(study.banditd_id)["parameters"], to_parameters(SPACE))
+        trials, doc = self.check(study, multi_fidelity=False)
+        self.assertEqual(len(trials), 12, "max_trials ends the study before n_trials")
+
+    def test_gp_ucb_n_trials(self):
+        study = self.create({"name": "gp_ucb", "options": {"n_init": 4}})
+        study.optimize(objective, n_trials=7, n_jobs=2)
+        trials, doc = self.check(study, multi_fidelity=False)
+        self.assertEqual(len(trials), 7)
+        self.assertFalse(doc["done"])
+
+    def test_bo_bos_stops_are_pruned(self):
+        """A scheduler that stops trials on a measurement: should_prune() is
+        true after the stop, and the trial reads back PRUNED (banditd: stopped)."""
+        digits = sklearn.datasets.load_digits()
+        x, y = digits.data / 16.0, digits.target
+        order = np.random.RandomState(0).permutation(len(x))
+        x, y = x[order], y[order]
+
+        def error(trial):  # the same pattern, minimizing the validation error
+            clf = sklearn.linear_model.SGDClassifier(
+                alpha=trial.suggest_float("alpha", 1e-6, 1e-1, log=True),
+                eta0=trial.suggest_float("eta0", 1e-5, 1.0, log=True),
+                loss=trial.suggest_categorical("loss", ["hinge", "log_loss", "modified_huber"]),
+                learning_rate="constant", random_state=trial.number)
+            for step in range(20):
+                clf.partial_fit(x[:1200], y[:1200], classes=np.unique(y))
+                trial.report(1.0 - clf.score(x[1200:], y[1200:]), step)
+                if trial.should_prune():
+                    raise optuna.TrialPruned()
+            return 1.0 - clf.score(x[1200:], y[1200:])
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            study = self.create({"name": "bo_bos", "options": {"max_trials": 16, "n_init": 4, "paths": 2000}},
+                                direction="minimize", search_space=None,
+                                resource={"name": "epochs", "min": 1, "max": 20, "integer": True})
+            study.optimize(error, n_jobs=2)
+        trials = list(self.c.list_trials(study.banditd_id, measurements=True))
+        stopped = [t for t in trials if t["state"] == "stopped"]
+        self.assertTrue(stopped, "BO-BOS stopped no trial")
+        pruned = study.get_trials(states=(TrialState.PRUNED,))
+        self.assertEqual(sorted(t._trial_id for t in pruned), sorted(t["id"] for t in stopped))
+        for t in stopped:
+            o = study.trials[[x._trial_id for x in study.trials].index(t["id"])]
+            self.assertLess(len(t["measurements"]), 20, "stopped before its budget")
+            self.assertEqual(o.value, t["measurements"][-1]["value"], "a pruned trial's value is its last")
+            self.assertTrue(o.system_attrs["banditd_reason"])
+        self.assertIn("PRUNED", set(study.trials_dataframe()["state"]))
+        self.assertEqual(study.best_value, min(t.value for t in study.trials if t.state == TrialState.COMPLETE))
+
+    def test_failures_pruning_and_attributes(self):
+        study = self.create("random", direction="minimize", search_space={"x": FloatDistribution(0.0, 1.0)})
+
+        def fn(trial):
+            trial.set_user_attr("seen", trial.number)
+            self.assertEqual(banditd.optuna.banditd_trial(trial)["id"], trial._trial_id)
+            if trial.number == 1:
+                raise ValueError("boom in trial 1")
+            if trial.number == 2:
+                trial.report(0.5, 0)
+                raise optuna.TrialPruned()  # the objective's own decision, banditd did not stop it
+            return quick(trial)
+
+        with self.assertRaisesRegex(ValueError, "boom in trial 1"):
+            study.optimize(fn, n_trials=5)
+        study.optimize(fn, n_trials=4, catch=(ValueError,))
+        study.set_user_attr("owner", "test")
+        trials = list(self.c.list_trials(study.banditd_id))
+        states = [t.state for t in study.trials]
+        self.assertEqual(states, [TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED, TrialState.COMPLETE,
+                                  TrialState.COMPLETE, TrialState.COMPLETE])
+        self.assertEqual([t["state"] for t in trials], ["completed", "failed", "failed", "completed", "completed",
+                                                          "completed"])
+        self.assertEqual(trials[1]["reason"], "ValueError: boom in trial 1")
+        self.assertEqual(trials[2]["reason"], banditd.optuna.PRUNED_REASON)
+        self.assertEqual(study.trials[2].value, 0.5)
+        self.assertEqual([t.user_attrs for t in study.trials], [{"seen": i} for i in range(6)])
+        self.assertEqual(study.user_attrs, {"owner": "test"})
+        self.assertEqual(set(study.trials_dataframe()["state"]), {"COMPLETE", "FAIL", "PRUNED"})
+        with self.assertRaises(RuntimeError):
+            study._storage.set_trial_user_attr(trials[0]["id"], "late", 1)
+
+        # ask / tell, and a value the daemon cannot store (inf: completed as diverged).
+        trial = study.ask()
+        self.assertEqual(trial.suggest_float("x", 0.0, 1.0), trial.params["x"])
+        study.tell(trial, 0.25)
+        trial = study.ask()
+        study.tell(trial, math.inf)
+        last = list(self.c.list_trials(study.banditd_id))[-2:]
+        self.assertEqual([(t["state"], t["value"]) for t in last], [("completed", 0.25), ("completed", None)])
+        self.assertEqual(study.trials[-1].value, math.inf)
+
+        # A parameter banditd's study lacks is refused, naming it.
+        trial = study.ask()
+        with self.assertRaisesRegex(ValueError, "'y' is not in banditd study"):
+            trial.suggest_float("y", 0.0, 1.0)
+        study.tell(trial, state=TrialState.FAIL)
+
+    def test_stepped_int_and_single_values(self):
+        space = {"n": IntDistribution(2, 10, step=2), "q": FloatDistribution(0.0, 1.0, step=0.25),
+                 "c": CategoricalDistribution([True, False]), "one": IntDistribution(3, 3)}
+        self.assertEqual(to_parameters(space), [
+            {"name": "n", "type": "categorical", "choices": [2, 4, 6, 8, 10]},
+            {"name": "q", "type": "categorical", "choices": [0.0, 0.25, 0.5, 0.75, 1.0]},
+            {"name": "c", "type": "categorical", "choices": [True, False]},
+            {"name": "one", "type": "categorical", "choices": [3]}])
+        with self.assertRaisesRegex(ValueError, "not None"):
+            to_parameters({"c": CategoricalDistribution([None, "a"])})
+        study = self.create({"name": "random", "options": {"max_trials": 6}}, direction="minimize",
+                            search_space=space)
+        got = []
+
+        def fn(trial):
+            n = trial.suggest_int("n", 2, 10, step=2)
+            q = trial.suggest_float("q", 0.0, 1.0, step=0.25)
+            c = trial.suggest_categorical("c", [True, False])
+            one = trial.suggest_int("one", 3, 3)
+            got.append((n, q, c, one))
+            return n * q
+
+        study.optimize(fn)
+        self.assertEqual(len(got), 6)
+        for n, q, c, one in got:
+            self.assertIs(type(n), int)
+            self.assertIn(n, (2, 4, 6, 8, 10))
+            self.assertIn(q, (0.0, 0.25, 0.5, 0.75, 1.0))
+            self.assertIs(type(c), bool)
+            self.assertEqual(one, 3)
+        self.assertEqual([tuple(t.params[k] for k in ("n", "q", "c", "one")) for t in study.trials], got)
+
+    def test_enqueue_trial(self):
+        study = self.create("random", direction="minimize", search_space={"x": FloatDistribution(0.0, 1.0)})
+        st, _, _ = self.d.request("POST", "/v1/studies/%d/trials" % study.banditd_id, {"config": {"x": 0.5}})
+        if st == 405:  # the daemon has no such route yet: the bridge says so
+            with self.assertRaisesRegex(NotImplementedError, "POST /v1/studies/{id}/trials"):
+                study.enqueue_trial({"x": 0.125})
+            return
+        study.enqueue_trial({"x": 0.125})
+        study.optimize(quick, n_trials=3)
+        self.assertIn(0.125, [t.params.get("x") for t in study.trials])
+
+    def test_load_if_exists_and_duplicates(self):
+        name = bdtest.unique_name("dup")
+        kwargs = dict(url=self.url, token=self.d.token, study_name=name, scheduler="random",
+                      search_space={"x": FloatDistribution(0.0, 1.0)})
+        first = banditd.optuna.create_study(**kwargs)
+        with self.assertRaises(optuna.exceptions.DuplicatedStudyError):
+            banditd.optuna.create_study(**kwargs)
+        again = banditd.optuna.create_study(load_if_exists=True, **kwargs)
+        self.assertEqual(again.banditd_id, first.banditd_id)
+        with self.assertRaises(BanditdError):
+            banditd.optuna.create_study(url=self.url, token="bdt_wrong", study_name=bdtest.unique_name("x"),
+                                        scheduler="random", search_space={"x": FloatDistribution(0.0, 1.0)})
+
+    def test_example_as_a_user_runs_it(self):
+        plain = os.path.join(EXAMPLES, "optuna_pruning_plain.py")
+        ours = os.path.join(EXAMPLES, "optuna_pruning.py")
+        self.assertEqual(changed_lines(plain, ours), {"docstring", "import", "create_study"})
+        token = os.path.join(self.d.tmpdir, "example-token")
+        with open(token, "w") as f:
+            f.write(self.d.token)
+        env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE, "clients", "python"), PYTHONDONTWRITEBYTECODE="1")
+        got = subprocess.run(["/usr/bin/python3", ours, self.url, token], capture_output=True, text=True, env=env,
+                             cwd=self.d.tmpdir, timeout=240)
+        self.assertEqual(got.returncode, 0, got.stderr[-3000:])
+        (study,) = self.c.list_studies(name="optuna-pruning")
+        study = self.c.get_study(study["id"])
+        self.assertTrue(study["done"], study["trials"])
+        self.assertEqual(study["trials"]["total"], study["trials"]["completed"])
+        inc = study["incumbent"]
+        self.assertEqual(got.stdout.strip().splitlines()[-1],
+                         "best accuracy %.4f with %s" % (inc["value"], inc["config"]))
+
+
+def changed_lines(a_path, b_path):
+    """What kind of statement each line that differs between the two files
+    belongs to (docstring, import, create_study, other)."""
+    kinds = set()
+    files = []
+    for path in (a_path, b_path):
+        with open(path) as f:
+            text = f.read()
+        where = {}
+        for node in ast.walk(ast.parse(text)):
+            kind = None
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and node.lineno == 1:
+                kind = "docstring"
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                kind = "import"
+            elif (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                  and getattr(node.value.func, "attr", None) == "create_study"):
+                kind = "create_study"
+            if kind:
+                for line in range(node.lineno, node.end_lineno + 1):
+                    where[line] = kind
+        files.append((text.splitlines(), where))
+    (a, wa), (b, wb) = files
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        for i in range(i1, i2):
+            kinds.add(wa.get(i + 1, "other") if a[i].strip() else "blank")
+        for j in range(j1, j2):
+            kinds.add(wb.get(j + 1, "other") if b[j].strip() else "blank")
+    kinds.discard("blank")
+    return kinds
+
+
+if __name__ == "__main__":
+    unittest.main()
