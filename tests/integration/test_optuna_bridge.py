@@ -319,16 +319,18 @@ class OptunaBridge(bdtest.DaemonTestCase):
             self.assertEqual(one, 3)
         self.assertEqual([tuple(t.params[k] for k in ("n", "q", "c", "one")) for t in study.trials], got)
 
-    def test_enqueue_trial(self):
-        study = self.create("random", direction="minimize", search_space={"x": FloatDistribution(0.0, 1.0)})
-        st, _, _ = self.d.request("POST", "/v1/studies/%d/trials" % study.banditd_id, {"config": {"x": 0.5}})
-        if st == 405:  # the daemon has no such route yet: the bridge says so
-            with self.assertRaisesRegex(NotImplementedError, "POST /v1/studies/{id}/trials"):
-                study.enqueue_trial({"x": 0.125})
-            return
+    def test_enqueue_trial_and_add_trial(self):
+        study = self.create("tpe", direction="minimize", search_space={"x": FloatDistribution(0.0, 1.0)})
+        study.add_trial(optuna.trial.create_trial(params={"x": 0.3}, distributions={"x": FloatDistribution(0.0, 1.0)},
+                                                  value=0.0))
         study.enqueue_trial({"x": 0.125})
+        study.enqueue_trial({"x": 0.875})
         study.optimize(quick, n_trials=3)
-        self.assertIn(0.125, [t.params.get("x") for t in study.trials])
+        xs = [t.params.get("x") for t in study.trials]
+        self.assertEqual(xs[:3], [0.3, 0.125, 0.875], "the warm start first, then the enqueued ones in order")
+        self.assertEqual(study.best_params, {"x": 0.3}, "the added trial (value 0) is the best")
+        trials = bdtest.list_all_trials(self.d, study.banditd_id)
+        self.assertEqual([t["origin"] for t in trials[:3]], ["warm_start", "enqueued", "enqueued"])
 
     def test_load_if_exists_and_duplicates(self):
         name = bdtest.unique_name("dup")

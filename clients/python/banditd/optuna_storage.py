@@ -344,8 +344,13 @@ class BanditdStorage(optuna.storages.BaseStorage):
                 raise NotImplementedError("this banditd does not take added or enqueued trials (POST "
                                           "/v1/studies/{id}/trials answered %d)" % e.status) from e
             raise
-        trial = answer.get("trial", answer) if isinstance(answer, dict) else {}
-        trial_id = int(trial["id"])
+        if template.state == TrialState.WAITING:
+            # banditd queues the config ({"state": "enqueued", "position"}); it becomes a trial,
+            # with an id, only when a suggest hands it out, so Optuna's enqueue_trial (which
+            # ignores the id) gets a placeholder that names no trial. User attributes of an
+            # enqueued template stay in this process.
+            return -int(answer["position"])
+        trial_id = int(answer["id"])
         for key, value in template.user_attrs.items():
             with self._lock:
                 self._trial_user_attrs.setdefault(trial_id, {})[key] = value
