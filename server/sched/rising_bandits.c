@@ -193,6 +193,8 @@ typedef struct rising {
     arm *arms;             /* K of them; never reallocated (models borrow &arms[k].def) */
     size_t K, alive;
     int inner, strict, cost_aware, halve, tail;
+    int ei;              /* option allocation "ei": pulls go to the arm whose next pull is expected to
+                            raise the study's best most, not round robin (see arm_ei) */
     long long n_init, window, T, tail_k, max_retries;
     long long created;   /* pulls created, all arms */
     long long round;     /* the round being handed out, from 1 */
@@ -300,11 +302,12 @@ static int rb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     static const char *const known[] = {"arm_parameter", "inner",      "n_init",      "window",
                                         "elimination",   "cost_aware", "halve_horizon", "multiplier",
                                         "delta",         "upper_bound", "tail",        "max_retries",
-                                        NULL};
+                                        "allocation",    NULL};
     static const char *const inners[] = {"gp_ucb", "random", NULL};
     static const char *const rules[] = {"non_strict", "strict", NULL};
     static const char *const bounds[] = {"paper", "tail", NULL};
-    const char *inner = NULL, *rule = NULL, *bound = NULL;
+    static const char *const allocations[] = {"rounds", "ei", NULL};
+    const char *inner = NULL, *rule = NULL, *bound = NULL, *alloc = NULL;
     long long n_init = 0, window = 0, tail_k = 0, retries = 0;
     int cost_aware = 0, halve = 0;
     size_t p = 0;
@@ -325,11 +328,14 @@ static int rb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     if (!rc)
         rc = bd_opt_int(def->options, "max_retries", 0, 0, 100, &retries, err);
     if (!rc)
+        rc = bd_opt_string(def->options, "allocation", "rounds", allocations, &alloc, err);
+    if (!rc)
         rc = bd_opt_bool(def->options, "cost_aware", 0, &cost_aware, err);
     if (!rc)
         rc = bd_opt_bool(def->options, "halve_horizon", 0, &halve, err);
-    if (!rc && strcmp(bound, "tail") != 0 && json_object_get(def->options, "tail"))
-        rc = bd_err_set(err, BD_EINVAL, "scheduler.options.tail", "applies to upper_bound \"tail\" only");
+    if (!rc && strcmp(bound, "tail") != 0 && strcmp(alloc, "ei") != 0 && json_object_get(def->options, "tail"))
+        rc = bd_err_set(err, BD_EINVAL, "scheduler.options.tail",
+                        "applies to upper_bound \"tail\" or allocation \"ei\" only");
     if (!rc)
         rc = bd_bo_ucb_read(def->options, &ucb, err);
     if (!rc)
@@ -351,6 +357,7 @@ static int rb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     r->cost_aware = cost_aware;
     r->halve = halve;
     r->tail = strcmp(bound, "tail") == 0;
+    r->ei = strcmp(alloc, "ei") == 0;
     r->tail_k = tail_k;
     r->max_retries = retries;
     r->n_init = n_init;
@@ -376,12 +383,53 @@ static long long counted(const arm *a)
     return a->created - a->retried;
 }
 
+/* Allocation "ei": the expected rise of the study's best reward Y if arm a
+ * is pulled once more, under the tail model of the record-tail bound (a
+ * new reward exceeds x >= y with probability (1/n) exp(-(x - y)/sigma)):
+ *   E[(R - Y)+] = (sigma / n) exp(-(Y - y) / sigma),
+ * sigma at its one-standard-error upper value, n counting the arm's
+ * running pulls too (so parallel workers spread). */
+static double arm_ei(const rising *r, const arm *a, double Y)
+{
+    if (a->n_r < 2)
+        return 0.0;
+    size_t k = (size_t)r->tail_k < a->n_r - 1 ? (size_t)r->tail_k : a->n_r - 1;
+    return bd_rising_tail_ei(a->n_y ? a->y[a->n_y - 1] : 0.0, Y, a->tail_scale, k,
+                             a->n_r + (size_t)a->running);
+}
+
+/* Allocation "ei": each surviving arm first gets window + 1 pulls (as in
+ * the rounds, none can be eliminated before), fewest first; then the arm
+ * of the largest arm_ei, ties to the fewer pulls. */
+static long next_arm_ei(const rising *r)
+{
+    long best = -1;
+    double best_ei = -1, Y = 0;
+    for (size_t k = 0; k < r->K; k++)
+        if (r->arms[k].n_y)
+            Y = fmax(Y, r->arms[k].y[r->arms[k].n_y - 1]);
+    for (size_t k = 0; k < r->K; k++) {
+        const arm *a = &r->arms[k];
+        if (!a->alive)
+            continue;
+        long long n = counted(a);
+        double ei = n <= r->window ? 1e300 / (double)(n + 1) : arm_ei(r, a, Y);
+        if (best < 0 || ei > best_ei || (ei == best_ei && n < counted(&r->arms[best]))) {
+            best = (long)k;
+            best_ei = ei;
+        }
+    }
+    return best;
+}
+
 /* The arm the next pull goes to, or -1 (WAIT or DONE): in the rounds, the
  * first surviving arm not pulled yet in this round; with one arm left, it. */
 static long next_arm(const rising *r)
 {
     if (r->created >= r->T)
         return -1;
+    if (r->ei && r->alive > 1)
+        return next_arm_ei(r);
     for (size_t k = 0; k < r->K; k++)
         if (r->arms[k].alive && (r->alive == 1 || counted(&r->arms[k]) < r->round))
             return (long)k;
@@ -436,7 +484,7 @@ static int rb_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out
     out->extra = json_pack("{s:o, s:I}", "arm", json_deep_copy(a->choice), "pull", (json_int_t)(counted(a) + 1));
     if (a->attempt_next)
         json_object_set_new(out->extra, "retry", json_integer(a->attempt_next));
-    if (r->alive > 1)
+    if (r->alive > 1 && !r->ei)
         json_object_set_new(out->extra, "round", json_integer((json_int_t)r->round));
     return BD_SUGGEST_TRIAL;
 }
@@ -568,6 +616,16 @@ static void update_bound(const rising *r, arm *a)
     }
 }
 
+/* Pulls finished in all (allocation "ei" has no rounds: an elimination is
+ * dated by this count). */
+static long long finished_pulls(const rising *r)
+{
+    long long n = 0;
+    for (size_t k = 0; k < r->K; k++)
+        n += (long long)r->arms[k].n_y;
+    return n;
+}
+
 /* Algorithm 1, lines 10-14, at the end of the current round. */
 static void eliminate(rising *r)
 {
@@ -582,7 +640,7 @@ static void eliminate(rising *r)
     for (size_t k = 0; k < r->K; k++)
         if (r->arms[k].alive && !alive[k]) {
             r->arms[k].alive = 0;
-            r->arms[k].eliminated_round = r->round;
+            r->arms[k].eliminated_round = r->ei ? finished_pulls(r) : r->round;
             r->arms[k].eliminated_by = by[k];
             r->alive--;
         }
@@ -633,8 +691,8 @@ static void on_finished(rising *r, const bd_observe_ctx *ctx, const bd_event *ev
     if (ev->type == BD_EV_COMPLETED) {
         double reward = bd_rising_reward(r->def, ev->loss);
         y = fmax(y, reward);
-        append_reward(a, reward, r->tail ? (size_t)r->tail_k + 1 : 0);
-        if (r->tail)
+        append_reward(a, reward, r->tail || r->ei ? (size_t)r->tail_k + 1 : 0);
+        if (r->tail || r->ei)
             a->tail_scale = bd_rising_tail_scale(a->top, a->n_top, (size_t)r->tail_k);
         if (isfinite(ev->elapsed_seconds)) {
             a->seconds += ev->elapsed_seconds;
@@ -654,6 +712,10 @@ static void on_finished(rising *r, const bd_observe_ctx *ctx, const bd_event *ev
     for (size_t k = 0; k < r->K; k++)
         if (r->arms[k].alive)
             update_bound(r, &r->arms[k]);
+    if (r->ei && r->alive > 1) { /* no rounds: every result may eliminate */
+        eliminate(r);
+        return;
+    }
     end_rounds(r);
 }
 
@@ -703,7 +765,7 @@ static json_t *arm_json(const rising *r, const arm *a)
                           a->alive ? json_null() : json_integer((json_int_t)a->eliminated_round), "eliminated_by",
                           a->alive ? json_null() : json_deep_copy(r->arms[a->eliminated_by].choice), "retries",
                           (json_int_t)a->retried);
-    if (r->tail)
+    if (r->tail || r->ei)
         json_object_set_new(o, "tail_scale", num_or_null(a->tail_scale));
     return o;
 }
@@ -739,7 +801,7 @@ static json_t *incumbent_json(const rising *r, const best_trial *b)
 static int rb_describe(const bd_sched *s, json_t **out)
 {
     const rising *r = (const rising *)s;
-    const char *phase = r->created >= r->T ? "done" : r->alive == 1 ? "last_arm" : "rounds";
+    const char *phase = r->created >= r->T ? "done" : r->alive == 1 ? "last_arm" : r->ei ? "ei" : "rounds";
     json_t *arms = json_array();
     for (size_t k = 0; k < r->K; k++)
         json_array_append_new(arms, arm_json(r, &r->arms[k]));
@@ -749,7 +811,8 @@ static int rb_describe(const bd_sched *s, json_t **out)
                      "cost_aware", r->cost_aware, "arms", arms);
     const best_trial *b = incumbent(r);
     json_object_set_new(*out, "upper_bound", json_string(r->tail ? "tail" : "paper"));
-    if (r->tail)
+    json_object_set_new(*out, "allocation", json_string(r->ei ? "ei" : "rounds"));
+    if (r->tail || r->ei)
         json_object_set_new(*out, "tail", json_integer((json_int_t)r->tail_k));
     json_object_set_new(*out, "max_retries", json_integer((json_int_t)r->max_retries));
     if (b)

@@ -67,6 +67,14 @@ double bd_rising_tail_upper(double y, double sigma, size_t k_used, size_t n, dou
     return fmin(y + rise, 1.0);
 }
 
+double bd_rising_tail_ei(double y, double Y, double sigma, size_t k_used, size_t n)
+{
+    if (!(sigma > 0) || n == 0 || k_used == 0)
+        return 0.0;
+    double s = (1.0 + 1.0 / sqrt((double)k_used)) * sigma;
+    return s / (double)n * exp(-fmax(Y - y, 0.0) / s);
+}
+
 /* The surviving arm other than j with the largest lower bound (ties: the
  * lower index), or n when there is none. */
 static size_t best_other(size_t n, const bd_rising_bound *b, const int *alive, size_t j)

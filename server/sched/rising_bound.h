@@ -50,6 +50,15 @@ double bd_rising_tail_scale(const double *r, size_t n, size_t k);
  * n is 0 (an infinite horizon with sigma > 0 gives 1). */
 double bd_rising_tail_upper(double y, double sigma, size_t k_used, size_t n, double h);
 
+/* The expected rise of a study's best reward Y from one more draw of an
+ * arm whose best is y, under the same tail (a draw exceeds x >= y with
+ * probability (1/n) exp(-(x - y) / s), s = sigma (1 + 1/sqrt(k')) as in
+ * bd_rising_tail_upper): E[(R - Y)+] = (s / n) exp(-(Y - y) / s) for
+ * Y >= y (Y < y is taken as Y = y). 0 when sigma is NAN or not > 0, or n
+ * or k_used is 0. rising_bandits' allocation "ei" pulls the arm where it
+ * is largest. */
+double bd_rising_tail_ei(double y, double Y, double sigma, size_t k_used, size_t n);
+
 /* One arm's bounds on its final reward. */
 typedef struct bd_rising_bound {
     double lower; /* l = y(t) */

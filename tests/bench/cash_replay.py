@@ -67,6 +67,8 @@ ARM_PARAM = "algorithm"
 BANDITD_METHODS = {
     "rb_gp": ("rising_bandits", {}),                        # new-study defaults: inner gp_ucb, window 7, tail bound
     "rb_random": ("rising_bandits", {"inner": "random"}),
+    "rb_gp_ei": ("rising_bandits", {"allocation": "ei"}),
+    "rb_random_ei": ("rising_bandits", {"allocation": "ei", "inner": "random"}),
     # the paper-exact rule (the defaults before 2026-11-25): Inequality 9 alone, a failed pull not retried
     "rb_gp_paper": ("rising_bandits", {"upper_bound": "paper", "max_retries": 0}),
     "rb_random_paper": ("rising_bandits", {"inner": "random", "upper_bound": "paper", "max_retries": 0}),
@@ -89,7 +91,7 @@ JOINT_DROP_40 = ("liblinear_svc.tol", "libsvm_svc.tol", "logistic_regression.tol
                  "extra_trees.min_samples_split", "gradient_boosting.min_samples_split",
                  "random_forest.min_samples_split")
 JOINT_MAX = 100
-RISING = ("rb_gp", "rb_random", "rb_gp_paper", "rb_random_paper", "uniform", "uniform_random")
+RISING = ("rb_gp", "rb_random", "rb_gp_ei", "rb_random_ei", "rb_gp_paper", "rb_random_paper", "uniform", "uniform_random")
 
 
 class Param:

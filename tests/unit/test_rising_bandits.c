@@ -140,6 +140,20 @@ Test(rising_bound, tail_upper_bound_vectors)
     cr_expect_eq(bd_rising_tail_upper(.6, s, 5, 7, INFINITY), 1.0);
 }
 
+/* E[(R - Y)+] = (s / n) exp(-(Y - y) / s), s = (1 + 1/sqrt(k')) sigma. */
+Test(rising_bound, tail_ei_vectors)
+{
+    cr_expect_float_eq(bd_rising_tail_ei(.8, .8, .2, 4, 10), .3 / 10, EPS, "s = 1.5 sigma; the leader: s / n");
+    cr_expect_float_eq(bd_rising_tail_ei(.5, .8, .2, 4, 10), .03 * exp(-1.0), EPS);
+    cr_expect_float_eq(bd_rising_tail_ei(.5, .8, .2, 4, 10), 0.01103638323514327, 1e-15);
+    cr_expect_float_eq(bd_rising_tail_ei(.5, .8, .1, 1, 3), .2 / 3 * exp(-1.5), EPS, "k' = 1: s = 2 sigma");
+    cr_expect_float_eq(bd_rising_tail_ei(.9, .8, .2, 4, 10), .03, EPS, "Y below y counts as y");
+    cr_expect_eq(bd_rising_tail_ei(.5, .8, 0.0, 4, 10), 0.0, "no spread: nothing to expect");
+    cr_expect_eq(bd_rising_tail_ei(.5, .8, NAN, 4, 10), 0.0);
+    cr_expect_eq(bd_rising_tail_ei(.5, .8, .2, 4, 0), 0.0);
+    cr_expect_eq(bd_rising_tail_ei(.5, .8, .2, 0, 10), 0.0);
+}
+
 /* ------------------------------------------------------------- the scheduler */
 
 static const char *const cash3 =
@@ -949,6 +963,45 @@ Test(rising_bandits, expired_and_stopped_pulls_are_offered_again)
     cr_expect_eq(num(d, "round"), 2);
     cr_expect_eq(num(arm_state(d, "b"), "best_reward"), 0.0);
     cr_expect_eq(num(arm_state(d, "b"), "retries"), 1);
+    json_decref(d);
+    hn_close(&h);
+}
+
+/* Allocation "ei": window + 1 pulls each, fewest first; then the arm whose
+ * next pull is expected to raise the best most (bd_rising_tail_ei over its
+ * rewards), no rounds; a result may eliminate at once, dated by the pulls
+ * finished. The sequence below is worked out in the comments from the
+ * table `three` (window 2, so k' = 2, 3, 4, 5 as a's rewards grow). */
+Test(rising_bandits, ei_allocation_pulls_where_the_next_record_is_likeliest)
+{
+    hn h;
+    open_ok(&h, cash3, "{\"inner\": \"random\", \"window\": 2, \"allocation\": \"ei\"}", &accuracy30);
+    static const char *const first[] = {"a", "b", "c", "a", "b", "c", "a", "b", "c"};
+    for (int i = 0; i < 9; i++) {
+        int64_t id = pull(&h);
+        cr_expect_str_eq(arm_name(&h, id), first[i], "pull %d", i + 1);
+        cr_expect_null(json_object_get(hn_get(&h, id)->extra, "round"), "no rounds");
+        hn_complete(&h, id, -value_of(&h, id, three));
+    }
+    json_t *d = hn_describe(&h);
+    /* b is flat (.30) with a at .75 after pull 8: gone then, c not ready yet */
+    expect_eliminated(d, "b", 8, "a");
+    expect_alive(d, "c");
+    cr_expect_str_eq(json_string_value(json_object_get(d, "phase")), "ei");
+    cr_expect_str_eq(json_string_value(json_object_get(d, "allocation")), "ei");
+    json_decref(d);
+    /* EI of a vs c (Y = a's best): .0569 vs .0317, .0387 vs .0266, .0288 vs
+     * .0236, .02218 vs .02229 (c: its record .65 is .16 behind but spread
+     * like a's), then c's flat .65 shrinks its spread: a, a. */
+    static const char *const next[] = {"a", "a", "a", "c", "a", "a"};
+    for (int i = 0; i < 6; i++) {
+        int64_t id = pull(&h);
+        cr_expect_str_eq(arm_name(&h, id), next[i], "pull %d", i + 10);
+        hn_complete(&h, id, -value_of(&h, id, three));
+    }
+    d = hn_describe(&h);
+    cr_expect_eq(num(arm_state(d, "a"), "pulls"), 8);
+    cr_expect_eq(num(arm_state(d, "c"), "pulls"), 4);
     json_decref(d);
     hn_close(&h);
 }
