@@ -98,16 +98,10 @@ static int load_existing(bd_engine *e, study_rt *st, const bd_study_spec *spec, 
  * the definition, so metadata never makes "load" differ. */
 static int parse_if_exists(const json_t *body, json_t **def, int *mode, char **metadata, bd_err *err)
 {
-    const json_t *meta = json_object_get(body, "metadata");
-    *metadata = NULL;
-    if (meta && !json_is_null(meta)) {
-        int rc = bd_attrs_merge(NULL, meta, "metadata", metadata, err);
-        if (rc)
-            return rc;
-    }
     static const char *const modes[] = {"error", "load", "create"};
-    const json_t *v = json_object_get(body, "if_exists");
+    const json_t *v = json_object_get(body, "if_exists"), *meta = json_object_get(body, "metadata");
     *mode = 0;
+    *metadata = NULL;
     if (v) {
         *mode = -1;
         for (int i = 0; json_is_string(v) && i < 3; i++)
@@ -115,6 +109,12 @@ static int parse_if_exists(const json_t *body, json_t **def, int *mode, char **m
                 *mode = i;
         if (*mode < 0)
             return bd_err_set(err, BD_EINVAL, "if_exists", "must be one of error, load, create");
+    }
+    /* Last: nothing else can fail once *metadata is set. */
+    if (meta && !json_is_null(meta)) {
+        int rc = bd_attrs_merge(NULL, meta, "metadata", metadata, err);
+        if (rc)
+            return rc;
     }
     *def = json_copy((json_t *)body);
     json_object_del(*def, "if_exists");

@@ -573,6 +573,8 @@ def rows(sid, tid, ctid, ftid, revoked, user):
          J({"limits": {}}), 405, "method_not_allowed", ANY),
         # ---- issue 17: metadata at creation and PATCH, pause/resume, trial user_attrs ----
         ("metadata array", "POST", S, {}, study(metadata=[1]), 400, "invalid_argument", "metadata"),
+        ("metadata with a bad if_exists", "POST", S, {}, study(metadata={"a": 1}, if_exists="x"), 400,
+         "invalid_argument", "if_exists"),
         ("metadata string", "POST", S, {}, study(metadata="x"), 400, "invalid_argument", "metadata"),
         ("metadata number", "POST", S, {}, study(metadata=5), 400, "invalid_argument", "metadata"),
         ("metadata 65 keys", "POST", S, {}, study(metadata={"k%d" % i: i for i in range(65)}), 400,
