@@ -26,6 +26,7 @@ BD_HANDLER(bd_h_list_studies);
 BD_HANDLER(bd_h_get_study);
 BD_HANDLER(bd_h_delete_study);
 BD_HANDLER(bd_h_suggest);
+BD_HANDLER(bd_h_add_trial);
 BD_HANDLER(bd_h_list_trials);
 BD_HANDLER(bd_h_trials_csv);
 BD_HANDLER(bd_h_history);

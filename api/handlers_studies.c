@@ -58,6 +58,11 @@ BD_HANDLER(bd_h_suggest)
     return bd_engine_suggest(api->engine, &req->ereq, req->params.v[0].num, req->json, &resp->json, err);
 }
 
+BD_HANDLER(bd_h_add_trial)
+{
+    return bd_engine_add_trial(api->engine, &req->ereq, req->params.v[0].num, req->json, &resp->json, err);
+}
+
 /* Reads query parameter name as an integer in [lo, hi]; *out keeps its
  * default when the parameter is absent. */
 static int query_int(const bd_http_req *req, const char *name, int64_t lo, int64_t hi, int64_t *out, bd_err *err)

@@ -21,6 +21,7 @@ static const bd_route table[] = {
     {BD_HTTP_POST, "/v1/studies/{id}/resume", bd_h_resume_study, BODY_OPT, 200},
     {BD_HTTP_POST, "/v1/studies/{id}/suggest", bd_h_suggest, BODY_OPT, 200},
     {BD_HTTP_GET, "/v1/studies/{id}/trials", bd_h_list_trials, AUTH, 200},
+    {BD_HTTP_POST, "/v1/studies/{id}/trials", bd_h_add_trial, BODY_REQ, 201},
     {BD_HTTP_GET, "/v1/studies/{id}/trials.csv", bd_h_trials_csv, AUTH, 200},
     {BD_HTTP_GET, "/v1/studies/{id}/history", bd_h_history, AUTH, 200},
 

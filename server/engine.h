@@ -126,6 +126,13 @@ int bd_engine_patch_study(bd_engine *e, const bd_request *req, int64_t study_id,
  * "retry_after_ms" when empty and "done": true when the study is finished. */
 int bd_engine_suggest(bd_engine *e, const bd_request *req, int64_t study_id, const json_t *body, json_t **out, bd_err *err) BD_MUST_CHECK;
 
+/* A trial the user gives (engine_enqueue.c). body {"config"}: enqueued for
+ * the next suggest, answers {"state": "enqueued", "config", "position"};
+ * body {"config", "value", "budget"?}: stored completed at once (a warm
+ * start), answers the trial. */
+int bd_engine_add_trial(bd_engine *e, const bd_request *req, int64_t study_id, const json_t *body, json_t **out,
+                        bd_err *err) BD_MUST_CHECK;
+
 /* ---- trials ---- */
 /* body: {"step", "value", "elapsed_seconds"?} -> {"action": "continue"|"stop", "reason"?} */
 int bd_engine_measure(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out, bd_err *err) BD_MUST_CHECK;

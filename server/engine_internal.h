@@ -130,6 +130,9 @@ typedef struct bd_write_plan {
     int64_t attrs_trial;            /* a trial whose user_attrs to set to user_attrs (borrowed;
                                        NULL: none), or 0 */
     const char *user_attrs;
+    const char *enqueue;            /* a config (JSON text, borrowed) to append to the study's queue, or NULL */
+    int64_t dequeued;               /* how many of the study's oldest enqueued configs were handed out */
+    int64_t study_id;               /* the study enqueue and dequeued concern */
 } bd_write_plan;
 void bd_write_plan_clear(bd_write_plan *p); /* frees the arrays, not the strings */
 /* Appends a copy of ev with the next event id; the pointer is valid until

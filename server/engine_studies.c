@@ -369,8 +369,8 @@ static double budget_of(bd_engine *e, const bd_write_plan *plan, int64_t id)
 /* Plans one proposal as a running trial and feeds its CREATED event. The
  * row's config and extra text are new (free_planned_texts); its worker and
  * instance name are borrowed. */
-static int plan_trial(bd_engine *e, study_rt *st, bd_write_plan *plan, bd_suggestion *s, const char *worker,
-                      json_t *trials, bd_err *err)
+static int plan_trial(bd_engine *e, study_rt *st, bd_write_plan *plan, bd_suggestion *s, bd_trial_origin origin,
+                      const char *worker, json_t *trials, bd_err *err)
 {
     double now = bd_now();
     bd_decision d;
@@ -393,6 +393,7 @@ static int plan_trial(bd_engine *e, study_rt *st, bd_write_plan *plan, bd_sugges
     row->budget = s->budget;
     row->resume_from = s->resume_from;
     row->state = BD_TRIAL_RUNNING;
+    row->origin = origin;
     row->worker = (char *)worker;
     row->created_at = now;
     row->lease_expires_at = now + st->spec.def.lease_seconds;
@@ -420,6 +421,22 @@ static void free_planned_texts(bd_write_plan *plan)
         free(plan->inserts[i].config);
         free(plan->inserts[i].extra);
     }
+}
+
+/* A user's enqueued config stands in for a fresh one the scheduler
+ * proposed (sched.h takes_enqueued): the trial keeps the scheduler's budget
+ * and fields, so it enters e.g. a bracket's first rung like any new config.
+ * Promotions, resumptions and instance runs are never replaced. */
+static bd_trial_origin take_enqueued(study_rt *st, bd_suggestion *s, bd_write_plan *plan)
+{
+    if (!st->n_queued || !st->sched->ops->takes_enqueued || s->config_id || s->resume_from || s->has_instance)
+        return BD_ORIGIN_SUGGESTED;
+    json_decref(s->config);
+    s->config = bd_study_dequeue(st);
+    st->dirty = 1; /* the queue now differs from storage until this request commits */
+    plan->study_id = st->id;
+    plan->dequeued++;
+    return BD_ORIGIN_ENQUEUED;
 }
 
 /* Suggest's operation on its locked study (bd_engine_study_op). */
@@ -455,7 +472,7 @@ static int suggest_op(bd_engine *e, study_rt *st, void *arg, bd_write_plan *plan
         if (outcome < 0)
             rc = outcome;
         else if (outcome == BD_SUGGEST_TRIAL)
-            rc = plan_trial(e, st, plan, &s, a->worker, trials, err);
+            rc = plan_trial(e, st, plan, &s, take_enqueued(st, &s, plan), a->worker, trials, err);
         json_decref(s.config);
         json_decref(s.extra);
         if (outcome != BD_SUGGEST_TRIAL)

@@ -63,6 +63,10 @@ static int apply_plan(bd_engine *e, int64_t study_id, const bd_write_plan *p, bd
         rc = bd_store_trial_finish(e->store, p->finish, err);
     if (!rc && p->lease_trial)
         rc = bd_store_trial_set_lease(e->store, p->lease_trial, p->lease_until, err);
+    if (!rc && p->dequeued)
+        rc = bd_store_enqueue_pop(e->store, p->study_id, p->dequeued, err);
+    if (!rc && p->enqueue)
+        rc = bd_store_enqueue_push(e->store, p->study_id, p->enqueue, bd_now(), err);
     if (!rc && p->write_paused)
         rc = bd_store_study_set_paused(e->store, study_id, p->paused, err);
     if (!rc && p->write_metadata)
@@ -176,7 +180,7 @@ int bd_engine_study_commit(bd_engine *e, study_rt *st, const bd_request *req, in
 {
     int nothing_to_write = !plan->n_inserts && !plan->n_events && !plan->finish && !plan->lease_trial &&
                            !plan->write_paused && !plan->write_metadata && !plan->attrs_trial &&
-                           !(req && req->idem_key);
+                           !plan->enqueue && !plan->dequeued && !(req && req->idem_key);
     if (rc == 0 && nothing_to_write) {
         /* The answer may still rest on earlier requests' released work:
          * answer once that is on disk. */

@@ -13,10 +13,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void clear_queue(study_rt *st)
+{
+    for (size_t i = 0; i < st->n_queued; i++)
+        json_decref(st->queued[i]);
+    st->n_queued = 0;
+}
+
 void bd_study_free(study_rt *st)
 {
     if (!st)
         return;
+    clear_queue(st);
+    free(st->queued);
     if (st->sched)
         st->sched->ops->destroy(st->sched);
     bd_study_spec_clear(&st->spec);
@@ -43,6 +52,28 @@ int bd_study_reload_meta(study_rt *st, bd_store *store, bd_err *err)
     }
     bd_store_study_row_clear(&row);
     return rc;
+}
+
+/* ------------------------------------------------------------------- queue */
+
+void bd_study_enqueue(study_rt *st, json_t *config)
+{
+    if (st->n_queued == st->cap_queued) {
+        st->cap_queued = st->cap_queued ? 2 * st->cap_queued : 8;
+        st->queued = bd_xrealloc(st->queued, st->cap_queued * sizeof *st->queued);
+    }
+    st->queued[st->n_queued++] = config;
+}
+
+/* O(queue) per take; the queue is bounded (BD_MAX_ENQUEUED), so a ring
+ * buffer would buy nothing measurable. */
+json_t *bd_study_dequeue(study_rt *st)
+{
+    if (!st->n_queued)
+        return NULL;
+    json_t *head = st->queued[0];
+    memmove(st->queued, st->queued + 1, --st->n_queued * sizeof *st->queued);
+    return head;
 }
 
 /* -------------------------------------------------------------------- feed */
@@ -85,7 +116,8 @@ void bd_study_feed(study_rt *st, const bd_event *ev, int replay, double resumed_
     st->dirty = !replay;
     /* observe never rejects an event (sched.h); a failure here is a scheduler
      * bug, and stopping the daemon would lose more than it protects. */
-    (void)st->sched->ops->observe(st->sched, &ctx, ev, out, &ignored);
+    if (ev->type != BD_EV_PRIOR || st->sched->ops->learns_from_prior)
+        (void)st->sched->ops->observe(st->sched, &ctx, ev, out, &ignored);
     switch (ev->type) {
     case BD_EV_CREATED:
         st->trials_created++;
@@ -110,6 +142,12 @@ void bd_study_feed(study_rt *st, const bd_event *ev, int replay, double resumed_
     case BD_EV_STOPPED:
         count_end(st, BD_TRIAL_STOPPED);
         break;
+    case BD_EV_PRIOR:
+        st->counts[BD_TRIAL_COMPLETED]++;
+        consider_best(&st->best, ev);
+        if (ev->budget >= st->spec.def.r_max)
+            consider_best(&st->best_full, ev);
+        break;
     }
     if ((ev->type == BD_EV_COMPLETED || ev->type == BD_EV_STOPPED) && isfinite(ev->elapsed_seconds))
         st->used.seconds += ev->elapsed_seconds;
@@ -131,6 +169,7 @@ typedef struct trial_ref {
     int64_t trial_id;
     int64_t config_id;
     double budget;
+    int warm_start;  /* fed whole at its CREATED event (a PRIOR): its COMPLETED is not fed again */
 } trial_ref;
 
 typedef struct replay_ctx {
@@ -169,7 +208,8 @@ static int replay_created(replay_ctx *c, const bd_event_row *row)
         return bd_err_set(c->err, BD_EINTERNAL, NULL, "trial %lld: stored config is not JSON",
                           (long long)row->trial_id);
     }
-    bd_event ev = {.type = BD_EV_CREATED,
+    int warm = t.origin == BD_ORIGIN_WARM_START;
+    bd_event ev = {.type = warm ? BD_EV_PRIOR : BD_EV_CREATED,
                    .id = row->id,
                    .trial_id = t.id,
                    .config_id = t.config_id,
@@ -179,7 +219,7 @@ static int replay_created(replay_ctx *c, const bd_event_row *row)
                    .extra = extra,
                    .has_instance = t.has_instance,
                    .instance = t.instance_index,
-                   .loss = NAN,
+                   .loss = warm ? bd_study_loss(c->st, t.has_value, t.value) : NAN,
                    .elapsed_seconds = NAN};
     const trial_ref *resumed = t.resume_from ? find_ref(c, t.resume_from) : NULL;
     bd_study_feed(c->st, &ev, 1, resumed ? resumed->budget : 0, &d);
@@ -188,7 +228,7 @@ static int replay_created(replay_ctx *c, const bd_event_row *row)
         c->cap = c->cap ? 2 * c->cap : 256;
         c->refs = bd_xrealloc(c->refs, c->cap * sizeof *c->refs);
     }
-    c->refs[c->n++] = (trial_ref){t.id, t.config_id, t.budget};
+    c->refs[c->n++] = (trial_ref){t.id, t.config_id, t.budget, warm};
     json_decref(config);
     json_decref(extra);
     bd_store_trial_row_clear(&t);
@@ -205,6 +245,10 @@ static int replay_event(const bd_event_row *row, void *arg)
     if (!ref)
         return bd_err_set(c->err, BD_EINTERNAL, NULL, "event %lld names trial %lld that was never created",
                           (long long)row->id, (long long)row->trial_id);
+    if (ref->warm_start) {
+        bd_study_touch(c->st, row->created_at);
+        return 0;
+    }
     bd_event ev = {.type = row->type,
                    .id = row->id,
                    .trial_id = ref->trial_id,
@@ -216,6 +260,15 @@ static int replay_event(const bd_event_row *row, void *arg)
                    .elapsed_seconds = row->elapsed_seconds};
     bd_study_feed(c->st, &ev, 1, 0, &d);
     bd_study_touch(c->st, row->created_at);
+    return 0;
+}
+
+static int replay_enqueued(const char *config, void *arg)
+{
+    json_t *c = json_loads(config, 0, NULL);
+    if (!c)
+        return BD_EINTERNAL;
+    bd_study_enqueue(arg, c);
     return 0;
 }
 
@@ -243,6 +296,9 @@ int bd_study_replay(study_rt *st, bd_store *store, bd_err *err)
     replay_ctx c = {.store = store, .st = st, .err = err};
     rc = bd_store_event_each(store, st->id, replay_event, &c, err);
     free(c.refs);
+    clear_queue(st);
+    if (!rc)
+        rc = bd_store_enqueue_each(store, st->id, replay_enqueued, st, err);
     if (!rc && st->sched->ops->replayed)
         st->sched->ops->replayed(st->sched);
     st->dirty = 0;
@@ -277,6 +333,7 @@ json_t *bd_study_trial_json(const study_rt *st, const bd_trial_row *row)
     if (row->extra)
         json_object_set_new(t, "scheduler", loads_or_null(row->extra));
     json_object_set_new(t, "state", json_string(bd_trial_state_name(row->state)));
+    json_object_set_new(t, "origin", json_string(bd_trial_origin_name(row->origin)));
     json_object_set_new(t, "worker", row->worker ? json_string(row->worker) : json_null());
     json_object_set_new(t, "created_at", json_real(row->created_at));
     if (row->state == BD_TRIAL_RUNNING)
@@ -361,6 +418,7 @@ json_t *bd_study_json(study_rt *st, bd_store *store)
     const char *status = study_state(st);
     json_object_set_new(j, "state", json_string(status));
     json_object_set_new(j, "done", json_boolean(strcmp(status, "done") == 0));
+    json_object_set_new(j, "enqueued", json_integer((json_int_t)st->n_queued));
     json_object_set_new(j, "used", usage_json(st));
     json_object_set_new(j, "paused", json_boolean(st->paused));
     json_object_set_new(j, "metadata", bd_attrs_json(st->metadata));

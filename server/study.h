@@ -47,6 +47,11 @@ typedef struct study_rt {
     best_trial best_full;           /* best completed trial at resource.max */
     double last_activity_at;        /* latest event (trial created, measured, ended) or
                                        the creation; rebuilt by replay */
+    /* Configs a user enqueued (POST /v1/studies/{id}/trials), oldest first:
+     * a scheduler that takes_enqueued hands them out before fresh ones.
+     * A copy of storage's table enqueued, rebuilt by replay. */
+    json_t **queued;
+    size_t n_queued, cap_queued;
     /* Not events: set from the study's row when it is loaded (or recovered),
      * changed by pause/resume/PATCH (issue 17). */
     int paused;                     /* suggest hands out nothing; reports are still taken */
@@ -77,10 +82,17 @@ void bd_study_set_meta(study_rt *st, int paused, char *metadata);
 int bd_study_reload_meta(study_rt *st, bd_store *store, bd_err *err) BD_MUST_CHECK;
 
 /* Passes an event to st's scheduler (observe, with its rng seeded from the
- * study seed and ev->id) and updates counts, usage and incumbents.
+ * study seed and ev->id) and updates counts, usage and incumbents. A
+ * warm-start trial is fed as one PRIOR event: it counts as a completed
+ * trial and may be the incumbent, but uses none of the study's limits, and
+ * only a scheduler that learns_from_prior sees it.
  * replay: the event is from storage (not live). resumed_budget: for
  * CREATED, the budget of the trial it resumes (0 if none). */
 void bd_study_feed(study_rt *st, const bd_event *ev, int replay, double resumed_budget, bd_decision *out);
+/* The queue of enqueued configs: append (takes the reference), and take the
+ * oldest (a new reference; NULL when empty). */
+void bd_study_enqueue(study_rt *st, json_t *config);
+json_t *bd_study_dequeue(study_rt *st);
 /* Records an event of st at time at: last_activity_at. */
 void bd_study_touch(study_rt *st, double at);
 /* The minimized loss of a reported value (NAN / absent -> +INFINITY). */

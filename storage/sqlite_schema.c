@@ -127,7 +127,21 @@ static const char *const migrations[] = {
     "UPDATE studies SET definition_bytes = length(CAST(definition AS BLOB));"
     "CREATE INDEX studies_user_bytes ON studies (user_id, definition_bytes);",
 
-    /* 4 -> 5: study lifecycle and metadata (issue 17). A paused study hands
+    /* 4 -> 5: trials a user gave rather than the scheduler proposed
+     * (POST /v1/studies/{id}/trials): origin 'enqueued' (handed out by a
+     * later suggest) or 'warm_start' (added completed, with its value);
+     * NULL: suggested. And the configs enqueued but not yet handed out, in
+     * order: a suggest that hands one out deletes it in its transaction. */
+    "ALTER TABLE trials ADD COLUMN origin TEXT CHECK (origin IN ('enqueued', 'warm_start'));"
+    "CREATE TABLE enqueued ("
+    "  id         INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  study_id   INTEGER NOT NULL REFERENCES studies (id) ON DELETE CASCADE,"
+    "  config     TEXT NOT NULL,"
+    "  created_at REAL NOT NULL"
+    ");"
+    "CREATE INDEX enqueued_study ON enqueued (study_id, id);",
+
+    /* 5 -> 6: study lifecycle and metadata (issue 17). A paused study hands
      * out no trials; its running trials still report. A study's metadata
      * and a trial's user_attrs are JSON objects of the user's own, NULL
      * when empty; neither is part of the definition (so not of the

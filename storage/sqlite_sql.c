@@ -9,7 +9,8 @@
 #define STUDY_COLS "id, user_id, name, definition, created_at, paused, metadata"
 #define TRIAL_COLS                                                                                  \
     "id, study_id, config_id, config, budget, resume_from, extra, state, worker, created_at, "      \
-    "lease_expires_at, finished_at, has_value, value, timeout, reason, instance_index, instance_name, user_attrs"
+    "lease_expires_at, finished_at, has_value, value, timeout, reason, instance_index, instance_name, origin, "  \
+    "user_attrs"
 #define EVENT_COLS "id, study_id, trial_id, type, step, has_value, value, timeout, elapsed_seconds, created_at"
 
 const char *const bd_sql_text[BD_SQL_NSTMTS] = {
@@ -53,8 +54,8 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
     [BD_SQL_TRIAL_INSERT] =
         "INSERT INTO trials (study_id, config_id, config, budget, resume_from, extra, state, worker, "
         "created_at, lease_expires_at, finished_at, has_value, value, timeout, reason, id, instance_index, "
-        "instance_name, user_attrs) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-        "?17, ?18, ?19)",
+        "instance_name, origin, user_attrs) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+        "?16, ?17, ?18, ?19, ?20)",
     [BD_SQL_TRIAL_GET] = "SELECT " TRIAL_COLS " FROM trials WHERE id = ?1",
     [BD_SQL_TRIAL_STATE] = "SELECT state FROM trials WHERE id = ?1",
     [BD_SQL_TRIAL_FINISH] =
@@ -99,6 +100,11 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
     [BD_SQL_NEXT_IDS] = "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'trials'), 0), "
                         "coalesce((SELECT max(id) FROM trials), 0)) + 1, "
                         "coalesce((SELECT max(id) FROM events), 0) + 1",
+
+    [BD_SQL_ENQUEUE_PUSH] = "INSERT INTO enqueued (study_id, config, created_at) VALUES (?1, ?2, ?3)",
+    [BD_SQL_ENQUEUE_POP] = "DELETE FROM enqueued WHERE id IN "
+                           "(SELECT id FROM enqueued WHERE study_id = ?1 ORDER BY id LIMIT ?2)",
+    [BD_SQL_ENQUEUE_SCAN] = "SELECT id, config FROM enqueued WHERE study_id = ?3 AND id > ?1 ORDER BY id LIMIT ?2",
 
     [BD_SQL_PROBE] = "INSERT OR REPLACE INTO probe (id, at) VALUES (1, ?1)",
 

@@ -17,6 +17,23 @@ const char *bd_trial_state_name(bd_trial_state st)
     return (unsigned)st < BD_TRIAL_NSTATES ? state_names[st] : "unknown";
 }
 
+/* Stored as NULL for suggested trials, the common case. */
+static const char *const origin_names[] = {
+    [BD_ORIGIN_SUGGESTED] = "suggested", [BD_ORIGIN_ENQUEUED] = "enqueued", [BD_ORIGIN_WARM_START] = "warm_start"};
+
+const char *bd_trial_origin_name(bd_trial_origin origin)
+{
+    return (unsigned)origin <= BD_ORIGIN_WARM_START ? origin_names[origin] : "unknown";
+}
+
+bd_trial_origin bd_trial_origin_parse(const char *name)
+{
+    for (int i = BD_ORIGIN_ENQUEUED; name && i <= BD_ORIGIN_WARM_START; i++)
+        if (strcmp(name, origin_names[i]) == 0)
+            return (bd_trial_origin)i;
+    return BD_ORIGIN_SUGGESTED;
+}
+
 int bd_trial_state_parse(const char *name)
 {
     for (int i = 0; name && i < BD_TRIAL_NSTATES; i++)
@@ -65,7 +82,8 @@ static int trial_read(sqlite3_stmt *st, void *dst, bd_err *err)
     row->has_instance = sqlite3_column_type(st, 16) != SQLITE_NULL;
     row->instance_index = row->has_instance ? sqlite3_column_int64(st, 16) : 0;
     row->instance_name = bd_sqlite_col_text(st, 17);
-    row->user_attrs = bd_sqlite_col_text(st, 18);
+    row->origin = bd_trial_origin_parse((const char *)sqlite3_column_text(st, 18));
+    row->user_attrs = bd_sqlite_col_text(st, 19);
     row->steps = 0;
     row->last_step_value = NAN;
     return 0;
@@ -78,8 +96,8 @@ static int trial_steps_read(sqlite3_stmt *st, void *dst, bd_err *err)
     int rc = trial_read(st, dst, err);
     if (rc)
         return rc;
-    row->steps = sqlite3_column_int64(st, 19);
-    row->last_step_value = bd_sqlite_col_double(st, 20, NAN);
+    row->steps = sqlite3_column_int64(st, 20);
+    row->last_step_value = bd_sqlite_col_double(st, 21, NAN);
     return 0;
 }
 
@@ -138,7 +156,9 @@ int bd_store_trial_insert(bd_store *s, const bd_trial_row *row, int64_t *id, bd_
         bd_sqlite_bind_i64(st, 17, row->instance_index, &rc);
         bd_sqlite_bind_text(st, 18, row->instance_name, &rc);
     }
-    bd_sqlite_bind_text(st, 19, row->user_attrs, &rc);
+    if (row->origin != BD_ORIGIN_SUGGESTED)
+        bd_sqlite_bind_text(st, 19, bd_trial_origin_name(row->origin), &rc);
+    bd_sqlite_bind_text(st, 20, row->user_attrs, &rc);
     ret = bd_sqlite_step_done(s, st, rc, err, "insert trial");
     if (!ret && id)
         *id = sqlite3_last_insert_rowid(s->db);

@@ -9,7 +9,11 @@
  *                 paused, metadata JSON object text or NULL)
  *   trials       (id, study_id, config_id, config JSON, budget, resume_from,
  *                 extra JSON, state, worker, created_at, lease_expires_at,
- *                 finished_at, value, reason, user_attrs JSON object text or NULL)
+ *                 finished_at, value, reason)
+ *                (schema 5: origin, NULL for suggested trials)
+ *                (schema 6: user_attrs JSON object text or NULL)
+ *   enqueued     (id, study_id, config JSON, created_at)  configs a user
+ *                queued for the study's next suggests, oldest first
  *   events       (id, study_id, trial_id, type, step, value, timeout,
  *                 elapsed_seconds, created_at)  the ordered log schedulers replay
  *   idempotency  (user_id, key, fingerprint, response JSON, created_at)
@@ -172,6 +176,17 @@ int bd_trial_state_parse(const char *name);
 typedef int (*bd_trial_count_fn)(int64_t study_id, bd_trial_state state, int64_t count, void *arg);
 int bd_store_trial_counts_each(bd_store *s, bd_trial_count_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
 
+/* Who chose a trial's config. */
+typedef enum {
+    BD_ORIGIN_SUGGESTED = 0, /* the scheduler */
+    BD_ORIGIN_ENQUEUED,      /* a user, enqueued; handed out by a suggest */
+    BD_ORIGIN_WARM_START     /* a user, with its value: stored completed */
+} bd_trial_origin;
+/* "suggested", "enqueued", "warm_start"; static. */
+const char *bd_trial_origin_name(bd_trial_origin origin);
+/* The origin stored as name (NULL: suggested). */
+bd_trial_origin bd_trial_origin_parse(const char *name);
+
 typedef struct bd_trial_row {
     int64_t id;
     int64_t study_id;
@@ -192,6 +207,7 @@ typedef struct bd_trial_row {
     int has_instance;       /* it runs on a problem instance of the study: */
     int64_t instance_index; /*   that instance's index in the study's list */
     char *instance_name;    /*   new: and its name (NULL without an instance) */
+    bd_trial_origin origin; /* who chose its config */
     char *user_attrs;       /* new: the user's JSON object text, or NULL for none ({}) */
     int64_t steps;          /* measurements reported: bd_store_trial_each_with_steps only, else 0 */
     double last_step_value; /* the latest one's value: bd_store_trial_each_with_steps only, else NAN */
@@ -227,6 +243,17 @@ int bd_store_trial_each_with_steps(bd_store *s, int64_t study_id, int state, int
                                    int64_t limit, bd_trial_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
 /* Running trials (any study) whose lease ended before now (index on state, lease). */
 int bd_store_trial_each_expired(bd_store *s, double now, bd_trial_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
+
+/* ---- enqueued configs: given by a user, handed out by the next suggests ---- */
+
+/* Appends config (JSON object text) to the study's queue. */
+int bd_store_enqueue_push(bd_store *s, int64_t study_id, const char *config, double now, bd_err *err) BD_MUST_CHECK;
+/* Removes the n oldest configs of the study's queue (they were handed out). */
+int bd_store_enqueue_pop(bd_store *s, int64_t study_id, int64_t n, bd_err *err) BD_MUST_CHECK;
+/* The study's queued configs, oldest first; config borrowed for the call;
+ * fn non-zero stops. */
+typedef int (*bd_enqueued_fn)(const char *config, void *arg);
+int bd_store_enqueue_each(bd_store *s, int64_t study_id, bd_enqueued_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
 
 /* ---- events: the ordered log each scheduler is rebuilt from ---- */
 

@@ -294,6 +294,9 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
         if ((t = end_trial(a, ev->trial_id)))
             a->brackets[t->cfg->bracket].failed[t->rung]++;
         break;
+    case BD_EV_PRIOR: /* as in bracket.c: the proposer learns, no rung ranks it */
+        bd_proposer_add(a->proposer, ev->trial_id, ev->config, ev->budget, ev->loss, NAN, ev->budget);
+        break;
     case BD_EV_MEASUREMENT:
         /* Steps must be resource units to be extrapolated to resource.max: a
          * step beyond the trial's budget (a batch count, say) is left out, and
@@ -383,4 +386,6 @@ const struct bd_sched_ops bd_sched_asha = {
     .describe = asha_describe,
     .destroy = asha_destroy,
     .new_study_defaults = asha_new_study_defaults,
+    .takes_enqueued = 1,
+    .learns_from_prior = 1,
 };

@@ -711,6 +711,8 @@ static int bb_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev
     case BD_EV_EXPIRED:
         trial_free(take_trial(g, ev->trial_id));
         break;
+    case BD_EV_PRIOR: /* never passed: learns_from_prior is 0 (its GP models curves, not final values) */
+        break;
     }
     return 0;
 }
@@ -782,4 +784,5 @@ const struct bd_sched_ops bd_sched_bo_bos = {
     .status = bb_status,
     .describe = bb_describe,
     .destroy = bb_destroy,
+    .takes_enqueued = 1,
 };

@@ -483,6 +483,12 @@ void bd_bk_observe(bd_bkset *set, const bd_event *ev)
     case BD_EV_STOPPED:
         on_ended(set, ev);
         break;
+    case BD_EV_PRIOR:
+        /* A warm-start result teaches the proposer (with "sampler": "tpe")
+         * where good configs are; it joins no bracket, so rungs rank only
+         * the bracket's own trials. */
+        bd_proposer_add(set->proposer, ev->trial_id, ev->config, ev->budget, ev->loss, NAN, ev->budget);
+        break;
     case BD_EV_MEASUREMENT:
         break;
     }

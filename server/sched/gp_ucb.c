@@ -186,6 +186,15 @@ static int gp_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev
         take_pending(g, ev->trial_id, &x);
         free(x);
         break;
+    case BD_EV_PRIOR: /* a warm-start result: one more observation for the GP */
+        x = bd_xmalloc(g->d * sizeof *x);
+        if (bd_space_encode(g->def->space, ev->config, x) == 0) {
+            bd_bo_model_add(g->model, x, 1.0, ev->loss);
+            if (!ctx->replay)
+                bd_bo_model_rebuild(g->model);
+        }
+        free(x);
+        break;
     case BD_EV_MEASUREMENT:
         break;
     }
@@ -231,4 +240,6 @@ const struct bd_sched_ops bd_sched_gp_ucb = {
     .status = gp_status,
     .describe = gp_describe,
     .destroy = gp_destroy,
+    .takes_enqueued = 1,
+    .learns_from_prior = 1,
 };

@@ -278,4 +278,6 @@ const struct bd_sched_ops bd_sched_hyperband = {
     .status = hb_status,
     .describe = hb_describe,
     .destroy = hb_destroy,
+    .takes_enqueued = 1,
+    .learns_from_prior = 1,
 };

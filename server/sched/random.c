@@ -11,6 +11,7 @@
  * scheduler answers WAIT while trials still run and DONE after. */
 #include "sched.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,6 +120,9 @@ static int random_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event
                             ev->elapsed_seconds, ev->budget);
         json_decref(config);
         break;
+    case BD_EV_PRIOR: /* tpe only (learns_from_prior): a warm-start result, fitted like a completed trial */
+        bd_proposer_add(r->proposer, ev->trial_id, ev->config, ev->budget, ev->loss, NAN, ev->budget);
+        break;
     case BD_EV_MEASUREMENT:
         break;
     }
@@ -166,6 +170,7 @@ const struct bd_sched_ops bd_sched_random = {
     .status = random_status,
     .describe = random_describe,
     .destroy = random_destroy,
+    .takes_enqueued = 1,
 };
 
 const struct bd_sched_ops bd_sched_tpe = {
@@ -177,4 +182,6 @@ const struct bd_sched_ops bd_sched_tpe = {
     .status = random_status,
     .describe = random_describe,
     .destroy = random_destroy,
+    .takes_enqueued = 1,
+    .learns_from_prior = 1,
 };

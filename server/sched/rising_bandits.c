@@ -673,6 +673,7 @@ static int rb_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev
         on_finished(r, ctx, ev);
         break;
     case BD_EV_MEASUREMENT:
+    case BD_EV_PRIOR: /* never passed: learns_from_prior is 0 */
         break;
     }
     return 0;

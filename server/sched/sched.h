@@ -101,6 +101,9 @@ typedef struct bd_event {
     int timeout;             /* COMPLETED: the run hit its cap; loss is then the cap */
     double elapsed_seconds;  /* MEASUREMENT, COMPLETED: worker-reported seconds, NAN if not given */
 } bd_event;
+/* A PRIOR event (event_type.h) carries a warm-start result: trial_id,
+ * config_id, config (borrowed), budget and loss (+INFINITY if diverged),
+ * elapsed_seconds NAN. No other event ever names its trial. */
 
 typedef struct bd_observe_ctx {
     bd_rng rng;              /* this event's random stream: seeded from (study seed, event id) */
@@ -167,6 +170,17 @@ struct bd_sched_ops {
      * keeps its old meaning and replays unchanged. Must leave options it
      * cannot read as they are (create() then rejects them). */
     void (*new_study_defaults)(const bd_study_def *def, json_t *options);
+    /* 1: configs a user enqueued (POST /v1/studies/{id}/trials) may stand in
+     * for this scheduler's fresh ones: when suggest() proposes a new config
+     * (config_id 0, no resume, no instance), the engine hands out the oldest
+     * enqueued config instead, with the budget and scheduler fields
+     * suggest() chose. Requires that observe() takes a trial's config from
+     * its CREATED event only. 0: enqueuing is refused (400). */
+    int takes_enqueued;
+    /* 1: observe() takes BD_EV_PRIOR (warm-start results) into its model.
+     * 0: the engine never passes them (they still count in the study's
+     * trials and incumbent). */
+    int learns_from_prior;
 };
 
 /* registry.c: the built-in schedulers. NULL if name is unknown. */

@@ -649,6 +649,7 @@ static int spc_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *e
         on_ended(p, ev, 0);
         break;
     case BD_EV_MEASUREMENT: /* a solver run reports once, at the end */
+    case BD_EV_PRIOR:       /* never passed: learns_from_prior is 0 */
         break;
     }
     return 0;

@@ -205,4 +205,6 @@ const struct bd_sched_ops bd_sched_successive_halving = {
     .status = sh_status,
     .describe = sh_describe,
     .destroy = sh_destroy,
+    .takes_enqueued = 1,
+    .learns_from_prior = 1,
 };

@@ -165,8 +165,8 @@ static void poke_header(const char *path, long offset, uint32_t v)
 Test(store, memory_database_is_at_current_version)
 {
     bd_store *s = open_mem();
-    cr_assert_eq(bd_store_schema_version(s), 5);
-    cr_assert_eq(bd_store_schema_version(NULL), 5);
+    cr_assert_eq(bd_store_schema_version(s), 6);
+    cr_assert_eq(bd_store_schema_version(NULL), 6);
     bd_store_close(s);
 }
 
@@ -186,7 +186,7 @@ Test(store, reopen_keeps_data_and_version)
     cr_assert(file_size(wal) <= 0, "the WAL is checkpointed and emptied on close");
 
     s = open_at(t.path, BD_SYNC_NORMAL);
-    cr_assert_eq(bd_store_schema_version(s), 5);
+    cr_assert_eq(bd_store_schema_version(s), 6);
     bd_user u;
     bd_err err = {0};
     cr_assert_eq(bd_store_user_by_name(s, "alice", &u, &err), 0);
@@ -339,7 +339,7 @@ Test(store, schema_3_migrates_to_current_with_definition_bytes_and_no_pause_or_m
     snprintf(cmd, sizeof cmd, "cp '%s/schema3/banditd.db' '%s'", fixtures, t.path);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
     bd_store *s = open_at(t.path, BD_SYNC_NORMAL);
-    cr_assert_eq(bd_store_schema_version(s), 5);
+    cr_assert_eq(bd_store_schema_version(s), 6);
     bd_err err = {0};
     int64_t n = -1, bytes = -1;
     bd_user u;
@@ -351,8 +351,8 @@ Test(store, schema_3_migrates_to_current_with_definition_bytes_and_no_pause_or_m
     bd_study_row row = {0};
     cr_assert_eq(bd_store_study_get(s, 1, &row, &err), 0);
     cr_expect_str_eq(row.name, "alpha", "the studies are kept");
-    cr_expect_eq(row.paused, 0, "schema 5: an old study is not paused");
-    cr_expect_null(row.metadata, "schema 5: an old study has no metadata");
+    cr_expect_eq(row.paused, 0, "schema 6: an old study is not paused");
+    cr_expect_null(row.metadata, "schema 6: an old study has no metadata");
     bd_store_study_row_clear(&row);
     /* The new columns take writes on the migrated file. */
     cr_assert_eq(bd_store_study_set_paused(s, 1, 1, &err), 0, "%s", err.message);

@@ -145,3 +145,76 @@ Test(study, replay_rebuilds_what_the_live_feed_built)
     bd_study_free(rebuilt);
     bd_store_close(s);
 }
+
+/* A warm-start trial (stored as created + completed, origin warm_start) is
+ * fed as one PRIOR event: a completed trial and maybe the incumbent, no use
+ * of the limits, and only a scheduler that learns_from_prior sees it. A
+ * replay feeds it the same way and reloads the queue of enqueued configs. */
+Test(study, warm_starts_and_the_queue_replay_as_they_were_fed)
+{
+    static const char *tpe_study =
+        "{\"name\": \"t\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
+        " \"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"tpe\"}, \"seed\": 3,"
+        " \"limits\": {\"trials\": 2}}";
+    study_rt *live = make_study(tpe_study);
+    bd_store *s = NULL;
+    bd_store_opts o = {.sync = BD_SYNC_NORMAL};
+    bd_err err = {0};
+    int64_t uid, sid;
+    cr_assert_eq(bd_store_open(":memory:", &o, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_user_create(s, "u", 0, 1, &uid, &err), 0);
+    bd_study_row row = {.user_id = uid, .name = "t", .definition = "{}", .created_at = 100};
+    cr_assert_eq(bd_store_study_insert(s, &row, &sid, &err), 0);
+    static const double values[] = {0.7, 0.2, 0.5};
+    for (int i = 0; i < 3; i++) {
+        char config[32];
+        snprintf(config, sizeof config, "{\"x\":0.%d}", i + 1);
+        bd_trial_row t = {.study_id = 1, .config = config, .budget = 1, .state = BD_TRIAL_COMPLETED,
+                          .origin = BD_ORIGIN_WARM_START, .created_at = 100, .finished_at = 100, .has_value = 1,
+                          .value = values[i]};
+        int64_t tid;
+        cr_assert_eq(bd_store_trial_insert(s, &t, &tid, &err), 0, "%s", err.message);
+        bd_event_row created = {.id = 2 * i + 1, .study_id = 1, .trial_id = tid, .type = BD_EV_CREATED,
+                                .created_at = 100, .value = NAN, .elapsed_seconds = NAN};
+        bd_event_row done = {.id = 2 * i + 2, .study_id = 1, .trial_id = tid, .type = BD_EV_COMPLETED,
+                             .has_value = 1, .value = values[i], .elapsed_seconds = NAN, .created_at = 100};
+        cr_assert_eq(bd_store_event_append(s, &created, NULL, &err), 0, "%s", err.message);
+        cr_assert_eq(bd_store_event_append(s, &done, NULL, &err), 0, "%s", err.message);
+        json_t *c = json_loads(config, 0, NULL);
+        bd_event ev = {.type = BD_EV_PRIOR, .id = created.id, .trial_id = tid, .config_id = tid, .budget = 1,
+                       .config = c, .loss = values[i], .elapsed_seconds = NAN};
+        bd_decision d;
+        bd_study_feed(live, &ev, 0, 0, &d);
+        json_decref(c);
+    }
+    cr_assert_eq(bd_store_enqueue_push(s, 1, "{\"x\":0.9}", 100, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_enqueue_push(s, 1, "{\"x\":0.8}", 100, &err), 0, "%s", err.message);
+    cr_expect_eq(live->counts[BD_TRIAL_COMPLETED], 3);
+    cr_expect_eq(live->best.trial_id, 2, "the warm start with 0.2 is the incumbent");
+    cr_expect_eq(live->used.trials, 0, "warm starts use no limit");
+    cr_expect_not(bd_study_limit_reached(live));
+
+    study_rt *rebuilt = make_study(tpe_study);
+    cr_assert_eq(bd_study_replay(rebuilt, s, &err), 0, "%s", err.message);
+    cr_expect_eq(rebuilt->counts[BD_TRIAL_COMPLETED], 3);
+    cr_expect_eq(rebuilt->best.trial_id, 2);
+    cr_expect_eq(rebuilt->trials_created, 0);
+    json_t *a = bd_study_json(live, s), *b = bd_study_json(rebuilt, s);
+    json_t *results = json_object_get(json_object_get(json_object_get(json_object_get(b, "scheduler"), "state"),
+                                                      "model"), "results");
+    cr_expect_eq(json_integer_value(json_object_get(results, "1")), 3, "tpe holds the 3 results: %s",
+                 json_dumps(results, 0));
+    cr_expect(json_equal(json_object_get(a, "scheduler"), json_object_get(b, "scheduler")));
+    cr_expect_eq(json_integer_value(json_object_get(b, "enqueued")), 2);
+    json_t *head = bd_study_dequeue(rebuilt);
+    cr_expect_float_eq(json_number_value(json_object_get(head, "x")), 0.9, 1e-12, "oldest first");
+    json_decref(head);
+    cr_assert_eq(bd_store_enqueue_pop(s, 1, 1, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_study_replay(rebuilt, s, &err), 0, "%s", err.message);
+    cr_expect_eq(rebuilt->n_queued, 1, "a handed-out config is gone after its pop");
+    json_decref(a);
+    json_decref(b);
+    bd_study_free(live);
+    bd_study_free(rebuilt);
+    bd_store_close(s);
+}

@@ -291,6 +291,22 @@ class Client:
             body["count"] = count
         return self.request("POST", "/v1/studies/%d/suggest" % study_id, body, idempotency_key)
 
+    def enqueue_trial(self, study_id: int, config: Dict[str, Any],
+                      idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Queues config for the study's next suggest (Optuna's enqueue_trial): a later
+        suggest hands it out in place of a fresh config, at the budget the scheduler
+        chooses. Returns {"state": "enqueued", "config", "position"}."""
+        return self.request("POST", "/v1/studies/%d/trials" % study_id, {"config": config}, idempotency_key)
+
+    def add_trial(self, study_id: int, config: Dict[str, Any], value: float, budget: Optional[float] = None,
+                  idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Adds a completed trial with a known value (a warm start, Optuna's add_trial),
+        measured at budget (default: resource.max). Returns the trial."""
+        body: Dict[str, Any] = {"config": config, "value": value}
+        if budget is not None:
+            body["budget"] = budget
+        return self.request("POST", "/v1/studies/%d/trials" % study_id, body, idempotency_key)
+
     def measure(self, trial_id: int, step: float, value: float, elapsed_seconds: Optional[float] = None,
                 idempotency_key: Optional[str] = None) -> Dict[str, Any]:
         """Reports an intermediate value; returns {"action": "continue"|"stop", "reason"?}."""

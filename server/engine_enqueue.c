@@ -1,0 +1,167 @@
+/* engine_enqueue.c: trials a user gives a study instead of the scheduler
+ * (POST /v1/studies/{id}/trials), as Optuna's enqueue_trial / add_trial and
+ * Vizier's add-trials do:
+ *
+ * - enqueue {"config"}: the config waits in the study's queue (storage's
+ *   table enqueued and study_rt.queued) until a suggest hands it out in
+ *   place of a fresh config the scheduler proposed (engine_studies.c
+ *   take_enqueued), at the budget the scheduler chose for it;
+ * - warm start {"config", "value"[, "budget"]}: a trial stored completed
+ *   at once, e.g. a result of an earlier study. The scheduler sees it as one
+ *   PRIOR event if it learns from such results (sched.h learns_from_prior),
+ *   else not at all; it counts in the study's trials and incumbent.
+ *
+ * Both go into the event log like any trial (created, and completed for a
+ * warm start), so a replay rebuilds the same scheduler. Calls
+ * engine_txn.c and study.c. */
+#include "engine_internal.h"
+#include "json_util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Configs one study may hold enqueued: the queue lives in memory while the
+ * study is loaded, so a client cannot grow it without bound. */
+#define BD_MAX_ENQUEUED 1000
+
+typedef struct add_args {
+    const json_t *config;
+    int warm_start;    /* "value" given */
+    double value;      /* as reported (not oriented) */
+    const json_t *budget; /* "budget", or NULL: resource.max */
+} add_args;
+
+static int parse_add(const json_t *body, add_args *a, bd_err *err)
+{
+    static const char *const known[] = {"config", "value", "budget", NULL};
+    const json_t *value = json_object_get(body, "value");
+    int rc = bd_json_reject_unknown(body, "", known, err);
+    if (rc)
+        return rc;
+    memset(a, 0, sizeof *a);
+    a->config = json_object_get(body, "config");
+    if (!json_is_object(a->config))
+        return bd_err_set(err, BD_EINVAL, "config", "is required: an object of parameter values");
+    a->budget = json_object_get(body, "budget");
+    if (value) {
+        if (!json_is_number(value) || !isfinite(json_number_value(value)))
+            return bd_err_set(err, BD_EINVAL, "value", "must be a finite number (the config's known result)");
+        a->warm_start = 1;
+        a->value = json_number_value(value);
+    } else if (a->budget) {
+        return bd_err_set(err, BD_EINVAL, "budget", "is only for a warm start (with \"value\")");
+    }
+    return 0;
+}
+
+/* The budget a warm-start result was measured at: resource.max unless
+ * given, then within the study's resource bounds. */
+static int warm_budget(const study_rt *st, const json_t *given, double *out, bd_err *err)
+{
+    const bd_study_def *d = &st->spec.def;
+    *out = d->r_max;
+    if (!given)
+        return 0;
+    double b = json_is_number(given) ? json_number_value(given) : NAN;
+    if (!(b >= d->r_min && b <= d->r_max))
+        return bd_err_set(err, BD_EINVAL, "budget", "must be a number from %g to %g (resource.min .. max)", d->r_min,
+                          d->r_max);
+    if (d->resource_integer && b != floor(b))
+        return bd_err_set(err, BD_EINVAL, "budget", "must be a whole number: the resource is integer");
+    *out = b;
+    return 0;
+}
+
+static int enqueue_op(study_rt *st, const add_args *a, bd_write_plan *plan, json_t **answer, bd_err *err)
+{
+    if (!st->sched->ops->takes_enqueued)
+        return bd_err_set(err, BD_EINVAL, "config",
+                          "scheduler %s does not take enqueued configs (it chooses its own; spc and caps_race "
+                          "take fixed configs in options.configs)",
+                          st->sched->ops->name);
+    if (st->n_queued >= BD_MAX_ENQUEUED)
+        return bd_err_set(err, BD_ECONFLICT, "config",
+                          "the study already holds %d enqueued configs: wait until suggests hand them out",
+                          BD_MAX_ENQUEUED);
+    if (bd_study_limit_reached(st) || st->sched->ops->status(st->sched) == BD_STATUS_DONE)
+        return bd_err_set(err, BD_ECONFLICT, "config", "the study is done: no suggest would hand the config out");
+    char *text = json_dumps(a->config, JSON_COMPACT | JSON_SORT_KEYS);
+    plan->enqueue = text; /* freed by the caller after the commit */
+    plan->study_id = st->id;
+    bd_study_enqueue(st, json_incref((json_t *)a->config));
+    st->dirty = 1; /* the queue now differs from storage until this request commits */
+    *answer = json_pack("{s:s, s:O, s:I}", "state", "enqueued", "config", a->config, "position",
+                        (json_int_t)st->n_queued);
+    return 0;
+}
+
+static int warm_start_op(bd_engine *e, study_rt *st, const add_args *a, bd_write_plan *plan, json_t **answer,
+                         bd_err *err)
+{
+    double now = bd_now(), budget;
+    bd_decision d;
+    int rc;
+    if (st->spec.def.n_instances)
+        return bd_err_set(err, BD_EINVAL, "value",
+                          "a study on problem instances takes no warm-start results (a result belongs to an instance)");
+    if ((rc = warm_budget(st, a->budget, &budget, err)))
+        return rc;
+    if (st->spec.def.has_bounds && !(a->value >= st->spec.def.bound_low && a->value <= st->spec.def.bound_high))
+        return bd_err_set(err, BD_EINVAL, "value", "must lie within objective.bounds [%g, %g]",
+                          st->spec.def.bound_low, st->spec.def.bound_high);
+    plan->inserts = bd_xmalloc(sizeof *plan->inserts);
+    plan->n_inserts = plan->cap_inserts = 1;
+    bd_trial_row *row = &plan->inserts[0];
+    memset(row, 0, sizeof *row);
+    row->id = atomic_fetch_add(&e->next_trial_id, 1);
+    row->study_id = st->id;
+    row->config_id = row->id;
+    row->config = json_dumps(a->config, JSON_COMPACT | JSON_SORT_KEYS); /* freed by the caller */
+    row->budget = budget;
+    row->state = BD_TRIAL_COMPLETED;
+    row->origin = BD_ORIGIN_WARM_START;
+    row->created_at = row->lease_expires_at = row->finished_at = now;
+    row->has_value = 1;
+    row->value = a->value;
+    bd_event_row created = {.study_id = st->id, .trial_id = row->id, .type = BD_EV_CREATED, .value = NAN,
+                            .elapsed_seconds = NAN, .created_at = now};
+    int64_t created_id = bd_write_plan_push_event(e, plan, &created)->id;
+    bd_event_row completed = {.study_id = st->id, .trial_id = row->id, .type = BD_EV_COMPLETED, .has_value = 1,
+                              .value = a->value, .elapsed_seconds = NAN, .created_at = now};
+    bd_write_plan_push_event(e, plan, &completed);
+    /* As replay feeds it (study.c replay_created): one PRIOR at the CREATED event's id. */
+    bd_event ev = {.type = BD_EV_PRIOR, .id = created_id, .trial_id = row->id, .config_id = row->id,
+                   .budget = budget, .config = a->config, .loss = bd_study_loss(st, 1, a->value),
+                   .elapsed_seconds = NAN};
+    bd_study_feed(st, &ev, 0, 0, &d);
+    bd_study_touch(st, now);
+    *answer = bd_study_trial_json(st, row);
+    return 0;
+}
+
+/* The operation on the locked study (bd_engine_study_op). */
+static int add_trial_op(bd_engine *e, study_rt *st, void *arg, bd_write_plan *plan, json_t **answer, bd_err *err)
+{
+    const add_args *a = arg;
+    int rc = bd_space_validate_config(st->spec.def.space, a->config, err);
+    if (rc)
+        return rc;
+    return a->warm_start ? warm_start_op(e, st, a, plan, answer, err) : enqueue_op(st, a, plan, answer, err);
+}
+
+int bd_engine_add_trial(bd_engine *e, const bd_request *req, int64_t study_id, const json_t *body, json_t **out,
+                        bd_err *err)
+{
+    add_args a;
+    int rc = parse_add(body, &a, err);
+    if (rc)
+        return rc;
+    bd_write_plan plan = {0};
+    rc = bd_engine_study_op(e, req, study_id, BD_OP_WAIT, add_trial_op, &a, &plan, out, err);
+    free((char *)plan.enqueue);
+    if (plan.n_inserts)
+        free(plan.inserts[0].config);
+    bd_write_plan_clear(&plan);
+    return rc;
+}
