@@ -30,6 +30,9 @@ BD_HANDLER(bd_h_add_trial);
 BD_HANDLER(bd_h_list_trials);
 BD_HANDLER(bd_h_trials_csv);
 BD_HANDLER(bd_h_history);
+BD_HANDLER(bd_h_pause_study);
+BD_HANDLER(bd_h_resume_study);
+BD_HANDLER(bd_h_patch_study);
 
 /* handlers_trials.c */
 BD_HANDLER(bd_h_measure);
@@ -37,6 +40,7 @@ BD_HANDLER(bd_h_complete);
 BD_HANDLER(bd_h_fail);
 BD_HANDLER(bd_h_heartbeat);
 BD_HANDLER(bd_h_get_trial);
+BD_HANDLER(bd_h_patch_trial);
 
 /* handlers_users.c */
 BD_HANDLER(bd_h_create_user);

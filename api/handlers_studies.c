@@ -218,3 +218,20 @@ BD_HANDLER(bd_h_trials_csv)
              (long long)id);
     return 0;
 }
+
+/* ---- issue 17: pause, resume, metadata ---- */
+
+BD_HANDLER(bd_h_pause_study)
+{
+    return bd_engine_pause_study(api->engine, &req->ereq, req->params.v[0].num, 1, req->json, &resp->json, err);
+}
+
+BD_HANDLER(bd_h_resume_study)
+{
+    return bd_engine_pause_study(api->engine, &req->ereq, req->params.v[0].num, 0, req->json, &resp->json, err);
+}
+
+BD_HANDLER(bd_h_patch_study)
+{
+    return bd_engine_patch_study(api->engine, &req->ereq, req->params.v[0].num, req->json, &resp->json, err);
+}

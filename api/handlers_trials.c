@@ -26,3 +26,8 @@ BD_HANDLER(bd_h_get_trial)
 {
     return bd_engine_get_trial(api->engine, &req->caller, req->params.v[0].num, &resp->json, err);
 }
+
+BD_HANDLER(bd_h_patch_trial)
+{
+    return bd_engine_patch_trial(api->engine, &req->ereq, req->params.v[0].num, req->json, &resp->json, err);
+}

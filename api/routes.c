@@ -16,6 +16,9 @@ static const bd_route table[] = {
     {BD_HTTP_GET, "/v1/studies", bd_h_list_studies, AUTH, 200},
     {BD_HTTP_GET, "/v1/studies/{id}", bd_h_get_study, AUTH, 200},
     {BD_HTTP_DELETE, "/v1/studies/{id}", bd_h_delete_study, AUTH, 200},
+    {BD_HTTP_PATCH, "/v1/studies/{id}", bd_h_patch_study, BODY_REQ, 200},
+    {BD_HTTP_POST, "/v1/studies/{id}/pause", bd_h_pause_study, BODY_OPT, 200},
+    {BD_HTTP_POST, "/v1/studies/{id}/resume", bd_h_resume_study, BODY_OPT, 200},
     {BD_HTTP_POST, "/v1/studies/{id}/suggest", bd_h_suggest, BODY_OPT, 200},
     {BD_HTTP_GET, "/v1/studies/{id}/trials", bd_h_list_trials, AUTH, 200},
     {BD_HTTP_POST, "/v1/studies/{id}/trials", bd_h_add_trial, BODY_REQ, 201},
@@ -23,6 +26,7 @@ static const bd_route table[] = {
     {BD_HTTP_GET, "/v1/studies/{id}/history", bd_h_history, AUTH, 200},
 
     {BD_HTTP_GET, "/v1/trials/{id}", bd_h_get_trial, AUTH, 200},
+    {BD_HTTP_PATCH, "/v1/trials/{id}", bd_h_patch_trial, BODY_REQ, 200},
     {BD_HTTP_POST, "/v1/trials/{id}/measurements", bd_h_measure, BODY_REQ, 200},
     {BD_HTTP_POST, "/v1/trials/{id}/complete", bd_h_complete, BODY_REQ, 200},
     {BD_HTTP_POST, "/v1/trials/{id}/fail", bd_h_fail, BODY_OPT, 200},

@@ -110,6 +110,17 @@ int bd_engine_history(bd_engine *e, const bd_caller *who, int64_t study_id, int6
                       bd_err *err) BD_MUST_CHECK;
 int bd_engine_get_study(bd_engine *e, const bd_caller *who, int64_t study_id, json_t **out, bd_err *err) BD_MUST_CHECK;
 int bd_engine_delete_study(bd_engine *e, const bd_request *req, int64_t study_id, json_t **out, bd_err *err) BD_MUST_CHECK;
+/* Pauses (paused 1) or resumes (0) the study: -> the study. body: NULL or
+ * {} (no members). A paused study's suggest hands out nothing
+ * ({"trials": [], "retry_after_ms": 5000, "paused": true}); its running
+ * trials still report, and their leases still expire. Pausing a paused
+ * study changes nothing (and answers the same). */
+int bd_engine_pause_study(bd_engine *e, const bd_request *req, int64_t study_id, int paused, const json_t *body,
+                          json_t **out, bd_err *err) BD_MUST_CHECK;
+/* body {"metadata": {...}}: merges it into the study's metadata (a null
+ * value removes a key; server/attrs.h has the bounds) -> the study. */
+int bd_engine_patch_study(bd_engine *e, const bd_request *req, int64_t study_id, const json_t *body, json_t **out,
+                          bd_err *err) BD_MUST_CHECK;
 
 /* body: {"worker": "...", "count": n}. Answers {"trials": [...]} plus
  * "retry_after_ms" when empty and "done": true when the study is finished. */
@@ -125,11 +136,17 @@ int bd_engine_add_trial(bd_engine *e, const bd_request *req, int64_t study_id, c
 /* ---- trials ---- */
 /* body: {"step", "value", "elapsed_seconds"?} -> {"action": "continue"|"stop", "reason"?} */
 int bd_engine_measure(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out, bd_err *err) BD_MUST_CHECK;
-/* body: {"value"} or {"value": null, "reason"} (diverged) or {"status": "timeout"}, plus runtime?, elapsed_seconds? */
+/* body: {"value"} or {"value": null, "reason"} (diverged) or {"status": "timeout"}, plus runtime?,
+ * elapsed_seconds?, user_attrs? (merged as by bd_engine_patch_trial, in the same transaction) */
 int bd_engine_complete(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out, bd_err *err) BD_MUST_CHECK;
 int bd_engine_fail(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out, bd_err *err) BD_MUST_CHECK;
 int bd_engine_heartbeat(bd_engine *e, const bd_request *req, int64_t trial_id, json_t **out, bd_err *err) BD_MUST_CHECK;
 int bd_engine_get_trial(bd_engine *e, const bd_caller *who, int64_t trial_id, json_t **out, bd_err *err) BD_MUST_CHECK;
+/* body {"user_attrs": {...}}: merges it into the trial's user_attrs (a null
+ * value removes a key; server/attrs.h has the bounds), in any state of the
+ * trial -> the trial. */
+int bd_engine_patch_trial(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out,
+                          bd_err *err) BD_MUST_CHECK;
 /* What a trial listing asks for. */
 typedef struct bd_trial_query {
     const char *state;     /* NULL or a state name (borrowed) */

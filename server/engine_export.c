@@ -1,7 +1,8 @@
 /* engine_export.c: the CSV export of a study's trials
  * (GET /v1/studies/{id}/trials.csv). Columns: trial_id, state, budget,
  * value, timeout, instance_index, instance_name, worker, created_at,
- * finished_at, steps, last_step_value, reason, then params_<name> for each
+ * finished_at, steps, last_step_value, reason, user_attrs (the trial's
+ * attributes as compact JSON text, empty when none), then params_<name> for each
  * parameter of the space in its order (Optuna's trials_dataframe naming); an
  * inactive parameter is an empty cell, times are Unix seconds.
  *
@@ -19,7 +20,7 @@
 
 static const char *const fixed_columns[] = {
     "trial_id",   "state",       "budget", "value",           "timeout", "instance_index", "instance_name",
-    "worker",     "created_at",  "finished_at", "steps",      "last_step_value", "reason",
+    "worker",     "created_at",  "finished_at", "steps",      "last_step_value", "reason",    "user_attrs",
 };
 
 struct bd_csv_export {
@@ -127,6 +128,8 @@ static int add_row(const bd_trial_row *row, void *arg)
     bd_csv_number(b, row->last_step_value);
     bd_csv_sep(b, 0);
     bd_csv_text(b, row->reason, 1);
+    bd_csv_sep(b, 0);
+    bd_csv_text(b, row->user_attrs, 1); /* stored compact: the JSON text as is, guarded as user text */
     json_t *config = row->config ? json_loads(row->config, 0, NULL) : NULL;
     for (size_t i = 0; i < bd_space_size(space); i++) {
         bd_csv_sep(b, 0);

@@ -123,6 +123,13 @@ typedef struct bd_write_plan {
     const bd_trial_row *finish;     /* a trial to end (bd_store_trial_finish), or NULL */
     int64_t lease_trial;            /* a trial whose lease to set to lease_until, or 0 */
     double lease_until;
+    int write_paused;               /* store paused as the study's flag */
+    int paused;
+    int write_metadata;             /* store metadata (borrowed; NULL: none) as the study's */
+    const char *metadata;
+    int64_t attrs_trial;            /* a trial whose user_attrs to set to user_attrs (borrowed;
+                                       NULL: none), or 0 */
+    const char *user_attrs;
     const char *enqueue;            /* a config (JSON text, borrowed) to append to the study's queue, or NULL */
     int64_t dequeued;               /* how many of the study's oldest enqueued configs were handed out */
     int64_t study_id;               /* the study enqueue and dequeued concern */

@@ -182,6 +182,7 @@ static void unload_locked(bd_engine *e, study_rt *st)
         st->sched->ops->destroy(st->sched);
     st->sched = NULL;
     bd_study_spec_clear(&st->spec);
+    bd_study_set_meta(st, 0, NULL); /* read again with the spec on the next load */
 }
 
 void bd_engine_study_unload(bd_engine *e, study_rt *st)
@@ -256,6 +257,8 @@ static int ensure_loaded(bd_engine *e, study_rt *st, bd_err *err)
         rc = bd_study_spec_parse(def, e->default_lease, &st->spec, err);
     if (!rc) {
         st->spec.def.id = st->id;
+        bd_study_set_meta(st, row.paused, row.metadata);
+        row.metadata = NULL; /* stolen */
         bd_engine_user_name(e, st->user_id, st->owner);
         if ((rc = bd_study_replay(st, e->store, err)) != 0) {
             if (st->sched)
@@ -281,6 +284,10 @@ static void recover_study(bd_engine *e, study_rt *st)
     bd_study_row row = {0};
     bd_err err;
     int rc = bd_store_study_get(e->store, st->id, &row, &err);
+    if (!rc && st->loaded) { /* a pause or metadata change in the failed commit did not happen */
+        bd_study_set_meta(st, row.paused, row.metadata);
+        row.metadata = NULL;
+    }
     bd_store_study_row_clear(&row);
     if (rc == BD_ENOTFOUND) { /* created or undeleted by the failed commit: gone */
         st->deleted = 1;

@@ -1,6 +1,7 @@
 /* engine_studies.c: creating, reading and deleting studies, and suggest:
  * asking the study's scheduler for trials and recording each as a stored
  * trial plus its CREATED event, all in one transaction. */
+#include "attrs.h"
 #include "engine_internal.h"
 
 #include <math.h>
@@ -11,6 +12,9 @@
 #define MAX_WORKER_NAME 200
 /* How long a worker told "nothing now" should wait before asking again. */
 #define RETRY_AFTER_MS 500
+/* The same for a paused study: a pause is a person's decision, lifted by a
+ * person, so workers poll it slowly (api/openapi.yaml documents it). */
+#define PAUSED_RETRY_AFTER_MS 5000
 /* Parameter values one suggest answer may hold (count x parameters): about
  * 600 KB of JSON at most (documented in api/openapi.yaml). */
 #define SUGGEST_MAX_VALUES 20000
@@ -88,13 +92,16 @@ static int load_existing(bd_engine *e, study_rt *st, const bd_study_spec *spec, 
     return rc;
 }
 
-/* The value of "if_exists" (0 error, 1 load, 2 create), removed from a copy
- * of body (*def, new) that the study parser then sees. */
-static int parse_if_exists(const json_t *body, json_t **def, int *mode, bd_err *err)
+/* The value of "if_exists" (0 error, 1 load, 2 create) and "metadata"
+ * (*metadata: new compact text, or NULL for none), both removed from a copy
+ * of body (*def, new) that the study parser then sees: neither is part of
+ * the definition, so metadata never makes "load" differ. */
+static int parse_if_exists(const json_t *body, json_t **def, int *mode, char **metadata, bd_err *err)
 {
     static const char *const modes[] = {"error", "load", "create"};
-    const json_t *v = json_object_get(body, "if_exists");
+    const json_t *v = json_object_get(body, "if_exists"), *meta = json_object_get(body, "metadata");
     *mode = 0;
+    *metadata = NULL;
     if (v) {
         *mode = -1;
         for (int i = 0; json_is_string(v) && i < 3; i++)
@@ -103,8 +110,15 @@ static int parse_if_exists(const json_t *body, json_t **def, int *mode, bd_err *
         if (*mode < 0)
             return bd_err_set(err, BD_EINVAL, "if_exists", "must be one of error, load, create");
     }
+    /* Last: nothing else can fail once *metadata is set. */
+    if (meta && !json_is_null(meta)) {
+        int rc = bd_attrs_merge(NULL, meta, "metadata", metadata, err);
+        if (rc)
+            return rc;
+    }
     *def = json_copy((json_t *)body);
     json_object_del(*def, "if_exists");
+    json_object_del(*def, "metadata");
     return 0;
 }
 
@@ -115,12 +129,14 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
     study_rt *st = bd_xcalloc(1, sizeof *st);
     bd_study_row row = {0};
     json_t *answer = NULL, *def = NULL;
+    char *metadata = NULL;
     int rc, mode;
     if (loaded)
         *loaded = 0;
     pthread_mutex_init(&st->mu, NULL);
-    if ((rc = parse_if_exists(body, &def, &mode, err)))
+    if ((rc = parse_if_exists(body, &def, &mode, &metadata, err)))
         goto out;
+    bd_study_set_meta(st, 0, metadata); /* "load" leaves the existing study's metadata as it is */
     if ((rc = bd_study_spec_parse(def, e->default_lease, &st->spec, err)))
         goto out;
     const struct bd_sched_ops *ops = bd_study_spec_sched(&st->spec);
@@ -173,6 +189,7 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
     row.name = (char *)st->spec.def.name;
     row.definition = json_dumps(st->spec.normalized, JSON_COMPACT);
     row.created_at = st->created_at;
+    row.metadata = st->metadata;
     size_t definition_bytes = strlen(row.definition);
     rc = bd_engine_check_quota(e, st->user_id, definition_bytes, err);
     if (!rc)
@@ -427,6 +444,14 @@ static int suggest_op(bd_engine *e, study_rt *st, void *arg, bd_write_plan *plan
 {
     const suggest_args *a = arg;
     int rc = 0;
+    if (st->paused) {
+        /* Nothing is handed out, and the scheduler is not asked: a finished
+         * study still answers done, as its "state" says. */
+        int done = bd_study_limit_reached(st) || st->sched->ops->status(st->sched) == BD_STATUS_DONE;
+        *answer = done ? json_pack("{s:[], s:b}", "trials", "done", 1)
+                       : json_pack("{s:[], s:i, s:b}", "trials", "retry_after_ms", PAUSED_RETRY_AFTER_MS, "paused", 1);
+        return 0;
+    }
     /* One answer holds at most SUGGEST_MAX_VALUES parameter values, so a wide
      * space cannot make one request huge: the count is cut, never refused. */
     size_t width = bd_space_size(st->spec.def.space);

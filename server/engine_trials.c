@@ -5,6 +5,7 @@
  * (no storage lock held), then the stored events and the trial row update
  * in one short transaction, so they happen together or not at all (engine.c
  * rebuilds the scheduler if the writes fail). */
+#include "attrs.h"
 #include "engine_internal.h"
 #include "json_util.h"
 
@@ -200,7 +201,24 @@ typedef struct complete_args {
     double value, elapsed;
     int timeout;
     const char *reason;
+    const json_t *user_attrs; /* a patch of the trial's user_attrs, or NULL */
 } complete_args;
+
+/* Merges patch into t's user_attrs and plans the write. t->user_attrs
+ * becomes the merged text, which the plan borrows (t lives until the
+ * commit: with_trial clears it). */
+static int plan_user_attrs(bd_trial_row *t, const json_t *patch, bd_write_plan *plan, bd_err *err)
+{
+    char *merged;
+    int rc = bd_attrs_merge(t->user_attrs, patch, "user_attrs", &merged, err);
+    if (rc)
+        return rc;
+    free(t->user_attrs);
+    t->user_attrs = merged;
+    plan->attrs_trial = t->id;
+    plan->user_attrs = t->user_attrs;
+    return 0;
+}
 
 static int complete_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, bd_write_plan *plan,
                        json_t **answer, bd_err *err)
@@ -210,6 +228,8 @@ static int complete_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *
     int rc;
     if ((rc = require_running(t, bd_now(), err)))
         return rc;
+    if (a->user_attrs && (rc = plan_user_attrs(t, a->user_attrs, plan, err)))
+        return rc; /* before record(): nothing fed to the scheduler yet */
     /* A timeout without a measured value costs the trial's cap (its budget). */
     double value = a->timeout && isnan(a->value) ? t->budget : a->value;
     bd_event_row ev = {.type = BD_EV_COMPLETED, .has_value = 1, .value = value, .timeout = a->timeout,
@@ -223,13 +243,17 @@ static int complete_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *
 int bd_engine_complete(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out,
                        bd_err *err)
 {
-    static const char *const known[] = {"value", "status", "runtime", "elapsed_seconds", "reason", NULL};
-    complete_args a = {.value = NAN};
+    static const char *const known[] = {"value", "status", "runtime", "elapsed_seconds", "reason", "user_attrs",
+                                        NULL};
+    complete_args a = {.value = NAN, .user_attrs = json_object_get(body, "user_attrs")};
+    if (json_is_null(a.user_attrs)) /* as absent, like "metadata": null at creation */
+        a.user_attrs = NULL;
     const json_t *value = json_object_get(body, "value"), *status = json_object_get(body, "status");
     double runtime;
     int rc;
     if ((rc = bd_json_reject_unknown(body, "", known, err)) || (rc = opt_seconds(body, "runtime", &runtime, err)) ||
-        (rc = opt_seconds(body, "elapsed_seconds", &a.elapsed, err)) || (rc = opt_reason(body, &a.reason, err)))
+        (rc = opt_seconds(body, "elapsed_seconds", &a.elapsed, err)) || (rc = opt_reason(body, &a.reason, err)) ||
+        (a.user_attrs && (rc = bd_attrs_check(a.user_attrs, "user_attrs", err))))
         return rc;
     if (status) {
         const char *s = json_is_string(status) ? json_string_value(status) : "";
@@ -299,6 +323,34 @@ static int heartbeat_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void 
 int bd_engine_heartbeat(bd_engine *e, const bd_request *req, int64_t trial_id, json_t **out, bd_err *err)
 {
     return with_trial(e, req, trial_id, BD_OP_WAIT, heartbeat_op, NULL, out, err);
+}
+
+/* ------------------------------------------------------------ user_attrs */
+
+static int patch_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, bd_write_plan *plan,
+                    json_t **answer, bd_err *err)
+{
+    int rc = plan_user_attrs(t, args, plan, err);
+    (void)e;
+    if (!rc)
+        *answer = bd_study_trial_json(st, t);
+    return rc;
+}
+
+int bd_engine_patch_trial(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out,
+                          bd_err *err)
+{
+    static const char *const known[] = {"user_attrs", NULL};
+    const json_t *patch = json_object_get(body, "user_attrs");
+    int rc;
+    if ((rc = bd_json_reject_unknown(body, "", known, err)))
+        return rc;
+    if (!patch)
+        return bd_err_set(err, BD_EINVAL, "user_attrs", "is required: an object of keys to set (null removes one)");
+    if ((rc = bd_attrs_check(patch, "user_attrs", err)))
+        return rc;
+    /* Any state: attributes are the user's notes, not a report to the scheduler. */
+    return with_trial(e, req, trial_id, BD_OP_WAIT, patch_op, patch, out, err);
 }
 
 /* ---------------------------------------------------------------- reads */

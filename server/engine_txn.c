@@ -51,8 +51,8 @@ void bd_engine_plan_event(bd_engine *e, study_rt *st, bd_write_plan *p, const bd
     bd_study_touch(st, row->created_at);
 }
 
-/* Writes the plan inside the caller's transaction. */
-static int apply_plan(bd_engine *e, const bd_write_plan *p, bd_err *err)
+/* Writes the plan of a request to study study_id inside the caller's transaction. */
+static int apply_plan(bd_engine *e, int64_t study_id, const bd_write_plan *p, bd_err *err)
 {
     int rc = 0;
     for (size_t i = 0; !rc && i < p->n_inserts; i++)
@@ -67,6 +67,12 @@ static int apply_plan(bd_engine *e, const bd_write_plan *p, bd_err *err)
         rc = bd_store_enqueue_pop(e->store, p->study_id, p->dequeued, err);
     if (!rc && p->enqueue)
         rc = bd_store_enqueue_push(e->store, p->study_id, p->enqueue, bd_now(), err);
+    if (!rc && p->write_paused)
+        rc = bd_store_study_set_paused(e->store, study_id, p->paused, err);
+    if (!rc && p->write_metadata)
+        rc = bd_store_study_set_metadata(e->store, study_id, p->metadata, err);
+    if (!rc && p->attrs_trial)
+        rc = bd_store_trial_set_user_attrs(e->store, p->attrs_trial, p->user_attrs, err);
     return rc;
 }
 
@@ -173,6 +179,7 @@ int bd_engine_study_commit(bd_engine *e, study_rt *st, const bd_request *req, in
                            const json_t *answer, uint64_t *ticket, bd_err *err)
 {
     int nothing_to_write = !plan->n_inserts && !plan->n_events && !plan->finish && !plan->lease_trial &&
+                           !plan->write_paused && !plan->write_metadata && !plan->attrs_trial &&
                            !plan->enqueue && !plan->dequeued && !(req && req->idem_key);
     if (rc == 0 && nothing_to_write) {
         /* The answer may still rest on earlier requests' released work:
@@ -181,7 +188,7 @@ int bd_engine_study_commit(bd_engine *e, study_rt *st, const bd_request *req, in
         return 0;
     }
     if (rc == 0 && (rc = bd_store_begin(e->store, err)) == 0) {
-        if ((rc = apply_plan(e, plan, err)) == 0 && (rc = remember_answer(e, req, answer, err)) == 0)
+        if ((rc = apply_plan(e, st->id, plan, err)) == 0 && (rc = remember_answer(e, req, answer, err)) == 0)
             rc = bd_store_release(e->store, ticket, err);
         else
             bd_store_rollback(e->store);
@@ -193,6 +200,13 @@ int bd_engine_study_commit(bd_engine *e, study_rt *st, const bd_request *req, in
                    (long long)st->id, reload_err.message);
     }
     st->dirty = 0;
+    if (rc && st->meta_dirty) {
+        bd_err reload_err;
+        if (bd_study_reload_meta(st, e->store, &reload_err))
+            bd_log(BD_LOG_ERROR, "study %lld's pause and metadata could not be reread after a failed request: %s",
+                   (long long)st->id, reload_err.message);
+    }
+    st->meta_dirty = 0;
     return rc;
 }
 

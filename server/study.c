@@ -7,6 +7,8 @@
  * that transaction does not commit, the engine replays the study. */
 #include "study.h"
 
+#include "attrs.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +29,29 @@ void bd_study_free(study_rt *st)
     if (st->sched)
         st->sched->ops->destroy(st->sched);
     bd_study_spec_clear(&st->spec);
+    free(st->metadata);
     pthread_mutex_destroy(&st->mu);
     free(st);
+}
+
+void bd_study_set_meta(study_rt *st, int paused, char *metadata)
+{
+    free(st->metadata);
+    st->paused = paused != 0;
+    st->metadata = metadata;
+    st->meta_dirty = 0;
+}
+
+int bd_study_reload_meta(study_rt *st, bd_store *store, bd_err *err)
+{
+    bd_study_row row = {0};
+    int rc = bd_store_study_get(store, st->id, &row, err);
+    if (!rc) {
+        bd_study_set_meta(st, row.paused, row.metadata);
+        row.metadata = NULL;
+    }
+    bd_store_study_row_clear(&row);
+    return rc;
 }
 
 /* ------------------------------------------------------------------- queue */
@@ -326,6 +349,7 @@ json_t *bd_study_trial_json(const study_rt *st, const bd_trial_row *row)
     if (row->has_instance)
         json_object_set_new(t, "instance", json_pack("{s:I, s:s?}", "index", (json_int_t)row->instance_index,
                                                      "name", row->instance_name));
+    json_object_set_new(t, "user_attrs", bd_attrs_json(row->user_attrs));
     return t;
 }
 
@@ -342,12 +366,16 @@ static json_t *incumbent_json(bd_store *store, const study_rt *st, const best_tr
     return inc;
 }
 
-/* running / waiting / done, from the limits and the scheduler's status():
- * a read never asks the scheduler to propose anything. */
+/* running / waiting / paused / done, from the limits, the paused flag and
+ * the scheduler's status(): a read never asks the scheduler to propose
+ * anything. A finished study is "done" even when paused: done is final,
+ * a pause is not. */
 static const char *study_state(const study_rt *st)
 {
     if (bd_study_limit_reached(st))
         return "done";
+    if (st->paused)
+        return st->sched->ops->status(st->sched) == BD_STATUS_DONE ? "done" : "paused";
     switch (st->sched->ops->status(st->sched)) {
     case BD_STATUS_RUNNING:
         return "running";
@@ -392,5 +420,7 @@ json_t *bd_study_json(study_rt *st, bd_store *store)
     json_object_set_new(j, "done", json_boolean(strcmp(status, "done") == 0));
     json_object_set_new(j, "enqueued", json_integer((json_int_t)st->n_queued));
     json_object_set_new(j, "used", usage_json(st));
+    json_object_set_new(j, "paused", json_boolean(st->paused));
+    json_object_set_new(j, "metadata", bd_attrs_json(st->metadata));
     return j;
 }

@@ -52,6 +52,13 @@ typedef struct study_rt {
      * A copy of storage's table enqueued, rebuilt by replay. */
     json_t **queued;
     size_t n_queued, cap_queued;
+    /* Not events: set from the study's row when it is loaded (or recovered),
+     * changed by pause/resume/PATCH (issue 17). */
+    int paused;                     /* suggest hands out nothing; reports are still taken */
+    char *metadata;                 /* owned: the stored JSON object text, NULL for none;
+                                       dropped with the spec when unloaded */
+    int meta_dirty;                 /* paused/metadata changed by an uncommitted transaction:
+                                       reread from storage if it does not commit */
 
     /* The study cache (engine.c): every live study has this struct, but its
      * spec and sched are built (replaying its events) on first use and
@@ -68,6 +75,11 @@ typedef struct study_rt {
 
 /* Frees st and all it owns (its scheduler, its spec). NULL-safe. */
 void bd_study_free(study_rt *st);
+/* Sets paused and metadata (stolen; NULL: none) as stored in the study's row. */
+void bd_study_set_meta(study_rt *st, int paused, char *metadata);
+/* Rereads paused and metadata from st's row in store (after a transaction
+ * that changed them did not commit); st->mu held. */
+int bd_study_reload_meta(study_rt *st, bd_store *store, bd_err *err) BD_MUST_CHECK;
 
 /* Passes an event to st's scheduler (observe, with its rng seeded from the
  * study seed and ev->id) and updates counts, usage and incumbents. A
@@ -97,7 +109,8 @@ int bd_study_replay(study_rt *st, bd_store *store, bd_err *err) BD_MUST_CHECK;
 /* A trial row as the API shows it (new). */
 json_t *bd_study_trial_json(const study_rt *st, const bd_trial_row *row);
 /* The study as the API shows it (new): the definition, counts, incumbents
- * (read from store), the scheduler's state, running/waiting/done and usage. */
+ * (read from store), the scheduler's state, running/waiting/paused/done,
+ * usage, "paused" and "metadata". */
 json_t *bd_study_json(study_rt *st, bd_store *store);
 
 #endif

@@ -140,6 +140,15 @@ static const char *const migrations[] = {
     "  created_at REAL NOT NULL"
     ");"
     "CREATE INDEX enqueued_study ON enqueued (study_id, id);",
+
+    /* 5 -> 6: study lifecycle and metadata (issue 17). A paused study hands
+     * out no trials; its running trials still report. A study's metadata
+     * and a trial's user_attrs are JSON objects of the user's own, NULL
+     * when empty; neither is part of the definition (so not of the
+     * "if_exists": "load" comparison) nor of any event. */
+    "ALTER TABLE studies ADD COLUMN paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1));"
+    "ALTER TABLE studies ADD COLUMN metadata TEXT;"
+    "ALTER TABLE trials ADD COLUMN user_attrs TEXT;",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

@@ -6,10 +6,11 @@
 #include "sqlite_internal.h"
 
 #define USER_COLS "id, name, is_admin, created_at, max_studies, max_definition_bytes"
-#define STUDY_COLS "id, user_id, name, definition, created_at"
+#define STUDY_COLS "id, user_id, name, definition, created_at, paused, metadata"
 #define TRIAL_COLS                                                                                  \
     "id, study_id, config_id, config, budget, resume_from, extra, state, worker, created_at, "      \
-    "lease_expires_at, finished_at, has_value, value, timeout, reason, instance_index, instance_name, origin"
+    "lease_expires_at, finished_at, has_value, value, timeout, reason, instance_index, instance_name, origin, "  \
+    "user_attrs"
 #define EVENT_COLS "id, study_id, trial_id, type, step, has_value, value, timeout, elapsed_seconds, created_at"
 
 const char *const bd_sql_text[BD_SQL_NSTMTS] = {
@@ -31,19 +32,21 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
     [BD_SQL_TOKEN_GET] = "SELECT hash, user_id FROM tokens WHERE id = ?1 AND revoked = 0",
     [BD_SQL_TOKEN_REVOKE] = "UPDATE tokens SET revoked = 1 WHERE id = ?1",
 
-    [BD_SQL_STUDY_INSERT] = "INSERT INTO studies (user_id, name, definition, created_at, definition_bytes) "
-                            "VALUES (?1, ?2, ?3, ?4, length(CAST(?3 AS BLOB)))",
+    [BD_SQL_STUDY_INSERT] = "INSERT INTO studies (user_id, name, definition, created_at, definition_bytes, paused, "
+                            "metadata) VALUES (?1, ?2, ?3, ?4, length(CAST(?3 AS BLOB)), ?5, ?6)",
     [BD_SQL_STUDY_GET] = "SELECT " STUDY_COLS " FROM studies WHERE id = ?1",
     [BD_SQL_STUDY_SCAN_ALL] = "SELECT " STUDY_COLS " FROM studies WHERE id > ?1 ORDER BY id LIMIT ?2",
     /* STUDY_COLS without name and definition (NULL): what the daemon keeps of
      * every study, read at start without the definitions' bytes. */
-    [BD_SQL_STUDY_SCAN_INDEX] = "SELECT id, user_id, NULL, NULL, created_at FROM studies WHERE id > ?1 ORDER BY id "
-                                "LIMIT ?2",
+    [BD_SQL_STUDY_SCAN_INDEX] = "SELECT id, user_id, NULL, NULL, created_at, paused, NULL FROM studies WHERE id > ?1 "
+                                "ORDER BY id LIMIT ?2",
     [BD_SQL_STUDY_SCAN_USER] =
         "SELECT " STUDY_COLS " FROM studies WHERE user_id = ?3 AND id > ?1 ORDER BY id LIMIT ?2",
     [BD_SQL_STUDY_SCAN_NAMED] = "SELECT " STUDY_COLS " FROM studies WHERE user_id = ?3 AND name = ?4 AND id > ?1 "
                                 "ORDER BY id LIMIT ?2",
     [BD_SQL_STUDY_DELETE] = "DELETE FROM studies WHERE id = ?1",
+    [BD_SQL_STUDY_SET_PAUSED] = "UPDATE studies SET paused = ?2 WHERE id = ?1",
+    [BD_SQL_STUDY_SET_METADATA] = "UPDATE studies SET metadata = ?2 WHERE id = ?1",
     [BD_SQL_TRIAL_COUNTS] = "SELECT study_id, state, count(*) FROM trials GROUP BY study_id, state",
 
     /* config_id 0 is replaced by the new id (trigger trials_config_self); id
@@ -51,14 +54,15 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
     [BD_SQL_TRIAL_INSERT] =
         "INSERT INTO trials (study_id, config_id, config, budget, resume_from, extra, state, worker, "
         "created_at, lease_expires_at, finished_at, has_value, value, timeout, reason, id, instance_index, "
-        "instance_name, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
-        "?18, ?19)",
+        "instance_name, origin, user_attrs) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+        "?16, ?17, ?18, ?19, ?20)",
     [BD_SQL_TRIAL_GET] = "SELECT " TRIAL_COLS " FROM trials WHERE id = ?1",
     [BD_SQL_TRIAL_STATE] = "SELECT state FROM trials WHERE id = ?1",
     [BD_SQL_TRIAL_FINISH] =
         "UPDATE trials SET state = ?2, finished_at = ?3, has_value = ?4, value = ?5, timeout = ?6, "
         "reason = ?7 WHERE id = ?1 AND state = 'running'",
     [BD_SQL_TRIAL_SET_LEASE] = "UPDATE trials SET lease_expires_at = ?2 WHERE id = ?1",
+    [BD_SQL_TRIAL_SET_USER_ATTRS] = "UPDATE trials SET user_attrs = ?2 WHERE id = ?1",
     [BD_SQL_TRIAL_SCAN] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = ?3 AND id > ?1 "
                           "AND (?4 IS NULL OR state = ?4) AND (?5 IS NULL OR instance_index = ?5) "
                           "ORDER BY id LIMIT ?2",

@@ -10,7 +10,8 @@ void bd_store_study_row_clear(bd_study_row *row)
         return;
     free(row->name);
     free(row->definition);
-    row->name = row->definition = NULL;
+    free(row->metadata);
+    row->name = row->definition = row->metadata = NULL;
 }
 
 /* Columns in the order of STUDY_COLS (sqlite_sql.c). */
@@ -23,6 +24,8 @@ static int study_read(sqlite3_stmt *st, void *dst, bd_err *err)
     row->name = bd_sqlite_col_text(st, 2);
     row->definition = bd_sqlite_col_text(st, 3);
     row->created_at = sqlite3_column_double(st, 4);
+    row->paused = sqlite3_column_int(st, 5);
+    row->metadata = bd_sqlite_col_text(st, 6);
     return 0;
 }
 
@@ -42,6 +45,8 @@ int bd_store_study_insert(bd_store *s, const bd_study_row *row, int64_t *id, bd_
     bd_sqlite_bind_text(st, 2, row->name, &rc);
     bd_sqlite_bind_text(st, 3, row->definition, &rc);
     bd_sqlite_bind_double(st, 4, row->created_at, &rc);
+    bd_sqlite_bind_i64(st, 5, row->paused ? 1 : 0, &rc);
+    bd_sqlite_bind_text(st, 6, row->metadata, &rc);
     int ret = bd_sqlite_step_done(s, st, rc, err, "insert study");
     if (!ret && id)
         *id = sqlite3_last_insert_rowid(s->db);
@@ -154,4 +159,35 @@ int bd_store_study_delete(bd_store *s, int64_t id, bd_err *err)
     bd_sqlite_done(st);
     bd_sqlite_leave(s, locked);
     return ret;
+}
+
+/* Runs a one-row UPDATE of studies (?1 = id, ?2 = the value bound by the
+ * caller's arguments): BD_ENOTFOUND when no study has the id. */
+static int study_update(bd_store *s, enum bd_sql_stmt which, int64_t id, int64_t num, const char *text, int is_text,
+                        bd_err *err, const char *what)
+{
+    int locked = bd_sqlite_enter(s);
+    sqlite3_stmt *st = s->stmt[which];
+    int rc = SQLITE_OK;
+    bd_sqlite_bind_i64(st, 1, id, &rc);
+    if (is_text)
+        bd_sqlite_bind_text(st, 2, text, &rc);
+    else
+        bd_sqlite_bind_i64(st, 2, num, &rc);
+    int ret = bd_sqlite_step_done(s, st, rc, err, what);
+    if (!ret && sqlite3_changes(s->db) == 0)
+        ret = bd_err_set(err, BD_ENOTFOUND, NULL, "study %lld not found", (long long)id);
+    bd_sqlite_done(st);
+    bd_sqlite_leave(s, locked);
+    return ret;
+}
+
+int bd_store_study_set_paused(bd_store *s, int64_t id, int paused, bd_err *err)
+{
+    return study_update(s, BD_SQL_STUDY_SET_PAUSED, id, paused ? 1 : 0, NULL, 0, err, "set study paused");
+}
+
+int bd_store_study_set_metadata(bd_store *s, int64_t id, const char *metadata, bd_err *err)
+{
+    return study_update(s, BD_SQL_STUDY_SET_METADATA, id, 0, metadata, 1, err, "set study metadata");
 }

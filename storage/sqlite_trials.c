@@ -51,7 +51,8 @@ void bd_store_trial_row_clear(bd_trial_row *row)
     free(row->worker);
     free(row->reason);
     free(row->instance_name);
-    row->config = row->extra = row->worker = row->reason = row->instance_name = NULL;
+    free(row->user_attrs);
+    row->config = row->extra = row->worker = row->reason = row->instance_name = row->user_attrs = NULL;
 }
 
 /* Columns in the order of TRIAL_COLS (sqlite_sql.c). */
@@ -82,6 +83,7 @@ static int trial_read(sqlite3_stmt *st, void *dst, bd_err *err)
     row->instance_index = row->has_instance ? sqlite3_column_int64(st, 16) : 0;
     row->instance_name = bd_sqlite_col_text(st, 17);
     row->origin = bd_trial_origin_parse((const char *)sqlite3_column_text(st, 18));
+    row->user_attrs = bd_sqlite_col_text(st, 19);
     row->steps = 0;
     row->last_step_value = NAN;
     return 0;
@@ -94,8 +96,8 @@ static int trial_steps_read(sqlite3_stmt *st, void *dst, bd_err *err)
     int rc = trial_read(st, dst, err);
     if (rc)
         return rc;
-    row->steps = sqlite3_column_int64(st, 19);
-    row->last_step_value = bd_sqlite_col_double(st, 20, NAN);
+    row->steps = sqlite3_column_int64(st, 20);
+    row->last_step_value = bd_sqlite_col_double(st, 21, NAN);
     return 0;
 }
 
@@ -156,6 +158,7 @@ int bd_store_trial_insert(bd_store *s, const bd_trial_row *row, int64_t *id, bd_
     }
     if (row->origin != BD_ORIGIN_SUGGESTED)
         bd_sqlite_bind_text(st, 19, bd_trial_origin_name(row->origin), &rc);
+    bd_sqlite_bind_text(st, 20, row->user_attrs, &rc);
     ret = bd_sqlite_step_done(s, st, rc, err, "insert trial");
     if (!ret && id)
         *id = sqlite3_last_insert_rowid(s->db);
@@ -230,6 +233,21 @@ int bd_store_trial_set_lease(bd_store *s, int64_t id, double lease_expires_at, b
     bd_sqlite_bind_i64(st, 1, id, &rc);
     bd_sqlite_bind_double(st, 2, lease_expires_at, &rc);
     int ret = bd_sqlite_step_done(s, st, rc, err, "set trial lease");
+    if (!ret && sqlite3_changes(s->db) == 0)
+        ret = bd_err_set(err, BD_ENOTFOUND, NULL, "trial %lld not found", (long long)id);
+    bd_sqlite_done(st);
+    bd_sqlite_leave(s, locked);
+    return ret;
+}
+
+int bd_store_trial_set_user_attrs(bd_store *s, int64_t id, const char *user_attrs, bd_err *err)
+{
+    int locked = bd_sqlite_enter(s);
+    sqlite3_stmt *st = s->stmt[BD_SQL_TRIAL_SET_USER_ATTRS];
+    int rc = SQLITE_OK;
+    bd_sqlite_bind_i64(st, 1, id, &rc);
+    bd_sqlite_bind_text(st, 2, user_attrs, &rc);
+    int ret = bd_sqlite_step_done(s, st, rc, err, "set trial user_attrs");
     if (!ret && sqlite3_changes(s->db) == 0)
         ret = bd_err_set(err, BD_ENOTFOUND, NULL, "trial %lld not found", (long long)id);
     bd_sqlite_done(st);

@@ -5,11 +5,13 @@
  * Model:
  *   users        (id, name unique, is_admin, created_at)
  *   tokens       (id, user_id, hash[32], created_at, revoked)     hash only, never the token
- *   studies      (id, user_id, name, definition JSON text, created_at)
+ *   studies      (id, user_id, name, definition JSON text, created_at,
+ *                 paused, metadata JSON object text or NULL)
  *   trials       (id, study_id, config_id, config JSON, budget, resume_from,
  *                 extra JSON, state, worker, created_at, lease_expires_at,
  *                 finished_at, value, reason)
  *                (schema 5: origin, NULL for suggested trials)
+ *                (schema 6: user_attrs JSON object text or NULL)
  *   enqueued     (id, study_id, config JSON, created_at)  configs a user
  *                queued for the study's next suggests, oldest first
  *   events       (id, study_id, trial_id, type, step, value, timeout,
@@ -127,6 +129,8 @@ typedef struct bd_study_row {
     char *name;        /* new */
     char *definition;  /* new: the normalized study JSON */
     double created_at;
+    int paused;        /* 1: suggest hands out nothing (issue 17) */
+    char *metadata;    /* new: the user's JSON object text, or NULL for none ({}); not part of definition */
 } bd_study_row;
 void bd_store_study_row_clear(bd_study_row *row);
 
@@ -146,6 +150,11 @@ int bd_store_study_page(bd_store *s, int64_t user_id, const char *name, int64_t 
                         bd_study_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
 /* Deletes the study and its trials, events (cascade). */
 int bd_store_study_delete(bd_store *s, int64_t id, bd_err *err) BD_MUST_CHECK;
+/* Sets a study's paused flag (0 or 1); BD_ENOTFOUND if no such study. */
+int bd_store_study_set_paused(bd_store *s, int64_t id, int paused, bd_err *err) BD_MUST_CHECK;
+/* Replaces a study's metadata with metadata (JSON object text, borrowed;
+ * NULL: none); BD_ENOTFOUND if no such study. The caller validated it. */
+int bd_store_study_set_metadata(bd_store *s, int64_t id, const char *metadata, bd_err *err) BD_MUST_CHECK;
 
 /* ---- trials ---- */
 
@@ -199,6 +208,7 @@ typedef struct bd_trial_row {
     int64_t instance_index; /*   that instance's index in the study's list */
     char *instance_name;    /*   new: and its name (NULL without an instance) */
     bd_trial_origin origin; /* who chose its config */
+    char *user_attrs;       /* new: the user's JSON object text, or NULL for none ({}) */
     int64_t steps;          /* measurements reported: bd_store_trial_each_with_steps only, else 0 */
     double last_step_value; /* the latest one's value: bd_store_trial_each_with_steps only, else NAN */
 } bd_trial_row;
@@ -211,6 +221,9 @@ int bd_store_trial_get(bd_store *s, int64_t id, bd_trial_row *out, bd_err *err) 
 /* Ends a running trial: state, finished_at, has_value/value/timeout, reason (may be NULL). */
 int bd_store_trial_finish(bd_store *s, const bd_trial_row *row, bd_err *err) BD_MUST_CHECK;
 int bd_store_trial_set_lease(bd_store *s, int64_t id, double lease_expires_at, bd_err *err) BD_MUST_CHECK;
+/* Replaces a trial's user_attrs (JSON object text, borrowed; NULL: none), in
+ * any state; BD_ENOTFOUND if no such trial. The caller validated it. */
+int bd_store_trial_set_user_attrs(bd_store *s, int64_t id, const char *user_attrs, bd_err *err) BD_MUST_CHECK;
 
 /* Trials of a study, id ascending, with id > after_id, at most limit of them,
  * filtered by state unless state < 0 and by instance index unless instance

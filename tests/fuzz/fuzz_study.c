@@ -9,15 +9,44 @@
  * does not would stop the daemon from starting); the normalized form and
  * the scheduler's description survive the server's serialization; every
  * proposal fits the study (config valid in the space, budget within the
- * resource, as engine_studies.c check_suggestion demands). */
+ * resource, as engine_studies.c check_suggestion demands). The body's
+ * "metadata" goes through server/attrs.c as the engine takes it (and is
+ * removed before the definition parser, as there): what is accepted is
+ * within the bounds, reads back as an object, and merging it again changes
+ * nothing. */
 #include <math.h>
 #include <stdint.h>
 
 #include "api/body.h"
 #include "fuzz_common.h"
+#include "server/attrs.h"
 #include "server/study_def.h"
 
 #define STEPS 12
+
+static void check_metadata(json_t *body)
+{
+    const json_t *meta = json_object_get(body, "metadata");
+    char *text = NULL, *again = NULL;
+    bd_err err;
+    if (!meta)
+        return;
+    if (bd_attrs_merge(NULL, meta, "metadata", &text, &err) != 0) {
+        FUZZ_CHECK(err.code == BD_EINVAL && strncmp(err.field, "metadata", 8) == 0, "metadata refused with %d %s",
+                   err.code, err.field);
+    } else if (text) {
+        json_t *back = json_loads(text, 0, NULL);
+        FUZZ_CHECK(json_is_object(back) && json_object_size(back) <= BD_ATTRS_MAX_KEYS &&
+                       strlen(text) <= BD_ATTRS_MAX_BYTES, "accepted metadata out of bounds: %s", text);
+        /* A merge of what is stored with itself is a fixed point. */
+        FUZZ_CHECK(bd_attrs_merge(text, back, "metadata", &again, &err) == 0 && again && strcmp(again, text) == 0,
+                   "merging stored metadata into itself changed it");
+        json_decref(back);
+    }
+    free(text);
+    free(again);
+    json_object_del(body, "metadata");
+}
 
 static void check_reparse(const bd_study_spec *spec)
 {
@@ -114,6 +143,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         h = (h ^ data[i]) * 1099511628211ULL;
     if (bd_api_parse_body((const char *)data, size, 1, &body, &err) != 0)
         return 0;
+    check_metadata(body);
     if (bd_study_spec_parse(body, 300, &spec, &err) != 0) {
         FUZZ_CHECK(err.code == BD_EINVAL, "parse failed with code %d: %s", err.code, err.message);
         json_decref(body);

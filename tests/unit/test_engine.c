@@ -652,3 +652,95 @@ Test(engine, a_study_in_use_stays_loaded_even_over_the_budget)
     json_decref(log);
     bd_engine_close(e);
 }
+
+/* ---- issue 17: pause and metadata are stored, not only in memory ---- */
+
+static json_t *get_study(bd_engine *e, const bd_caller *c, int64_t study)
+{
+    json_t *s = NULL;
+    bd_err err = {0};
+    cr_assert_eq(bd_engine_get_study(e, c, study, &s, &err), 0, "%s", err.message);
+    return s;
+}
+
+static int patch_metadata(bd_engine *e, const bd_caller *c, int64_t study, const char *body, bd_err *err)
+{
+    bd_request req = {.caller = c};
+    json_t *b = must_parse(body), *out = NULL;
+    int rc = bd_engine_patch_study(e, &req, study, b, &out, err);
+    json_decref(b);
+    json_decref(out);
+    return rc;
+}
+
+static int set_paused(bd_engine *e, const bd_caller *c, int64_t study, int paused, bd_err *err)
+{
+    bd_request req = {.caller = c};
+    json_t *out = NULL;
+    int rc = bd_engine_pause_study(e, &req, study, paused, NULL, &out, err);
+    json_decref(out);
+    return rc;
+}
+
+Test(engine, a_failed_commit_undoes_a_pause_and_a_metadata_change)
+{
+    bd_engine *e = open_engine(":memory:");
+    bd_caller admin = admin_of(e);
+    int64_t study = create_study(e, &admin, study_body);
+    bd_err err = {0};
+    cr_assert_eq(patch_metadata(e, &admin, study, "{\"metadata\": {\"a\": 1}}", &err), 0, "%s", err.message);
+
+    bd_store_fail_next_commit(e->store);
+    cr_expect_eq(set_paused(e, &admin, study, 1, &err), BD_ESTORAGE);
+    json_t *s = get_study(e, &admin, study);
+    cr_expect(json_is_false(json_object_get(s, "paused")), "the pause was not stored, so it did not happen");
+    cr_expect_str_eq(json_string_value(json_object_get(s, "state")), "running");
+    json_decref(s);
+    json_t *a = suggest(e, &admin, study, NULL);
+    cr_expect_eq(json_array_size(json_object_get(a, "trials")), 1, "suggest still hands out trials");
+    json_decref(a);
+
+    bd_store_fail_next_commit(e->store);
+    cr_expect_eq(patch_metadata(e, &admin, study, "{\"metadata\": {\"a\": null, \"b\": 2}}", &err), BD_ESTORAGE);
+    s = get_study(e, &admin, study);
+    json_t *want = must_parse("{\"a\": 1}");
+    cr_expect(json_equal(json_object_get(s, "metadata"), want), "the metadata change was rolled back");
+    json_decref(want);
+    json_decref(s);
+
+    cr_assert_eq(set_paused(e, &admin, study, 1, &err), 0, "%s", err.message);
+    a = suggest(e, &admin, study, NULL);
+    cr_expect_eq(json_array_size(json_object_get(a, "trials")), 0);
+    cr_expect(json_is_true(json_object_get(a, "paused")));
+    cr_expect_eq(json_integer_value(json_object_get(a, "retry_after_ms")), 5000);
+    json_decref(a);
+    bd_engine_close(e);
+}
+
+Test(engine, an_evicted_study_keeps_its_pause_and_metadata)
+{
+    bd_engine *e = open_engine_cached(":memory:", 1); /* every other study's request evicts it */
+    bd_caller admin = admin_of(e);
+    char buf[600];
+    int64_t one = create_study(e, &admin, hb_body(buf, sizeof buf, "one")),
+            two = create_study(e, &admin, hb_body(buf, sizeof buf, "two"));
+    bd_err err = {0};
+    cr_assert_eq(set_paused(e, &admin, one, 1, &err), 0, "%s", err.message);
+    cr_assert_eq(patch_metadata(e, &admin, one, "{\"metadata\": {\"k\": [1, 2]}}", &err), 0, "%s", err.message);
+    bd_engine_stats st;
+    /* Requests to two evict one (after its second chance: the cache is a
+     * clock); a 1-byte cache then keeps no idle study at all. */
+    for (int i = 0; i < 4; i++)
+        json_decref(get_study(e, &admin, two));
+    bd_engine_stats_get(e, &st);
+    cr_assert_eq(st.studies_loaded, 0, "loaded %lld", (long long)st.studies_loaded);
+    json_t *a = suggest(e, &admin, one, NULL); /* loads one again */
+    cr_expect(json_is_true(json_object_get(a, "paused")), "a study loaded from storage is still paused");
+    json_decref(a);
+    json_t *s = get_study(e, &admin, one), *want = must_parse("{\"k\": [1, 2]}");
+    cr_expect(json_equal(json_object_get(s, "metadata"), want));
+    cr_expect_str_eq(json_string_value(json_object_get(s, "state")), "paused");
+    json_decref(want);
+    json_decref(s);
+    bd_engine_close(e);
+}

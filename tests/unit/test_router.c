@@ -127,7 +127,7 @@ Test(router, known_path_wrong_method_is_405_with_allow)
     cr_assert_str_eq(req.allow, "POST");
 
     cr_assert_eq(route(BD_HTTP_POST, "/v1/studies/3", &req), BD_EMETHOD);
-    cr_assert_str_eq(req.allow, "GET, DELETE");
+    cr_assert_str_eq(req.allow, "GET, DELETE, PATCH");
 
     cr_assert_eq(route(BD_HTTP_OTHER, "/healthz", &req), BD_EMETHOD);
     cr_assert_str_eq(req.allow, "GET");
@@ -221,7 +221,7 @@ Test(router, every_table_route_matches_itself)
     bd_router_each(check_route, &seen);
     (void)bd_routes(&n);
     cr_assert_eq((size_t)seen, n);
-    cr_assert_eq(n, 24);
+    cr_assert_eq(n, 29);
 }
 
 Test(router, method_names_round_trip)

@@ -165,8 +165,8 @@ static void poke_header(const char *path, long offset, uint32_t v)
 Test(store, memory_database_is_at_current_version)
 {
     bd_store *s = open_mem();
-    cr_assert_eq(bd_store_schema_version(s), 5);
-    cr_assert_eq(bd_store_schema_version(NULL), 5);
+    cr_assert_eq(bd_store_schema_version(s), 6);
+    cr_assert_eq(bd_store_schema_version(NULL), 6);
     bd_store_close(s);
 }
 
@@ -186,7 +186,7 @@ Test(store, reopen_keeps_data_and_version)
     cr_assert(file_size(wal) <= 0, "the WAL is checkpointed and emptied on close");
 
     s = open_at(t.path, BD_SYNC_NORMAL);
-    cr_assert_eq(bd_store_schema_version(s), 5);
+    cr_assert_eq(bd_store_schema_version(s), 6);
     bd_user u;
     bd_err err = {0};
     cr_assert_eq(bd_store_user_by_name(s, "alice", &u, &err), 0);
@@ -329,7 +329,7 @@ Test(store, user_limits_default_to_unset_and_usage_counts_live_studies_bytes)
     bd_store_close(s);
 }
 
-Test(store, schema_3_migrates_to_4_with_each_studys_definition_bytes)
+Test(store, schema_3_migrates_to_current_with_definition_bytes_and_no_pause_or_metadata)
 {
     /* tests/fixtures/schema3: a file written by the schema-3 daemon. */
     struct tmpdb t;
@@ -339,7 +339,7 @@ Test(store, schema_3_migrates_to_4_with_each_studys_definition_bytes)
     snprintf(cmd, sizeof cmd, "cp '%s/schema3/banditd.db' '%s'", fixtures, t.path);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
     bd_store *s = open_at(t.path, BD_SYNC_NORMAL);
-    cr_assert_eq(bd_store_schema_version(s), 5);
+    cr_assert_eq(bd_store_schema_version(s), 6);
     bd_err err = {0};
     int64_t n = -1, bytes = -1;
     bd_user u;
@@ -351,9 +351,94 @@ Test(store, schema_3_migrates_to_4_with_each_studys_definition_bytes)
     bd_study_row row = {0};
     cr_assert_eq(bd_store_study_get(s, 1, &row, &err), 0);
     cr_expect_str_eq(row.name, "alpha", "the studies are kept");
+    cr_expect_eq(row.paused, 0, "schema 6: an old study is not paused");
+    cr_expect_null(row.metadata, "schema 6: an old study has no metadata");
+    bd_store_study_row_clear(&row);
+    /* The new columns take writes on the migrated file. */
+    cr_assert_eq(bd_store_study_set_paused(s, 1, 1, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_study_get(s, 1, &row, &err), 0);
+    cr_expect_eq(row.paused, 1);
     bd_store_study_row_clear(&row);
     bd_store_close(s);
     tmpdb_remove(&t);
+}
+
+Test(store, study_paused_and_metadata_round_trip_and_survive_reopen)
+{
+    struct tmpdb t;
+    tmpdb_make(&t);
+    bd_store *s = open_at(t.path, BD_SYNC_NORMAL);
+    bd_err err = {0};
+    int64_t alice = make_user(s, "alice");
+    bd_study_row in = {.user_id = alice, .name = "m", .definition = "{\"k\":1}", .created_at = 5.0, .paused = 1,
+                       .metadata = "{\"team\":\"x\"}"};
+    int64_t sid = 0, plain = make_study(s, alice, "plain");
+    cr_assert_eq(bd_store_study_insert(s, &in, &sid, &err), 0, "%s", err.message);
+    bd_study_row row = {0};
+    cr_assert_eq(bd_store_study_get(s, plain, &row, &err), 0);
+    cr_expect_eq(row.paused, 0);
+    cr_expect_null(row.metadata, "none given: NULL, not \"{}\"");
+    bd_store_study_row_clear(&row);
+    cr_assert_eq(bd_store_study_get(s, sid, &row, &err), 0);
+    cr_expect_eq(row.paused, 1);
+    cr_expect_str_eq(row.metadata, "{\"team\":\"x\"}");
+    bd_store_study_row_clear(&row);
+
+    cr_assert_eq(bd_store_study_set_paused(s, sid, 0, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_study_set_metadata(s, sid, "{\"a\":[1,2]}", &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_study_set_paused(s, plain, 1, &err), 0, "%s", err.message);
+    cr_expect_eq(bd_store_study_set_paused(s, 4242, 1, &err), BD_ENOTFOUND);
+    cr_expect_eq(bd_store_study_set_metadata(s, 4242, "{}", &err), BD_ENOTFOUND);
+    bd_store_close(s);
+
+    s = open_at(t.path, BD_SYNC_NORMAL);
+    cr_assert_eq(bd_store_study_get(s, sid, &row, &err), 0);
+    cr_expect_eq(row.paused, 0);
+    cr_expect_str_eq(row.metadata, "{\"a\":[1,2]}");
+    bd_store_study_row_clear(&row);
+    cr_assert_eq(bd_store_study_get(s, plain, &row, &err), 0);
+    cr_expect_eq(row.paused, 1, "only the named study changed");
+    cr_expect_null(row.metadata);
+    bd_store_study_row_clear(&row);
+    cr_assert_eq(bd_store_study_set_metadata(s, sid, NULL, &err), 0);
+    cr_assert_eq(bd_store_study_get(s, sid, &row, &err), 0);
+    cr_expect_null(row.metadata, "NULL clears it");
+    bd_store_study_row_clear(&row);
+    bd_store_close(s);
+    tmpdb_remove(&t);
+}
+
+Test(store, trial_user_attrs_round_trip_in_any_state)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t sid = make_study(s, make_user(s, "alice"), "st");
+    int64_t tid = make_trial(s, sid, 60);
+    bd_trial_row out = {0};
+    cr_assert_eq(bd_store_trial_get(s, tid, &out, &err), 0);
+    cr_expect_null(out.user_attrs);
+    bd_store_trial_row_clear(&out);
+
+    bd_trial_row fin = {.id = tid, .state = BD_TRIAL_COMPLETED, .finished_at = 20, .has_value = 1, .value = 0.5};
+    cr_assert_eq(bd_store_trial_finish(s, &fin, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_trial_set_user_attrs(s, tid, "{\"seed\":3}", &err), 0, "a finished trial: %s",
+                 err.message);
+    cr_expect_eq(bd_store_trial_set_user_attrs(s, tid + 99, "{}", &err), BD_ENOTFOUND);
+    cr_assert_eq(bd_store_trial_get(s, tid, &out, &err), 0);
+    cr_expect_str_eq(out.user_attrs, "{\"seed\":3}");
+    cr_expect_eq(out.state, BD_TRIAL_COMPLETED, "the state is untouched");
+    bd_store_trial_row_clear(&out);
+    cr_assert_null(out.user_attrs);
+
+    /* An insert may carry them, and every scan reads them. */
+    bd_trial_row in = {.study_id = sid, .config = "{}", .budget = 1, .state = BD_TRIAL_RUNNING, .created_at = 1,
+                       .lease_expires_at = 9, .user_attrs = "{\"k\":true}"};
+    int64_t second = 0;
+    cr_assert_eq(bd_store_trial_insert(s, &in, &second, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_trial_get(s, second, &out, &err), 0);
+    cr_expect_str_eq(out.user_attrs, "{\"k\":true}");
+    bd_store_trial_row_clear(&out);
+    bd_store_close(s);
 }
 
 Test(store, tokens_add_get_and_revoke_hides)

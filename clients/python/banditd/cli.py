@@ -139,6 +139,25 @@ def cmd_delete(c, a):
     return 0
 
 
+def cmd_pause(c, a):
+    s = c.pause_study(a.id)
+    if a.json:
+        _print_json(s)
+    else:
+        sys.stderr.write("study %d paused (state %s): suggest hands out nothing until 'bdctl resume %d'\n"
+                         % (a.id, s.get("state"), a.id))
+    return 0
+
+
+def cmd_resume(c, a):
+    s = c.resume_study(a.id)
+    if a.json:
+        _print_json(s)
+    else:
+        sys.stderr.write("study %d resumed (state %s)\n" % (a.id, s.get("state")))
+    return 0
+
+
 # ---- trials ----
 
 def _param_names(study):
@@ -308,6 +327,8 @@ def cmd_suggest(c, a):
     if got.get("done"):
         sys.stdout.write("done\n")
         return EXIT_DONE
+    if got.get("paused"):
+        sys.stderr.write("study %d is paused ('bdctl resume %d')\n" % (a.id, a.id))
     sys.stdout.write("wait %d ms\n" % int(got.get("retry_after_ms") or 0))
     return EXIT_WAIT
 
@@ -502,6 +523,11 @@ def build_parser():
                    help="when you have a live study of that name: load it (same definition), "
                         "error (the daemon's default) or create another")
     p = cmd("delete", cmd_delete, "delete a study")
+    p.add_argument("id", type=_positive, metavar="ID")
+    # Top-level verbs on one study, as delete: "studies" is the listing, not a group.
+    p = cmd("pause", cmd_pause, "pause a study: suggest hands out nothing, running trials may finish", read=True)
+    p.add_argument("id", type=_positive, metavar="ID")
+    p = cmd("resume", cmd_resume, "resume a paused study", read=True)
     p.add_argument("id", type=_positive, metavar="ID")
 
     p = cmd("trials", cmd_trials, "list a study's trials", read=True)

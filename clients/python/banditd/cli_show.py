@@ -11,6 +11,8 @@ never breaks the report. Long lists are cut (spc testers: the 20 with the
 smallest LCB, which the main loop runs next, and a count of the others).
 """
 
+import json
+
 from .cli_format import config_text, counts_text, num, table, tree, when
 
 SPC_TOP = 20
@@ -231,6 +233,8 @@ def report(s, out):
     out.write("State:      %s    owner %s    created %s    last activity %s\n" % (
         s.get("state", "?"), s.get("owner", "?"), when(s.get("created_at")), when(s.get("last_activity_at"))))
     _definition(s, out)
+    if s.get("metadata"):
+        out.write("Metadata:   %s\n" % json.dumps(s["metadata"], sort_keys=True))
     out.write("Trials:     %s\n" % counts_text(s.get("trials")))
     _usage(s, out)
     _incumbent("Incumbent: ", s.get("incumbent"), out)

@@ -213,15 +213,16 @@ class Client:
                      options: Optional[Dict[str, Any]] = None, objective: Optional[Dict[str, Any]] = None,
                      resource: Optional[Dict[str, Any]] = None, seed: Optional[int] = None,
                      lease_seconds: Optional[float] = None, idempotency_key: Optional[str] = None,
-                     **extra: Any) -> Dict[str, Any]:
-        """Creates a study; scheduler is a name ("hyperband") or {"name", "options"}."""
+                     metadata: Optional[Dict[str, Any]] = None, **extra: Any) -> Dict[str, Any]:
+        """Creates a study; scheduler is a name ("hyperband") or {"name", "options"}.
+        metadata: the study's own notes (a dict; not part of its definition)."""
         if isinstance(scheduler, str):
             scheduler = {"name": scheduler, "options": options or {}}
         elif options is not None:
             raise ValueError("give options inside the scheduler dict or with a scheduler name, not both")
         body = {"name": name, "parameters": parameters, "scheduler": scheduler}
         for k, v in (("objective", objective), ("resource", resource), ("seed", seed),
-                     ("lease_seconds", lease_seconds)):
+                     ("lease_seconds", lease_seconds), ("metadata", metadata)):
             if v is not None:
                 body[k] = v
         body.update(extra)
@@ -249,6 +250,21 @@ class Client:
     def delete_study(self, study_id: int, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
         """Deletes the study with its trials; returns {"deleted": true, "id"}."""
         return self.request("DELETE", "/v1/studies/%d" % study_id, None, idempotency_key)
+
+    def pause_study(self, study_id: int, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Pauses the study: suggest hands out nothing (answers "paused": true)
+        until resume_study; running trials may still report. Returns the study."""
+        return self.request("POST", "/v1/studies/%d/pause" % study_id, {}, idempotency_key)
+
+    def resume_study(self, study_id: int, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Resumes a paused study; returns the study."""
+        return self.request("POST", "/v1/studies/%d/resume" % study_id, {}, idempotency_key)
+
+    def set_study_metadata(self, study_id: int, metadata: Dict[str, Any],
+                           idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Merges metadata into the study's (a None value removes its key);
+        returns the study, with the merged "metadata"."""
+        return self.request("PATCH", "/v1/studies/%d" % study_id, {"metadata": metadata}, idempotency_key)
 
     def study(self, name: Optional[str] = None, parameters: Optional[List[Dict[str, Any]]] = None,
               scheduler: Union[str, Dict[str, Any], None] = None, study_id: Optional[int] = None,
@@ -301,13 +317,15 @@ class Client:
 
     def complete(self, trial_id: int, value: Any = _MISSING, status: Optional[str] = None,
                  runtime: Optional[float] = None, elapsed_seconds: Optional[float] = None,
-                 reason: Optional[str] = None, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
-        """Completes a trial with value (None: diverged, give a reason) or status ("timeout")."""
+                 reason: Optional[str] = None, idempotency_key: Optional[str] = None,
+                 user_attrs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """Completes a trial with value (None: diverged, give a reason) or status ("timeout");
+        user_attrs are merged into the trial's in the same request."""
         body = {}
         if value is not _MISSING:
             body["value"] = value
         for k, v in (("status", status), ("runtime", runtime), ("elapsed_seconds", elapsed_seconds),
-                     ("reason", reason)):
+                     ("reason", reason), ("user_attrs", user_attrs)):
             if v is not None:
                 body[k] = v
         return self.request("POST", "/v1/trials/%d/complete" % trial_id, body, idempotency_key)
@@ -321,6 +339,12 @@ class Client:
     def heartbeat(self, trial_id: int, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
         """Renews the trial's lease; returns {"lease_expires_at": t}."""
         return self.request("POST", "/v1/trials/%d/heartbeat" % trial_id, {}, idempotency_key)
+
+    def set_trial_user_attrs(self, trial_id: int, attrs: Dict[str, Any],
+                             idempotency_key: Optional[str] = None) -> Dict[str, Any]:
+        """Merges attrs into the trial's user_attrs (a None value removes its
+        key), in any state of the trial; returns the trial."""
+        return self.request("PATCH", "/v1/trials/%d" % trial_id, {"user_attrs": attrs}, idempotency_key)
 
     def get_trial(self, trial_id: int) -> Dict[str, Any]:
         """Returns the trial with its "measurements"."""
