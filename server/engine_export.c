@@ -2,7 +2,8 @@
  * (GET /v1/studies/{id}/trials.csv). Columns: trial_id, state, budget,
  * value, timeout, instance_index, instance_name, worker, created_at,
  * finished_at, steps, last_step_value, reason, user_attrs (the trial's
- * attributes as compact JSON text, empty when none), then params_<name> for each
+ * attributes as compact JSON text, empty when none), origin (suggested,
+ * enqueued or warm_start), then params_<name> for each
  * parameter of the space in its order (Optuna's trials_dataframe naming); an
  * inactive parameter is an empty cell, times are Unix seconds.
  *
@@ -21,6 +22,7 @@
 static const char *const fixed_columns[] = {
     "trial_id",   "state",       "budget", "value",           "timeout", "instance_index", "instance_name",
     "worker",     "created_at",  "finished_at", "steps",      "last_step_value", "reason",    "user_attrs",
+    "origin",
 };
 
 struct bd_csv_export {
@@ -130,6 +132,8 @@ static int add_row(const bd_trial_row *row, void *arg)
     bd_csv_text(b, row->reason, 1);
     bd_csv_sep(b, 0);
     bd_csv_text(b, row->user_attrs, 1); /* stored compact: the JSON text as is, guarded as user text */
+    bd_csv_sep(b, 0);
+    bd_csv_text(b, bd_trial_origin_name(row->origin), 0);
     json_t *config = row->config ? json_loads(row->config, 0, NULL) : NULL;
     for (size_t i = 0; i < bd_space_size(space); i++) {
         bd_csv_sep(b, 0);

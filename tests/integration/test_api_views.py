@@ -22,7 +22,7 @@ from bdtest import check_status, create_study, suggest  # noqa: E402
 HOSTILE = "=cmd|' /C calc'!A0"
 FIXED_COLUMNS = ["trial_id", "state", "budget", "value", "timeout", "instance_index", "instance_name", "worker",
                  "created_at", "finished_at", "steps", "last_step_value", "reason",
-                 "user_attrs"]
+                 "user_attrs", "origin"]
 
 
 def complete(d, tid, value, token=bdtest.ADMIN):
