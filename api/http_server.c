@@ -1,4 +1,5 @@
-/* http_server.c: libmicrohttpd glue, the only file that includes microhttpd.h.
+/* http_server.c: libmicrohttpd glue; with mhd_errors.c (libmicrohttpd's own
+ * error answers, as JSON) the only code that includes microhttpd.h.
  *
  * MHD calls on_request several times per request: once when the headers are
  * in (we allocate the request context, route, and reject an oversized
