@@ -1,4 +1,5 @@
-/* http_server.c: libmicrohttpd glue, the only file that includes microhttpd.h.
+/* http_server.c: libmicrohttpd glue; with mhd_errors.c (libmicrohttpd's own
+ * error answers, as JSON) the only code that includes microhttpd.h.
  *
  * MHD calls on_request several times per request: once when the headers are
  * in (we allocate the request context, route, and reject an oversized
@@ -41,6 +42,7 @@
 #include "errors.h"
 #include "http.h"
 #include "metrics.h"
+#include "mhd_errors.h"
 #include "router.h"
 
 #define INLINE_BODY 1024  /* bodies this small need no second allocation */
@@ -53,6 +55,9 @@
 #define FD_PER_THREAD 3 /* ... and each polling thread's epoll and wake-up descriptors */
 #define MAX_CONNECTIONS 1000000
 #define QUIET_MS 10000
+/* A connection's memory (MHD's default, set so the 414 and 431 answers can
+ * name it): the request line and headers must fit, with MHD's records of them. */
+#define HEADER_BYTES 32768
 /* Request-handling threads: a slow scheduler call occupies one, so there
  * are many more than cores (idle ones cost a stack each). */
 #define DEFAULT_HANDLERS 64 /* at most one line about refused or timed-out connections this often */
@@ -63,7 +68,9 @@
  * sweeper may shut the socket down while holding that lock. */
 typedef struct conn_track {
     struct conn_track *prev, *next; /* the server's list, under its lock */
+    struct bd_http_server *server;
     MHD_socket fd;
+    int line_parsed; /* the current request's line was parsed; its polling thread's only */
     atomic_int_fast64_t deadline; /* ms (bd_monotonic) by which the next request's headers must be in;
                                      0: none, a request is being served; -1: expired, being closed */
 } conn_track;
@@ -134,6 +141,8 @@ static const char *const client_messages[] = {
     "Too large value of 'Content-Length' header",
     "Failed to parse `Content-Length' header",
     "Failed to send ",
+    "Not enough memory in pool to allocate header record", /* too many headers: answered 431 */
+    "Closing connection (failed to queue error response)", /* mhd_errors.c wrote the answer itself */
 };
 /* MHD closed a new connection at once: over the per-IP or the total limit. */
 #define REFUSED_MESSAGE "Server reached connection limit"
@@ -142,6 +151,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     bd_http_server *s = cls;
 
+    (void)bd_mhd_errors_note(fmt, ap); /* an error answer follows; its line is logged below */
     if (strncmp(fmt, REFUSED_MESSAGE, sizeof REFUSED_MESSAGE - 1) == 0) {
         bd_metrics_connection(s->api.metrics, BD_CONN_REFUSED, 1);
         atomic_fetch_add_explicit(&s->refused_unlogged, 1, memory_order_relaxed); /* the sweeper logs them */
@@ -198,7 +208,9 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 
         t = bd_xmalloc(sizeof *t);
+        t->server = s;
         t->fd = ci ? ci->connect_fd : MHD_INVALID_SOCKET;
+        t->line_parsed = 0;
         atomic_init(&t->deadline, now_ms() + s->header_ms);
         pthread_mutex_lock(&s->lock);
         t->next = s->conns.next;
@@ -229,9 +241,21 @@ static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *
     conn_track *t = track_of(conn);
 
     (void)uri;
-    if (t)
+    if (t) {
         set_deadline(t, now_ms() + s->header_ms, 1);
+        t->line_parsed = 1;
+    }
     return NULL;
+}
+
+/* bd_mhd_facts_fn: what libmicrohttpd's own error answers should say. */
+static void conn_facts(struct MHD_Connection *conn, bd_mhd_conn_facts *facts)
+{
+    conn_track *t = track_of(conn);
+
+    facts->request_line_parsed = t && t->line_parsed;
+    facts->max_body = t ? t->server->max_body : 0;
+    facts->header_bytes = HEADER_BYTES;
 }
 
 /* Shuts down the sockets of connections past their header deadline, every
@@ -392,12 +416,14 @@ static enum MHD_Result send_answer(bd_http_server *s, struct MHD_Connection *con
 
     ctx->answered = 1;
     if (mr) {
-        ret = MHD_queue_response(conn, (unsigned)resp->status, mr);
+        ret = bd_mhd_queue_response(conn, (unsigned)resp->status, mr);
         MHD_destroy_response(mr);
     }
     secs = bd_monotonic() - ctx->t0;
     bd_metrics_observe(s->api.metrics, req->pattern_id, req->method, resp->status, secs);
-    if (resp->status >= 500) /* with the detail; 503 only happens while stopping, so it is no error */
+    /* with the detail; 503 only happens while stopping, so it is no error;
+     * 501 answers a client's unknown transfer coding */
+    if (resp->status >= 500 && resp->status != 501)
         bd_log(resp->status == 503 ? BD_LOG_WARN : BD_LOG_ERROR, "%s %s %d %.3fms %s %s: %s", req->method_name,
                req->path, resp->status, secs * 1e3, user, bd_err_name(resp->err_code), resp->err_message);
     else /* one line per request at debug: at info they were most of the log (981 MB in an hour's soak, issue 20) */
@@ -525,7 +551,7 @@ static enum MHD_Result answer_error(bd_http_server *s, struct MHD_Connection *co
 
 /* How a request frames its body: Content-Length headers and Transfer-Encoding. */
 typedef struct framing {
-    int content_lengths, transfer_encoding;
+    int content_lengths, transfer_encodings;
 } framing;
 
 static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
@@ -536,7 +562,7 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
     if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
         f->content_lengths++;
     else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
-        f->transfer_encoding = 1;
+        f->transfer_encodings++;
     return MHD_YES;
 }
 
@@ -545,11 +571,19 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
  * closed. libmicrohttpd would frame by the first Content-Length and read
  * the rest as a next request, which a proxy framing by another header
  * would not: request smuggling. */
-static int ambiguous_framing(struct MHD_Connection *conn)
+static int ambiguous_framing(const framing *f)
 {
-    framing f = {0, 0};
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, count_framing, &f);
-    return f.content_lengths > 1 || (f.content_lengths && f.transfer_encoding);
+    return f->content_lengths > 1 || (f->content_lengths && f->transfer_encodings);
+}
+
+/* RFC 9112 section 6.1: a transfer coding the server does not know is a
+ * 501. libmicrohttpd decodes "chunked" alone (one header, that value) and
+ * would read any other coded body until the client closes. */
+static int unknown_coding(struct MHD_Connection *conn, const framing *f)
+{
+    const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+
+    return f->transfer_encodings > 1 || (te && strcasecmp(te, "chunked") != 0);
 }
 
 /* First call: headers are in, no body yet. */
@@ -559,6 +593,7 @@ static enum MHD_Result begin(bd_http_server *s, struct MHD_Connection *conn, con
     conn_track *t = track_of(conn);
     request_ctx *ctx;
     const char *cl;
+    framing f = {0, 0};
 
     /* the headers are in: no deadline while the request is served, unless
      * the sweeper was quicker and is closing the connection */
@@ -579,12 +614,22 @@ static enum MHD_Result begin(bd_http_server *s, struct MHD_Connection *conn, con
     ctx->late = atomic_load(&s->stopping);
     bd_api_route(&ctx->req);
 
-    if (ambiguous_framing(conn)) {
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, count_framing, &f);
+    if (ambiguous_framing(&f)) {
         bd_http_resp resp = {0};
         bd_err err;
         bd_err_set(&err, BD_EINVAL, "headers.Content-Length",
                    "the body is framed twice (several Content-Length headers, or Content-Length with "
                    "Transfer-Encoding): send exactly one");
+        resp.close = 1;
+        bd_api_error_response(&resp, &err);
+        return answer(s, conn, ctx, &resp);
+    }
+    if (unknown_coding(conn, &f)) {
+        bd_http_resp resp = {0};
+        bd_err err;
+        bd_err_set(&err, BD_ENOTIMPL, "headers.Transfer-Encoding",
+                   "only the chunked transfer coding is understood (one Transfer-Encoding: chunked)");
         resp.close = 1;
         bd_api_error_response(&resp, &err);
         return answer(s, conn, ctx, &resp);
@@ -697,8 +742,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     /* a kept-alive connection may stay silent for the idle timeout, then
      * its next request has the header timeout to arrive (on_request_line
      * tightens this when the request line comes) */
-    if (t)
+    if (t) {
         set_deadline(t, now_ms() + s->idle_ms + s->header_ms, 0);
+        t->line_parsed = 0;
+    }
     if (!ctx)
         return;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && bd_log_enabled(BD_LOG_DEBUG))
@@ -752,7 +799,7 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
     size_t nroutes;
     const bd_route *routes = bd_routes(&nroutes);
     const union MHD_DaemonInfo *info;
-    struct MHD_OptionItem options[8];
+    struct MHD_OptionItem options[10];
     size_t n = 0;
     uint16_t port = 0;
     unsigned timeout = opts->timeout_seconds ? opts->timeout_seconds : DEFAULT_TIMEOUT;
@@ -764,6 +811,8 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
 
     if (sodium_init() < 0)
         return bd_err_set(err, BD_EINTERNAL, NULL, "libsodium failed to initialize");
+    if (bd_mhd_errors_install(conn_facts, err) != 0)
+        return err->code;
     flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : MHD_USE_POLL;
     if (opts->addr->sa_family == AF_INET6) {
         flags |= MHD_USE_IPv6;
@@ -777,6 +826,7 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
         options[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)timeout, NULL};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL};
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, HEADER_BYTES, NULL};
 
     s = bd_xcalloc(1, sizeof *s);
     s->api.engine = engine;

@@ -2,7 +2,8 @@
 # Builds the container image with podman and checks that it serves: the
 # runtime stage has every library banditd links, /healthz answers, the admin
 # token supplied as a secret authenticates and creates a study, a generated
-# token can be read out of the volume, and a bind-mounted host directory the
+# token can be read out of the volume, the HEALTHCHECK turns the container
+# healthy (and unhealthy while the daemon is stopped), and a bind-mounted host directory the
 # container's user cannot write gets the entrypoint's explanation (and works
 # with --user). Needs root (or a working rootless podman) and Debian's
 # archive; not part of tests/run-all.sh (minutes, and privileged).
@@ -97,6 +98,30 @@ podman run $run_opts -d --name bd-verify -p "127.0.0.1:$port:8080" -v bd-verify-
   -e BANDITD_ADMIN_TOKEN_FILE=/run/secrets/banditd_admin_token "$tag" >/dev/null
 wait_healthy "$port" || { podman logs bd-verify; exit 1; }
 curl -fsS "http://127.0.0.1:$port/healthz"; echo
+
+echo "== the image's HEALTHCHECK, run by podman: healthy, unhealthy while the daemon is stopped, healthy again"
+# podman runs HEALTHCHECK from systemd timers, which need systemd as PID 1 on
+# the host; \`podman healthcheck run\` runs the same check and records its result.
+health() { podman inspect --format '{{.State.Health.Status}}' bd-verify; }
+podman inspect --format '{{.Config.Healthcheck.Test}}' bd-verify
+echo "before any check: $(health)"
+podman healthcheck run bd-verify
+test "$(health)" = healthy || { echo "health is $(health) after a passing check" >&2; exit 1; }
+echo "after a passing check: $(health)"
+podman kill --signal STOP bd-verify >/dev/null
+for i in 1 2 3; do # the default --health-retries: three failures in a row make it unhealthy
+  if podman healthcheck run bd-verify; then
+    echo "the check passed while the daemon was stopped" >&2
+    exit 1
+  fi
+done
+status=$(health)
+podman kill --signal CONT bd-verify >/dev/null
+test "$status" = unhealthy || { echo "health is $status after three failed checks" >&2; exit 1; }
+echo "after three failed checks (SIGSTOP): $status"
+podman healthcheck run bd-verify
+test "$(health)" = healthy || { echo "health is $(health) after SIGCONT" >&2; exit 1; }
+echo "after SIGCONT: $(health)"
 create_study "$port" "$token"
 curl -fsS -H "Authorization: Bearer $token" "http://127.0.0.1:$port/v1/me"; echo
 podman logs bd-verify 2>&1 | tee "$work/secret-run.log"

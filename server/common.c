@@ -43,6 +43,10 @@ const char *bd_err_name(int code)
     case BD_EUNAVAILABLE: return "unavailable";
     case BD_EBUSY: return "busy";
     case BD_EQUOTA: return "quota_exceeded";
+    case BD_EURI: return "uri_too_long";
+    case BD_EHEADERS: return "header_fields_too_large";
+    case BD_EVERSION: return "http_version_not_supported";
+    case BD_ENOTIMPL: return "not_implemented";
     default: return "internal";
     }
 }

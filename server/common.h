@@ -28,7 +28,11 @@ enum {
     BD_EINTERNAL = -10, /* a bug or an unexpected library failure (500) */
     BD_EUNAVAILABLE = -11, /* shutting down (503) */
     BD_EBUSY = -12,       /* the study or the user has too much pending (429); err->retry_after says when to retry */
-    BD_EQUOTA = -13       /* a per-user quota would be passed (403); err->field names the limit */
+    BD_EQUOTA = -13,      /* a per-user quota would be passed (403); err->field names the limit */
+    BD_EURI = -14,        /* the request line is too long (414); only the HTTP layer finds this */
+    BD_EHEADERS = -15,    /* the request headers are too large (431) */
+    BD_EVERSION = -16,    /* an HTTP version other than 1.0 and 1.1 (505) */
+    BD_ENOTIMPL = -17     /* a transfer coding other than chunked (501, RFC 9112 section 6.1) */
 };
 
 /* What went wrong, for the user. code is a BD_E* value; field is the JSON path

@@ -686,6 +686,13 @@ def rows(sid, tid, ctid, ftid, revoked, user):
          "invalid_argument", "user_attrs"),
         ("complete another user's trial with attrs", "POST", C, {"Authorization": "Bearer ADMIN"},
          J({"value": 1, "user_attrs": {"a": 1}}), 404, "not_found", NULL),
+        # ---- the HTTP layer (issue 17): libmicrohttpd's own answers are JSON errors
+        # too (api/mhd_errors.h); tests/integration/test_http.py has the raw-socket cases ----
+        ("transfer coding gzip", "POST", SUG, {"Transfer-Encoding": "gzip"}, "{}", 501, "not_implemented",
+         "headers.Transfer-Encoding"),
+        ("headers over 32 KiB", "GET", "/v1/me", {"X-Big": "a" * 40000}, None, 431, "header_fields_too_large",
+         "headers"),
+        ("request line over 32 KiB", "GET", "/v1/me?q=" + "a" * 40000, {}, None, 414, "uri_too_long", "path"),
     ]
 
 

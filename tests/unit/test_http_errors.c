@@ -17,7 +17,9 @@ static const struct {
     {BD_EMETHOD, 405, "method_not_allowed"},  {BD_ECONFLICT, 409, "conflict"},
     {BD_ETOOLARGE, 413, "payload_too_large"}, {BD_EMEDIA, 415, "unsupported_media_type"},
     {BD_ESTORAGE, 500, "storage_error"},      {BD_EINTERNAL, 500, "internal"},
-    {BD_EUNAVAILABLE, 503, "unavailable"},
+    {BD_EUNAVAILABLE, 503, "unavailable"},    {BD_EURI, 414, "uri_too_long"},
+    {BD_EHEADERS, 431, "header_fields_too_large"}, {BD_EVERSION, 505, "http_version_not_supported"},
+    {BD_ENOTIMPL, 501, "not_implemented"},
 };
 
 /* Checks body is exactly {"error": {"code": code, "message": <non-empty>, "field": field-or-null}}. */
