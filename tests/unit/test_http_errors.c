@@ -162,9 +162,9 @@ Test(dispatch, wrong_method_is_405_with_allow_header)
     bd_http_req req;
     bd_http_resp resp;
 
-    dispatch(BD_HTTP_PATCH, "/v1/studies/12", "Bearer x", &req, &resp);
+    dispatch(BD_HTTP_PUT, "/v1/studies/12", "Bearer x", &req, &resp);
     cr_assert_eq(resp.status, 405);
-    cr_assert_str_eq(resp.allow, "GET, DELETE");
+    cr_assert_str_eq(resp.allow, "GET, DELETE, PATCH");
     check_body(resp.json, "method_not_allowed", NULL);
     bd_http_resp_clear(&resp);
 }
