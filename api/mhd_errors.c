@@ -52,10 +52,22 @@ int bd_mhd_errors_install(bd_mhd_facts_fn facts, bd_err *err)
     return 0;
 }
 
-enum MHD_Result bd_mhd_queue_response(struct MHD_Connection *conn, unsigned int status, struct MHD_Response *mr)
+/* libmicrohttpd's function, or an abort: a process that reaches here with
+ * dlsym failing (one that never ran bd_mhd_errors_install, which refuses to
+ * start then) cannot answer at all. */
+static queue_fn real(void)
 {
     pthread_once(&resolve_once, resolve);
-    return real_queue(conn, status, mr);
+    if (!real_queue) {
+        fprintf(stderr, "banditd: libmicrohttpd's MHD_queue_response was not found by dlsym(RTLD_NEXT)\n");
+        abort();
+    }
+    return real_queue;
+}
+
+enum MHD_Result bd_mhd_queue_response(struct MHD_Connection *conn, unsigned int status, struct MHD_Response *mr)
+{
+    return real()(conn, status, mr);
 }
 
 int bd_mhd_errors_note(const char *fmt, va_list ap)
@@ -222,9 +234,9 @@ enum MHD_Result MHD_queue_response(struct MHD_Connection *connection, unsigned i
     char *text;
     int direct;
 
-    pthread_once(&resolve_once, resolve);
+    queue_fn queue = real();
     if (status_code < 400)
-        return real_queue(connection, status_code, response);
+        return queue(connection, status_code, response);
     if (facts_fn)
         facts_fn(connection, &facts);
     bd_mhd_error_describe(status_code, noted.status == status_code ? noted.body : NULL, &facts, &err, &direct);
@@ -233,7 +245,7 @@ enum MHD_Result MHD_queue_response(struct MHD_Connection *connection, unsigned i
     text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     if (!text)
-        return real_queue(connection, status_code, response);
+        return queue(connection, status_code, response);
     if (bd_log_enabled(BD_LOG_DEBUG))
         bd_log(BD_LOG_DEBUG, "answering %u %s for the HTTP layer: %s", status_code, bd_err_name(err.code),
                err.message);
@@ -245,10 +257,10 @@ enum MHD_Result MHD_queue_response(struct MHD_Connection *connection, unsigned i
     mr = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
     if (!mr) {
         free(text);
-        return real_queue(connection, status_code, response);
+        return queue(connection, status_code, response);
     }
     MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    ret = real_queue(connection, status_code, mr);
+    ret = queue(connection, status_code, mr);
     MHD_destroy_response(mr);
     return ret;
 }

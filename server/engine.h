@@ -161,6 +161,10 @@ typedef struct bd_trial_query {
  * ends early once it holds BD_LIST_MEASUREMENTS_MAX measurements (it always
  * holds one trial if any matches); with best_first next_after is null. */
 #define BD_LIST_MEASUREMENTS_MAX 50000
+/* Likewise once its trials' user_attrs (each up to 16 KiB of JSON text,
+ * which a crafted array makes ~20x that in parsed nodes) pass this many
+ * bytes of text, so one page of 1,000 trials cannot take hundreds of MB. */
+#define BD_LIST_ATTRS_BYTES_MAX (256 * 1024)
 int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, const bd_trial_query *q,
                           json_t **out, bd_err *err) BD_MUST_CHECK;
 

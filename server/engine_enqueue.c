@@ -21,9 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Configs one study may hold enqueued: the queue lives in memory while the
- * study is loaded, so a client cannot grow it without bound. */
+/* Configs one study may hold enqueued, and parameter values in all: the
+ * queue lives in memory while the study is loaded, so a client cannot grow
+ * it without bound (a wide space's 1,000 configs would be megabytes). */
 #define BD_MAX_ENQUEUED 1000
+#define BD_MAX_ENQUEUED_VALUES 100000
 
 typedef struct add_args {
     const json_t *config;
@@ -80,16 +82,18 @@ static int enqueue_op(study_rt *st, const add_args *a, bd_write_plan *plan, json
                           "scheduler %s does not take enqueued configs (it chooses its own; spc and caps_race "
                           "take fixed configs in options.configs)",
                           st->sched->ops->name);
-    if (st->n_queued >= BD_MAX_ENQUEUED)
+    size_t width = bd_space_size(st->spec.def.space);
+    if (st->n_queued >= BD_MAX_ENQUEUED || (st->n_queued + 1) * (width ? width : 1) > BD_MAX_ENQUEUED_VALUES)
         return bd_err_set(err, BD_ECONFLICT, "config",
-                          "the study already holds %d enqueued configs: wait until suggests hand them out",
-                          BD_MAX_ENQUEUED);
+                          "the study's queue is full (at most %d configs and %d parameter values): wait until "
+                          "suggests hand them out",
+                          BD_MAX_ENQUEUED, BD_MAX_ENQUEUED_VALUES);
     if (bd_study_limit_reached(st) || st->sched->ops->status(st->sched) == BD_STATUS_DONE)
         return bd_err_set(err, BD_ECONFLICT, "config", "the study is done: no suggest would hand the config out");
     char *text = json_dumps(a->config, JSON_COMPACT | JSON_SORT_KEYS);
     plan->enqueue = text; /* freed by the caller after the commit */
     plan->study_id = st->id;
-    bd_study_enqueue(st, json_incref((json_t *)a->config));
+    bd_study_enqueue(st, json_deep_copy(a->config)); /* the study's own: the body dies with the request */
     st->dirty = 1; /* the queue now differs from storage until this request commits */
     *answer = json_pack("{s:s, s:O, s:I}", "state", "enqueued", "config", a->config, "position",
                         (json_int_t)st->n_queued);

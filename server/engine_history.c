@@ -56,7 +56,8 @@ static int add_trial(const bd_trial_row *row, void *arg)
     c->t[c->n++] = (bd_history_trial){
         .id = row->id,
         .created_at = row->created_at,
-        .spent = row->budget > resumed ? row->budget - resumed : 0, /* as bd_study_feed counts it */
+        /* as bd_study_feed counts it: a warm start was trained elsewhere, it spent nothing here */
+        .spent = row->origin == BD_ORIGIN_WARM_START ? 0 : row->budget > resumed ? row->budget - resumed : 0,
         .completed = completed,
         .finished_at = row->finished_at,
         .value = completed && row->has_value ? row->value : NAN,

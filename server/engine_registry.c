@@ -160,7 +160,9 @@ void bd_engine_study_cached(bd_engine *e, study_rt *st, size_t definition_bytes)
 {
     st->loaded = 1;
     st->definition_bytes = definition_bytes;
-    st->cache_bytes = estimate_bytes(definition_bytes, st->trials_created);
+    /* an enqueued config: ~64 bytes of JSON nodes per value */
+    st->cache_bytes = estimate_bytes(definition_bytes, st->trials_created) +
+                      64 * st->n_queued * (st->spec.def.space ? bd_space_size(st->spec.def.space) : 0);
     pthread_mutex_lock(&e->cache_mu);
     lru_push_front(e, st);
     e->cache_used += st->cache_bytes;
@@ -183,6 +185,7 @@ static void unload_locked(bd_engine *e, study_rt *st)
     st->sched = NULL;
     bd_study_spec_clear(&st->spec);
     bd_study_set_meta(st, 0, NULL); /* read again with the spec on the next load */
+    bd_study_drop_queue(st);        /* likewise, by the load's replay */
 }
 
 void bd_engine_study_unload(bd_engine *e, study_rt *st)

@@ -399,7 +399,8 @@ typedef struct list_ctx {
     int64_t last_id;
     int with_measurements;
     size_t measurements;  /* in the page so far */
-    int full;             /* the page reached BD_LIST_MEASUREMENTS_MAX: stopped early */
+    size_t attrs_bytes;   /* of the page's user_attrs text so far */
+    int full;             /* the page reached BD_LIST_MEASUREMENTS_MAX or BD_LIST_ATTRS_BYTES_MAX: stopped early */
     bd_err *err;
 } list_ctx;
 
@@ -420,6 +421,10 @@ static int add_trial(const bd_trial_row *row, void *arg)
         c->measurements += json_array_size(m);
         /* A trial is never split: the page that passes the bound ends with it. */
         c->full = c->measurements >= BD_LIST_MEASUREMENTS_MAX;
+    }
+    if (row->user_attrs) {
+        c->attrs_bytes += strlen(row->user_attrs);
+        c->full = c->full || c->attrs_bytes >= BD_LIST_ATTRS_BYTES_MAX;
     }
     json_array_append_new(c->trials, t);
     c->last_id = row->id;

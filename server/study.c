@@ -20,12 +20,19 @@ static void clear_queue(study_rt *st)
     st->n_queued = 0;
 }
 
+void bd_study_drop_queue(study_rt *st)
+{
+    clear_queue(st);
+    free(st->queued);
+    st->queued = NULL;
+    st->cap_queued = 0;
+}
+
 void bd_study_free(study_rt *st)
 {
     if (!st)
         return;
-    clear_queue(st);
-    free(st->queued);
+    bd_study_drop_queue(st);
     if (st->sched)
         st->sched->ops->destroy(st->sched);
     bd_study_spec_clear(&st->spec);
@@ -265,10 +272,12 @@ static int replay_event(const bd_event_row *row, void *arg)
 
 static int replay_enqueued(const char *config, void *arg)
 {
-    json_t *c = json_loads(config, 0, NULL);
-    if (!c)
-        return BD_EINTERNAL;
-    bd_study_enqueue(arg, c);
+    replay_ctx *c = arg;
+    json_t *j = json_loads(config, 0, NULL);
+    if (!j)
+        return bd_err_set(c->err, BD_EINTERNAL, NULL, "study %lld: a stored enqueued config is not JSON",
+                          (long long)c->st->id);
+    bd_study_enqueue(c->st, j);
     return 0;
 }
 
@@ -298,7 +307,7 @@ int bd_study_replay(study_rt *st, bd_store *store, bd_err *err)
     free(c.refs);
     clear_queue(st);
     if (!rc)
-        rc = bd_store_enqueue_each(store, st->id, replay_enqueued, st, err);
+        rc = bd_store_enqueue_each(store, st->id, replay_enqueued, &c, err);
     if (!rc && st->sched->ops->replayed)
         st->sched->ops->replayed(st->sched);
     st->dirty = 0;

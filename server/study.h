@@ -93,6 +93,8 @@ void bd_study_feed(study_rt *st, const bd_event *ev, int replay, double resumed_
  * oldest (a new reference; NULL when empty). */
 void bd_study_enqueue(study_rt *st, json_t *config);
 json_t *bd_study_dequeue(study_rt *st);
+/* Frees the queue (an evicted study: the next load's replay reads it again). */
+void bd_study_drop_queue(study_rt *st);
 /* Records an event of st at time at: last_activity_at. */
 void bd_study_touch(study_rt *st, double at);
 /* The minimized loss of a reported value (NAN / absent -> +INFINITY). */

@@ -25,7 +25,8 @@ const PAGE = 1000;
 const SEED = 1; // the forest's seed: the same trials always give the same bars
 
 async function completedTrials(id, nParams, signal) {
-  const max = Math.max(100, Math.min(MAX_TRIALS, Math.floor(MAX_VALUES / Math.max(1, nParams))));
+  // At least one trial, never more values than MAX_VALUES (a very wide space reads few trials).
+  const max = Math.max(1, Math.min(MAX_TRIALS, Math.floor(MAX_VALUES / Math.max(1, nParams))));
   const out = [];
   let after = 0;
   while (out.length < max) {

@@ -179,7 +179,10 @@ struct bd_sched_ops {
     int takes_enqueued;
     /* 1: observe() takes BD_EV_PRIOR (warm-start results) into its model.
      * 0: the engine never passes them (they still count in the study's
-     * trials and incumbent). */
+     * trials and incumbent). Stored studies replay through this flag: to
+     * change it for a released scheduler, add an option that
+     * new_study_defaults writes into new studies, so old ones keep their
+     * meaning (rule 7 of server/sched/README.md). */
     int learns_from_prior;
 };
 

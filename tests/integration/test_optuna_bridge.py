@@ -332,6 +332,15 @@ class OptunaBridge(bdtest.DaemonTestCase):
         trials = bdtest.list_all_trials(self.d, study.banditd_id)
         self.assertEqual([t["origin"] for t in trials[:3]], ["warm_start", "enqueued", "enqueued"])
 
+    def test_enqueue_on_a_step_grid_snaps_to_it(self):
+        # 0.1 * 3 computed is 0.30000000000000004: banditd's grid holds the computed value
+        study = self.create("random", direction="minimize", search_space={"x": FloatDistribution(0.0, 1.0, step=0.1)})
+        study.enqueue_trial({"x": 0.3})
+        with self.assertRaisesRegex(ValueError, "'x': 0.36 is not on its grid"):
+            study.enqueue_trial({"x": 0.36})
+        study.optimize(lambda t: t.suggest_float("x", 0.0, 1.0, step=0.1), n_trials=1)
+        self.assertAlmostEqual(study.trials[0].params["x"], 0.3, places=12)
+
     def test_load_if_exists_and_duplicates(self):
         name = bdtest.unique_name("dup")
         kwargs = dict(url=self.url, token=self.d.token, study_name=name, scheduler="random",

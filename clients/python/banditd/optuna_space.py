@@ -20,12 +20,12 @@ trial's params and distributions read back exactly as the objective asked):
 """
 
 import math
-from typing import Any, Callable, Dict, List, Mapping
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
-__all__ = ["to_parameters", "normalize_space", "infer_space", "value_from_banditd", "MAX_GRID"]
+__all__ = ["to_parameters", "normalize_space", "infer_space", "value_from_banditd", "grid_of", "MAX_GRID"]
 
 MAX_GRID = 10000  # values of a step grid sent as a categorical; a finer grid is an error, not a silent cut
 
@@ -40,6 +40,12 @@ def _grid(dist: BaseDistribution) -> List[Any]:
     if isinstance(dist, IntDistribution):
         return [int(dist.low + i * step) for i in range(n)]
     return [float(dist.low + i * step) for i in range(n)]
+
+
+def grid_of(dist: BaseDistribution) -> Optional[List[Any]]:
+    """The values banditd's categorical holds for a stepped or single-valued
+    numeric distribution (as to_parameters sends them), else None."""
+    return _grid(dist) if _is_grid(dist) else None
 
 
 def _is_grid(dist: BaseDistribution) -> bool:

@@ -43,7 +43,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from banditd.client import BanditdError, Client
 from banditd.optimize import MAX_RETRY_SLEEP, _cut, _Heartbeat
-from banditd.optuna_space import to_parameters, value_from_banditd
+from banditd.optuna_space import grid_of, to_parameters, value_from_banditd
 
 __all__ = ["BanditdStorage", "StudyDone", "PRUNED_REASON", "STUDY_ID"]
 
@@ -305,8 +305,18 @@ class BanditdStorage(optuna.storages.BaseStorage):
         for extra in trials[1:]:  # suggest without count answers one; never leave one running
             self.client.fail(int(extra["id"]), reason="not run: the Optuna bridge asked for one trial")
         t = trials[0]
-        params, dists = self._params(t.get("config") or {})
-        run = _Run(t, self._number(int(t["id"])), params, dists)
+        try:
+            params, dists = self._params(t.get("config") or {})
+            number = self._number(int(t["id"]))
+        except BaseException:
+            # Not registered yet: give the trial back now rather than hold its
+            # rung slot until the lease ends.
+            try:
+                self.client.fail(int(t["id"]), reason="not run: the Optuna bridge could not start it")
+            except Exception:
+                pass
+            raise
+        run = _Run(t, number, params, dists)
         run.heartbeat = _Heartbeat(self.client, run.id, max(0.05, self._lease / 3.0))
         run.heartbeat.start()
         with self._lock:
@@ -324,6 +334,25 @@ class BanditdStorage(optuna.storages.BaseStorage):
             dists[name] = dist
         return params, dists
 
+    def _to_banditd(self, params: Dict[str, Any]) -> Dict[str, Any]:
+        """A user's params as banditd's config: a stepped parameter is a categorical of its
+        grid (optuna_space._grid), whose values are computed (0.1 * 3 is 0.30000000000000004),
+        so a value within rounding (1e-6 of a step) of a grid value becomes that value; one
+        off the grid is refused by name."""
+        out = {}
+        for name, value in params.items():
+            dist = (self.space or {}).get(name)
+            if dist is not None and grid_of(dist) is not None and isinstance(value, (int, float)):
+                grid = grid_of(dist)
+                step = dist.step if dist.step is not None else 1
+                near = min(grid, key=lambda g: abs(g - value))
+                if abs(near - value) > step * 1e-6:
+                    raise ValueError("parameter %r: %r is not on its grid (low %r, step %r)"
+                                     % (name, value, dist.low, step))
+                value = near
+            out[name] = value
+        return out
+
     def _add(self, template: FrozenTrial) -> int:
         """enqueue_trial (a WAITING template: {"config"}) or add_trial (a COMPLETE
         one: {"config", "value"}) through POST /v1/studies/{id}/trials."""
@@ -331,9 +360,9 @@ class BanditdStorage(optuna.storages.BaseStorage):
             self.create(self.space)
         bid = self._bid()
         if template.state == TrialState.WAITING:
-            body = {"config": dict(template.system_attrs.get("fixed_params") or template.params)}
+            body = {"config": self._to_banditd(template.system_attrs.get("fixed_params") or template.params)}
         elif template.state == TrialState.COMPLETE:
-            body = {"config": dict(template.params), "value": template.value}
+            body = {"config": self._to_banditd(template.params), "value": template.value}
         else:
             raise ValueError("banditd takes added trials that are WAITING (enqueue_trial) or COMPLETE "
                              "(add_trial), not %s" % template.state.name)
