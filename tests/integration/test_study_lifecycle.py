@@ -177,6 +177,20 @@ class StudyLifecycle(bdtest.DaemonTestCase):
 
     # ---- user_attrs ----
 
+    def test_a_trial_page_ends_once_its_user_attrs_pass_256_kib(self):
+        # 16,000 bytes of attrs a trial (a crafted array parses to ~20x that): 20 of them are
+        # ~320 KB of text, so the page of limit 100 ends early and next_after goes on.
+        sid = create_study(self.d, token=self.alice)["id"]
+        trials = suggest(self.d, sid, count=20, token=self.alice)
+        for t in trials:
+            self.req("PATCH", "/v1/trials/%d" % t["id"], {"user_attrs": {"a": [0] * 7990}})
+        page = self.req("GET", "/v1/studies/%d/trials?limit=100" % sid)
+        self.assertLess(len(page["trials"]), 20)
+        self.assertGreater(len(page["trials"]), 10)
+        self.assertEqual(page["next_after"], page["trials"][-1]["id"])
+        rest = self.req("GET", "/v1/studies/%d/trials?limit=100&after=%d" % (sid, page["next_after"]))
+        self.assertEqual(len(page["trials"]) + len(rest["trials"]), 20, "nothing lost across the pages")
+
     def test_user_attrs_patch_in_any_state_complete_and_csv(self):
         s = create_study(self.d, token=self.alice)
         t = suggest(self.d, s["id"], count=2, token=self.alice)
