@@ -16,7 +16,7 @@ int bd_store_open(const char *path, const bd_store_opts *opts, bd_store **out, b
     if (!path || !*path)
         return bd_err_set(err, BD_EINVAL, "db", "no database path");
     if (bd_store_is_pg_url(path))
-        return bd_err_set(err, BD_EINVAL, "db", "this build has no PostgreSQL backend yet");
+        return bd_pg_open(path, opts, out, err);
     return bd_sqlite_open(path, opts, out, err);
 }
 
