@@ -1141,6 +1141,33 @@ STORE_TEST(explicit_ids_and_next_ids)
     bd_store_close(s);
 }
 
+/* The first admin token of a database is id 1 even when a start that made
+ * one crashed before its commit (the admin token file names id 1): ids are
+ * given back by a rollback, as SQLite's AUTOINCREMENT does, and never reused
+ * once committed. */
+STORE_TEST(rolled_back_inserts_give_their_ids_back)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    uint8_t hash[32] = {1};
+    int64_t uid = 0, tid = 0;
+    cr_assert_eq(bd_store_begin(s, &err), 0);
+    cr_assert_eq(bd_store_user_create(s, "admin", 1, 1, &uid, &err), 0);
+    cr_assert_eq(bd_store_token_add(s, uid, hash, 1, &tid, &err), 0, "%s", err.message);
+    cr_assert_eq(tid, 1);
+    bd_store_rollback(s);
+    cr_assert_eq(bd_store_begin(s, &err), 0);
+    cr_assert_eq(bd_store_user_create(s, "admin", 1, 1, &uid, &err), 0);
+    cr_expect_eq(uid, 1);
+    cr_assert_eq(bd_store_token_add(s, uid, hash, 1, &tid, &err), 0, "%s", err.message);
+    cr_expect_eq(tid, 1, "the rolled-back token's id is given back");
+    cr_assert_eq(bd_store_commit(s, &err), 0, "%s", err.message);
+    int64_t sid = make_study(s, uid, "s");
+    cr_assert_eq(bd_store_study_delete(s, sid, &err), 0);
+    cr_expect_gt(make_study(s, uid, "t"), sid, "a deleted study's id is not reused");
+    bd_store_close(s);
+}
+
 STORE_TEST(transaction_misuse_is_reported)
 {
     bd_store *s = open_mem();
