@@ -100,6 +100,9 @@ struct bd_pg {
  * with tables that are not banditd's, is refused with BD_ESTORAGE. */
 int bd_pg_migrate(PGconn *conn, int *version, bd_err *err) BD_MUST_CHECK;
 
+/* msg (a libpq message: newlines, tabs) as one line into out. */
+void bd_pg_one_line(const char *msg, char *out, size_t size);
+
 /* Runs sql (no parameters, no rows wanted) outside the prepared set; 0 or
  * BD_ESTORAGE with "storage: <what>: <message>" in err (err may be NULL). */
 int bd_pg_exec_simple(PGconn *conn, const char *sql, bd_err *err, const char *what) BD_MUST_CHECK;

@@ -34,6 +34,15 @@
 
 static _Thread_local bd_pg *held_list; /* stores this thread holds a transaction on */
 
+/* libpq's latest message on one line (it ends with, and may hold, newlines);
+ * static per thread, valid until the next call. */
+static const char *conn_error(const PGconn *conn)
+{
+    static _Thread_local char line[512];
+    bd_pg_one_line(PQerrorMessage(conn), line, sizeof line);
+    return line;
+}
+
 static void commit_batch(bd_pg *s);
 
 static int held_by_me(const bd_pg *s)
@@ -72,7 +81,7 @@ static int prepare_all(PGconn *conn, bd_err *err)
         int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
         PQclear(res);
         if (!ok)
-            return bd_err_set(err, BD_ESTORAGE, NULL, "storage: preparing statement %d: %s", i, PQerrorMessage(conn));
+            return bd_err_set(err, BD_ESTORAGE, NULL, "storage: preparing statement %d: %s", i, conn_error(conn));
     }
     return 0;
 }
@@ -82,7 +91,7 @@ static int prepare_all(PGconn *conn, bd_err *err)
 static int setup(PGconn *conn, int *version, bd_err *err)
 {
     if (PQsetClientEncoding(conn, "UTF8") != 0)
-        return bd_err_set(err, BD_ESTORAGE, NULL, "storage: setting the client encoding: %s", PQerrorMessage(conn));
+        return bd_err_set(err, BD_ESTORAGE, NULL, "storage: setting the client encoding: %s", conn_error(conn));
     /* Shortest exact float output: every double reads back bit for bit. */
     int ret = bd_pg_exec_simple(conn, "SET extra_float_digits = 3", err, "set extra_float_digits");
     if (ret)
@@ -96,7 +105,7 @@ static int setup(PGconn *conn, int *version, bd_err *err)
         int got = ok && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
         PQclear(res);
         if (!ok)
-            return bd_err_set(err, BD_ESTORAGE, NULL, "storage: locking the schema: %s", PQerrorMessage(conn));
+            return bd_err_set(err, BD_ESTORAGE, NULL, "storage: locking the schema: %s", conn_error(conn));
         if (got)
             break;
         if (i + 1 >= CLAIM_TRIES)
@@ -116,7 +125,7 @@ static int reconnect_if_lost(bd_pg *s, bd_err *err)
     PQreset(s->conn);
     if (PQstatus(s->conn) != CONNECTION_OK)
         return bd_err_set(err, BD_ESTORAGE, NULL, "storage: the database connection is lost: %s",
-                          PQerrorMessage(s->conn));
+                          conn_error(s->conn));
     fprintf(stderr, "banditd: storage: reconnected to the database\n");
     return setup(s->conn, NULL, err);
 }
@@ -143,7 +152,7 @@ int bd_pg_open(const char *url, const bd_store_opts *opts, bd_store **out, bd_er
     if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
         /* libpq's message names host and user, never the password. */
         ret = bd_err_set(err, BD_ESTORAGE, NULL, "storage: connecting to PostgreSQL: %s",
-                         s->conn ? PQerrorMessage(s->conn) : "out of memory");
+                         s->conn ? conn_error(s->conn) : "out of memory");
         goto out;
     }
     ret = setup(s->conn, &s->version, err);
@@ -247,6 +256,20 @@ void bd_pg_p_bytes(bd_pg_params *p, const void *v, int len)
     p->format[i] = 1;
 }
 
+void bd_pg_one_line(const char *msg, char *out, size_t size)
+{
+    size_t n = 0;
+    for (const char *p = msg; *p && n + 1 < size; p++) {
+        char c = *p == '\n' || *p == '\t' || *p == '\r' ? ' ' : *p;
+        if (c == ' ' && (n == 0 || out[n - 1] == ' '))
+            continue;
+        out[n++] = c;
+    }
+    while (n > 0 && out[n - 1] == ' ')
+        n--;
+    out[n] = '\0';
+}
+
 /* The BD_E* code of a failed result, and its message into err. */
 static int fail(bd_pg *s, PGresult *res, bd_err *err, const char *what)
 {
@@ -259,11 +282,9 @@ static int fail(bd_pg *s, PGresult *res, bd_err *err, const char *what)
         code = BD_ENOTFOUND;
     if (!msg || !*msg)
         msg = PQerrorMessage(s->conn);
-    /* libpq's messages end with a newline. */
-    size_t n = strlen(msg);
-    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-        n--;
-    return bd_err_set(err, code, NULL, "storage: %s: %.*s", what, (int)n, msg);
+    char one_line[512];
+    bd_pg_one_line(msg, one_line, sizeof one_line);
+    return bd_err_set(err, code, NULL, "storage: %s: %s", what, one_line);
 }
 
 PGresult *bd_pg_run(bd_pg *s, enum bd_pg_stmt which, const bd_pg_params *p, int *ret, bd_err *err,
@@ -352,7 +373,13 @@ int bd_pg_begin(bd_store *store, bd_err *err)
         goto out;
     }
     if (!s->batch_open) {
-        if ((ret = reconnect_if_lost(s, err)) || (ret = control(s, "BEGIN", err)))
+        if ((ret = reconnect_if_lost(s, err)))
+            goto out;
+        /* libpq learns that the server went away only when it uses the
+         * connection: nothing is open yet, so reconnect and try once more. */
+        if ((ret = control(s, "BEGIN", err)) && PQstatus(s->conn) != CONNECTION_OK && !reconnect_if_lost(s, err))
+            ret = control(s, "BEGIN", err);
+        if (ret)
             goto out;
         s->batch_open = 1;
     }
@@ -398,7 +425,7 @@ static void commit_batch(bd_pg *s)
     } else {
         PGresult *res = PQexec(s->conn, "COMMIT");
         if (PQresultStatus(res) != PGRES_COMMAND_OK)
-            ret = bd_err_set(&err, BD_ESTORAGE, NULL, "storage: commit: %s", PQerrorMessage(s->conn));
+            ret = bd_err_set(&err, BD_ESTORAGE, NULL, "storage: commit: %s", conn_error(s->conn));
         else if (strcmp(PQcmdStatus(res), "COMMIT") != 0)
             ret = bd_err_set(&err, BD_ESTORAGE, NULL, "storage: commit: the transaction had failed (%s)",
                              PQcmdStatus(res));
