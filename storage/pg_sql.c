@@ -44,7 +44,7 @@ const char *const bd_pg_sql[BD_PG_NSTMTS] = {
     [BD_PG_STUDY_SET_METADATA] = "UPDATE studies SET metadata = $2 WHERE id = $1",
     [BD_PG_TRIAL_COUNTS] = "SELECT study_id, state, count(*) FROM trials GROUP BY study_id, state",
 
-    /* id NULL and config_id 0 are filled in by the trigger trials_ids (pg_schema.c). */
+    /* id NULL and config_id 0 are filled in by triggers (pg_schema.c). */
     [BD_PG_TRIAL_INSERT] =
         "INSERT INTO trials (study_id, config_id, config, budget, resume_from, extra, state, worker, "
         "created_at, lease_expires_at, finished_at, has_value, value, timeout, reason, id, instance_index, "
@@ -82,10 +82,9 @@ const char *const bd_pg_sql[BD_PG_NSTMTS] = {
     [BD_PG_EVENT_SCAN_STUDY] = "SELECT " EVENT_COLS " FROM events WHERE study_id = $3 AND id > $1 ORDER BY id LIMIT $2",
     [BD_PG_EVENT_SCAN_TRIAL] = "SELECT " EVENT_COLS " FROM events WHERE trial_id = $3 AND id > $1 ORDER BY id LIMIT $2",
 
-    /* Above every stored id and, for trials, above every id the sequence
-     * ever gave or was moved past (a deleted study's ids are never reused). */
-    [BD_PG_NEXT_IDS] = "SELECT greatest((SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM trials_id_seq), "
-                       "(SELECT coalesce(max(id), 0) FROM trials)) + 1, "
+    /* Above every stored id and, for trials, above every id ever used
+     * (bd_sequence: a deleted study's ids are never reused). */
+    [BD_PG_NEXT_IDS] = "SELECT (SELECT seq FROM bd_sequence WHERE name = 'trials') + 1, "
                        "(SELECT coalesce(max(id), 0) FROM events) + 1",
 
     [BD_PG_ENQUEUE_PUSH] = "INSERT INTO enqueued (study_id, config, created_at) VALUES ($1, $2, $3)",
