@@ -17,7 +17,10 @@ fuzz_seconds=${BD_FUZZ_SECONDS:-60}
 # What runs on PostgreSQL: ctest -R patterns (tests/integration/bdtest.py says
 # how the fixture picks the store; tests about SQLite files skip themselves).
 PG_ALL='^(integration/|unit/test_store$)'
-PG_SANITIZE='^(unit/test_store|integration/test_crash_restart|integration/test_lifecycle|integration/test_study_lifecycle|integration/test_enqueue)$'
+# Under sanitizers, the tests that reach most of storage/pg_*.c: every store
+# function, restarts that replay, users and tokens, enqueued configs (about
+# 30 s on 2 cores; the whole suite would add minutes for little more).
+PG_SANITIZE='^(unit/test_store|integration/(test_crash_restart|test_lifecycle|test_study_lifecycle|test_enqueue|test_isolation|test_store_replay|test_multifidelity_restart))$'
 
 docker/install-deps.sh --test
 
