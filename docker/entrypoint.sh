@@ -2,7 +2,10 @@
 # The container's entrypoint: checks that the database's directory is
 # writable by the user the container runs as, and says what to do when it is
 # not (a host directory bind-mounted over /var/lib/banditd keeps the host's
-# owner), then runs banditd with the container's arguments.
+# owner), then runs banditd with the container's arguments. A PostgreSQL
+# database (--db postgresql://...) has no directory to check; its password,
+# when BANDITD_PG_PASSWORD_FILE names a file (compose.yaml's profile pg: a
+# secret), goes to libpq as PGPASSWORD, so it is in no URL, argument or log.
 set -eu
 db=${BANDITD_DB:-./banditd.db}
 prev=""
@@ -13,6 +16,13 @@ for arg in "$@"; do
   esac
   prev=$arg
 done
+if [ -n "${BANDITD_PG_PASSWORD_FILE:-}" ]; then
+  PGPASSWORD=$(cat -- "$BANDITD_PG_PASSWORD_FILE")
+  export PGPASSWORD
+fi
+case "$db" in
+  postgresql://*|postgres://*) exec /usr/local/bin/banditd "$@" ;;
+esac
 dir=$(dirname -- "$db")
 if [ "$db" != ":memory:" ] && ! [ -w "$dir" ]; then
   cat >&2 <<MSG

@@ -3,7 +3,8 @@
 # the Dockerfile and .ci/run, so there is one list to keep current.
 #   install-deps.sh           build + run the daemon (help2man makes banditd.1
 #                             from banditd --help; python3-yaml lets bdctl read
-#                             YAML study files)
+#                             YAML study files; libpq-dev, the PostgreSQL client
+#                             library the daemon links for --db postgresql://...)
 #   install-deps.sh --test    also the test tools (Criterion; clang and its runtime
 #                             libraries for libFuzzer and the sanitizers, whose
 #                             libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev;
@@ -20,15 +21,18 @@
 #                             for the dashboard's browser test, tests/browser/
 #                             (node drives chromium); python3-optuna and python3-pandas
 #                             for the Optuna bridge's test (banditd.optuna against Optuna
-#                             3.1; trials_dataframe() needs pandas))
+#                             3.1; trials_dataframe() needs pandas); postgresql-15,
+#                             the server the tests run a throwaway cluster of
+#                             (tests/pgcluster.sh: initdb, pg_ctl; its psql edits a
+#                             stopped daemon's database as the SQLite tests do))
 #   install-deps.sh --bench   also the benchmark peers (Optuna, plotting, sklearn)
 # Packages already present are skipped, so re-running it is cheap.
 set -eu
 
 build="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev \
-libsqlite3-dev libgsl-dev libsodium-dev libcurl4-openssl-dev help2man python3-yaml"
+libsqlite3-dev libgsl-dev libsodium-dev libcurl4-openssl-dev help2man python3-yaml libpq-dev"
 test_pkgs="libcriterion-dev curl python3 python3-yaml clang libclang-rt-14-dev minisat systemd python3-venv \
-python3-wheel python3-sklearn python3-numpy chromium python3-optuna python3-pandas"
+python3-wheel python3-sklearn python3-numpy chromium python3-optuna python3-pandas postgresql-15"
 bench_pkgs="python3-optuna python3-matplotlib python3-sklearn python3-numpy dataset-fashion-mnist"
 
 node_pkgs=""

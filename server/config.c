@@ -110,13 +110,55 @@ static int set_listen(bd_config *cfg, const char *value, const char *who, bd_err
     return 0;
 }
 
+/* Copies a database URL into out with its password (user:PASSWORD@ and a
+ * password= parameter) replaced by "***": the daemon logs where its database
+ * is, never the secret to it. Anything else is copied as it is. */
+static void mask_db_password(const char *db, char *out, size_t size)
+{
+    const char *scheme = strstr(db, "://");
+    size_t n = 0;
+#define PUT(c) (n + 1 < size ? (void)(out[n++] = (c)) : (void)0)
+    if (!scheme || (strncmp(db, "postgresql://", 13) != 0 && strncmp(db, "postgres://", 11) != 0)) {
+        snprintf(out, size, "%s", db);
+        return;
+    }
+    const char *auth = scheme + 3, *auth_end = auth + strcspn(auth, "/?");
+    const char *at = NULL;
+    for (const char *p = auth; p < auth_end; p++)
+        if (*p == '@')
+            at = p; /* the last @ ends the user info */
+    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    for (const char *p = db; *p;) {
+        if (colon && p == colon + 1) {
+            for (const char *m = "***"; *m; m++)
+                PUT(*m);
+            p = at;
+            continue;
+        }
+        if (p > auth_end && (p[-1] == '?' || p[-1] == '&') && strncmp(p, "password=", 9) == 0) {
+            for (const char *m = "password=***"; *m; m++)
+                PUT(*m);
+            p += strcspn(p, "&");
+            continue;
+        }
+        PUT(*p);
+        p++;
+    }
+#undef PUT
+    out[n < size ? n : size - 1] = '\0';
+}
+
 static int set_db(bd_config *cfg, const char *value, const char *who, bd_err *err)
 {
     if (!*value)
         return bd_err_set(err, BD_EINVAL, who, "%s: the database path is empty", who);
     if (strlen(value) >= sizeof cfg->db_path)
         return bd_err_set(err, BD_EINVAL, who, "%s: path too long", who);
+    /* A postgresql:// or postgres:// URL goes to libpq as it is (storage/
+     * chooses the backend by the prefix); the checks of a SQLite path
+     * (no file: URI, no symbolic link) are the store's, at open. */
     strcpy(cfg->db_path, value);
+    mask_db_password(value, cfg->db_display, sizeof cfg->db_display);
     return 0;
 }
 
@@ -261,8 +303,9 @@ static const option_def options[] = {
     {"--listen", "BANDITD_LISTEN", "HOST:PORT", "127.0.0.1:8080",
      "address to serve HTTP on; [::1]:8080 for IPv6, port 0 picks a free port", set_listen},
     {"--db", "BANDITD_DB", "PATH", "./banditd.db",
-     "SQLite database file; the first start creates the user admin and writes its token to PATH.admin-token "
-     "(mode 0600) unless --admin-token-file is given",
+     "SQLite database file, or a PostgreSQL database as a postgresql:// (or postgres://) URL; the first start "
+     "creates the user admin and writes its token to PATH.admin-token (mode 0600) unless --admin-token-file is "
+     "given, which PostgreSQL needs (prefer a password in ~/.pgpass or PGPASSWORD to one in the URL)",
      set_db},
     {"--admin-token-file", "BANDITD_ADMIN_TOKEN_FILE", "FILE", NULL,
      "read the admin's token from FILE instead (a Docker or systemd secret), on the first start only: "
@@ -339,7 +382,7 @@ void bd_config_usage(FILE *f)
     fprintf(f, "Usage: banditd [OPTION]...\n"
                "Hyperparameter-suggestion daemon: serves the banditd HTTP API (JSON over HTTP),\n"
                "which hands workers trials to run and decides from their reports; all state is\n"
-               "in one SQLite database.\n\n"
+               "in one SQLite (or PostgreSQL) database.\n\n"
                "SIGINT or SIGTERM stops the daemon gracefully. Exit status: 0 after a clean stop,\n"
                "1 when the daemon cannot start, 2 for invalid options.\n\n"
                "Options:\n");

@@ -20,7 +20,8 @@ typedef struct bd_config {
     char listen[256];                    /* "host:port" as given */
     struct sockaddr_storage listen_addr; /* listen resolved (numeric host or name) */
     socklen_t listen_addr_len;
-    char db_path[4096]; /* SQLite file, or ":memory:" */
+    char db_path[4096]; /* SQLite file, ":memory:", or a postgresql:// (postgres://) URL */
+    char db_display[4096]; /* db_path as logged: a URL's password replaced by "***" */
     char admin_token_file[4096]; /* --admin-token-file; "" when not given */
     int threads;        /* HTTP polling threads, >= 1 (default 2 x online cores) */
     int handlers;       /* request-handling threads, >= 1 (default 64) */

@@ -88,6 +88,13 @@ static int count_one(int64_t study_id, bd_trial_state state, int64_t count, void
     return 0;
 }
 
+/* Whether the store opens db as a PostgreSQL URL (the prefixes
+ * storage/store.c routes to that backend). */
+static int is_db_url(const char *db)
+{
+    return strncmp(db, "postgresql://", 13) == 0 || strncmp(db, "postgres://", 11) == 0;
+}
+
 int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
 {
     bd_engine *e = bd_xcalloc(1, sizeof *e);
@@ -121,6 +128,15 @@ int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
         goto out;
     if (opts->admin_token_path) {
         token_path = bd_xstrdup(opts->admin_token_path);
+    } else if (is_db_url(opts->db_path)) {
+        /* No file beside a URL: a new PostgreSQL database's admin token comes
+         * from --admin-token-file (it is never logged). */
+        int64_t users = 0;
+        if (!opts->admin_token_file && !(rc = bd_store_user_count(e->store, &users, err)) && users == 0)
+            rc = bd_err_set(err, BD_EINVAL, NULL,
+                            "a new PostgreSQL database needs --admin-token-file for its admin's first token");
+        if (rc)
+            goto out;
     } else if (strcmp(opts->db_path, ":memory:") != 0) {
         token_path = bd_xmalloc(strlen(opts->db_path) + 16);
         sprintf(token_path, "%s.admin-token", opts->db_path);

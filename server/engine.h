@@ -28,7 +28,7 @@ typedef struct bd_engine bd_engine;
 #define BD_DEFAULT_STUDY_CACHE_BYTES ((size_t)128 << 20)
 
 typedef struct bd_engine_opts {
-    const char *db_path;          /* SQLite file (":memory:" for tests) */
+    const char *db_path;          /* SQLite file (":memory:" for tests) or postgresql:// URL */
     int sync_full;                /* 1: synchronous=FULL, else NORMAL */
     double default_lease_seconds; /* used when a study does not set lease_seconds */
     const char *admin_token_path; /* where the first admin token is written (mode 0600);

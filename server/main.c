@@ -97,7 +97,7 @@ int main(int argc, char **argv)
     eopts.study_cache_bytes = (size_t)cfg.study_cache_mb << 20;
     rc = bd_engine_open(&eopts, &engine, &err);
     if (rc < 0) {
-        bd_log(BD_LOG_ERROR, "cannot open the database %s: %s", cfg.db_path, err.message);
+        bd_log(BD_LOG_ERROR, "cannot open the database %s: %s", cfg.db_display, err.message);
         return 1;
     }
     first_token = bd_engine_first_admin_token(engine); /* non-NULL only when this start created the admin */
@@ -125,7 +125,7 @@ int main(int argc, char **argv)
         return 1;
     }
     bd_log(BD_LOG_INFO, "banditd %s listening on %s (port %u, %d threads, %d handlers, db %s, sync %s)", BD_VERSION,
-           cfg.listen, bd_http_server_port(http), cfg.threads, cfg.handlers, cfg.db_path,
+           cfg.listen, bd_http_server_port(http), cfg.threads, cfg.handlers, cfg.db_display,
            cfg.sync_full ? "full" : "normal");
 
     do {

@@ -6,8 +6,9 @@
 
 #include "sqlite_internal.h"
 
-int bd_store_enqueue_push(bd_store *s, int64_t study_id, const char *config, double now, bd_err *err)
+int bd_sqlite_enqueue_push(bd_store *store, int64_t study_id, const char *config, double now, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_ENQUEUE_PUSH];
     int rc = SQLITE_OK;
@@ -20,8 +21,9 @@ int bd_store_enqueue_push(bd_store *s, int64_t study_id, const char *config, dou
     return ret;
 }
 
-int bd_store_enqueue_pop(bd_store *s, int64_t study_id, int64_t n, bd_err *err)
+int bd_sqlite_enqueue_pop(bd_store *store, int64_t study_id, int64_t n, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_ENQUEUE_POP];
     int rc = SQLITE_OK;
@@ -71,8 +73,9 @@ static int bind_study(sqlite3_stmt *st, const void *key)
     return sqlite3_bind_int64(st, 3, *(const int64_t *)key);
 }
 
-int bd_store_enqueue_each(bd_store *s, int64_t study_id, bd_enqueued_fn fn, void *arg, bd_err *err)
+int bd_sqlite_enqueue_each(bd_store *store, int64_t study_id, bd_enqueued_fn fn, void *arg, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     struct enqueued_cb cb = {fn, arg};
     return bd_sqlite_scan(s, BD_SQL_ENQUEUE_SCAN, &enqueued_type, bind_study, &study_id, 0, 0, enqueued_call, &cb,
                           err, "list enqueued configs");

@@ -6,25 +6,11 @@
 
 #include "sqlite_internal.h"
 
-static const char *const type_names[] = {
-    [BD_EV_CREATED] = "created", [BD_EV_MEASUREMENT] = "measurement", [BD_EV_COMPLETED] = "completed",
-    [BD_EV_FAILED] = "failed",   [BD_EV_EXPIRED] = "expired",         [BD_EV_STOPPED] = "stopped",
-};
-#define NTYPES ((int)(sizeof type_names / sizeof type_names[0]))
-
-static int type_parse(const char *name)
-{
-    for (int i = 0; name && i < NTYPES; i++)
-        if (strcmp(name, type_names[i]) == 0)
-            return i;
-    return -1;
-}
-
 /* Columns in the order of EVENT_COLS (sqlite_sql.c). */
 static int event_read(sqlite3_stmt *st, void *dst, bd_err *err)
 {
     bd_event_row *row = dst;
-    int type = type_parse((const char *)sqlite3_column_text(st, 3));
+    int type = bd_store_event_type_parse((const char *)sqlite3_column_text(st, 3));
     if (type < 0)
         return bd_err_set(err, BD_ESTORAGE, NULL, "storage: event %lld has an unknown type",
                           (long long)sqlite3_column_int64(st, 0));
@@ -48,16 +34,17 @@ static void event_clear(void *row)
 
 static const bd_sqlite_rowtype event_type = {sizeof(bd_event_row), event_read, event_clear};
 
-int bd_store_event_append(bd_store *s, const bd_event_row *row, int64_t *id, bd_err *err)
+int bd_sqlite_event_append(bd_store *store, const bd_event_row *row, int64_t *id, bd_err *err)
 {
-    if ((unsigned)row->type >= NTYPES)
+    bd_sqlite *s = (bd_sqlite *)store;
+    if (!bd_store_event_type_name(row->type))
         return bd_err_set(err, BD_EINVAL, "type", "unknown event type %d", (int)row->type);
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_EVENT_APPEND];
     int rc = SQLITE_OK;
     bd_sqlite_bind_i64(st, 1, row->study_id, &rc);
     bd_sqlite_bind_id(st, 2, row->trial_id, &rc);
-    bd_sqlite_bind_text(st, 3, type_names[row->type], &rc);
+    bd_sqlite_bind_text(st, 3, bd_store_event_type_name(row->type), &rc);
     bd_sqlite_bind_double(st, 4, row->step, &rc);
     bd_sqlite_bind_i64(st, 5, row->has_value ? 1 : 0, &rc);
     bd_sqlite_bind_double(st, 6, row->has_value ? row->value : NAN, &rc);
@@ -90,22 +77,25 @@ static int bind_owner(sqlite3_stmt *st, const void *key)
     return sqlite3_bind_int64(st, 3, *owner_id);
 }
 
-int bd_store_event_each(bd_store *s, int64_t study_id, bd_event_fn fn, void *arg, bd_err *err)
+int bd_sqlite_event_each(bd_store *store, int64_t study_id, bd_event_fn fn, void *arg, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     struct event_cb cb = {fn, arg};
     return bd_sqlite_scan(s, BD_SQL_EVENT_SCAN_STUDY, &event_type, bind_owner, &study_id, 0, 0, event_call, &cb,
                           err, "list events");
 }
 
-int bd_store_event_each_of_trial(bd_store *s, int64_t trial_id, bd_event_fn fn, void *arg, bd_err *err)
+int bd_sqlite_event_each_of_trial(bd_store *store, int64_t trial_id, bd_event_fn fn, void *arg, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     struct event_cb cb = {fn, arg};
     return bd_sqlite_scan(s, BD_SQL_EVENT_SCAN_TRIAL, &event_type, bind_owner, &trial_id, 0, 0, event_call, &cb,
                           err, "list trial events");
 }
 
-int bd_store_next_ids(bd_store *s, int64_t *trial_id, int64_t *event_id, bd_err *err)
+int bd_sqlite_next_ids(bd_store *store, int64_t *trial_id, int64_t *event_id, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_NEXT_IDS];
     int ret = bd_sqlite_step_row(s, st, SQLITE_OK, err, "next ids");

@@ -2,9 +2,10 @@
  * keyed by (user, key). A key is stored once: a second put is BD_ECONFLICT. */
 #include "sqlite_internal.h"
 
-int bd_store_idem_get(bd_store *s, int64_t user_id, const char *key, char **fingerprint, char **response,
+int bd_sqlite_idem_get(bd_store *store, int64_t user_id, const char *key, char **fingerprint, char **response,
                       bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_IDEM_GET];
     int rc = SQLITE_OK;
@@ -25,9 +26,10 @@ int bd_store_idem_get(bd_store *s, int64_t user_id, const char *key, char **fing
     return ret;
 }
 
-int bd_store_idem_put(bd_store *s, int64_t user_id, const char *key, const char *fingerprint,
+int bd_sqlite_idem_put(bd_store *store, int64_t user_id, const char *key, const char *fingerprint,
                       const char *response, double now, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_IDEM_PUT];
     int rc = SQLITE_OK;
@@ -42,8 +44,9 @@ int bd_store_idem_put(bd_store *s, int64_t user_id, const char *key, const char 
     return ret;
 }
 
-int bd_store_idem_prune(bd_store *s, double before, bd_err *err)
+int bd_sqlite_idem_prune(bd_store *store, double before, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_IDEM_PRUNE];
     int rc = SQLITE_OK;

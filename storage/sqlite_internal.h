@@ -18,7 +18,7 @@
 #include <stdatomic.h>
 #include <sqlite3.h>
 
-#include "store.h"
+#include "store_ops.h"
 
 /* The cached statements; their SQL is in sqlite_sql.c. */
 enum bd_sql_stmt {
@@ -78,7 +78,10 @@ extern const char *const bd_sql_text[BD_SQL_NSTMTS];
  * its batch failed (a retry with its idempotency key then finds the answer). */
 #define BD_SQLITE_OUTCOME_RING 4096
 
-struct bd_store {
+typedef struct bd_sqlite bd_sqlite;
+
+struct bd_sqlite {
+    bd_store base;                /* first: its ops are bd_sqlite_ops; a bd_store * points here */
     sqlite3 *db;
     pthread_mutex_t mu;           /* serializes every use of db */
     pthread_t owner;              /* thread holding the open transaction; valid while in_tx */
@@ -97,7 +100,7 @@ struct bd_store {
     pthread_cond_t durable_cv;    /* signalled when a batch ends */
     pthread_cond_t delay_cv;      /* only timed out on: the group-commit delay */
     int commit_delay_us;          /* FULL_SYNC_COMMIT_DELAY_US with BD_SYNC_FULL, else 0 */
-    struct bd_store *held_next;   /* the owner thread's list of stores it holds a transaction on */
+    struct bd_sqlite *held_next;   /* the owner thread's list of stores it holds a transaction on */
     int version;                  /* schema version after migration */
     sqlite3_stmt *stmt[BD_SQL_NSTMTS];
 };
@@ -111,8 +114,8 @@ int bd_sqlite_schema_latest(void);
 
 /* Starts one call on s: locks mu unless the calling thread holds a transaction
  * on s. Pass the result to bd_sqlite_leave when the call ends. */
-int bd_sqlite_enter(bd_store *s);
-void bd_sqlite_leave(bd_store *s, int locked);
+int bd_sqlite_enter(bd_sqlite *s);
+void bd_sqlite_leave(bd_sqlite *s, int locked);
 
 /* Makes st reusable: reset (whose code repeats the last step's, already
  * handled by the caller) and clear its bindings. */
@@ -121,14 +124,14 @@ void bd_sqlite_done(sqlite3_stmt *st);
 /* Turns a failed SQLite code into BD_ECONFLICT (unique or primary key),
  * BD_ENOTFOUND (a foreign key names a missing row) or BD_ESTORAGE, with
  * "storage: <what>: <sqlite3_errmsg>" in err. Call before bd_sqlite_done. */
-int bd_sqlite_fail(bd_store *s, int rc, bd_err *err, const char *what);
+int bd_sqlite_fail(bd_sqlite *s, int rc, bd_err *err, const char *what);
 
 /* Steps a bound statement; rc is the binds' code (SQLITE_OK when they all
  * succeeded). bd_sqlite_step_done expects no row and returns 0 or a BD_E*
  * code; bd_sqlite_step_row returns 1 on a row, 0 when there is none, or a
  * BD_E* code. Neither resets st. */
-int bd_sqlite_step_done(bd_store *s, sqlite3_stmt *st, int rc, bd_err *err, const char *what);
-int bd_sqlite_step_row(bd_store *s, sqlite3_stmt *st, int rc, bd_err *err, const char *what);
+int bd_sqlite_step_done(bd_sqlite *s, sqlite3_stmt *st, int rc, bd_err *err, const char *what);
+int bd_sqlite_step_row(bd_sqlite *s, sqlite3_stmt *st, int rc, bd_err *err, const char *what);
 
 /* The binders do nothing once *rc is not SQLITE_OK, so a run of binds is
  * checked once. Strings are bound SQLITE_STATIC: they must outlive the step. */
@@ -181,7 +184,7 @@ typedef struct bd_sqlite_rowtype {
  * batches; the statement is reset and, outside a transaction, the lock released
  * before the callbacks of a batch run, so a callback may call the store again.
  * Returns 0, a BD_E* code, or the first non-zero value call returned. */
-int bd_sqlite_scan(bd_store *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
+int bd_sqlite_scan(bd_sqlite *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
                    int (*bind)(sqlite3_stmt *st, const void *key), const void *key, int64_t after_id,
                    int64_t limit, int (*call)(const void *row, void *cb), void *cb, bd_err *err,
                    const char *what) BD_MUST_CHECK;
@@ -190,9 +193,63 @@ int bd_sqlite_scan(bd_store *s, enum bd_sql_stmt which, const bd_sqlite_rowtype 
  * runs which once (?1 = 0, ?2 = limit, ?3.. by bind), reads its first limit
  * rows (limit >= 1, memory limit x type->size plus the rows' strings), then
  * resets it, leaves the lock and calls call(row, cb) for each in order. */
-int bd_sqlite_scan_once(bd_store *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
+int bd_sqlite_scan_once(bd_sqlite *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
                         int (*bind)(sqlite3_stmt *st, const void *key), const void *key, int64_t limit,
                         int (*call)(const void *row, void *cb), void *cb, bd_err *err,
                         const char *what) BD_MUST_CHECK;
+
+/* The backend's half of store.h (bd_sqlite_open is in store_ops.h): each is
+ * the store.h function of the same name, s a bd_store * of this backend. */
+extern const bd_store_ops bd_sqlite_ops;
+void bd_sqlite_close(bd_store *s);
+int bd_sqlite_schema_version(bd_store *s);
+int bd_sqlite_begin(bd_store *s, bd_err *err);
+int bd_sqlite_commit(bd_store *s, bd_err *err);
+void bd_sqlite_rollback(bd_store *s);
+int bd_sqlite_release(bd_store *s, uint64_t *ticket, bd_err *err);
+int bd_sqlite_wait(bd_store *s, uint64_t ticket, bd_err *err);
+uint64_t bd_sqlite_failures(bd_store *s);
+int bd_sqlite_writable(bd_store *s);
+int bd_sqlite_probe(bd_store *s, double now, bd_err *err);
+void bd_sqlite_recovered(bd_store *s, uint64_t failures);
+uint64_t bd_sqlite_current_ticket(bd_store *s);
+void bd_sqlite_fail_next_commit(bd_store *s);
+int bd_sqlite_user_create(bd_store *s, const char *name, int is_admin, double now, int64_t *id, bd_err *err);
+int bd_sqlite_user_by_name(bd_store *s, const char *name, bd_user *out, bd_err *err);
+int bd_sqlite_user_by_id(bd_store *s, int64_t id, bd_user *out, bd_err *err);
+int bd_sqlite_user_count(bd_store *s, int64_t *count, bd_err *err);
+int bd_sqlite_user_set_limits(bd_store *s, int64_t user_id, int64_t max_studies, int64_t max_definition_bytes, bd_err *err);
+int bd_sqlite_user_usage(bd_store *s, int64_t user_id, int64_t *studies, int64_t *definition_bytes, bd_err *err);
+int bd_sqlite_token_add(bd_store *s, int64_t user_id, const uint8_t hash[32], double now, int64_t *token_id, bd_err *err);
+int bd_sqlite_token_get(bd_store *s, int64_t token_id, uint8_t hash[32], int64_t *user_id, bd_err *err);
+int bd_sqlite_token_revoke(bd_store *s, int64_t token_id, bd_err *err);
+int bd_sqlite_study_insert(bd_store *s, const bd_study_row *row, int64_t *id, bd_err *err);
+int bd_sqlite_study_get(bd_store *s, int64_t id, bd_study_row *out, bd_err *err);
+int bd_sqlite_study_each(bd_store *s, int64_t user_id, bd_study_fn fn, void *arg, bd_err *err);
+int bd_sqlite_study_index_each(bd_store *s, bd_study_fn fn, void *arg, bd_err *err);
+int bd_sqlite_study_page(bd_store *s, int64_t user_id, const char *name, int64_t after_id, int64_t limit, bd_study_fn fn, void *arg, bd_err *err);
+int bd_sqlite_study_delete(bd_store *s, int64_t id, bd_err *err);
+int bd_sqlite_study_set_paused(bd_store *s, int64_t id, int paused, bd_err *err);
+int bd_sqlite_study_set_metadata(bd_store *s, int64_t id, const char *metadata, bd_err *err);
+int bd_sqlite_trial_counts_each(bd_store *s, bd_trial_count_fn fn, void *arg, bd_err *err);
+int bd_sqlite_trial_insert(bd_store *s, const bd_trial_row *row, int64_t *id, bd_err *err);
+int bd_sqlite_trial_get(bd_store *s, int64_t id, bd_trial_row *out, bd_err *err);
+int bd_sqlite_trial_finish(bd_store *s, const bd_trial_row *row, bd_err *err);
+int bd_sqlite_trial_set_lease(bd_store *s, int64_t id, double lease_expires_at, bd_err *err);
+int bd_sqlite_trial_set_user_attrs(bd_store *s, int64_t id, const char *user_attrs, bd_err *err);
+int bd_sqlite_trial_each(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);
+int bd_sqlite_trial_each_best(bd_store *s, int64_t study_id, int maximize, int64_t instance, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);
+int bd_sqlite_trial_each_with_steps(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);
+int bd_sqlite_trial_each_expired(bd_store *s, double now, bd_trial_fn fn, void *arg, bd_err *err);
+int bd_sqlite_enqueue_push(bd_store *s, int64_t study_id, const char *config, double now, bd_err *err);
+int bd_sqlite_enqueue_pop(bd_store *s, int64_t study_id, int64_t n, bd_err *err);
+int bd_sqlite_enqueue_each(bd_store *s, int64_t study_id, bd_enqueued_fn fn, void *arg, bd_err *err);
+int bd_sqlite_event_append(bd_store *s, const bd_event_row *row, int64_t *id, bd_err *err);
+int bd_sqlite_next_ids(bd_store *s, int64_t *trial_id, int64_t *event_id, bd_err *err);
+int bd_sqlite_event_each(bd_store *s, int64_t study_id, bd_event_fn fn, void *arg, bd_err *err);
+int bd_sqlite_event_each_of_trial(bd_store *s, int64_t trial_id, bd_event_fn fn, void *arg, bd_err *err);
+int bd_sqlite_idem_get(bd_store *s, int64_t user_id, const char *key, char **fingerprint, char **response, bd_err *err);
+int bd_sqlite_idem_put(bd_store *s, int64_t user_id, const char *key, const char *fingerprint, const char *response, double now, bd_err *err);
+int bd_sqlite_idem_prune(bd_store *s, double before, bd_err *err);
 
 #endif

@@ -152,6 +152,7 @@ static const char *const migrations[] = {
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
+_Static_assert(NMIGRATIONS == BD_STORE_SCHEMA_LATEST, "the SQLite migrations end at the schema store.h describes");
 
 int bd_sqlite_schema_latest(void)
 {

@@ -30,19 +30,19 @@
  * lose again. With NORMAL a commit is cheap and waiting only adds latency. */
 #define FULL_SYNC_COMMIT_DELAY_US 100
 
-static _Thread_local bd_store *held_list; /* stores this thread holds a transaction on */
+static _Thread_local bd_sqlite *held_list; /* stores this thread holds a transaction on */
 
-static void commit_batch(bd_store *s);
+static void commit_batch(bd_sqlite *s);
 
-static int held_by_me(const bd_store *s)
+static int held_by_me(const bd_sqlite *s)
 {
-    for (const bd_store *p = held_list; p; p = p->held_next)
+    for (const bd_sqlite *p = held_list; p; p = p->held_next)
         if (p == s)
             return 1;
     return 0;
 }
 
-static void lock(bd_store *s)
+static void lock(bd_sqlite *s)
 {
     if (pthread_mutex_lock(&s->mu) != 0) {
         fprintf(stderr, "banditd: storage: pthread_mutex_lock failed\n");
@@ -50,7 +50,7 @@ static void lock(bd_store *s)
     }
 }
 
-static void unlock(bd_store *s)
+static void unlock(bd_sqlite *s)
 {
     if (pthread_mutex_unlock(&s->mu) != 0) {
         fprintf(stderr, "banditd: storage: pthread_mutex_unlock failed\n");
@@ -58,7 +58,7 @@ static void unlock(bd_store *s)
     }
 }
 
-int bd_sqlite_enter(bd_store *s)
+int bd_sqlite_enter(bd_sqlite *s)
 {
     if (held_by_me(s))
         return 0;
@@ -66,7 +66,7 @@ int bd_sqlite_enter(bd_store *s)
     return 1;
 }
 
-void bd_sqlite_leave(bd_store *s, int locked)
+void bd_sqlite_leave(bd_sqlite *s, int locked)
 {
     if (locked)
         unlock(s);
@@ -78,7 +78,7 @@ void bd_sqlite_done(sqlite3_stmt *st)
     sqlite3_clear_bindings(st); /* always SQLITE_OK */
 }
 
-int bd_sqlite_fail(bd_store *s, int rc, bd_err *err, const char *what)
+int bd_sqlite_fail(bd_sqlite *s, int rc, bd_err *err, const char *what)
 {
     int code = BD_ESTORAGE;
     if ((rc & 0xff) == SQLITE_CONSTRAINT) {
@@ -91,14 +91,14 @@ int bd_sqlite_fail(bd_store *s, int rc, bd_err *err, const char *what)
     return bd_err_set(err, code, NULL, "storage: %s: %s", what, sqlite3_errmsg(s->db));
 }
 
-int bd_sqlite_step_done(bd_store *s, sqlite3_stmt *st, int rc, bd_err *err, const char *what)
+int bd_sqlite_step_done(bd_sqlite *s, sqlite3_stmt *st, int rc, bd_err *err, const char *what)
 {
     if (rc == SQLITE_OK)
         rc = sqlite3_step(st);
     return rc == SQLITE_DONE ? 0 : bd_sqlite_fail(s, rc, err, what);
 }
 
-int bd_sqlite_step_row(bd_store *s, sqlite3_stmt *st, int rc, bd_err *err, const char *what)
+int bd_sqlite_step_row(bd_sqlite *s, sqlite3_stmt *st, int rc, bd_err *err, const char *what)
 {
     if (rc == SQLITE_OK)
         rc = sqlite3_step(st);
@@ -181,7 +181,7 @@ static int configure(sqlite3 *db, const bd_store_opts *opts, bd_err *err)
     return ret;
 }
 
-static int prepare_all(bd_store *s, bd_err *err)
+static int prepare_all(bd_sqlite *s, bd_err *err)
 {
     for (int i = 0; i < BD_SQL_NSTMTS; i++) {
         assert(bd_sql_text[i]);
@@ -194,7 +194,7 @@ static int prepare_all(bd_store *s, bd_err *err)
 }
 
 /* Frees s and everything in it; the database must not be in a transaction. */
-static void destroy(bd_store *s)
+static void destroy(bd_sqlite *s)
 {
     for (int i = 0; i < BD_SQL_NSTMTS; i++)
         sqlite3_finalize(s->stmt[i]); /* NULL-safe; its code repeats the last step's */
@@ -206,11 +206,10 @@ static void destroy(bd_store *s)
     free(s);
 }
 
-int bd_store_open(const char *path, const bd_store_opts *opts, bd_store **out, bd_err *err)
+int bd_sqlite_open(const char *path, const bd_store_opts *opts, bd_store **out, bd_err *err)
 {
-    if (!path || !*path)
-        return bd_err_set(err, BD_EINVAL, "db", "no database path");
-    bd_store *s = bd_xcalloc(1, sizeof *s);
+    bd_sqlite *s = bd_xcalloc(1, sizeof *s);
+    s->base.ops = &bd_sqlite_ops;
     int ret = 0;
     if (pthread_mutex_init(&s->mu, NULL) != 0 || pthread_cond_init(&s->durable_cv, NULL) != 0 ||
         pthread_cond_init(&s->delay_cv, NULL) != 0) {
@@ -259,16 +258,15 @@ out:
     if (ret)
         destroy(s);
     else
-        *out = s;
+        *out = &s->base;
     return ret;
 }
 
-void bd_store_close(bd_store *s)
+void bd_sqlite_close(bd_store *store)
 {
-    if (!s)
-        return;
+    bd_sqlite *s = (bd_sqlite *)store;
     if (held_by_me(s))
-        bd_store_rollback(s);
+        bd_sqlite_rollback(&s->base);
     lock(s);
     if (s->batch_open)
         commit_batch(s);
@@ -279,17 +277,17 @@ void bd_store_close(bd_store *s)
     destroy(s);
 }
 
-int bd_store_schema_version(bd_store *s)
+int bd_sqlite_schema_version(bd_store *store)
 {
-    return s ? s->version : bd_sqlite_schema_latest();
+    return ((bd_sqlite *)store)->version;
 }
 
 /* ---- transactions ---- */
 
 /* The calling thread gives up the transaction it holds on s and the lock. */
-static void release_tx(bd_store *s)
+static void release_tx(bd_sqlite *s)
 {
-    bd_store **p = &held_list;
+    bd_sqlite **p = &held_list;
     while (*p != s)
         p = &(*p)->held_next;
     *p = s->held_next;
@@ -299,7 +297,7 @@ static void release_tx(bd_store *s)
 }
 
 /* Runs one cached transaction-control statement; 0 or BD_ESTORAGE. */
-static int run_control(bd_store *s, enum bd_sql_stmt which, bd_err *err, const char *what)
+static int run_control(bd_sqlite *s, enum bd_sql_stmt which, bd_err *err, const char *what)
 {
     sqlite3_stmt *st = s->stmt[which];
     int ret = bd_sqlite_step_done(s, st, SQLITE_OK, err, what);
@@ -307,15 +305,16 @@ static int run_control(bd_store *s, enum bd_sql_stmt which, bd_err *err, const c
     return ret;
 }
 
-static void rollback_locked(bd_store *s)
+static void rollback_locked(bd_sqlite *s)
 {
     bd_err err;
     if (!sqlite3_get_autocommit(s->db) && run_control(s, BD_SQL_ROLLBACK, &err, "rollback"))
         fprintf(stderr, "banditd: %s\n", err.message);
 }
 
-int bd_store_begin(bd_store *s, bd_err *err)
+int bd_sqlite_begin(bd_store *store, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int ret = 0;
     if (held_by_me(s))
         return bd_err_set(err, BD_EINTERNAL, NULL, "storage: a transaction is already open on this thread");
@@ -342,8 +341,9 @@ out:
     return 0;
 }
 
-int bd_store_release(bd_store *s, uint64_t *ticket, bd_err *err)
+int bd_sqlite_release(bd_store *store, uint64_t *ticket, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     if (!held_by_me(s))
         return bd_err_set(err, BD_EINTERNAL, NULL, "storage: release without a transaction on this thread");
     assert(s->in_tx && pthread_equal(s->owner, pthread_self()));
@@ -360,7 +360,7 @@ int bd_store_release(bd_store *s, uint64_t *ticket, bd_err *err)
 
 /* Commits the open batch; s->mu held. Every waiter of the batch reads the
  * outcome from durable_seq and failed_seqs. */
-static void commit_batch(bd_store *s)
+static void commit_batch(bd_sqlite *s)
 {
     bd_err err;
     uint64_t seq = s->batch_seq + 1;
@@ -381,8 +381,9 @@ static void commit_batch(bd_store *s)
     pthread_cond_broadcast(&s->durable_cv);
 }
 
-int bd_store_wait(bd_store *s, uint64_t ticket, bd_err *err)
+int bd_sqlite_wait(bd_store *store, uint64_t ticket, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     if (held_by_me(s))
         return bd_err_set(err, BD_EINTERNAL, NULL, "storage: wait while holding a transaction");
     lock(s);
@@ -415,16 +416,18 @@ int bd_store_wait(bd_store *s, uint64_t ticket, bd_err *err)
     return failed ? bd_err_set(err, BD_ESTORAGE, NULL, "storage: the commit failed; nothing was saved") : 0;
 }
 
-int bd_store_commit(bd_store *s, bd_err *err)
+int bd_sqlite_commit(bd_store *store, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     uint64_t ticket;
-    int ret = bd_store_release(s, &ticket, err);
-    return ret ? ret : bd_store_wait(s, ticket, err);
+    int ret = bd_sqlite_release(&s->base, &ticket, err);
+    return ret ? ret : bd_sqlite_wait(&s->base, ticket, err);
 }
 
-void bd_store_rollback(bd_store *s)
+void bd_sqlite_rollback(bd_store *store)
 {
-    if (!s || !held_by_me(s))
+    bd_sqlite *s = (bd_sqlite *)store;
+    if (!held_by_me(s))
         return;
     assert(s->in_tx && pthread_equal(s->owner, pthread_self()));
     bd_err err;
@@ -435,22 +438,25 @@ void bd_store_rollback(bd_store *s)
     release_tx(s);
 }
 
-uint64_t bd_store_failures(bd_store *s)
+uint64_t bd_sqlite_failures(bd_store *store)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     return atomic_load(&s->n_failed); /* every request asks: no lock */
 }
 
-int bd_store_writable(bd_store *s)
+int bd_sqlite_writable(bd_store *store)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     lock(s);
     int ok = !s->poisoned && !s->last_failed;
     unlock(s);
     return ok;
 }
 
-int bd_store_probe(bd_store *s, double now, bd_err *err)
+int bd_sqlite_probe(bd_store *store, double now, bd_err *err)
 {
-    int ret = bd_store_begin(s, err);
+    bd_sqlite *s = (bd_sqlite *)store;
+    int ret = bd_sqlite_begin(&s->base, err);
     if (ret)
         return ret;
     sqlite3_stmt *st = s->stmt[BD_SQL_PROBE];
@@ -459,30 +465,33 @@ int bd_store_probe(bd_store *s, double now, bd_err *err)
     ret = bd_sqlite_step_done(s, st, rc, err, "probe write");
     bd_sqlite_done(st);
     if (ret) {
-        bd_store_rollback(s);
+        bd_sqlite_rollback(&s->base);
         return ret;
     }
-    return bd_store_commit(s, err);
+    return bd_sqlite_commit(&s->base, err);
 }
 
-void bd_store_recovered(bd_store *s, uint64_t failures)
+void bd_sqlite_recovered(bd_store *store, uint64_t failures)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     lock(s);
     if (s->n_failed == failures)
         s->poisoned = 0;
     unlock(s);
 }
 
-uint64_t bd_store_current_ticket(bd_store *s)
+uint64_t bd_sqlite_current_ticket(bd_store *store)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     lock(s);
     uint64_t t = s->batch_open ? s->batch_seq + 1 : s->batch_seq;
     unlock(s);
     return t;
 }
 
-void bd_store_fail_next_commit(bd_store *s)
+void bd_sqlite_fail_next_commit(bd_store *store)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     lock(s);
     s->fail_next_commit = 1;
     unlock(s);
@@ -491,7 +500,7 @@ void bd_store_fail_next_commit(bd_store *s)
 /* ---- scans ---- */
 
 /* Reads up to want rows of the bound statement st into rows; *n receives how many. */
-static int fill_batch(bd_store *s, sqlite3_stmt *st, const bd_sqlite_rowtype *type, char *rows, int want, int *n,
+static int fill_batch(bd_sqlite *s, sqlite3_stmt *st, const bd_sqlite_rowtype *type, char *rows, int want, int *n,
                       int64_t *last_id, bd_err *err, const char *what)
 {
     int ret = 0;
@@ -511,7 +520,7 @@ static int fill_batch(bd_store *s, sqlite3_stmt *st, const bd_sqlite_rowtype *ty
 
 /* One batch under the store lock: binds (after_id, want) and the caller's
  * key, reads up to want rows into rows; *last_id receives the last row's id. */
-static int read_batch(bd_store *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
+static int read_batch(bd_sqlite *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
                       int (*bind)(sqlite3_stmt *st, const void *key), const void *key, int64_t after_id, int want,
                       char *rows, int *n, int64_t *last_id, bd_err *err, const char *what)
 {
@@ -545,7 +554,7 @@ static int deliver(const bd_sqlite_rowtype *type, char *rows, int n, int ret,
     return ret;
 }
 
-int bd_sqlite_scan(bd_store *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
+int bd_sqlite_scan(bd_sqlite *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
                    int (*bind)(sqlite3_stmt *st, const void *key), const void *key, int64_t after_id,
                    int64_t limit, int (*call)(const void *row, void *cb), void *cb, bd_err *err,
                    const char *what)
@@ -570,7 +579,7 @@ int bd_sqlite_scan(bd_store *s, enum bd_sql_stmt which, const bd_sqlite_rowtype 
     return ret;
 }
 
-int bd_sqlite_scan_once(bd_store *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
+int bd_sqlite_scan_once(bd_sqlite *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
                         int (*bind)(sqlite3_stmt *st, const void *key), const void *key, int64_t limit,
                         int (*call)(const void *row, void *cb), void *cb, bd_err *err, const char *what)
 {
@@ -583,3 +592,57 @@ int bd_sqlite_scan_once(bd_store *s, enum bd_sql_stmt which, const bd_sqlite_row
     free(rows);
     return ret;
 }
+
+const bd_store_ops bd_sqlite_ops = {
+    .name = "sqlite",
+    .close = bd_sqlite_close,
+    .schema_version = bd_sqlite_schema_version,
+    .begin = bd_sqlite_begin,
+    .commit = bd_sqlite_commit,
+    .rollback = bd_sqlite_rollback,
+    .release = bd_sqlite_release,
+    .wait = bd_sqlite_wait,
+    .failures = bd_sqlite_failures,
+    .writable = bd_sqlite_writable,
+    .probe = bd_sqlite_probe,
+    .recovered = bd_sqlite_recovered,
+    .current_ticket = bd_sqlite_current_ticket,
+    .fail_next_commit = bd_sqlite_fail_next_commit,
+    .user_create = bd_sqlite_user_create,
+    .user_by_name = bd_sqlite_user_by_name,
+    .user_by_id = bd_sqlite_user_by_id,
+    .user_count = bd_sqlite_user_count,
+    .user_set_limits = bd_sqlite_user_set_limits,
+    .user_usage = bd_sqlite_user_usage,
+    .token_add = bd_sqlite_token_add,
+    .token_get = bd_sqlite_token_get,
+    .token_revoke = bd_sqlite_token_revoke,
+    .study_insert = bd_sqlite_study_insert,
+    .study_get = bd_sqlite_study_get,
+    .study_each = bd_sqlite_study_each,
+    .study_index_each = bd_sqlite_study_index_each,
+    .study_page = bd_sqlite_study_page,
+    .study_delete = bd_sqlite_study_delete,
+    .study_set_paused = bd_sqlite_study_set_paused,
+    .study_set_metadata = bd_sqlite_study_set_metadata,
+    .trial_counts_each = bd_sqlite_trial_counts_each,
+    .trial_insert = bd_sqlite_trial_insert,
+    .trial_get = bd_sqlite_trial_get,
+    .trial_finish = bd_sqlite_trial_finish,
+    .trial_set_lease = bd_sqlite_trial_set_lease,
+    .trial_set_user_attrs = bd_sqlite_trial_set_user_attrs,
+    .trial_each = bd_sqlite_trial_each,
+    .trial_each_best = bd_sqlite_trial_each_best,
+    .trial_each_with_steps = bd_sqlite_trial_each_with_steps,
+    .trial_each_expired = bd_sqlite_trial_each_expired,
+    .enqueue_push = bd_sqlite_enqueue_push,
+    .enqueue_pop = bd_sqlite_enqueue_pop,
+    .enqueue_each = bd_sqlite_enqueue_each,
+    .event_append = bd_sqlite_event_append,
+    .next_ids = bd_sqlite_next_ids,
+    .event_each = bd_sqlite_event_each,
+    .event_each_of_trial = bd_sqlite_event_each_of_trial,
+    .idem_get = bd_sqlite_idem_get,
+    .idem_put = bd_sqlite_idem_put,
+    .idem_prune = bd_sqlite_idem_prune,
+};

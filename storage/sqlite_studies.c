@@ -4,16 +4,6 @@
 
 #include "sqlite_internal.h"
 
-void bd_store_study_row_clear(bd_study_row *row)
-{
-    if (!row)
-        return;
-    free(row->name);
-    free(row->definition);
-    free(row->metadata);
-    row->name = row->definition = row->metadata = NULL;
-}
-
 /* Columns in the order of STUDY_COLS (sqlite_sql.c). */
 static int study_read(sqlite3_stmt *st, void *dst, bd_err *err)
 {
@@ -36,8 +26,9 @@ static void study_clear(void *row)
 
 static const bd_sqlite_rowtype study_type = {sizeof(bd_study_row), study_read, study_clear};
 
-int bd_store_study_insert(bd_store *s, const bd_study_row *row, int64_t *id, bd_err *err)
+int bd_sqlite_study_insert(bd_store *store, const bd_study_row *row, int64_t *id, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_STUDY_INSERT];
     int rc = SQLITE_OK;
@@ -55,8 +46,9 @@ int bd_store_study_insert(bd_store *s, const bd_study_row *row, int64_t *id, bd_
     return ret;
 }
 
-int bd_store_study_get(bd_store *s, int64_t id, bd_study_row *out, bd_err *err)
+int bd_sqlite_study_get(bd_store *store, int64_t id, bd_study_row *out, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_STUDY_GET];
     int rc = SQLITE_OK;
@@ -88,23 +80,26 @@ static int bind_user(sqlite3_stmt *st, const void *key)
     return *user_id ? sqlite3_bind_int64(st, 3, *user_id) : SQLITE_OK;
 }
 
-int bd_store_study_each(bd_store *s, int64_t user_id, bd_study_fn fn, void *arg, bd_err *err)
+int bd_sqlite_study_each(bd_store *store, int64_t user_id, bd_study_fn fn, void *arg, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     struct study_cb cb = {fn, arg};
     return bd_sqlite_scan(s, user_id ? BD_SQL_STUDY_SCAN_USER : BD_SQL_STUDY_SCAN_ALL, &study_type, bind_user,
                           &user_id, 0, 0, study_call, &cb, err, "list studies");
 }
 
-int bd_store_study_index_each(bd_store *s, bd_study_fn fn, void *arg, bd_err *err)
+int bd_sqlite_study_index_each(bd_store *store, bd_study_fn fn, void *arg, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     struct study_cb cb = {fn, arg};
     int64_t none = 0;
     return bd_sqlite_scan(s, BD_SQL_STUDY_SCAN_INDEX, &study_type, bind_user, &none, 0, 0, study_call, &cb, err,
                           "list studies");
 }
 
-int bd_store_trial_counts_each(bd_store *s, bd_trial_count_fn fn, void *arg, bd_err *err)
+int bd_sqlite_trial_counts_each(bd_store *store, bd_trial_count_fn fn, void *arg, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_TRIAL_COUNTS];
     int ret;
@@ -136,9 +131,10 @@ static int bind_user_name(sqlite3_stmt *st, const void *key)
     return rc;
 }
 
-int bd_store_study_page(bd_store *s, int64_t user_id, const char *name, int64_t after_id, int64_t limit,
+int bd_sqlite_study_page(bd_store *store, int64_t user_id, const char *name, int64_t after_id, int64_t limit,
                         bd_study_fn fn, void *arg, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     if (user_id < 1 || limit < 1 || limit > 1000)
         return bd_err_set(err, BD_EINVAL, "limit", "a study page needs a user and a limit from 1 to 1000");
     struct study_cb cb = {fn, arg};
@@ -147,8 +143,9 @@ int bd_store_study_page(bd_store *s, int64_t user_id, const char *name, int64_t 
                           &k, after_id, limit, study_call, &cb, err, "list studies");
 }
 
-int bd_store_study_delete(bd_store *s, int64_t id, bd_err *err)
+int bd_sqlite_study_delete(bd_store *store, int64_t id, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_STUDY_DELETE];
     int rc = SQLITE_OK;
@@ -163,7 +160,7 @@ int bd_store_study_delete(bd_store *s, int64_t id, bd_err *err)
 
 /* Runs a one-row UPDATE of studies (?1 = id, ?2 = the value bound by the
  * caller's arguments): BD_ENOTFOUND when no study has the id. */
-static int study_update(bd_store *s, enum bd_sql_stmt which, int64_t id, int64_t num, const char *text, int is_text,
+static int study_update(bd_sqlite *s, enum bd_sql_stmt which, int64_t id, int64_t num, const char *text, int is_text,
                         bd_err *err, const char *what)
 {
     int locked = bd_sqlite_enter(s);
@@ -182,12 +179,14 @@ static int study_update(bd_store *s, enum bd_sql_stmt which, int64_t id, int64_t
     return ret;
 }
 
-int bd_store_study_set_paused(bd_store *s, int64_t id, int paused, bd_err *err)
+int bd_sqlite_study_set_paused(bd_store *store, int64_t id, int paused, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     return study_update(s, BD_SQL_STUDY_SET_PAUSED, id, paused ? 1 : 0, NULL, 0, err, "set study paused");
 }
 
-int bd_store_study_set_metadata(bd_store *s, int64_t id, const char *metadata, bd_err *err)
+int bd_sqlite_study_set_metadata(bd_store *store, int64_t id, const char *metadata, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     return study_update(s, BD_SQL_STUDY_SET_METADATA, id, 0, metadata, 1, err, "set study metadata");
 }

@@ -7,54 +7,6 @@
 
 #include "sqlite_internal.h"
 
-static const char *const state_names[BD_TRIAL_NSTATES] = {
-    [BD_TRIAL_RUNNING] = "running", [BD_TRIAL_COMPLETED] = "completed", [BD_TRIAL_STOPPED] = "stopped",
-    [BD_TRIAL_FAILED] = "failed",   [BD_TRIAL_EXPIRED] = "expired",
-};
-
-const char *bd_trial_state_name(bd_trial_state st)
-{
-    return (unsigned)st < BD_TRIAL_NSTATES ? state_names[st] : "unknown";
-}
-
-/* Stored as NULL for suggested trials, the common case. */
-static const char *const origin_names[] = {
-    [BD_ORIGIN_SUGGESTED] = "suggested", [BD_ORIGIN_ENQUEUED] = "enqueued", [BD_ORIGIN_WARM_START] = "warm_start"};
-
-const char *bd_trial_origin_name(bd_trial_origin origin)
-{
-    return (unsigned)origin <= BD_ORIGIN_WARM_START ? origin_names[origin] : "unknown";
-}
-
-bd_trial_origin bd_trial_origin_parse(const char *name)
-{
-    for (int i = BD_ORIGIN_ENQUEUED; name && i <= BD_ORIGIN_WARM_START; i++)
-        if (strcmp(name, origin_names[i]) == 0)
-            return (bd_trial_origin)i;
-    return BD_ORIGIN_SUGGESTED;
-}
-
-int bd_trial_state_parse(const char *name)
-{
-    for (int i = 0; name && i < BD_TRIAL_NSTATES; i++)
-        if (strcmp(name, state_names[i]) == 0)
-            return i;
-    return -1;
-}
-
-void bd_store_trial_row_clear(bd_trial_row *row)
-{
-    if (!row)
-        return;
-    free(row->config);
-    free(row->extra);
-    free(row->worker);
-    free(row->reason);
-    free(row->instance_name);
-    free(row->user_attrs);
-    row->config = row->extra = row->worker = row->reason = row->instance_name = row->user_attrs = NULL;
-}
-
 /* Columns in the order of TRIAL_COLS (sqlite_sql.c). */
 static int trial_read(sqlite3_stmt *st, void *dst, bd_err *err)
 {
@@ -128,8 +80,9 @@ static double finished_or_null(double finished_at)
     return finished_at != 0 ? finished_at : NAN;
 }
 
-int bd_store_trial_insert(bd_store *s, const bd_trial_row *row, int64_t *id, bd_err *err)
+int bd_sqlite_trial_insert(bd_store *store, const bd_trial_row *row, int64_t *id, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int ret = check_state(row->state, err);
     if (ret)
         return ret;
@@ -142,7 +95,7 @@ int bd_store_trial_insert(bd_store *s, const bd_trial_row *row, int64_t *id, bd_
     bd_sqlite_bind_double(st, 4, row->budget, &rc);
     bd_sqlite_bind_id(st, 5, row->resume_from, &rc);
     bd_sqlite_bind_text(st, 6, row->extra, &rc);
-    bd_sqlite_bind_text(st, 7, state_names[row->state], &rc);
+    bd_sqlite_bind_text(st, 7, bd_trial_state_name(row->state), &rc);
     bd_sqlite_bind_text(st, 8, row->worker, &rc);
     bd_sqlite_bind_double(st, 9, row->created_at, &rc);
     bd_sqlite_bind_double(st, 10, row->lease_expires_at, &rc);
@@ -167,8 +120,9 @@ int bd_store_trial_insert(bd_store *s, const bd_trial_row *row, int64_t *id, bd_
     return ret;
 }
 
-int bd_store_trial_get(bd_store *s, int64_t id, bd_trial_row *out, bd_err *err)
+int bd_sqlite_trial_get(bd_store *store, int64_t id, bd_trial_row *out, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_TRIAL_GET];
     int rc = SQLITE_OK;
@@ -184,7 +138,7 @@ int bd_store_trial_get(bd_store *s, int64_t id, bd_trial_row *out, bd_err *err)
 }
 
 /* Why an update matched no row: the trial is missing, or not running. */
-static int why_unchanged(bd_store *s, int64_t id, bd_err *err)
+static int why_unchanged(bd_sqlite *s, int64_t id, bd_err *err)
 {
     sqlite3_stmt *st = s->stmt[BD_SQL_TRIAL_STATE];
     int rc = SQLITE_OK;
@@ -199,8 +153,9 @@ static int why_unchanged(bd_store *s, int64_t id, bd_err *err)
     return ret;
 }
 
-int bd_store_trial_finish(bd_store *s, const bd_trial_row *row, bd_err *err)
+int bd_sqlite_trial_finish(bd_store *store, const bd_trial_row *row, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int ret = check_state(row->state, err);
     if (!ret && row->state == BD_TRIAL_RUNNING)
         ret = bd_err_set(err, BD_EINVAL, "state", "a finished trial cannot be running");
@@ -210,7 +165,7 @@ int bd_store_trial_finish(bd_store *s, const bd_trial_row *row, bd_err *err)
     sqlite3_stmt *st = s->stmt[BD_SQL_TRIAL_FINISH];
     int rc = SQLITE_OK;
     bd_sqlite_bind_i64(st, 1, row->id, &rc);
-    bd_sqlite_bind_text(st, 2, state_names[row->state], &rc);
+    bd_sqlite_bind_text(st, 2, bd_trial_state_name(row->state), &rc);
     bd_sqlite_bind_double(st, 3, finished_or_null(row->finished_at), &rc);
     bd_sqlite_bind_i64(st, 4, row->has_value ? 1 : 0, &rc);
     bd_sqlite_bind_double(st, 5, value_of(row->has_value, row->value), &rc);
@@ -225,8 +180,9 @@ int bd_store_trial_finish(bd_store *s, const bd_trial_row *row, bd_err *err)
     return ret;
 }
 
-int bd_store_trial_set_lease(bd_store *s, int64_t id, double lease_expires_at, bd_err *err)
+int bd_sqlite_trial_set_lease(bd_store *store, int64_t id, double lease_expires_at, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_TRIAL_SET_LEASE];
     int rc = SQLITE_OK;
@@ -240,8 +196,9 @@ int bd_store_trial_set_lease(bd_store *s, int64_t id, double lease_expires_at, b
     return ret;
 }
 
-int bd_store_trial_set_user_attrs(bd_store *s, int64_t id, const char *user_attrs, bd_err *err)
+int bd_sqlite_trial_set_user_attrs(bd_store *store, int64_t id, const char *user_attrs, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_TRIAL_SET_USER_ATTRS];
     int rc = SQLITE_OK;
@@ -277,15 +234,16 @@ static int bind_study_state(sqlite3_stmt *st, const void *key)
     const struct trial_filter *f = key;
     int rc = SQLITE_OK;
     bd_sqlite_bind_i64(st, 3, f->study_id, &rc);
-    bd_sqlite_bind_text(st, 4, f->state < 0 ? NULL : state_names[f->state], &rc);
+    bd_sqlite_bind_text(st, 4, f->state < 0 ? NULL : bd_trial_state_name((bd_trial_state)f->state), &rc);
     if (f->instance >= 0)
         bd_sqlite_bind_i64(st, 5, f->instance, &rc);
     return rc;
 }
 
-int bd_store_trial_each(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id,
+int bd_sqlite_trial_each(bd_store *store, int64_t study_id, int state, int64_t instance, int64_t after_id,
                         int64_t limit, bd_trial_fn fn, void *arg, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     if (state >= BD_TRIAL_NSTATES)
         return bd_err_set(err, BD_EINVAL, "state", "unknown trial state %d", state);
     struct trial_filter f = {study_id, state, instance};
@@ -294,9 +252,10 @@ int bd_store_trial_each(bd_store *s, int64_t study_id, int state, int64_t instan
                           &cb, err, "list trials");
 }
 
-int bd_store_trial_each_with_steps(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id,
+int bd_sqlite_trial_each_with_steps(bd_store *store, int64_t study_id, int state, int64_t instance, int64_t after_id,
                                    int64_t limit, bd_trial_fn fn, void *arg, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     if (state >= BD_TRIAL_NSTATES)
         return bd_err_set(err, BD_EINVAL, "state", "unknown trial state %d", state);
     struct trial_filter f = {study_id, state, instance};
@@ -305,9 +264,10 @@ int bd_store_trial_each_with_steps(bd_store *s, int64_t study_id, int state, int
                           trial_call, &cb, err, "list trials with their steps");
 }
 
-int bd_store_trial_each_best(bd_store *s, int64_t study_id, int maximize, int64_t instance, int64_t limit,
+int bd_sqlite_trial_each_best(bd_store *store, int64_t study_id, int maximize, int64_t instance, int64_t limit,
                              bd_trial_fn fn, void *arg, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     if (limit < 1 || limit > 1000)
         return bd_err_set(err, BD_EINVAL, "limit", "must be from 1 to 1000");
     struct trial_filter f = {study_id, -1, instance};
@@ -322,8 +282,9 @@ static int bind_now(sqlite3_stmt *st, const void *key)
     return sqlite3_bind_double(st, 3, *now);
 }
 
-int bd_store_trial_each_expired(bd_store *s, double now, bd_trial_fn fn, void *arg, bd_err *err)
+int bd_sqlite_trial_each_expired(bd_store *store, double now, bd_trial_fn fn, void *arg, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     struct trial_cb cb = {fn, arg};
     return bd_sqlite_scan(s, BD_SQL_TRIAL_SCAN_EXPIRED, &trial_type, bind_now, &now, 0, 0, trial_call, &cb, err,
                           "list expired trials");

@@ -6,8 +6,9 @@
 
 #include "sqlite_internal.h"
 
-int bd_store_user_create(bd_store *s, const char *name, int is_admin, double now, int64_t *id, bd_err *err)
+int bd_sqlite_user_create(bd_store *store, const char *name, int is_admin, double now, int64_t *id, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     if (strlen(name) >= sizeof ((bd_user *)0)->name)
         return bd_err_set(err, BD_EINVAL, "name", "user name longer than %zu bytes",
                           sizeof ((bd_user *)0)->name - 1);
@@ -26,7 +27,7 @@ int bd_store_user_create(bd_store *s, const char *name, int is_admin, double now
 }
 
 /* Runs a bound users SELECT and fills *out from its row. */
-static int user_fetch(bd_store *s, sqlite3_stmt *st, int rc, bd_user *out, bd_err *err)
+static int user_fetch(bd_sqlite *s, sqlite3_stmt *st, int rc, bd_user *out, bd_err *err)
 {
     int ret = bd_sqlite_step_row(s, st, rc, err, "read user");
     if (ret == 0)
@@ -44,8 +45,9 @@ static int user_fetch(bd_store *s, sqlite3_stmt *st, int rc, bd_user *out, bd_er
     return 0;
 }
 
-int bd_store_user_by_name(bd_store *s, const char *name, bd_user *out, bd_err *err)
+int bd_sqlite_user_by_name(bd_store *store, const char *name, bd_user *out, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_USER_BY_NAME];
     int rc = SQLITE_OK;
@@ -56,8 +58,9 @@ int bd_store_user_by_name(bd_store *s, const char *name, bd_user *out, bd_err *e
     return ret;
 }
 
-int bd_store_user_by_id(bd_store *s, int64_t id, bd_user *out, bd_err *err)
+int bd_sqlite_user_by_id(bd_store *store, int64_t id, bd_user *out, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_USER_BY_ID];
     int rc = SQLITE_OK;
@@ -68,8 +71,9 @@ int bd_store_user_by_id(bd_store *s, int64_t id, bd_user *out, bd_err *err)
     return ret;
 }
 
-int bd_store_user_count(bd_store *s, int64_t *count, bd_err *err)
+int bd_sqlite_user_count(bd_store *store, int64_t *count, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_USER_COUNT];
     int ret = bd_sqlite_step_row(s, st, SQLITE_OK, err, "count users");
@@ -84,9 +88,10 @@ int bd_store_user_count(bd_store *s, int64_t *count, bd_err *err)
     return ret;
 }
 
-int bd_store_user_set_limits(bd_store *s, int64_t user_id, int64_t max_studies, int64_t max_definition_bytes,
+int bd_sqlite_user_set_limits(bd_store *store, int64_t user_id, int64_t max_studies, int64_t max_definition_bytes,
                              bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_USER_SET_LIMITS];
     int rc = SQLITE_OK;
@@ -103,8 +108,9 @@ int bd_store_user_set_limits(bd_store *s, int64_t user_id, int64_t max_studies, 
     return ret;
 }
 
-int bd_store_user_usage(bd_store *s, int64_t user_id, int64_t *studies, int64_t *definition_bytes, bd_err *err)
+int bd_sqlite_user_usage(bd_store *store, int64_t user_id, int64_t *studies, int64_t *definition_bytes, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_USER_USAGE];
     int rc = SQLITE_OK;
@@ -122,9 +128,10 @@ int bd_store_user_usage(bd_store *s, int64_t user_id, int64_t *studies, int64_t 
     return ret;
 }
 
-int bd_store_token_add(bd_store *s, int64_t user_id, const uint8_t hash[32], double now, int64_t *token_id,
+int bd_sqlite_token_add(bd_store *store, int64_t user_id, const uint8_t hash[32], double now, int64_t *token_id,
                        bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_TOKEN_ADD];
     int rc = SQLITE_OK;
@@ -140,8 +147,9 @@ int bd_store_token_add(bd_store *s, int64_t user_id, const uint8_t hash[32], dou
     return ret;
 }
 
-int bd_store_token_get(bd_store *s, int64_t token_id, uint8_t hash[32], int64_t *user_id, bd_err *err)
+int bd_sqlite_token_get(bd_store *store, int64_t token_id, uint8_t hash[32], int64_t *user_id, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_TOKEN_GET];
     int rc = SQLITE_OK;
@@ -166,8 +174,9 @@ int bd_store_token_get(bd_store *s, int64_t token_id, uint8_t hash[32], int64_t 
     return ret;
 }
 
-int bd_store_token_revoke(bd_store *s, int64_t token_id, bd_err *err)
+int bd_sqlite_token_revoke(bd_store *store, int64_t token_id, bd_err *err)
 {
+    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
     sqlite3_stmt *st = s->stmt[BD_SQL_TOKEN_REVOKE];
     int rc = SQLITE_OK;

@@ -1,6 +1,13 @@
-/* store.h: the persistence interface the engine uses. No SQL leaves storage/:
- * a PostgreSQL backend for multi-replica deployments would implement this same
- * header. The SQLite backend (sqlite_store.c) is the first implementation.
+/* store.h: the persistence interface the engine uses. No SQL leaves storage/.
+ * Two backends implement it (store_ops.h; store.c forwards each call): SQLite
+ * (sqlite_*.c) for a path, PostgreSQL (pg_*.c, libpq) for a postgresql:// or
+ * postgres:// URL, with the same semantics (below) and the same model.
+ *
+ * Several daemons on one PostgreSQL database (later work) would need an
+ * ownership lease with a fencing token: taken at open, checked by
+ * bd_store_begin and by each batch's COMMIT (a daemon that lost ownership
+ * then fails its batches with BD_ESTORAGE, as after a failed commit). Today
+ * each backend refuses a second daemon on the same database (schema).
  *
  * Model:
  *   users        (id, name unique, is_admin, created_at)
@@ -40,7 +47,7 @@
  * Strings returned in rows are new (caller frees with bd_store_*_row_clear).
  * Every function returns 0 or a negative BD_E* code (BD_ENOTFOUND when a row
  * is missing, BD_ECONFLICT on a unique violation, BD_ESTORAGE otherwise with
- * the SQLite message in err). */
+ * the database's message in err). */
 #ifndef BD_STORE_H
 #define BD_STORE_H
 
@@ -61,7 +68,9 @@ typedef struct bd_store_opts {
 } bd_store_opts;
 
 /* Opens (creating if needed) the database at path and migrates its schema to
- * the current version. ":memory:" works for tests. *out is new. */
+ * the current version. ":memory:" works for tests; a postgresql:// or
+ * postgres:// URL opens PostgreSQL (opts->sync does not apply there). *out
+ * is new. */
 int bd_store_open(const char *path, const bd_store_opts *opts, bd_store **out, bd_err *err) BD_MUST_CHECK;
 void bd_store_close(bd_store *s); /* NULL-safe; checkpoints the WAL */
 /* Schema version this build writes (and the one an opened database is at). */

@@ -2,6 +2,11 @@
 # Installs what is missing, builds, and runs every test twice: a normal build
 # with warnings as errors, and a build with AddressSanitizer +
 # UndefinedBehaviorSanitizer; lints api/openapi.yaml (tests/openapi/lint.sh);
+# runs the store's tests on PostgreSQL as well, on a throwaway cluster
+# (tests/pgcluster.sh): in the normal build every integration test (bdtest's
+# Daemon on a database of that cluster, BD_TEST_STORE=postgres) and
+# unit/test_store (BD_TEST_PG_URL), in the sanitizer build unit/test_store and
+# the integration tests that drive the store hardest (PG_SANITIZE below);
 # then runs each libFuzzer target of tests/fuzz/
 # for BD_FUZZ_SECONDS (default 60). This is the README's test command and what
 # .ci/run executes.
@@ -9,6 +14,13 @@ set -eu
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 fuzz_seconds=${BD_FUZZ_SECONDS:-60}
+# What runs on PostgreSQL: ctest -R patterns (tests/integration/bdtest.py says
+# how the fixture picks the store; tests about SQLite files skip themselves).
+PG_ALL='^(integration/|unit/test_store$)'
+# Under sanitizers, the tests that reach most of storage/pg_*.c: every store
+# function, restarts that replay, users and tokens, enqueued configs (about
+# 30 s on 2 cores; the whole suite would add minutes for little more).
+PG_SANITIZE='^(unit/test_store|integration/(test_crash_restart|test_lifecycle|test_study_lifecycle|test_enqueue|test_isolation|test_store_replay|test_multifidelity_restart))$'
 
 docker/install-deps.sh --test
 
@@ -30,6 +42,9 @@ cmake --build build -j "$jobs"
 echo "== tests"
 count_tests build
 ctest --test-dir build --output-on-failure -j "$jobs"
+echo "== integration tests and unit/test_store on PostgreSQL"
+BD_TEST_STORE=postgres tests/pgcluster.sh \
+  ctest --test-dir build --output-on-failure --no-tests=error -j "$jobs" -R "$PG_ALL"
 
 echo "== OpenAPI lint (Redocly, recommended-strict)"
 tests/openapi/lint.sh
@@ -43,10 +58,18 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build-sanitize --output-on-failure -j "$jobs"
 # A sanitizer report that did not fail its test must still fail the run:
 # search the output of every test, passed ones included.
-if grep -E 'Sanitizer|runtime error' build-sanitize/Testing/Temporary/LastTest.log; then
-  echo "sanitizer reports found (above)" >&2
-  exit 1
-fi
+sanitizer_reports() {
+  if grep -E 'Sanitizer|runtime error' build-sanitize/Testing/Temporary/LastTest.log; then
+    echo "sanitizer reports found (above)" >&2
+    exit 1
+  fi
+}
+sanitizer_reports
+echo "== the store's tests on PostgreSQL under sanitizers"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  BD_TEST_STORE=postgres tests/pgcluster.sh \
+  ctest --test-dir build-sanitize --output-on-failure --no-tests=error -j "$jobs" -R "$PG_SANITIZE"
+sanitizer_reports  # LastTest.log is this run's now
 
 echo "== fuzzing (${fuzz_seconds}s per target)"
 tests/fuzz/run.sh "$fuzz_seconds"

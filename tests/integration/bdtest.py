@@ -10,10 +10,24 @@ The daemon's stderr goes to a log file. `DaemonTestCase` prints the tail of the
 log of every daemon that was alive during a test, and its last requests, when
 that test fails or errors. Temporary directories are removed at exit unless
 BD_KEEP_TMP=1.
+
+The store is chosen by the environment, so the whole suite runs against both
+(tests/run-all.sh runs it twice):
+  BD_TEST_STORE=sqlite    (default) a database file in the daemon's temporary directory;
+  BD_TEST_STORE=postgres  a fresh database, CREATE DATABASE bd_<pid>_<n>, per Daemon on the
+                          cluster named by BD_TEST_PG_URL (tests/pgcluster.sh makes one), so
+                          tests stay independent; a restart of the same Daemon keeps it. The
+                          admin token comes from a file the fixture writes (--admin-token-file)
+                          instead of <db>.admin-token, which has no place next to a URL.
+A test about SQLite itself (its files, their modes, the WAL, the disk-fault
+shim) is marked @sqlite_only("why"); on PostgreSQL it is skipped with that
+reason printed. `Daemon.sql()` edits a stopped daemon's database in either
+store, for the tests that plant old or bulk data.
 """
 
 import atexit
 import collections
+import functools
 import http.client
 import itertools
 import json
@@ -28,12 +42,107 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.parse
 
 ADMIN = object()  # token=ADMIN (the default): use the daemon's admin token; token=None: no header
 
 _DAEMONS = []
 _TMPDIRS = []
+_PG_DATABASES = []  # (server URL, name) of every database this process created
 _names = itertools.count(1)
+
+STORE = os.environ.get("BD_TEST_STORE", "sqlite")
+if STORE not in ("sqlite", "postgres"):
+    raise SystemExit("BD_TEST_STORE must be sqlite or postgres, not %r" % STORE)
+
+
+def sqlite_only(reason):
+    """Marks a test method or class as being about SQLite itself: under
+    BD_TEST_STORE=postgres it is skipped, and the reason printed on stderr
+    (ctest's log keeps it) as well as in unittest's skip message."""
+    msg = "SQLite only: " + reason
+
+    def mark(obj):
+        if STORE == "sqlite":
+            return obj
+        if isinstance(obj, type):
+            def setUpClass(cls):
+                sys.stderr.write("skipped %s.%s (%s)\n" % (cls.__module__, cls.__name__, msg))
+                raise unittest.SkipTest(msg)
+            obj.setUpClass = classmethod(setUpClass)
+            return obj
+
+        @functools.wraps(obj)
+        def skipped(self, *args, **kwargs):
+            sys.stderr.write("skipped %s (%s)\n" % (self.id(), msg))
+            raise unittest.SkipTest(msg)
+        return skipped
+    return mark
+
+
+# ---- PostgreSQL: one database per Daemon on the cluster of BD_TEST_PG_URL ----
+
+def _pg_server_url():
+    url = os.environ.get("BD_TEST_PG_URL")
+    if not url:
+        raise SystemExit("BD_TEST_STORE=postgres needs BD_TEST_PG_URL (tests/pgcluster.sh sets it)")
+    return url
+
+
+def _pg_url_for(server_url, dbname):
+    """server_url with its database (the URL's path) replaced by dbname."""
+    u = urllib.parse.urlsplit(server_url)
+    return urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + dbname, u.query, u.fragment))
+
+
+def _psql():
+    for cand in (os.path.join(os.environ.get("BD_PG_BIN", "/usr/lib/postgresql/15/bin"), "psql"),
+                 shutil.which("psql")):
+        if cand and os.access(cand, os.X_OK):
+            return cand
+    raise SystemExit("no psql (docker/install-deps.sh --test installs postgresql-15)")
+
+
+def psql(url, sql, stdin=None):
+    """Runs sql (one or more statements) with psql on url; returns its output
+    (unaligned, tuples only, fields separated by tabs). Raises on any error."""
+    p = subprocess.run([_psql(), "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", url,
+                        "-c", sql], input=stdin, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise AssertionError("psql %s: %s\n%s" % (sql[:200], p.returncode, p.stderr))
+    return p.stdout
+
+
+def new_db(directory, name="bd.db"):
+    """A value for --db that no daemon has used yet, in the store of this run:
+    directory/name for SQLite, the URL of a new, empty database for PostgreSQL."""
+    if STORE == "sqlite":
+        return os.path.join(directory, name)
+    server = _pg_server_url()
+    dbname = "bd_%d_%d" % (os.getpid(), next(_names))
+    psql(server, "CREATE DATABASE %s" % dbname)
+    _PG_DATABASES.append((server, dbname))
+    return _pg_url_for(server, dbname)
+
+
+def _sql_literal(v):
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return "'" + str(v).replace("'", "''") + "'"  # standard_conforming_strings is on (the default)
+
+
+def _csv_field(v):
+    if v is None:
+        return ""  # COPY ... CSV reads an unquoted empty field as NULL
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return '"' + str(v).replace('"', '""') + '"'
 
 
 def unique_name(prefix="s"):
@@ -152,14 +261,29 @@ class Daemon:
     """A banditd process with its own temporary database directory."""
 
     def __init__(self, extra_args=(), lease_seconds=300, env=None, start=True, db_path=None, umask=None,
-                 nofile=None, admin_token_file=None):
+                 nofile=None, admin_token_file=None, db=None):
+        """db: the --db value (default: new_db() in the store of this run);
+        db_path: an SQLite file to use instead (a test about SQLite files only)."""
         binary = os.environ.get("BANDITD")
         if not binary:
             raise unittest.SkipTest("BANDITD is not set (run through ctest)")
         self.binary = binary
         self.tmpdir = tempfile.mkdtemp(prefix="bd-it-")
         _TMPDIRS.append(self.tmpdir)
-        self.db_path = db_path or os.path.join(self.tmpdir, "bd.db")
+        if db_path is not None and STORE != "sqlite":
+            raise AssertionError("Daemon(db_path=...) names an SQLite file: mark the test @sqlite_only "
+                                 "or pass db=new_db(...)")
+        self.db = db_path or db or new_db(self.tmpdir)
+        self.is_pg = self.db.startswith(("postgresql://", "postgres://"))
+        # The SQLite file (None on PostgreSQL), and where the daemon writes the
+        # admin token it makes (None when it is given one).
+        self.db_path = None if self.is_pg else self.db
+        self.token_path = None if self.is_pg else self.db + ".admin-token"
+        if self.is_pg and admin_token_file is None:
+            admin_token_file = os.path.join(self.tmpdir, "admin-token")
+            with open(os.open(admin_token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+                f.write("bdt_1_%s\n" % os.urandom(32).hex())
+            extra_args = ["--admin-token-file", admin_token_file] + list(extra_args)
         self.log_path = os.path.join(self.tmpdir, "stderr.log")
         self.port = free_port()
         self.lease_seconds = lease_seconds
@@ -182,7 +306,7 @@ class Daemon:
 
     # ---- process control ----
     def args(self):
-        a = [self.binary, "--listen", "127.0.0.1:%d" % self.port, "--db", self.db_path]
+        a = [self.binary, "--listen", "127.0.0.1:%d" % self.port, "--db", self.db]
         if self.lease_seconds is not None:
             a += ["--lease-seconds", str(self.lease_seconds)]
         return a + self.extra_args
@@ -231,7 +355,7 @@ class Daemon:
                 raise AssertionError("banditd did not answer GET /healthz within %.0f s (last: %s); "
                                      "stderr:\n%s" % (timeout, last, self.log_tail()))
             time.sleep(0.05)
-        token_path = self.admin_token_file or self.db_path + ".admin-token"
+        token_path = self.admin_token_file or self.token_path
         try:
             with open(token_path) as f:
                 self.token = f.read().strip()
@@ -240,6 +364,10 @@ class Daemon:
         if not self.token:
             raise AssertionError("admin token file %s is empty" % token_path)
         return self
+
+    def token_file(self):
+        """The file the admin token was read from."""
+        return self.admin_token_file or self.token_path
 
     def running(self):
         return self.proc is not None and self.proc.poll() is None
@@ -336,6 +464,53 @@ class Daemon:
                 pass
             sock.close()
 
+    # ---- the database of a stopped daemon, in either store ----
+    def sql(self, query, params=()):
+        """Runs one statement on this daemon's database (stop the daemon first:
+        SQLite is locked while it runs, and neither store's daemon expects
+        changes behind its back). `?` marks a parameter. Returns the rows as
+        tuples of text (None for NULL) in both stores, so a test reads them the
+        same way whichever store ran it."""
+        assert not self.running(), "Daemon.sql() on a running daemon"
+        if not self.is_pg:
+            import sqlite3
+            db = sqlite3.connect(self.db)
+            try:
+                rows = db.execute(query, params).fetchall()
+                db.commit()
+            finally:
+                db.close()
+            return [tuple(None if v is None else str(v) for v in r) for r in rows]
+        parts = query.split("?")
+        if len(parts) != len(params) + 1:
+            raise AssertionError("%d parameters for %d ? in %r" % (len(params), len(parts) - 1, query))
+        text = parts[0] + "".join(_sql_literal(v) + rest for v, rest in zip(params, parts[1:]))
+        null = "\\N"  # psql prints NULL as this (-P null=...); no stored value is these two characters
+        p = subprocess.run([_psql(), "-X", "-q", "-A", "-t", "-F", "\t", "-P", "null=" + null, "-v",
+                            "ON_ERROR_STOP=1", "-d", self.db, "-c", text],
+                           capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            raise AssertionError("psql %s: %s\n%s" % (text[:200], p.returncode, p.stderr))
+        return [tuple(None if v == null else v for v in line.split("\t"))
+                for line in p.stdout.splitlines() if line]
+
+    def sql_insert_many(self, table, columns, rows):
+        """Inserts rows (sequences matching columns) into table of a stopped
+        daemon's database: executemany on SQLite, COPY on PostgreSQL."""
+        assert not self.running(), "Daemon.sql_insert_many() on a running daemon"
+        if not self.is_pg:
+            import sqlite3
+            db = sqlite3.connect(self.db)
+            try:
+                db.executemany("INSERT INTO %s (%s) VALUES (%s)" % (table, ", ".join(columns),
+                                                                    ", ".join("?" * len(columns))), rows)
+                db.commit()
+            finally:
+                db.close()
+            return
+        data = "".join(",".join(_csv_field(v) for v in r) + "\n" for r in rows)
+        psql(self.db, "COPY %s (%s) FROM STDIN WITH (FORMAT csv)" % (table, ", ".join(columns)), stdin=data)
+
     # ---- diagnostics ----
     def _note(self, line):
         self.history.append("%.3f %s" % (time.time(), line))
@@ -360,6 +535,12 @@ def _cleanup_all():
     if os.environ.get("BD_KEEP_TMP") != "1":
         for t in _TMPDIRS:
             shutil.rmtree(t, ignore_errors=True)
+        # A database is ~8 MB: a suite run would leave gigabytes in the cluster.
+        for server, name in _PG_DATABASES:
+            try:
+                psql(server, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % name)
+            except Exception as e:
+                sys.stderr.write("bdtest: cannot drop database %s: %s\n" % (name, e))
 
 
 atexit.register(_cleanup_all)
@@ -465,7 +646,7 @@ class DaemonTestCase(unittest.TestCase):
                 if d.alive_from <= ended and (d.alive_until is None or d.alive_until >= started):
                     sys.stderr.write("\n---- %s: banditd on port %d, db %s: last requests ----\n%s\n"
                                      "---- stderr tail ----\n%s\n---- end ----\n"
-                                     % (self.id(), d.port, d.db_path, "\n".join(d.history), d.log_tail()))
+                                     % (self.id(), d.port, d.db, "\n".join(d.history), d.log_tail()))
             # The failure again, last: CI often shows only the end of a long output.
             failure = (result.failures + result.errors)[-1][1]
             sys.stderr.write("---- %s failed ----\n%s\n" % (self.id(), failure[-3000:]))

@@ -9,7 +9,6 @@ study."""
 import csv
 import io
 import os
-import sqlite3
 import sys
 import time
 import unittest
@@ -267,18 +266,16 @@ class MeasurementPaging(bdtest.DaemonTestCase):
             measure(d, ids[0], 1, 0.5)
             one = check_status(self, d.request("GET", "/v1/trials/%d" % ids[0]), 200)["measurements"][0]
             d.stop()
-            db = sqlite3.connect(d.db_path)
-            (next_id,) = db.execute("SELECT max(id) + 1 FROM events").fetchone()
+            ((next_id,),) = d.sql("SELECT max(id) + 1 FROM events")
+            next_id = int(next_id)
             rows = []
             for i, tid in enumerate(ids):
                 n = 60000 if i == 0 else 20000
                 for k in range(n - (1 if i == 0 else 0)):
                     rows.append((next_id, s["id"], tid, "measurement", k + 2, 1, float(k), None, one["created_at"]))
                     next_id += 1
-            db.executemany("INSERT INTO events (id, study_id, trial_id, type, step, has_value, value, "
-                           "elapsed_seconds, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            db.commit()
-            db.close()
+            d.sql_insert_many("events", ("id", "study_id", "trial_id", "type", "step", "has_value", "value",
+                                         "elapsed_seconds", "created_at"), rows)
             d.start()
             q = "/v1/studies/%d/trials?include=measurements&limit=1000" % s["id"]
             p1 = check_status(self, d.request("GET", q), 200)

@@ -61,7 +61,7 @@ class Bdctl(bdtest.DaemonTestCase):
         cls.d = bdtest.Daemon()
         cls.tmp = tempfile.mkdtemp(prefix="bd-bdctl-")
         bdtest._TMPDIRS.append(cls.tmp)
-        cls.token_file = cls.d.db_path + ".admin-token"
+        cls.token_file = cls.d.token_file()
 
     # ---- helpers ----
 

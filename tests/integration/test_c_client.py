@@ -99,7 +99,7 @@ class CClient(bdtest.DaemonTestCase):
     def setUpClass(cls):
         cls.d = bdtest.Daemon(lease_seconds=300)
         cls.url = "http://127.0.0.1:%d" % cls.d.port
-        cls.tok = cls.d.db_path + ".admin-token"
+        cls.tok = cls.d.token_file()
         cls.tmp = tempfile.mkdtemp(prefix="bd-cclient-")
 
     @classmethod

@@ -19,6 +19,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bdtest  # noqa: E402
 from bdtest import check_status, create_study  # noqa: E402
 
+TOKEN_NEXT_TO_DB = ("<db>.admin-token, the token file a first start writes next to an SQLite database; "
+                    "on PostgreSQL the fixture gives the token (--admin-token-file)")
 FLAGS = ("--listen", "--db", "--threads", "--log-level", "--lease-seconds", "--sync", "--max-body-bytes")
 
 
@@ -54,7 +56,7 @@ class CommandLine(bdtest.DaemonTestCase):
         return p.returncode, p.stdout.decode("utf-8", "replace")
 
     def base(self, port=None):
-        return ["--listen", "127.0.0.1:%d" % (port or bdtest.free_port()), "--db", os.path.join(self.tmp, "x.db")]
+        return ["--listen", "127.0.0.1:%d" % (port or bdtest.free_port()), "--db", bdtest.new_db(self.tmp, "x.db")]
 
     def test_help_lists_every_flag(self):
         code, out = self.run_daemon(["--help"])
@@ -86,6 +88,7 @@ class CommandLine(bdtest.DaemonTestCase):
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "x.db.admin-token")),
                          "a refused configuration still created the database")
 
+    @bdtest.sqlite_only("a database file in a directory that does not exist")
     def test_db_in_missing_directory(self):
         code, out = self.run_daemon(["--listen", "127.0.0.1:%d" % bdtest.free_port(),
                                      "--db", os.path.join(self.tmp, "no", "such", "dir", "x.db")])
@@ -101,15 +104,21 @@ class CommandLine(bdtest.DaemonTestCase):
 
     def test_environment_configures_everything(self):
         port = bdtest.free_port()
-        db = os.path.join(self.tmp, "env.db")
+        db = bdtest.new_db(self.tmp, "env.db")
         d = EnvDaemon(lease_seconds=None, env=clean_env(
             BANDITD_LISTEN="127.0.0.1:%d" % port, BANDITD_DB=db, BANDITD_THREADS="3",
             BANDITD_LOG_LEVEL="info", BANDITD_LEASE_SECONDS="42", BANDITD_SYNC="full",
             BANDITD_MAX_BODY_BYTES="4096"), start=False)
-        d.port, d.db_path = port, db
+        d.port, d.db = port, db
+        if not d.is_pg:
+            d.db_path, d.token_path = db, db + ".admin-token"
         self.addCleanup(d.cleanup)
         d.start()
-        self.assertTrue(os.path.exists(db), "BANDITD_DB was not used")
+        if d.is_pg:
+            tables = bdtest.psql(db, "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'")
+            self.assertGreater(int(tables), 0, "BANDITD_DB was not used: no tables in its database")
+        else:
+            self.assertTrue(os.path.exists(db), "BANDITD_DB was not used")
         self.assertEqual(create_study(d)["lease_seconds"], 42)
         st, body, _ = d.request("POST", "/v1/studies", raw_body=json.dumps(bdtest.study_body(
             name="n" * 5000)))
@@ -144,6 +153,7 @@ class CommandLine(bdtest.DaemonTestCase):
         self.assertIn("listening on", default.log_text(), "info keeps what an operator reads")
         self.assertIn("/v1/studies/424242", loud.log_text(), "no request line at --log-level debug")
 
+    @bdtest.sqlite_only("the modes of the SQLite file, its WAL and the token file written next to them")
     def test_admin_token_and_database_private_whatever_the_umask(self):
         d = bdtest.Daemon(umask=0)
         self.addCleanup(d.cleanup)
@@ -156,6 +166,7 @@ class CommandLine(bdtest.DaemonTestCase):
             mode = stat.S_IMODE(os.stat(path).st_mode)
             self.assertEqual(mode, 0o600, "%s mode %o under umask 000" % (path, mode))
 
+    @bdtest.sqlite_only("symbolic links and file: URIs as SQLite database paths")
     def test_database_paths_sqlite_would_create_world_readable_are_refused(self):
         # Issue 20: through a symbolic link or a file: URI, SQLite created the
         # database and its WAL 0644; both are refused, and nothing is created.
@@ -171,6 +182,7 @@ class CommandLine(bdtest.DaemonTestCase):
             self.assertIn(why, p.stderr)
             self.assertFalse(os.path.exists(target), "%s was created" % target)
 
+    @bdtest.sqlite_only(TOKEN_NEXT_TO_DB)
     def test_symlink_at_admin_token_path_is_not_followed(self):
         """Whoever can write the directory may plant a link at PATH.admin-token
         (to a file of the daemon's user, or to where it should not create
@@ -198,6 +210,7 @@ class CommandLine(bdtest.DaemonTestCase):
                 leftovers = [n for n in os.listdir(d.tmpdir) if "admin-token" in n and n != "bd.db.admin-token"]
                 self.assertEqual(leftovers, [], "temporary token files left behind")
 
+    @bdtest.sqlite_only(TOKEN_NEXT_TO_DB)
     def test_token_file_left_by_a_start_that_crashed_before_its_commit(self):
         """A start that wrote the token file but died before committing the admin
         leaves the file without a database: the next start must still work and
@@ -212,6 +225,7 @@ class CommandLine(bdtest.DaemonTestCase):
         self.assertNotEqual(d.token, "bdt_1_" + "0" * 64)
         check_status(self, d.request("GET", "/v1/me"), 200)
 
+    @bdtest.sqlite_only(TOKEN_NEXT_TO_DB)
     def test_admin_token_file_not_overwritten(self):
         d = bdtest.Daemon()
         self.addCleanup(d.cleanup)

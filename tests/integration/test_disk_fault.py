@@ -42,6 +42,8 @@ def shim_env(tmpdir, err):
     }
 
 
+@bdtest.sqlite_only("the shim fails SQLite's file I/O (write, fsync) under the database path; "
+                    "PostgreSQL's files belong to its server")
 class DiskFault(bdtest.DaemonTestCase):
     def run_fault(self, err, sync="normal"):
         d = bdtest.Daemon(start=False, extra_args=("--sync", sync))

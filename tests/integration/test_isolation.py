@@ -28,6 +28,8 @@ class Isolation(bdtest.DaemonTestCase):
     def req(self, *a, **kw):
         return self.d.request(*a, **kw)
 
+    @bdtest.sqlite_only("the mode of the token file the daemon writes next to its database; on PostgreSQL "
+                        "the fixture gives the token (--admin-token-file)")
     def test_admin_token_file_mode(self):
         path = self.d.db_path + ".admin-token"
         mode = stat.S_IMODE(os.stat(path).st_mode)

@@ -8,12 +8,11 @@
   "current" spelled out;
 - "if_exists": "load" with the same body finds the stored study (an option
   the body does not give follows the stored one), both ways.
-The old definition is made by editing the stored JSON with Python's sqlite3
+The old definition is made by editing the stored JSON (Daemon.sql: sqlite3 or psql)
 while the daemon is stopped, as an upgrade from an earlier release finds it."""
 
 import json
 import os
-import sqlite3
 import sys
 import unittest
 
@@ -93,13 +92,10 @@ class NewDefaults(bdtest.DaemonTestCase):
         new = self.create(body({"promotion": "predicted"}))["id"]
         # as an earlier release stored it: without the option new studies get
         self.d.stop()
-        db = sqlite3.connect(self.d.db_path)
-        (text,) = db.execute("SELECT definition FROM studies WHERE id = ?", (aged,)).fetchone()
+        ((text,),) = self.d.sql("SELECT definition FROM studies WHERE id = ?", (aged,))
         definition = json.loads(text)
         del definition["scheduler"]["options"]["promotion"]
-        db.execute("UPDATE studies SET definition = ? WHERE id = ?", (json.dumps(definition), aged))
-        db.commit()
-        db.close()
+        self.d.sql("UPDATE studies SET definition = ? WHERE id = ?", (json.dumps(definition), aged))
         self.d.start()
         self.assertNotIn("promotion", self.stored_options(aged), "the stored definition gained the option")
         rule = {sid: expect(self.d.request("GET", "/v1/studies/%d" % sid), 200, "GET")["scheduler"]["state"]
@@ -125,13 +121,10 @@ class NewDefaults(bdtest.DaemonTestCase):
                                 scheduler={"name": "rising_bandits", "options": {"upper_bound": "paper"}}))["id"]
         self.assertEqual(self.stored_options(kept), {"upper_bound": "paper", "max_retries": 2})
         self.d.stop()
-        db = sqlite3.connect(self.d.db_path)
-        (text,) = db.execute("SELECT definition FROM studies WHERE id = ?", (sid,)).fetchone()
+        ((text,),) = self.d.sql("SELECT definition FROM studies WHERE id = ?", (sid,))
         definition = json.loads(text)
         definition["scheduler"]["options"] = {"inner": "random"}
-        db.execute("UPDATE studies SET definition = ? WHERE id = ?", (json.dumps(definition), sid))
-        db.commit()
-        db.close()
+        self.d.sql("UPDATE studies SET definition = ? WHERE id = ?", (json.dumps(definition), sid))
         self.d.start()
         state = expect(self.d.request("GET", "/v1/studies/%d" % sid), 200, "GET")["scheduler"]["state"]
         self.assertEqual((state["upper_bound"], state["max_retries"]), ("paper", 0))

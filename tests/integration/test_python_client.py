@@ -106,7 +106,7 @@ class PythonClient(bdtest.DaemonTestCase):
     # ---- studies ----
 
     def test_token_file_and_me(self):
-        self.assertEqual(read_token(self.d.db_path + ".admin-token"), self.d.token)
+        self.assertEqual(read_token(self.d.token_file()), self.d.token)
         me = self.c.me()
         self.assertEqual((me["name"], me["admin"]), ("admin", True))
         self.assertEqual(self.c.healthz(), {"status": "ok"})

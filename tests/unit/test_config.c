@@ -312,3 +312,23 @@ Test(config, admin_token_file_from_flag_or_environment)
     cr_assert_eq(PARSE(&cfg, no_env, &err, "--admin-token-file", ""), BD_EINVAL);
     cr_assert_str_eq(err.field, "--admin-token-file");
 }
+
+Test(config, postgresql_url_is_kept_whole_and_shown_without_its_password)
+{
+    bd_config cfg;
+    bd_err err;
+    char url[] = "postgresql://bd:s3cr%40t@db.example:5432/banditd?sslmode=require&password=other&x=1";
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "--db", url), BD_CONFIG_RUN, "%s", err.message);
+    cr_assert_str_eq(cfg.db_path, url, "libpq gets the URL as given");
+    cr_assert_str_eq(cfg.db_display, "postgresql://bd:***@db.example:5432/banditd?sslmode=require&password=***&x=1");
+    cr_assert_null(strstr(cfg.db_display, "s3cr"));
+    cr_assert_null(strstr(cfg.db_display, "other"));
+
+    char *const env[] = {"BANDITD_DB=postgres://u:p@h/d", NULL};
+    cr_assert_eq(PARSE(&cfg, env, &err, "--threads", "1"), BD_CONFIG_RUN, "%s", err.message);
+    cr_assert_str_eq(cfg.db_display, "postgres://u:***@h/d");
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "--db", "postgresql://bd@/postgres?host=/run/pg&port=5433"), BD_CONFIG_RUN);
+    cr_assert_str_eq(cfg.db_display, "postgresql://bd@/postgres?host=/run/pg&port=5433", "no password: as given");
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "--db", "/var/lib/a:b@c.db"), BD_CONFIG_RUN);
+    cr_assert_str_eq(cfg.db_display, "/var/lib/a:b@c.db", "a SQLite path is shown as it is");
+}

@@ -1,0 +1,92 @@
+/* store_ops.h: how the public bd_store_* calls reach a backend, for the
+ * files of storage/ only. A backend's connection record starts with a
+ * bd_store (its ops table), so a bd_store * is a pointer to that record's
+ * first member and the backend casts it back. store.c forwards every call of
+ * store.h through s->ops; bd_store_open picks the backend by the name it is
+ * given (store.c). Each slot has the contract of the store.h function of the
+ * same name; the NULL-safe ones (close, rollback) are never called with NULL.
+ *
+ * Not here yet (issue 16, later): several daemons on one PostgreSQL database.
+ * An ownership lease with a fencing token would be taken in a backend's open
+ * and checked in its begin (and in the COMMIT of every batch), so a daemon
+ * that lost ownership fails its batches (BD_ESTORAGE) instead of writing. */
+#ifndef BD_STORE_OPS_H
+#define BD_STORE_OPS_H
+
+#include "store.h"
+
+typedef struct bd_store_ops {
+    const char *name; /* "sqlite", "postgresql": for messages */
+    void (*close)(bd_store *s);
+    int (*schema_version)(bd_store *s);
+    int (*begin)(bd_store *s, bd_err *err);
+    int (*commit)(bd_store *s, bd_err *err);
+    void (*rollback)(bd_store *s);
+    int (*release)(bd_store *s, uint64_t *ticket, bd_err *err);
+    int (*wait)(bd_store *s, uint64_t ticket, bd_err *err);
+    uint64_t (*failures)(bd_store *s);
+    int (*writable)(bd_store *s);
+    int (*probe)(bd_store *s, double now, bd_err *err);
+    void (*recovered)(bd_store *s, uint64_t failures);
+    uint64_t (*current_ticket)(bd_store *s);
+    void (*fail_next_commit)(bd_store *s);
+    int (*user_create)(bd_store *s, const char *name, int is_admin, double now, int64_t *id, bd_err *err);
+    int (*user_by_name)(bd_store *s, const char *name, bd_user *out, bd_err *err);
+    int (*user_by_id)(bd_store *s, int64_t id, bd_user *out, bd_err *err);
+    int (*user_count)(bd_store *s, int64_t *count, bd_err *err);
+    int (*user_set_limits)(bd_store *s, int64_t user_id, int64_t max_studies, int64_t max_definition_bytes, bd_err *err);
+    int (*user_usage)(bd_store *s, int64_t user_id, int64_t *studies, int64_t *definition_bytes, bd_err *err);
+    int (*token_add)(bd_store *s, int64_t user_id, const uint8_t hash[32], double now, int64_t *token_id, bd_err *err);
+    int (*token_get)(bd_store *s, int64_t token_id, uint8_t hash[32], int64_t *user_id, bd_err *err);
+    int (*token_revoke)(bd_store *s, int64_t token_id, bd_err *err);
+    int (*study_insert)(bd_store *s, const bd_study_row *row, int64_t *id, bd_err *err);
+    int (*study_get)(bd_store *s, int64_t id, bd_study_row *out, bd_err *err);
+    int (*study_each)(bd_store *s, int64_t user_id, bd_study_fn fn, void *arg, bd_err *err);
+    int (*study_index_each)(bd_store *s, bd_study_fn fn, void *arg, bd_err *err);
+    int (*study_page)(bd_store *s, int64_t user_id, const char *name, int64_t after_id, int64_t limit, bd_study_fn fn, void *arg, bd_err *err);
+    int (*study_delete)(bd_store *s, int64_t id, bd_err *err);
+    int (*study_set_paused)(bd_store *s, int64_t id, int paused, bd_err *err);
+    int (*study_set_metadata)(bd_store *s, int64_t id, const char *metadata, bd_err *err);
+    int (*trial_counts_each)(bd_store *s, bd_trial_count_fn fn, void *arg, bd_err *err);
+    int (*trial_insert)(bd_store *s, const bd_trial_row *row, int64_t *id, bd_err *err);
+    int (*trial_get)(bd_store *s, int64_t id, bd_trial_row *out, bd_err *err);
+    int (*trial_finish)(bd_store *s, const bd_trial_row *row, bd_err *err);
+    int (*trial_set_lease)(bd_store *s, int64_t id, double lease_expires_at, bd_err *err);
+    int (*trial_set_user_attrs)(bd_store *s, int64_t id, const char *user_attrs, bd_err *err);
+    int (*trial_each)(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);
+    int (*trial_each_best)(bd_store *s, int64_t study_id, int maximize, int64_t instance, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);
+    int (*trial_each_with_steps)(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);
+    int (*trial_each_expired)(bd_store *s, double now, bd_trial_fn fn, void *arg, bd_err *err);
+    int (*enqueue_push)(bd_store *s, int64_t study_id, const char *config, double now, bd_err *err);
+    int (*enqueue_pop)(bd_store *s, int64_t study_id, int64_t n, bd_err *err);
+    int (*enqueue_each)(bd_store *s, int64_t study_id, bd_enqueued_fn fn, void *arg, bd_err *err);
+    int (*event_append)(bd_store *s, const bd_event_row *row, int64_t *id, bd_err *err);
+    int (*next_ids)(bd_store *s, int64_t *trial_id, int64_t *event_id, bd_err *err);
+    int (*event_each)(bd_store *s, int64_t study_id, bd_event_fn fn, void *arg, bd_err *err);
+    int (*event_each_of_trial)(bd_store *s, int64_t trial_id, bd_event_fn fn, void *arg, bd_err *err);
+    int (*idem_get)(bd_store *s, int64_t user_id, const char *key, char **fingerprint, char **response, bd_err *err);
+    int (*idem_put)(bd_store *s, int64_t user_id, const char *key, const char *fingerprint, const char *response, double now, bd_err *err);
+    int (*idem_prune)(bd_store *s, double before, bd_err *err);
+} bd_store_ops;
+
+struct bd_store {
+    const bd_store_ops *ops; /* the backend; first member of its record */
+};
+
+/* The backends' openers: path is a file (or ":memory:") for SQLite, a
+ * postgresql:// or postgres:// URL for PostgreSQL. *out is new. */
+int bd_sqlite_open(const char *path, const bd_store_opts *opts, bd_store **out, bd_err *err) BD_MUST_CHECK;
+int bd_pg_open(const char *url, const bd_store_opts *opts, bd_store **out, bd_err *err) BD_MUST_CHECK;
+/* The schema version (of the logical model in store.h) this build writes;
+ * each backend's migrations end there. */
+#define BD_STORE_SCHEMA_LATEST 6
+
+/* Whether name is a PostgreSQL URL (bd_store_open hands it to bd_pg_open). */
+int bd_store_is_pg_url(const char *name);
+
+/* Names shared by the backends, which store states, origins and event types
+ * by name (store_rows.c). */
+const char *bd_store_event_type_name(int type); /* NULL unless BD_EV_CREATED .. BD_EV_STOPPED */
+int bd_store_event_type_parse(const char *name); /* -1 if unknown */
+
+#endif
