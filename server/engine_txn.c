@@ -8,8 +8,14 @@
 #include "log.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* Cluster mode: how often a request is run again after its study moved to a
+ * peer between its claim and its commit (then 503 "moved"). */
+#define MOVED_RETRIES 8
 
 /* ------------------------------------------------------------- write plans */
 
@@ -224,10 +230,13 @@ int bd_engine_study_op(bd_engine *e, const bd_request *req, int64_t study_id, in
     study_rt *st;
     json_t *answer = NULL;
     uint64_t ticket = 0;
+    unsigned seed = (unsigned)(uintptr_t)&st ^ (unsigned)(bd_monotonic() * 1e6);
     int rc;
     /* Cluster mode: a peer may take the study between this daemon's claim
      * and its commit (BD_EMOVED, nothing written); the request is then run
-     * again from the claim, which takes the study back and replays it. */
+     * again from the claim, which takes the study back and replays it.
+     * Requests through two daemons at once would take it from each other
+     * in turn: a random pause, longer each time, lets one of them finish. */
     for (int attempt = 0;; attempt++) {
         rc = flags & BD_OP_NO_WAIT ? bd_engine_try_lock_study(e, req->caller, study_id, &st, err)
                                    : bd_engine_lock_study(e, req->caller, study_id, &st, err);
@@ -238,12 +247,14 @@ int bd_engine_study_op(bd_engine *e, const bd_request *req, int64_t study_id, in
         rc = op(e, st, arg, plan, &answer, err);
         rc = bd_engine_study_commit(e, st, req, rc, plan, answer, &ticket, err);
         bd_engine_unlock_study(e, st);
-        if (rc != BD_EMOVED || attempt >= 3 || (flags & BD_OP_NO_WAIT))
+        if (rc != BD_EMOVED || attempt >= MOVED_RETRIES || (flags & BD_OP_NO_WAIT))
             break;
         json_decref(answer);
         answer = NULL;
         bd_write_plan_clear(plan);
         bd_err_clear(err);
+        struct timespec pause = {0, (long)(1 + attempt) * (1000000L + (long)(rand_r(&seed) % 4000000))};
+        nanosleep(&pause, NULL);
     }
     if (!rc)
         rc = bd_engine_durable(e, ticket, err);
