@@ -29,16 +29,11 @@ static study_rt *index_from_storage(bd_engine *e, int64_t study_id)
         fresh->user_id = row.user_id;
         fresh->created_at = row.created_at;
         fresh->last_activity_at = row.created_at;
-        pthread_rwlock_wrlock(&e->studies_lock);
-        if ((size_t)study_id < e->studies_cap && e->studies[study_id]) { /* a concurrent request won */
-            st = e->studies[study_id];
-            pthread_rwlock_unlock(&e->studies_lock);
+        /* Two first requests may both get here: one copy wins the slot, the
+         * other is freed (never registered, so nobody else holds it). */
+        st = bd_engine_study_register(e, fresh);
+        if (st != fresh)
             bd_study_free(fresh);
-        } else {
-            pthread_rwlock_unlock(&e->studies_lock);
-            bd_engine_study_register(e, fresh);
-            st = fresh;
-        }
     }
     bd_store_study_row_clear(&row);
     return st;
@@ -145,6 +140,40 @@ void bd_engine_unlock_study(bd_engine *e, study_rt *st)
     bd_engine_cache_trim_if_over(e);
 }
 
+/* Takes a new block of trial (events 0) or event ids; ids_mu held. */
+static int refill_ids(bd_engine *e, int events, bd_err *err)
+{
+    int64_t first, count;
+    int rc = bd_store_id_block(e->store, &first, &count, err);
+    if (rc)
+        return rc;
+    atomic_store(events ? &e->next_event_id : &e->next_trial_id, first);
+    *(events ? &e->event_ids_end : &e->trial_ids_end) = first + count;
+    return 0;
+}
+
+int64_t bd_engine_take_id(bd_engine *e, int events, bd_write_plan *p)
+{
+    _Atomic int64_t *next = events ? &e->next_event_id : &e->next_trial_id;
+    if (!e->cluster) /* one daemon: the counter has no end */
+        return atomic_fetch_add(next, 1);
+    /* Under the mutex, not a bare fetch_add: ids taken past the end by
+     * racing threads would collide with the next block when it follows the
+     * current one. A request takes a few ids; the mutex is never held
+     * across anything but the rare refill. */
+    pthread_mutex_lock(&e->ids_mu);
+    int64_t id = 0;
+    bd_err err;
+    if (atomic_load(next) < *(events ? &e->event_ids_end : &e->trial_ids_end) || refill_ids(e, events, &err) == 0)
+        id = atomic_fetch_add(next, 1);
+    else
+        p->ids_failed = 1;
+    pthread_mutex_unlock(&e->ids_mu);
+    if (!id)
+        bd_log(BD_LOG_ERROR, "cluster: no block of %s ids: %s", events ? "event" : "trial", err.message);
+    return id;
+}
+
 int bd_engine_claim_study(bd_engine *e, study_rt *st, int steal, bd_err *err)
 {
     int64_t token = 0;
@@ -162,26 +191,15 @@ int bd_engine_claim_study(bd_engine *e, study_rt *st, int steal, bd_err *err)
         bd_engine_study_unload(e, st);
         atomic_store(&st->owner_token, token);
     }
-    /* Fresh id blocks after a takeover (ids above every id the previous
-     * owner handed out, so the study's events stay in order), and whenever
-     * the current ones run low (a request takes at most a few hundred). */
-    pthread_mutex_lock(&e->ids_mu);
-    enum { RESERVE = 4096 };
-    if (moved || atomic_load(&e->next_trial_id) > e->trial_ids_end - RESERVE) {
-        int64_t first, count;
-        if (!(rc = bd_store_id_block(e->store, &first, &count, err))) {
-            atomic_store(&e->next_trial_id, first);
-            e->trial_ids_end = first + count;
-        }
+    /* Fresh id blocks after a takeover: ids above every id the previous
+     * owner handed out, so the study's events stay in order. Otherwise
+     * bd_engine_take_id refills a block when it is used up. */
+    if (moved) {
+        pthread_mutex_lock(&e->ids_mu);
+        if (!(rc = refill_ids(e, 0, err)))
+            rc = refill_ids(e, 1, err);
+        pthread_mutex_unlock(&e->ids_mu);
     }
-    if (!rc && (moved || atomic_load(&e->next_event_id) > e->event_ids_end - RESERVE)) {
-        int64_t first, count;
-        if (!(rc = bd_store_id_block(e->store, &first, &count, err))) {
-            atomic_store(&e->next_event_id, first);
-            e->event_ids_end = first + count;
-        }
-    }
-    pthread_mutex_unlock(&e->ids_mu);
     if (rc) /* without fresh ids the study cannot be served: the next request claims again */
         bd_engine_study_disown(e, st, 1);
     return rc;
@@ -214,7 +232,7 @@ void bd_engine_drop_idle_owned(bd_engine *e)
     pthread_rwlock_unlock(&e->studies_lock);
 }
 
-void bd_engine_study_register(bd_engine *e, study_rt *st)
+study_rt *bd_engine_study_register(bd_engine *e, study_rt *st)
 {
     pthread_rwlock_wrlock(&e->studies_lock);
     if ((size_t)st->id >= e->studies_cap) {
@@ -225,12 +243,16 @@ void bd_engine_study_register(bd_engine *e, study_rt *st)
         memset(e->studies + e->studies_cap, 0, (cap - e->studies_cap) * sizeof *e->studies);
         e->studies_cap = cap;
     }
-    /* Cluster mode: a request may have indexed a study this daemon just
-     * created (index_from_storage) before its creator registers it; the
-     * creator's wins, and the other is kept (never freed: a request may
-     * still hold it, and it is not loaded for long). */
-    e->studies[st->id] = st;
+    /* Insert if absent, in this one locked section: in cluster mode two
+     * first requests (index_from_storage), or a request and the study's
+     * creator, may race for one slot. Two copies of one study would both
+     * pass the fence (same daemon, same token) and hand out the same rung
+     * slot twice; the first copy stays the only one. */
+    study_rt *winner = e->studies[st->id];
+    if (!winner)
+        winner = e->studies[st->id] = st;
     pthread_rwlock_unlock(&e->studies_lock);
+    return winner;
 }
 
 /* ------------------------------------------------------------- the cache */

@@ -112,6 +112,9 @@ int bd_study_replay(study_rt *st, bd_store *store, bd_err *err) BD_MUST_CHECK;
 
 /* A trial row as the API shows it (new). */
 json_t *bd_study_trial_json(const study_rt *st, const bd_trial_row *row);
+/* The same from the one field of the spec it reads, for callers that no
+ * longer hold the study's mutex (its spec may be unloaded meanwhile). */
+json_t *bd_trial_json(int resource_integer, const bd_trial_row *row);
 /* The study as the API shows it (new): the definition, counts, incumbents
  * (read from store), the scheduler's state, running/waiting/paused/done,
  * usage, "paused" and "metadata". */

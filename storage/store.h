@@ -72,6 +72,8 @@ typedef struct bd_store_opts {
  * postgres:// URL opens PostgreSQL (opts->sync does not apply there). *out
  * is new. */
 int bd_store_open(const char *path, const bd_store_opts *opts, bd_store **out, bd_err *err) BD_MUST_CHECK;
+/* Whether name is a PostgreSQL URL (bd_store_open hands it to PostgreSQL). */
+int bd_store_is_pg_url(const char *name);
 void bd_store_close(bd_store *s); /* NULL-safe; checkpoints the WAL */
 /* Schema version this build writes (and the one an opened database is at). */
 int bd_store_schema_version(bd_store *s);
