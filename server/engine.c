@@ -261,7 +261,7 @@ void bd_engine_stats_get(bd_engine *e, bd_engine_stats *out)
         if (!st || st->deleted)
             continue;
         out->studies++;
-        out->studies_owned += atomic_load(&st->owner_token) != 0;
+        out->studies_owned += atomic_load(&st->lease_held) != 0;
         for (int s = 0; s < BD_TRIAL_NSTATES; s++)
             out->trials[s] += st->counts[s];
     }

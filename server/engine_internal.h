@@ -106,17 +106,22 @@ int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, s
  * for the study (the lease reaper: a busy study is swept next time). */
 int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
     BD_MUST_CHECK;
-/* Cluster mode, st->mu held: takes or renews this daemon's lease on st
- * (taking it from a live owner only when steal). When the token changed
- * (another daemon may have written) st is unloaded, to be replayed, and the
- * id blocks are renewed (ids above every id the previous owner used).
- * BD_ENOTFOUND marks st deleted; BD_EBUSY: another daemon holds it and not
- * steal. */
-int bd_engine_claim_study(bd_engine *e, study_rt *st, int steal, bd_err *err) BD_MUST_CHECK;
+/* Cluster mode, st->mu held: takes or renews this daemon's lease on st.
+ * A live lease of another daemon (one whose heartbeat is recent) is never
+ * taken: with wait, the call polls until it expires, for at most the lease
+ * plus half a second, then answers BD_EMOVED (503, retry_after set);
+ * without wait it answers BD_EBUSY at once. When the token changed (another
+ * daemon may have written) st is unloaded, to be replayed, and the id
+ * blocks are renewed (ids above every id the previous owner used); the same
+ * token (this daemon held it last) keeps what is loaded. BD_ENOTFOUND marks
+ * st deleted. */
+int bd_engine_claim_study(bd_engine *e, study_rt *st, int wait, bd_err *err) BD_MUST_CHECK;
 /* Cluster mode, st->mu held: forgets this daemon's lease on st and unloads
  * it (its lease was lost, or it was idle past the lease: released too). */
 void bd_engine_study_disown(bd_engine *e, study_rt *st, int release);
-/* Cluster mode: drops the studies idle past the lease (reaper). */
+/* Cluster mode: releases the leases of the studies idle past the lease
+ * (reaper), keeping what is loaded and the token: if no peer takes the
+ * study meanwhile, the next claim gets the same token and replays nothing. */
 void bd_engine_drop_idle_owned(bd_engine *e);
 /* Releases st, then trims the cache if it is over budget. */
 void bd_engine_unlock_study(bd_engine *e, study_rt *st);

@@ -8,8 +8,10 @@
 #include "log.h"
 
 #include <malloc.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int ensure_loaded(bd_engine *e, study_rt *st, bd_err *err);
 static void cache_trim(bd_engine *e);
@@ -174,10 +176,32 @@ int64_t bd_engine_take_id(bd_engine *e, int events, bd_write_plan *p)
     return id;
 }
 
-int bd_engine_claim_study(bd_engine *e, study_rt *st, int steal, bd_err *err)
+/* The longest a request waits for a peer's live lease to run out. */
+#define CLAIM_WAIT_MAX 5.0
+/* Between two looks at a peer's lease. */
+#define CLAIM_POLL_NS 20000000L
+
+int bd_engine_claim_study(bd_engine *e, study_rt *st, int wait, bd_err *err)
 {
     int64_t token = 0;
-    int rc = bd_store_owner_acquire(e->store, st->id, e->daemon_id, e->owner_lease, steal, &token, err);
+    double until = bd_monotonic() + fmin(e->owner_lease + 0.5, CLAIM_WAIT_MAX);
+    int rc;
+    /* A live peer's lease is waited out rather than stolen: taking it
+     * would cost both daemons a replay per request and make routing
+     * meaningless. BD_EBUSY also comes from lock_timeout, when a peer's
+     * open batch holds the lease row (its fence). */
+    while ((rc = bd_store_owner_acquire(e->store, st->id, e->daemon_id, e->owner_lease, 0, &token, err)) ==
+               BD_EBUSY &&
+           wait && bd_monotonic() < until) {
+        struct timespec pause = {0, CLAIM_POLL_NS};
+        nanosleep(&pause, NULL);
+    }
+    if (rc == BD_EBUSY && wait) {
+        rc = bd_err_set(err, BD_EMOVED, "study",
+                        "study %lld is served by another daemon; retry (or send its requests there)",
+                        (long long)st->id);
+        err->retry_after = (int)ceil(e->owner_lease);
+    }
     if (rc == BD_ENOTFOUND) { /* deleted through a peer */
         st->deleted = 1;
         bd_engine_study_disown(e, st, 0);
@@ -191,6 +215,7 @@ int bd_engine_claim_study(bd_engine *e, study_rt *st, int steal, bd_err *err)
         bd_engine_study_unload(e, st);
         atomic_store(&st->owner_token, token);
     }
+    atomic_store(&st->lease_held, 1);
     /* Fresh id blocks after a takeover: ids above every id the previous
      * owner handed out, so the study's events stay in order. Otherwise
      * bd_engine_take_id refills a block when it is used up. */
@@ -208,6 +233,7 @@ int bd_engine_claim_study(bd_engine *e, study_rt *st, int steal, bd_err *err)
 void bd_engine_study_disown(bd_engine *e, study_rt *st, int release)
 {
     int64_t token = atomic_exchange(&st->owner_token, 0);
+    atomic_store(&st->lease_held, 0);
     bd_engine_study_unload(e, st);
     if (release && token)
         bd_store_owner_release(e->store, st->id, e->daemon_id, token);
@@ -221,12 +247,17 @@ void bd_engine_drop_idle_owned(bd_engine *e)
         study_rt *st = e->studies[i];
         /* Busy or recently used studies stay; a trylock never waits for a
          * scheduler (lock order: studies_lock -> study mu, as recovery). */
-        if (!st || !atomic_load(&st->owner_token) ||
+        if (!st || !atomic_load(&st->lease_held) ||
             now - atomic_load_explicit(&st->last_used, memory_order_relaxed) < e->owner_lease ||
             atomic_load(&st->gate.queued) > 0 || pthread_mutex_trylock(&st->mu) != 0)
             continue;
-        if (!st->dirty)
-            bd_engine_study_disown(e, st, 1);
+        if (!st->dirty) {
+            /* Released, not disowned: memory and token stay, so when no
+             * peer took it meanwhile the next claim gets the same token and
+             * serves from memory (no replay). The cache evicts it if need be. */
+            atomic_store(&st->lease_held, 0);
+            bd_store_owner_release(e->store, st->id, e->daemon_id, atomic_load(&st->owner_token));
+        }
         pthread_mutex_unlock(&st->mu);
     }
     pthread_rwlock_unlock(&e->studies_lock);

@@ -207,7 +207,7 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
          * the next request claims it (and replays it). */
         bd_err ignored;
         pthread_mutex_lock(&st->mu);
-        if (bd_engine_claim_study(e, st, 1, &ignored))
+        if (bd_engine_claim_study(e, st, 0, &ignored))
             bd_engine_study_unload(e, st);
         pthread_mutex_unlock(&st->mu);
     }

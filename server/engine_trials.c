@@ -532,7 +532,10 @@ int bd_engine_expire_leases(bd_engine *e, double now, int *expired, bd_err *err)
         /* A busy study is skipped, not waited for: a slow scheduler must not
          * delay other studies' expiry. Its trials are found again next sweep. */
         rc = with_trial(e, &req, l.trial_ids[i], BD_OP_NO_WAIT, expire_op, &now, &answer, err);
-        if (rc == BD_ENOTFOUND || rc == BD_EBUSY) { /* deleted meanwhile, or busy */
+        /* Cluster mode: a study a peer serves (BD_EBUSY from the claim) or
+         * took between claim and commit (BD_EMOVED) is that peer's to sweep;
+         * the sweep goes on with the other studies. */
+        if (rc == BD_ENOTFOUND || rc == BD_EBUSY || rc == BD_EMOVED) { /* deleted meanwhile, busy, or moved */
             bd_err_clear(err);
             rc = 0;
         }
