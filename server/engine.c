@@ -15,6 +15,31 @@
 
 /* ------------------------------------------------------------------ reaper */
 
+/* Cluster mode: trial leases (lease_expires_at, the reaper's sweep) are
+ * judged by each member's wall clock, so members must agree on the time.
+ * Each is compared with PostgreSQL's clock at join (beyond the bound the
+ * daemon refuses to start) and on every heartbeat (beyond it, an error in
+ * the log every time: expiries through this member are off by the skew). */
+#define CLOCK_SKEW_MAX 0.5
+
+static int check_clock(bd_engine *e, int joining, bd_err *err)
+{
+    double skew = 0;
+    int rc = bd_store_clock_skew(e->store, &skew, err);
+    if (rc || fabs(skew) <= CLOCK_SKEW_MAX)
+        return rc;
+    if (!joining) {
+        bd_log(BD_LOG_ERROR, "cluster: this host's clock is %.3f s off PostgreSQL's (bound %.1f s): trial leases "
+                             "expire at the wrong time through this daemon; synchronize the clocks (NTP)",
+               -skew, CLOCK_SKEW_MAX);
+        return 0;
+    }
+    return bd_err_set(err, BD_EINVAL, "clock",
+                      "this host's clock is %.3f s off PostgreSQL's; a cluster member must be within %.1f s "
+                      "(trial leases are judged by each member's clock): synchronize the clocks (NTP)",
+                      -skew, CLOCK_SKEW_MAX);
+}
+
 static void *reaper_main(void *arg)
 {
     bd_engine *e = arg;
@@ -36,6 +61,11 @@ static void *reaper_main(void *arg)
          * rebuilt and a probe write tells when the disk works again,
          * without waiting for a request. */
         (void)bd_engine_healthy(e);
+        if (e->cluster) {
+            if (bd_store_cluster_heartbeat(e->store, e->daemon_id, &err) || check_clock(e, 0, &err))
+                bd_log(BD_LOG_ERROR, "cluster heartbeat failed: %s", err.message);
+            bd_engine_drop_idle_owned(e);
+        }
         if (bd_engine_expire_leases(e, now, NULL, &err))
             bd_log(BD_LOG_ERROR, "lease sweep failed: %s", err.message);
         /* Idempotency records are kept a day: long enough for any retry. */
@@ -74,7 +104,7 @@ static int index_one(const bd_study_row *row, void *arg)
     st->user_id = row->user_id;
     st->created_at = row->created_at;
     st->last_activity_at = row->created_at;
-    bd_engine_study_register(c->e, st);
+    (void)bd_engine_study_register(c->e, st); /* ids are unique in the index */
     return 0;
 }
 
@@ -88,17 +118,26 @@ static int count_one(int64_t study_id, bd_trial_state state, int64_t count, void
     return 0;
 }
 
-/* Whether the store opens db as a PostgreSQL URL (the prefixes
- * storage/store.c routes to that backend). */
+/* Whether the store opens db as a PostgreSQL URL. */
 static int is_db_url(const char *db)
 {
-    return strncmp(db, "postgresql://", 13) == 0 || strncmp(db, "postgres://", 11) == 0;
+    return bd_store_is_pg_url(db);
+}
+
+int bd_engine_db_is_url(const char *db)
+{
+    return is_db_url(db);
 }
 
 int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
 {
     bd_engine *e = bd_xcalloc(1, sizeof *e);
     bd_store_opts so = {.sync = opts->sync_full ? BD_SYNC_FULL : BD_SYNC_NORMAL};
+    /* SQLite serves one daemon: an advertised URL means nothing there. */
+    e->cluster = opts->advertise_url && is_db_url(opts->db_path);
+    so.cluster = e->cluster;
+    e->owner_lease = opts->ownership_lease_seconds > 0 ? opts->ownership_lease_seconds : 2.0;
+    pthread_mutex_init(&e->ids_mu, NULL);
     char *token_path = NULL;
     int rc;
     pthread_rwlock_init(&e->studies_lock, NULL);
@@ -143,11 +182,21 @@ int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
     }
     if ((rc = bd_engine_bootstrap_admin(e, token_path, opts->admin_token_file, err)))
         goto out;
-    int64_t next_trial, next_event;
-    if ((rc = bd_store_next_ids(e->store, &next_trial, &next_event, err)))
-        goto out;
-    atomic_store(&e->next_trial_id, next_trial);
-    atomic_store(&e->next_event_id, next_event);
+    if (e->cluster) {
+        /* Ids come in blocks from PostgreSQL (bd_engine_claim_study takes
+         * them): peers write at the same time, so no stored maximum is the
+         * next free id. The ends at 0 make the first claim take blocks. */
+        if ((rc = bd_store_cluster_join(e->store, opts->advertise_url, &e->daemon_id, err)) ||
+            (rc = check_clock(e, 1, err)))
+            goto out;
+        e->trial_ids_end = e->event_ids_end = 0;
+    } else {
+        int64_t next_trial, next_event;
+        if ((rc = bd_store_next_ids(e->store, &next_trial, &next_event, err)))
+            goto out;
+        atomic_store(&e->next_trial_id, next_trial);
+        atomic_store(&e->next_event_id, next_event);
+    }
     /* No lock: no request can arrive before open returns. No study is
      * loaded (replayed) here: only its id and owner, and its trial counts. */
     load_ctx lc = {e, err};
@@ -183,10 +232,13 @@ void bd_engine_close(bd_engine *e)
         pthread_mutex_unlock(&e->reaper_mu);
         pthread_join(e->reaper, NULL);
     }
+    if (e->cluster && e->daemon_id && e->store) /* peers take its studies at once */
+        bd_store_cluster_leave(e->store, e->daemon_id);
     for (size_t i = 0; i < e->studies_cap; i++)
         bd_study_free(e->studies[i]);
     free(e->studies);
     bd_store_close(e->store);
+    pthread_mutex_destroy(&e->ids_mu);
     free(e->first_admin_token);
     pthread_rwlock_destroy(&e->studies_lock);
     pthread_mutex_destroy(&e->auth_mu);
@@ -235,6 +287,7 @@ void bd_engine_stats_get(bd_engine *e, bd_engine_stats *out)
         if (!st || st->deleted)
             continue;
         out->studies++;
+        out->studies_owned += atomic_load(&st->lease_held) != 0;
         for (int s = 0; s < BD_TRIAL_NSTATES; s++)
             out->trials[s] += st->counts[s];
     }

@@ -31,7 +31,13 @@ typedef struct token_entry {
     int64_t token_id;               /* 0 = empty slot; only valid tokens are cached */
     int64_t user_id;
     uint8_t hash[BD_TOKEN_HASH_BYTES];
+    double cached_at;               /* bd_monotonic() when read from storage (cluster mode expiry) */
 } token_entry;
+
+/* Cluster mode: a peer may revoke a token or change a user, and only its
+ * own cache hears of it; a cached entry is trusted this long (seconds),
+ * so a revocation through any daemon holds everywhere within it. */
+#define BD_AUTH_CLUSTER_TTL 0.5
 
 struct bd_engine {
     bd_store *store;
@@ -40,9 +46,10 @@ struct bd_engine {
     study_rt **studies;             /* indexed by study id; NULL for unused ids */
     size_t studies_cap;
 
-    pthread_mutex_t auth_mu;        /* guards the three fields below */
+    pthread_mutex_t auth_mu;        /* guards the four fields below */
     token_entry tokens[BD_AUTH_CACHE_SLOTS]; /* slot = token id % slots */
     bd_user users[BD_AUTH_CACHE_SLOTS];      /* slot = user id % slots; id 0 = empty */
+    double users_at[BD_AUTH_CACHE_SLOTS];    /* bd_monotonic() when each users[] slot was read */
     uint64_t revocations;           /* bumped by every revocation and quota change: a storage read that
                                        began before one must not fill the cache */
 
@@ -74,6 +81,14 @@ struct bd_engine {
 
     _Atomic int64_t next_trial_id;  /* ids handed out before their transaction, so */
     _Atomic int64_t next_event_id;  /* schedulers see them (gaps after a rollback are fine) */
+
+    /* Cluster mode (several daemons on one PostgreSQL database): */
+    int cluster;                    /* 1: studies are served under ownership leases */
+    int64_t daemon_id;              /* this member's row in the daemons table */
+    double owner_lease;             /* seconds a study's lease lasts after its latest use */
+    pthread_mutex_t ids_mu;         /* one id-block refill at a time; guards the two ends */
+    int64_t trial_ids_end;          /* the current blocks of ids (store.h bd_store_id_block) end here */
+    int64_t event_ids_end;
 };
 
 /* ================================================ engine_registry.c
@@ -84,7 +99,10 @@ struct bd_engine {
 /* Borrowed pointer to the study if it exists, is not deleted and belongs to
  * user_id (0 = any user); else NULL. Never loads it. */
 study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id);
-void bd_engine_study_register(bd_engine *e, study_rt *st);
+/* Puts st in its id's slot unless a study is there already. Returns the
+ * study in the slot (borrowed): st, or the earlier one (then st is still
+ * the caller's, to free). */
+study_rt *bd_engine_study_register(bd_engine *e, study_rt *st);
 /* Locks (st->mu) and returns who's live study, loaded; or BD_ENOTFOUND; or
  * BD_EBUSY when the study's gate refuses to let the request wait
  * (admission.h); or the error of loading it. Release with
@@ -95,6 +113,23 @@ int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, s
  * for the study (the lease reaper: a busy study is swept next time). */
 int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
     BD_MUST_CHECK;
+/* Cluster mode, st->mu held: takes or renews this daemon's lease on st.
+ * A live lease of another daemon (one whose heartbeat is recent) is never
+ * taken: with wait, the call polls until it expires, for at most the lease
+ * plus half a second, then answers BD_EMOVED (503, retry_after set);
+ * without wait it answers BD_EBUSY at once. When the token changed (another
+ * daemon may have written) st is unloaded, to be replayed, and the id
+ * blocks are renewed (ids above every id the previous owner used); the same
+ * token (this daemon held it last) keeps what is loaded. BD_ENOTFOUND marks
+ * st deleted. */
+int bd_engine_claim_study(bd_engine *e, study_rt *st, int wait, bd_err *err) BD_MUST_CHECK;
+/* Cluster mode, st->mu held: forgets this daemon's lease on st and unloads
+ * it (its lease was lost, or it was idle past the lease: released too). */
+void bd_engine_study_disown(bd_engine *e, study_rt *st, int release);
+/* Cluster mode: releases the leases of the studies idle past the lease
+ * (reaper), keeping what is loaded and the token: if no peer takes the
+ * study meanwhile, the next claim gets the same token and replays nothing. */
+void bd_engine_drop_idle_owned(bd_engine *e);
 /* Releases st, then trims the cache if it is over budget. */
 void bd_engine_unlock_study(bd_engine *e, study_rt *st);
 /* Puts a study created by this daemon (spec and sched built, definition_bytes
@@ -131,9 +166,17 @@ typedef struct bd_write_plan {
                                        NULL: none), or 0 */
     const char *user_attrs;
     const char *enqueue;            /* a config (JSON text, borrowed) to append to the study's queue, or NULL */
+    int ids_failed;                 /* cluster mode: an id was needed and no block could be taken
+                                       (the ids given are 0): the commit refuses the plan */
     int64_t dequeued;               /* how many of the study's oldest enqueued configs were handed out */
     int64_t study_id;               /* the study enqueue and dequeued concern */
 } bd_write_plan;
+
+/* A new trial id (events 0) or event id (events 1), unused by every
+ * daemon. In cluster mode it comes from the current block, refilled under
+ * ids_mu whenever the block is used up; when no block can be taken it
+ * sets p->ids_failed and returns 0. */
+int64_t bd_engine_take_id(bd_engine *e, int events, bd_write_plan *p);
 void bd_write_plan_clear(bd_write_plan *p); /* frees the arrays, not the strings */
 /* Appends a copy of ev with the next event id; the pointer is valid until
  * the next push. */

@@ -8,12 +8,55 @@
 #include "log.h"
 
 #include <malloc.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int ensure_loaded(bd_engine *e, study_rt *st, bd_err *err);
 static void cache_trim(bd_engine *e);
 static size_t estimate_bytes(size_t definition_bytes, int64_t trials);
+
+/* Cluster mode: a study a peer created after this daemon read its index is
+ * registered (unloaded) on its first request here. NULL if storage has none. */
+static study_rt *index_from_storage(bd_engine *e, int64_t study_id)
+{
+    bd_study_row row = {0};
+    bd_err err;
+    study_rt *st = NULL;
+    if (bd_store_study_get(e->store, study_id, &row, &err) == 0) {
+        study_rt *fresh = bd_xcalloc(1, sizeof *fresh);
+        pthread_mutex_init(&fresh->mu, NULL);
+        fresh->id = row.id;
+        fresh->user_id = row.user_id;
+        fresh->created_at = row.created_at;
+        fresh->last_activity_at = row.created_at;
+        /* Two first requests may both get here: one copy wins the slot, the
+         * other is freed (never registered, so nobody else holds it). */
+        st = bd_engine_study_register(e, fresh);
+        if (st != fresh)
+            bd_study_free(fresh);
+    }
+    bd_store_study_row_clear(&row);
+    return st;
+}
+
+/* ensure_loaded, and in cluster mode a second claim when the load (a
+ * replay) took half the lease or more: the lease taken before it may have
+ * run out meanwhile, and a peer may have taken the study. st->mu held. */
+static int load_claimed(bd_engine *e, study_rt *st, bd_err *err)
+{
+    double t0 = bd_monotonic();
+    int rc = ensure_loaded(e, st, err);
+    if (rc || !e->cluster || bd_monotonic() - t0 < e->owner_lease / 2)
+        return rc;
+    if ((rc = bd_engine_claim_study(e, st, 0, err)) == 0 && !st->loaded) /* moved meanwhile: replay again */
+        rc = ensure_loaded(e, st, err);
+    if (rc == BD_EBUSY)
+        rc = bd_err_set(err, BD_EMOVED, "study", "study %lld moved to another daemon while it loaded; retry",
+                        (long long)st->id);
+    return rc;
+}
 
 study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id)
 {
@@ -22,6 +65,8 @@ study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id)
     if (study_id > 0 && (size_t)study_id < e->studies_cap)
         st = e->studies[study_id];
     pthread_rwlock_unlock(&e->studies_lock);
+    if (!st && e->cluster && study_id > 0)
+        st = index_from_storage(e, study_id);
     /* deleted is read without st->mu here; callers re-check it under the lock. */
     if (!st || (user_id && st->user_id != user_id))
         return NULL;
@@ -40,8 +85,13 @@ int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, s
         if ((rc = bd_gate_enter(&st->gate, &e->user_slots, who->user_id, bd_monotonic(), &ticket, err)))
             return rc;
         pthread_mutex_lock(&st->mu);
+        if (e->cluster && !st->deleted && (rc = bd_engine_claim_study(e, st, 1, err)) != 0 && rc != BD_ENOTFOUND) {
+            pthread_mutex_unlock(&st->mu);
+            bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
+            return rc;
+        }
         if (!st->deleted) {
-            if ((rc = ensure_loaded(e, st, err)) != 0) {
+            if ((rc = load_claimed(e, st, err)) != 0) {
                 pthread_mutex_unlock(&st->mu);
                 bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
                 return rc;
@@ -70,8 +120,13 @@ int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_i
         bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
         return bd_err_set(err, BD_EBUSY, "study", "study %lld is busy", (long long)study_id);
     }
-    int rc = st->deleted ? bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id)
-                         : ensure_loaded(e, st, err);
+    /* The daemon's own work (the lease reaper) never takes a study a peer
+     * serves: that peer's reaper sweeps it. */
+    int rc = st->deleted ? BD_ENOTFOUND : e->cluster ? bd_engine_claim_study(e, st, 0, err) : 0;
+    if (rc == BD_ENOTFOUND || (!rc && st->deleted))
+        rc = bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id);
+    if (!rc)
+        rc = load_claimed(e, st, err);
     if (rc) {
         pthread_mutex_unlock(&st->mu);
         bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
@@ -104,7 +159,128 @@ void bd_engine_unlock_study(bd_engine *e, study_rt *st)
     bd_engine_cache_trim_if_over(e);
 }
 
-void bd_engine_study_register(bd_engine *e, study_rt *st)
+/* Takes a new block of trial (events 0) or event ids; ids_mu held. */
+static int refill_ids(bd_engine *e, int events, bd_err *err)
+{
+    int64_t first, count;
+    int rc = bd_store_id_block(e->store, &first, &count, err);
+    if (rc)
+        return rc;
+    atomic_store(events ? &e->next_event_id : &e->next_trial_id, first);
+    *(events ? &e->event_ids_end : &e->trial_ids_end) = first + count;
+    return 0;
+}
+
+int64_t bd_engine_take_id(bd_engine *e, int events, bd_write_plan *p)
+{
+    _Atomic int64_t *next = events ? &e->next_event_id : &e->next_trial_id;
+    if (!e->cluster) /* one daemon: the counter has no end */
+        return atomic_fetch_add(next, 1);
+    /* Under the mutex, not a bare fetch_add: ids taken past the end by
+     * racing threads would collide with the next block when it follows the
+     * current one. A request takes a few ids; the mutex is never held
+     * across anything but the rare refill. */
+    pthread_mutex_lock(&e->ids_mu);
+    int64_t id = 0;
+    bd_err err;
+    if (atomic_load(next) < *(events ? &e->event_ids_end : &e->trial_ids_end) || refill_ids(e, events, &err) == 0)
+        id = atomic_fetch_add(next, 1);
+    else
+        p->ids_failed = 1;
+    pthread_mutex_unlock(&e->ids_mu);
+    if (!id)
+        bd_log(BD_LOG_ERROR, "cluster: no block of %s ids: %s", events ? "event" : "trial", err.message);
+    return id;
+}
+
+/* The longest a request waits for a peer's live lease to run out. */
+#define CLAIM_WAIT_MAX 5.0
+/* Between two looks at a peer's lease. */
+#define CLAIM_POLL_NS 20000000L
+
+int bd_engine_claim_study(bd_engine *e, study_rt *st, int wait, bd_err *err)
+{
+    int64_t token = 0;
+    double until = bd_monotonic() + fmin(e->owner_lease + 0.5, CLAIM_WAIT_MAX);
+    int rc;
+    /* A live peer's lease is waited out rather than stolen: taking it
+     * would cost both daemons a replay per request and make routing
+     * meaningless. BD_EBUSY also comes from lock_timeout, when a peer's
+     * open batch holds the lease row (its fence). */
+    while ((rc = bd_store_owner_acquire(e->store, st->id, e->daemon_id, e->owner_lease, 0, &token, err)) ==
+               BD_EBUSY &&
+           wait && bd_monotonic() < until) {
+        struct timespec pause = {0, CLAIM_POLL_NS};
+        nanosleep(&pause, NULL);
+    }
+    if (rc == BD_EBUSY && wait) {
+        rc = bd_err_set(err, BD_EMOVED, "study",
+                        "study %lld is served by another daemon; retry (or send its requests there)",
+                        (long long)st->id);
+        err->retry_after = (int)ceil(e->owner_lease);
+    }
+    if (rc == BD_ENOTFOUND) { /* deleted through a peer */
+        st->deleted = 1;
+        bd_engine_study_disown(e, st, 0);
+        return rc;
+    }
+    if (rc)
+        return rc;
+    int moved = token != atomic_load(&st->owner_token);
+    if (moved) {
+        /* Held by a peer since: what is in memory may miss its writes. */
+        bd_engine_study_unload(e, st);
+        atomic_store(&st->owner_token, token);
+    }
+    atomic_store(&st->lease_held, 1);
+    /* Fresh id blocks after a takeover: ids above every id the previous
+     * owner handed out, so the study's events stay in order. Otherwise
+     * bd_engine_take_id refills a block when it is used up. */
+    if (moved) {
+        pthread_mutex_lock(&e->ids_mu);
+        if (!(rc = refill_ids(e, 0, err)))
+            rc = refill_ids(e, 1, err);
+        pthread_mutex_unlock(&e->ids_mu);
+    }
+    if (rc) /* without fresh ids the study cannot be served: the next request claims again */
+        bd_engine_study_disown(e, st, 1);
+    return rc;
+}
+
+void bd_engine_study_disown(bd_engine *e, study_rt *st, int release)
+{
+    int64_t token = atomic_exchange(&st->owner_token, 0);
+    atomic_store(&st->lease_held, 0);
+    bd_engine_study_unload(e, st);
+    if (release && token)
+        bd_store_owner_release(e->store, st->id, e->daemon_id, token);
+}
+
+void bd_engine_drop_idle_owned(bd_engine *e)
+{
+    double now = bd_monotonic();
+    pthread_rwlock_rdlock(&e->studies_lock);
+    for (size_t i = 0; i < e->studies_cap; i++) {
+        study_rt *st = e->studies[i];
+        /* Busy or recently used studies stay; a trylock never waits for a
+         * scheduler (lock order: studies_lock -> study mu, as recovery). */
+        if (!st || !atomic_load(&st->lease_held) ||
+            now - atomic_load_explicit(&st->last_used, memory_order_relaxed) < e->owner_lease ||
+            atomic_load(&st->gate.queued) > 0 || pthread_mutex_trylock(&st->mu) != 0)
+            continue;
+        if (!st->dirty) {
+            /* Released, not disowned: memory and token stay, so when no
+             * peer took it meanwhile the next claim gets the same token and
+             * serves from memory (no replay). The cache evicts it if need be. */
+            atomic_store(&st->lease_held, 0);
+            bd_store_owner_release(e->store, st->id, e->daemon_id, atomic_load(&st->owner_token));
+        }
+        pthread_mutex_unlock(&st->mu);
+    }
+    pthread_rwlock_unlock(&e->studies_lock);
+}
+
+study_rt *bd_engine_study_register(bd_engine *e, study_rt *st)
 {
     pthread_rwlock_wrlock(&e->studies_lock);
     if ((size_t)st->id >= e->studies_cap) {
@@ -115,8 +291,16 @@ void bd_engine_study_register(bd_engine *e, study_rt *st)
         memset(e->studies + e->studies_cap, 0, (cap - e->studies_cap) * sizeof *e->studies);
         e->studies_cap = cap;
     }
-    e->studies[st->id] = st;
+    /* Insert if absent, in this one locked section: in cluster mode two
+     * first requests (index_from_storage), or a request and the study's
+     * creator, may race for one slot. Two copies of one study would both
+     * pass the fence (same daemon, same token) and hand out the same rung
+     * slot twice; the first copy stays the only one. */
+    study_rt *winner = e->studies[st->id];
+    if (!winner)
+        winner = e->studies[st->id] = st;
     pthread_rwlock_unlock(&e->studies_lock);
+    return winner;
 }
 
 /* ------------------------------------------------------------- the cache */
