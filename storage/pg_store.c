@@ -9,9 +9,11 @@
  *
  * One daemon per schema: open holds a session advisory lock on the schema
  * for the connection's life (the counterpart of SQLite's exclusive locking),
- * so a second daemon on the same database and schema is refused. This is also
- * where an ownership lease with a fencing token would be taken once several
- * daemons share a database (later work): checked in begin and at each COMMIT.
+ * so a second daemon on the same database and schema is refused. Cluster
+ * members (--advertise-url) hold it shared instead, so a lone daemon and a
+ * cluster never run side by side; they serve each study under an ownership
+ * lease whose fencing token every write renews in its own transaction
+ * (pg_cluster.c).
  *
  * A lost connection fails the open batch (its COMMIT fails: BD_ESTORAGE to
  * every waiter); the next call outside a batch resets the connection,
