@@ -23,7 +23,8 @@ first of its workers to see that creates the slot's next study (a new
 Each worker loops suggest -> --measurements measurements (sleeping --work-ms,
 50, before each: the "training") -> complete, and sends every request to the next
 daemon in turn (round robin per request, so most requests reach a daemon that
-does not own the study). A request that gets no answer (connection refused,
+does not own the study; --route sticky keeps a worker on one daemon until it
+fails to answer). A request that gets no answer (connection refused,
 reset or timed out) or a 503 is sent again, with the same Idempotency-Key, to
 the next daemon, after a wait that doubles from --backoff to --max-backoff with
 jitter (the Python client's policy; its default cap is 5 s, lower here so the
@@ -131,7 +132,8 @@ class Routed:
         failed_in_a_row = 0
         while True:
             i = self.next % len(self.clients)
-            self.next += 1
+            if self.args.route == "rr":
+                self.next += 1
             try:
                 st, ans, h = self.clients[i].request(method, path, body, headers=hdrs)
             except (OSError, http.client.HTTPException, AttributeError):
@@ -152,9 +154,12 @@ class Routed:
                     ra = 0
                 time.sleep(min(max(ra, busy), 30.0))
                 busy = min(busy * 2, 30.0)
-                self.next -= 1  # busy is not down: ask the same daemon again
+                if self.args.route == "rr":
+                    self.next -= 1  # busy is not down: ask the same daemon again
                 continue
             self.failures.append((now, i, sid, "no answer" if st is None else "503"))
+            if self.args.route == "sticky":
+                self.next += 1  # this daemon failed: stay on the next one from now on
             failed_in_a_row += 1
             # The first failure may be the one dead daemon: try the next at once; after
             # that back off as the Python client does.
@@ -570,7 +575,7 @@ def report(args, r, info):
               or r["left_running"] or L.unexpected)
     summary = {"bench": "failover_storm", "kind": "summary", "date": info["date"], "machine": info["machine"],
                "source": info["source"], "load_before": r["load_before"], "load_after": r.get("load_after"),
-               "daemons": args.daemons, "workers": args.workers, "study_slots": args.studies,
+               "daemons": args.daemons, "route": args.route, "workers": args.workers, "study_slots": args.studies,
                "ownership_lease_s": args.ownership_lease if r["cluster_flags"] else None,
                "kill_every_s": args.kill_every, "duration_s": round(r["duration_s"], 1),
                "restart_after_s": args.restart_after, "work_ms": args.work_ms,
@@ -596,8 +601,9 @@ def report(args, r, info):
                "acknowledged writes (trials / measurements / completions)", "lost", "phantom",
                "handed twice / rung violations", "kill -> answer s p50 / p99 / max"]
     row = [info["date"], info["machine"], info["source"], "%s / %s" % (r["load_before"], r.get("load_after")),
-           "%d daemons, lease %s s, %d workers, %d slots, kill every %.0f s for %.0f s"
-           % (args.daemons, args.ownership_lease if r["cluster_flags"] else "-", args.workers, args.studies,
+           "%d daemons (%s), lease %s s, %d workers, %d slots, kill every %.0f s for %.0f s"
+           % (args.daemons, "round robin" if args.route == "rr" else "sticky",
+              args.ownership_lease if r["cluster_flags"] else "-", args.workers, args.studies,
               args.kill_every, r["duration_s"]),
            len(r["kills"]), "%d (%d)" % (r["studies"], len(r["unfinished"])),
            "{:,} ({:,} / {:,} / {:,})".format(L.writes(), len(L.trials), L.n_measurements(), len(L.completed)),
@@ -660,6 +666,9 @@ def main():
     ap.add_argument("--studies", type=int, default=8, help="study slots (default 8)")
     ap.add_argument("--duration", type=float, default=300, help="seconds of storm (default 300)")
     ap.add_argument("--kill-every", type=float, default=20, help="seconds between SIGKILLs (default 20)")
+    ap.add_argument("--route", choices=("rr", "sticky"), default="rr",
+                    help="rr: each request to the next daemon (default); sticky: a worker stays on one "
+                         "daemon (worker i on daemon i mod N) until it fails to answer")
     ap.add_argument("--restart-after", type=float, default=0, help="seconds a killed daemon stays down (0)")
     ap.add_argument("--ownership-lease", type=float, default=2, help="--ownership-lease-seconds (default 2)")
     ap.add_argument("--lease-seconds", type=int, default=30, help="the studies' trial lease (default 30)")

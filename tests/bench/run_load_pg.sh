@@ -29,7 +29,9 @@
 #
 # Environment (all optional): BENCH_WORKERS (32), BENCH_DURATION (20), BENCH_WARMUP (2),
 # BENCH_STUDIES ("1 8"), BENCH_CONFIGS ("sqlite pg1 pg1-haproxy pg2"), BENCH_LOG_LEVEL (warn),
-# BENCH_OWNERSHIP_LEASE (2: --ownership-lease-seconds of the pg2 daemons), BENCH_PG_URL,
+# BENCH_OWNERSHIP_LEASE (2: --ownership-lease-seconds of the pg2 daemons), BENCH_HAPROXY_BALANCE
+# (roundrobin: haproxy's balance algorithm, e.g. "first" sends everything to the first daemon
+# while it is up), BENCH_PG_URL,
 # BENCH_TMPDIR (/tmp; the SQLite database goes there: on disk, not tmpfs), BENCH_KEEP=1 (keep
 # the logs).
 #
@@ -58,6 +60,7 @@ LOG_LEVEL=${BENCH_LOG_LEVEL:-warn}
 STUDIES_LIST=${BENCH_STUDIES:-1 8}
 CONFIGS=${BENCH_CONFIGS:-sqlite pg1 pg1-haproxy pg2}
 OWN_LEASE=${BENCH_OWNERSHIP_LEASE:-2}
+BALANCE=${BENCH_HAPROXY_BALANCE:-roundrobin}
 PSQL=${BD_PG_BIN:-/usr/lib/postgresql/15/bin}/psql
 [ -x "$PSQL" ] || PSQL=$(command -v psql)
 
@@ -144,7 +147,7 @@ start_haproxy() {
         echo "    bind 127.0.0.1:$port"
         echo "    default_backend banditd"
         echo "backend banditd"
-        echo "    balance roundrobin"
+        echo "    balance $BALANCE"
         echo "    option httpchk"
         echo "    http-check send meth GET uri /healthz ver HTTP/1.1 hdr Host banditd"
         echo "    http-check expect status 200"
@@ -291,7 +294,7 @@ describe() {
     sqlite) echo "SQLite, 1 daemon, --sync normal" ;;
     pg1) echo "PostgreSQL, 1 daemon" ;;
     pg1-haproxy) echo "PostgreSQL, 1 daemon, haproxy" ;;
-    pg2) echo "PostgreSQL, 2 daemons, haproxy round-robin" ;;
+    pg2) echo "PostgreSQL, 2 daemons, haproxy $BALANCE" ;;
     esac
 }
 echo "=== summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $WORKERS workers;" \
