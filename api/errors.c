@@ -26,6 +26,7 @@ static const struct {
     {BD_ESTORAGE, 500, "storage error"},
     {BD_EINTERNAL, 500, "internal error"},
     {BD_EUNAVAILABLE, 503, "the server is shutting down"},
+    {BD_EMOVED, 503, "the study moved to another daemon meanwhile; retry"},
 };
 #define N_CODES (sizeof table / sizeof table[0])
 

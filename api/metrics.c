@@ -212,6 +212,9 @@ char *bd_metrics_render(const bd_metrics *m, const bd_engine_stats *stats, size_
             "# TYPE banditd_study_evictions_total counter\nbanditd_study_evictions_total %lld\n",
         (long long)stats->studies_loaded, (long long)stats->cache_bytes, (long long)stats->cache_budget,
         (long long)stats->study_loads, (long long)stats->study_evictions);
+    put(&b, "# HELP banditd_studies_owned Studies this daemon holds the ownership lease of (cluster mode; else 0).\n"
+            "# TYPE banditd_studies_owned gauge\nbanditd_studies_owned %lld\n",
+        (long long)stats->studies_owned);
     put(&b, "# HELP banditd_trials Trials in the database, by state.\n# TYPE banditd_trials gauge\n");
     for (int i = 0; i < 5; i++)
         put(&b, "banditd_trials{state=\"%s\"} %lld\n", states[i], (long long)stats->trials[i]);

@@ -32,7 +32,8 @@ enum {
     BD_EURI = -14,        /* the request line is too long (414); only the HTTP layer finds this */
     BD_EHEADERS = -15,    /* the request headers are too large (431) */
     BD_EVERSION = -16,    /* an HTTP version other than 1.0 and 1.1 (505) */
-    BD_ENOTIMPL = -17     /* a transfer coding other than chunked (501, RFC 9112 section 6.1) */
+    BD_ENOTIMPL = -17,    /* a transfer coding other than chunked (501, RFC 9112 section 6.1) */
+    BD_EMOVED = -18       /* cluster mode: another daemon took the study meanwhile; nothing was written (503) */
 };
 
 /* What went wrong, for the user. code is a BD_E* value; field is the JSON path

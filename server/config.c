@@ -28,6 +28,7 @@ typedef struct option_def {
 #define MAX_THREADS 1024
 #define MAX_HANDLERS 4096
 #define MAX_LEASE_SECONDS (366.0 * 86400.0)
+#define MAX_OWNERSHIP_LEASE_SECONDS 3600.0
 #define MAX_BODY_LIMIT ((size_t)1 << 30)
 #define MAX_PER_IP_LIMIT 1000000
 #define MAX_HEADER_TIMEOUT 3600
@@ -299,6 +300,37 @@ static int set_header_timeout(bd_config *cfg, const char *value, const char *who
     return 0;
 }
 
+/* The URL peers and operators reach this daemon at: http(s)://, printable,
+ * no spaces (it goes into the daemons table and logs as given). */
+static int set_advertise_url(bd_config *cfg, const char *value, const char *who, bd_err *err)
+{
+    if (strncmp(value, "http://", 7) != 0 && strncmp(value, "https://", 8) != 0)
+        return bd_err_set(err, BD_EINVAL, who, "%s: must be an http:// or https:// URL", who);
+    if (strlen(value) >= sizeof cfg->advertise_url)
+        return bd_err_set(err, BD_EINVAL, who, "%s: URL too long (at most %zu bytes)", who,
+                          sizeof cfg->advertise_url - 1);
+    for (const char *p = value; *p; p++)
+        if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
+            return bd_err_set(err, BD_EINVAL, who, "%s: the URL has a space or a non-printable byte", who);
+    strcpy(cfg->advertise_url, value);
+    return 0;
+}
+
+static int set_ownership_lease(bd_config *cfg, const char *value, const char *who, bd_err *err)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(value, &end);
+    if (!(value[0] >= '0' && value[0] <= '9') || *end || errno || !isfinite(v) || v < 0.1 ||
+        v > MAX_OWNERSHIP_LEASE_SECONDS)
+        return bd_err_set(err, BD_EINVAL, who, "%s: '%s' is not a number of seconds in [0.1, %.0f]", who, value,
+                          MAX_OWNERSHIP_LEASE_SECONDS);
+    cfg->ownership_lease_seconds = v;
+    return 0;
+}
+
 static const option_def options[] = {
     {"--listen", "BANDITD_LISTEN", "HOST:PORT", "127.0.0.1:8080",
      "address to serve HTTP on; [::1]:8080 for IPv6, port 0 picks a free port", set_listen},
@@ -340,6 +372,15 @@ static const option_def options[] = {
      set_max_body},
     {"--per-ip-limit", "BANDITD_PER_IP_LIMIT", "N", "256",
      "connections one client address may hold open; more are closed at once (0: no limit)", set_per_ip_limit},
+    {"--advertise-url", "BANDITD_ADVERTISE_URL", "URL", NULL,
+     "with a PostgreSQL --db: join the cluster of daemons on that database as the member reachable at URL "
+     "(each study is served by one member at a time, under an ownership lease); without it a second daemon on "
+     "the database is refused. Ignored with SQLite",
+     set_advertise_url},
+    {"--ownership-lease-seconds", "BANDITD_OWNERSHIP_LEASE_SECONDS", "S", "2",
+     "cluster mode: how long a study stays this daemon's after its last request; idle longer, it is dropped and "
+     "any member may take it",
+     set_ownership_lease},
     {"--header-timeout", "BANDITD_HEADER_TIMEOUT", "S", "10",
      "seconds a request's headers may take to arrive (trickling does not extend it); then the connection is closed",
      set_header_timeout},

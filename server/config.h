@@ -35,6 +35,8 @@ typedef struct bd_config {
     size_t max_body_bytes;   /* request body limit, >= 1 */
     unsigned per_ip_limit;   /* open connections one client address may hold; 0: no limit */
     unsigned header_timeout; /* seconds a request's headers may take to arrive, >= 1 */
+    char advertise_url[2048];       /* --advertise-url: "" outside a cluster; else http(s)://, printable */
+    double ownership_lease_seconds; /* cluster mode: a study's ownership lease, 0.1 .. 3600 */
 } bd_config;
 
 /* What bd_config_parse asks the caller to do. */

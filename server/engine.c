@@ -36,6 +36,11 @@ static void *reaper_main(void *arg)
          * rebuilt and a probe write tells when the disk works again,
          * without waiting for a request. */
         (void)bd_engine_healthy(e);
+        if (e->cluster) {
+            if (bd_store_cluster_heartbeat(e->store, e->daemon_id, &err))
+                bd_log(BD_LOG_ERROR, "cluster heartbeat failed: %s", err.message);
+            bd_engine_drop_idle_owned(e);
+        }
         if (bd_engine_expire_leases(e, now, NULL, &err))
             bd_log(BD_LOG_ERROR, "lease sweep failed: %s", err.message);
         /* Idempotency records are kept a day: long enough for any retry. */
@@ -99,6 +104,11 @@ int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
 {
     bd_engine *e = bd_xcalloc(1, sizeof *e);
     bd_store_opts so = {.sync = opts->sync_full ? BD_SYNC_FULL : BD_SYNC_NORMAL};
+    /* SQLite serves one daemon: an advertised URL means nothing there. */
+    e->cluster = opts->advertise_url && is_db_url(opts->db_path);
+    so.cluster = e->cluster;
+    e->owner_lease = opts->ownership_lease_seconds > 0 ? opts->ownership_lease_seconds : 2.0;
+    pthread_mutex_init(&e->ids_mu, NULL);
     char *token_path = NULL;
     int rc;
     pthread_rwlock_init(&e->studies_lock, NULL);
@@ -143,11 +153,20 @@ int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
     }
     if ((rc = bd_engine_bootstrap_admin(e, token_path, opts->admin_token_file, err)))
         goto out;
-    int64_t next_trial, next_event;
-    if ((rc = bd_store_next_ids(e->store, &next_trial, &next_event, err)))
-        goto out;
-    atomic_store(&e->next_trial_id, next_trial);
-    atomic_store(&e->next_event_id, next_event);
+    if (e->cluster) {
+        /* Ids come in blocks from PostgreSQL (bd_engine_claim_study takes
+         * them): peers write at the same time, so no stored maximum is the
+         * next free id. The ends at 0 make the first claim take blocks. */
+        if ((rc = bd_store_cluster_join(e->store, opts->advertise_url, &e->daemon_id, err)))
+            goto out;
+        e->trial_ids_end = e->event_ids_end = 0;
+    } else {
+        int64_t next_trial, next_event;
+        if ((rc = bd_store_next_ids(e->store, &next_trial, &next_event, err)))
+            goto out;
+        atomic_store(&e->next_trial_id, next_trial);
+        atomic_store(&e->next_event_id, next_event);
+    }
     /* No lock: no request can arrive before open returns. No study is
      * loaded (replayed) here: only its id and owner, and its trial counts. */
     load_ctx lc = {e, err};
@@ -183,10 +202,13 @@ void bd_engine_close(bd_engine *e)
         pthread_mutex_unlock(&e->reaper_mu);
         pthread_join(e->reaper, NULL);
     }
+    if (e->cluster && e->daemon_id && e->store) /* peers take its studies at once */
+        bd_store_cluster_leave(e->store, e->daemon_id);
     for (size_t i = 0; i < e->studies_cap; i++)
         bd_study_free(e->studies[i]);
     free(e->studies);
     bd_store_close(e->store);
+    pthread_mutex_destroy(&e->ids_mu);
     free(e->first_admin_token);
     pthread_rwlock_destroy(&e->studies_lock);
     pthread_mutex_destroy(&e->auth_mu);
@@ -235,6 +257,7 @@ void bd_engine_stats_get(bd_engine *e, bd_engine_stats *out)
         if (!st || st->deleted)
             continue;
         out->studies++;
+        out->studies_owned += atomic_load(&st->owner_token) != 0;
         for (int s = 0; s < BD_TRIAL_NSTATES; s++)
             out->trials[s] += st->counts[s];
     }

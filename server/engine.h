@@ -52,6 +52,10 @@ typedef struct bd_engine_opts {
                                      next (524,288 random-search trials: 6,500 -> 35 trials/s).
                                      The budget bounds the idle studies kept. 0: 5 s; < 0:
                                      none (tests) */
+    const char *advertise_url;    /* with a PostgreSQL db_path: join the cluster of daemons on it
+                                     as this URL (server/README.md "Several daemons"); NULL: the
+                                     only daemon on the database. Ignored for SQLite */
+    double ownership_lease_seconds; /* cluster mode: a study's ownership lease; <= 0: 2 s */
 } bd_engine_opts;
 
 /* Opens storage, creates the admin user and token on first start, reads the
@@ -215,6 +219,7 @@ typedef struct bd_engine_stats {
     int64_t studies;
     int64_t trials[5];        /* by state: running, completed, stopped, failed, expired */
     int64_t studies_loaded;   /* studies whose scheduler is in memory (the cache) */
+    int64_t studies_owned;    /* cluster mode: studies this daemon holds the ownership lease of (else 0) */
     int64_t cache_bytes, cache_budget; /* their estimated bytes, and the budget */
     int64_t study_loads, study_evictions; /* since start */
     int storage_writable;     /* 0 while a failed commit is being recovered from */

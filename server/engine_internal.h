@@ -74,6 +74,14 @@ struct bd_engine {
 
     _Atomic int64_t next_trial_id;  /* ids handed out before their transaction, so */
     _Atomic int64_t next_event_id;  /* schedulers see them (gaps after a rollback are fine) */
+
+    /* Cluster mode (several daemons on one PostgreSQL database): */
+    int cluster;                    /* 1: studies are served under ownership leases */
+    int64_t daemon_id;              /* this member's row in the daemons table */
+    double owner_lease;             /* seconds a study's lease lasts after its latest use */
+    pthread_mutex_t ids_mu;         /* one id-block refill at a time; guards the two ends */
+    int64_t trial_ids_end;          /* the current blocks of ids (store.h bd_store_id_block) end here */
+    int64_t event_ids_end;
 };
 
 /* ================================================ engine_registry.c
@@ -95,6 +103,18 @@ int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, s
  * for the study (the lease reaper: a busy study is swept next time). */
 int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
     BD_MUST_CHECK;
+/* Cluster mode, st->mu held: takes or renews this daemon's lease on st
+ * (taking it from a live owner only when steal). When the token changed
+ * (another daemon may have written) st is unloaded, to be replayed, and the
+ * id blocks are renewed (ids above every id the previous owner used).
+ * BD_ENOTFOUND marks st deleted; BD_EBUSY: another daemon holds it and not
+ * steal. */
+int bd_engine_claim_study(bd_engine *e, study_rt *st, int steal, bd_err *err) BD_MUST_CHECK;
+/* Cluster mode, st->mu held: forgets this daemon's lease on st and unloads
+ * it (its lease was lost, or it was idle past the lease: released too). */
+void bd_engine_study_disown(bd_engine *e, study_rt *st, int release);
+/* Cluster mode: drops the studies idle past the lease (reaper). */
+void bd_engine_drop_idle_owned(bd_engine *e);
 /* Releases st, then trims the cache if it is over budget. */
 void bd_engine_unlock_study(bd_engine *e, study_rt *st);
 /* Puts a study created by this daemon (spec and sched built, definition_bytes

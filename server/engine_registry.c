@@ -15,6 +15,35 @@ static int ensure_loaded(bd_engine *e, study_rt *st, bd_err *err);
 static void cache_trim(bd_engine *e);
 static size_t estimate_bytes(size_t definition_bytes, int64_t trials);
 
+/* Cluster mode: a study a peer created after this daemon read its index is
+ * registered (unloaded) on its first request here. NULL if storage has none. */
+static study_rt *index_from_storage(bd_engine *e, int64_t study_id)
+{
+    bd_study_row row = {0};
+    bd_err err;
+    study_rt *st = NULL;
+    if (bd_store_study_get(e->store, study_id, &row, &err) == 0) {
+        study_rt *fresh = bd_xcalloc(1, sizeof *fresh);
+        pthread_mutex_init(&fresh->mu, NULL);
+        fresh->id = row.id;
+        fresh->user_id = row.user_id;
+        fresh->created_at = row.created_at;
+        fresh->last_activity_at = row.created_at;
+        pthread_rwlock_wrlock(&e->studies_lock);
+        if ((size_t)study_id < e->studies_cap && e->studies[study_id]) { /* a concurrent request won */
+            st = e->studies[study_id];
+            pthread_rwlock_unlock(&e->studies_lock);
+            bd_study_free(fresh);
+        } else {
+            pthread_rwlock_unlock(&e->studies_lock);
+            bd_engine_study_register(e, fresh);
+            st = fresh;
+        }
+    }
+    bd_store_study_row_clear(&row);
+    return st;
+}
+
 study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id)
 {
     study_rt *st = NULL;
@@ -22,6 +51,8 @@ study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id)
     if (study_id > 0 && (size_t)study_id < e->studies_cap)
         st = e->studies[study_id];
     pthread_rwlock_unlock(&e->studies_lock);
+    if (!st && e->cluster && study_id > 0)
+        st = index_from_storage(e, study_id);
     /* deleted is read without st->mu here; callers re-check it under the lock. */
     if (!st || (user_id && st->user_id != user_id))
         return NULL;
@@ -40,6 +71,11 @@ int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, s
         if ((rc = bd_gate_enter(&st->gate, &e->user_slots, who->user_id, bd_monotonic(), &ticket, err)))
             return rc;
         pthread_mutex_lock(&st->mu);
+        if (e->cluster && !st->deleted && (rc = bd_engine_claim_study(e, st, 1, err)) != 0 && rc != BD_ENOTFOUND) {
+            pthread_mutex_unlock(&st->mu);
+            bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
+            return rc;
+        }
         if (!st->deleted) {
             if ((rc = ensure_loaded(e, st, err)) != 0) {
                 pthread_mutex_unlock(&st->mu);
@@ -70,8 +106,13 @@ int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_i
         bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
         return bd_err_set(err, BD_EBUSY, "study", "study %lld is busy", (long long)study_id);
     }
-    int rc = st->deleted ? bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id)
-                         : ensure_loaded(e, st, err);
+    /* The daemon's own work (the lease reaper) never takes a study a peer
+     * serves: that peer's reaper sweeps it. */
+    int rc = st->deleted ? BD_ENOTFOUND : e->cluster ? bd_engine_claim_study(e, st, 0, err) : 0;
+    if (rc == BD_ENOTFOUND || (!rc && st->deleted))
+        rc = bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id);
+    if (!rc)
+        rc = ensure_loaded(e, st, err);
     if (rc) {
         pthread_mutex_unlock(&st->mu);
         bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
@@ -104,6 +145,75 @@ void bd_engine_unlock_study(bd_engine *e, study_rt *st)
     bd_engine_cache_trim_if_over(e);
 }
 
+int bd_engine_claim_study(bd_engine *e, study_rt *st, int steal, bd_err *err)
+{
+    int64_t token = 0;
+    int rc = bd_store_owner_acquire(e->store, st->id, e->daemon_id, e->owner_lease, steal, &token, err);
+    if (rc == BD_ENOTFOUND) { /* deleted through a peer */
+        st->deleted = 1;
+        bd_engine_study_disown(e, st, 0);
+        return rc;
+    }
+    if (rc)
+        return rc;
+    int moved = token != atomic_load(&st->owner_token);
+    if (moved) {
+        /* Held by a peer since: what is in memory may miss its writes. */
+        bd_engine_study_unload(e, st);
+        atomic_store(&st->owner_token, token);
+    }
+    /* Fresh id blocks after a takeover (ids above every id the previous
+     * owner handed out, so the study's events stay in order), and whenever
+     * the current ones run low (a request takes at most a few hundred). */
+    pthread_mutex_lock(&e->ids_mu);
+    enum { RESERVE = 4096 };
+    if (moved || atomic_load(&e->next_trial_id) > e->trial_ids_end - RESERVE) {
+        int64_t first, count;
+        if (!(rc = bd_store_id_block(e->store, &first, &count, err))) {
+            atomic_store(&e->next_trial_id, first);
+            e->trial_ids_end = first + count;
+        }
+    }
+    if (!rc && (moved || atomic_load(&e->next_event_id) > e->event_ids_end - RESERVE)) {
+        int64_t first, count;
+        if (!(rc = bd_store_id_block(e->store, &first, &count, err))) {
+            atomic_store(&e->next_event_id, first);
+            e->event_ids_end = first + count;
+        }
+    }
+    pthread_mutex_unlock(&e->ids_mu);
+    if (rc) /* without fresh ids the study cannot be served: the next request claims again */
+        bd_engine_study_disown(e, st, 1);
+    return rc;
+}
+
+void bd_engine_study_disown(bd_engine *e, study_rt *st, int release)
+{
+    int64_t token = atomic_exchange(&st->owner_token, 0);
+    bd_engine_study_unload(e, st);
+    if (release && token)
+        bd_store_owner_release(e->store, st->id, e->daemon_id, token);
+}
+
+void bd_engine_drop_idle_owned(bd_engine *e)
+{
+    double now = bd_monotonic();
+    pthread_rwlock_rdlock(&e->studies_lock);
+    for (size_t i = 0; i < e->studies_cap; i++) {
+        study_rt *st = e->studies[i];
+        /* Busy or recently used studies stay; a trylock never waits for a
+         * scheduler (lock order: studies_lock -> study mu, as recovery). */
+        if (!st || !atomic_load(&st->owner_token) ||
+            now - atomic_load_explicit(&st->last_used, memory_order_relaxed) < e->owner_lease ||
+            atomic_load(&st->gate.queued) > 0 || pthread_mutex_trylock(&st->mu) != 0)
+            continue;
+        if (!st->dirty)
+            bd_engine_study_disown(e, st, 1);
+        pthread_mutex_unlock(&st->mu);
+    }
+    pthread_rwlock_unlock(&e->studies_lock);
+}
+
 void bd_engine_study_register(bd_engine *e, study_rt *st)
 {
     pthread_rwlock_wrlock(&e->studies_lock);
@@ -115,6 +225,10 @@ void bd_engine_study_register(bd_engine *e, study_rt *st)
         memset(e->studies + e->studies_cap, 0, (cap - e->studies_cap) * sizeof *e->studies);
         e->studies_cap = cap;
     }
+    /* Cluster mode: a request may have indexed a study this daemon just
+     * created (index_from_storage) before its creator registers it; the
+     * creator's wins, and the other is kept (never freed: a request may
+     * still hold it, and it is not loaded for long). */
     e->studies[st->id] = st;
     pthread_rwlock_unlock(&e->studies_lock);
 }

@@ -202,6 +202,15 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
     if ((rc = bd_engine_txn_end(e, req, rc, answer, err)))
         goto out;
     bd_engine_study_cached(e, st, definition_bytes);
+    if (e->cluster) {
+        /* Its creator serves it first; if the lease cannot be taken now,
+         * the next request claims it (and replays it). */
+        bd_err ignored;
+        pthread_mutex_lock(&st->mu);
+        if (bd_engine_claim_study(e, st, 1, &ignored))
+            bd_engine_study_unload(e, st);
+        pthread_mutex_unlock(&st->mu);
+    }
     bd_engine_study_register(e, st);
     bd_engine_cache_trim_if_over(e);
     json_decref(def);

@@ -37,6 +37,7 @@ typedef struct trial_op_call {
 static int run_trial_op(bd_engine *e, study_rt *st, void *arg, bd_write_plan *plan, json_t **answer, bd_err *err)
 {
     trial_op_call *c = arg;
+    bd_store_trial_row_clear(&c->t); /* a cluster retry (BD_EMOVED) reads it again */
     int rc = bd_store_trial_get(e->store, c->trial_id, &c->t, err);
     return rc ? rc : c->op(e, st, &c->t, c->args, plan, answer, err);
 }

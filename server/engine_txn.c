@@ -8,8 +8,14 @@
 #include "log.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* Cluster mode: how often a request is run again after its study moved to a
+ * peer between its claim and its commit (then 503 "moved"). */
+#define MOVED_RETRIES 8
 
 /* ------------------------------------------------------------- write plans */
 
@@ -188,10 +194,18 @@ int bd_engine_study_commit(bd_engine *e, study_rt *st, const bd_request *req, in
         return 0;
     }
     if (rc == 0 && (rc = bd_store_begin(e->store, err)) == 0) {
-        if ((rc = apply_plan(e, st->id, plan, err)) == 0 && (rc = remember_answer(e, req, answer, err)) == 0)
+        /* Cluster mode: the fence, in the writes' own transaction. */
+        if ((!e->cluster || (rc = bd_store_owner_renew(e->store, st->id, e->daemon_id, atomic_load(&st->owner_token),
+                                                       e->owner_lease, err)) == 0) &&
+            (rc = apply_plan(e, st->id, plan, err)) == 0 && (rc = remember_answer(e, req, answer, err)) == 0)
             rc = bd_store_release(e->store, ticket, err);
         else
             bd_store_rollback(e->store);
+    }
+    if (rc == BD_EMOVED) { /* a peer took the study: what this daemon decided never happened */
+        bd_engine_study_disown(e, st, 0);
+        st->dirty = st->meta_dirty = 0;
+        return rc;
     }
     if (rc && st->dirty) {
         bd_err reload_err;
@@ -216,15 +230,32 @@ int bd_engine_study_op(bd_engine *e, const bd_request *req, int64_t study_id, in
     study_rt *st;
     json_t *answer = NULL;
     uint64_t ticket = 0;
-    int rc = flags & BD_OP_NO_WAIT ? bd_engine_try_lock_study(e, req->caller, study_id, &st, err)
+    unsigned seed = (unsigned)(uintptr_t)&st ^ (unsigned)(bd_monotonic() * 1e6);
+    int rc;
+    /* Cluster mode: a peer may take the study between this daemon's claim
+     * and its commit (BD_EMOVED, nothing written); the request is then run
+     * again from the claim, which takes the study back and replays it.
+     * Requests through two daemons at once would take it from each other
+     * in turn: a random pause, longer each time, lets one of them finish. */
+    for (int attempt = 0;; attempt++) {
+        rc = flags & BD_OP_NO_WAIT ? bd_engine_try_lock_study(e, req->caller, study_id, &st, err)
                                    : bd_engine_lock_study(e, req->caller, study_id, &st, err);
-    if (rc)
-        return rc;
-    if ((rc = bd_engine_study_replay_answer(e, st, req, out, err))) /* unlocked st */
-        return rc > 0 ? 0 : rc;
-    rc = op(e, st, arg, plan, &answer, err);
-    rc = bd_engine_study_commit(e, st, req, rc, plan, answer, &ticket, err);
-    bd_engine_unlock_study(e, st);
+        if (rc)
+            return rc;
+        if ((rc = bd_engine_study_replay_answer(e, st, req, out, err))) /* unlocked st */
+            return rc > 0 ? 0 : rc;
+        rc = op(e, st, arg, plan, &answer, err);
+        rc = bd_engine_study_commit(e, st, req, rc, plan, answer, &ticket, err);
+        bd_engine_unlock_study(e, st);
+        if (rc != BD_EMOVED || attempt >= MOVED_RETRIES || (flags & BD_OP_NO_WAIT))
+            break;
+        json_decref(answer);
+        answer = NULL;
+        bd_write_plan_clear(plan);
+        bd_err_clear(err);
+        struct timespec pause = {0, (long)(1 + attempt) * (1000000L + (long)(rand_r(&seed) % 4000000))};
+        nanosleep(&pause, NULL);
+    }
     if (!rc)
         rc = bd_engine_durable(e, ticket, err);
     if (rc) {

@@ -95,6 +95,10 @@ int main(int argc, char **argv)
     eopts.max_studies = cfg.max_studies_per_user;
     eopts.max_definition_bytes = cfg.max_definition_bytes_per_user;
     eopts.study_cache_bytes = (size_t)cfg.study_cache_mb << 20;
+    eopts.advertise_url = cfg.advertise_url[0] ? cfg.advertise_url : NULL;
+    eopts.ownership_lease_seconds = cfg.ownership_lease_seconds;
+    if (eopts.advertise_url && strncmp(cfg.db_path, "postgres", 8) != 0)
+        bd_log(BD_LOG_WARN, "--advertise-url is ignored with SQLite: one daemon serves a SQLite database");
     rc = bd_engine_open(&eopts, &engine, &err);
     if (rc < 0) {
         bd_log(BD_LOG_ERROR, "cannot open the database %s: %s", cfg.db_display, err.message);

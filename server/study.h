@@ -68,6 +68,8 @@ typedef struct study_rt {
     int loaded;                     /* spec and sched are built (under mu) */
     atomic_int referenced;          /* used since the cache's clock last passed it */
     _Atomic double last_used;       /* bd_monotonic() of its latest request */
+    _Atomic int64_t owner_token;    /* cluster mode: the fencing token of this daemon's lease on the
+                                       study, 0 when it holds none (written under mu) */
     size_t cache_bytes;             /* estimated heap of spec and sched while loaded */
     size_t definition_bytes;        /* of the stored definition, for the estimate */
     struct study_rt *lru_prev, *lru_next; /* the engine's loaded studies, most recent first (cache_mu) */

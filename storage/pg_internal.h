@@ -93,7 +93,13 @@ struct bd_pg {
     pthread_cond_t durable_cv;    /* signalled when a batch ends */
     struct bd_pg *held_next;      /* the owner thread's list of stores it holds a transaction on */
     int version;                  /* schema version after migration */
+    int cluster;                  /* opened with opts->cluster: shares the schema with peer daemons */
+    PGconn *ctl;                  /* cluster only: the ownership connection, autocommit, never in a batch */
+    pthread_mutex_t ctl_mu;       /* serializes every use of ctl (never taken with mu held, nor mu under it) */
 };
+
+/* Cluster mode (pg_cluster.c): connects s->ctl to url. */
+int bd_pg_ctl_connect(bd_pg *s, const char *url, bd_err *err) BD_MUST_CHECK;
 
 /* Creates (in the connection's current schema) or migrates the schema and
  * stores its version in *version. A schema written by a newer build, or one
@@ -224,5 +230,13 @@ int bd_pg_event_each_of_trial(bd_store *s, int64_t trial_id, bd_event_fn fn, voi
 int bd_pg_idem_get(bd_store *s, int64_t user_id, const char *key, char **fingerprint, char **response, bd_err *err);
 int bd_pg_idem_put(bd_store *s, int64_t user_id, const char *key, const char *fingerprint, const char *response, double now, bd_err *err);
 int bd_pg_idem_prune(bd_store *s, double before, bd_err *err);
+int bd_pg_cluster_join(bd_store *s, const char *url, int64_t *daemon_id, bd_err *err);
+int bd_pg_cluster_heartbeat(bd_store *s, int64_t daemon_id, bd_err *err);
+void bd_pg_cluster_leave(bd_store *s, int64_t daemon_id);
+int bd_pg_id_block(bd_store *s, int64_t *first, int64_t *count, bd_err *err);
+int bd_pg_owner_acquire(bd_store *s, int64_t study_id, int64_t daemon_id, double lease, int steal, int64_t *token,
+                        bd_err *err);
+int bd_pg_owner_renew(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token, double lease, bd_err *err);
+void bd_pg_owner_release(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token);
 
 #endif

@@ -88,7 +88,7 @@ static int prepare_all(PGconn *conn, bd_err *err)
 
 /* Session settings, the schema's lock, and (first connection only) the
  * migration; then the statements. */
-static int setup(PGconn *conn, int *version, bd_err *err)
+static int setup(PGconn *conn, int *version, int cluster, bd_err *err)
 {
     if (PQsetClientEncoding(conn, "UTF8") != 0)
         return bd_err_set(err, BD_ESTORAGE, NULL, "storage: setting the client encoding: %s", conn_error(conn));
@@ -99,8 +99,13 @@ static int setup(PGconn *conn, int *version, bd_err *err)
     if (version && (ret = bd_pg_migrate(conn, version, err)))
         return ret;
     for (int i = 0;; i++) {
-        PGresult *res =
-            PQexec(conn, "SELECT pg_try_advisory_lock(hashtext('banditd daemon ' || current_schema()))");
+        /* A cluster member shares the lock with its peers; a lone daemon
+         * holds it alone: the two modes never mix on one schema (the
+         * cluster's id blocks assume no lone daemon writes meanwhile). */
+        PGresult *res = PQexec(conn, cluster ? "SELECT pg_try_advisory_lock_shared(hashtext('banditd daemon ' || "
+                                               "current_schema()))"
+                                             : "SELECT pg_try_advisory_lock(hashtext('banditd daemon ' || "
+                                               "current_schema()))");
         int ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1;
         int got = ok && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
         PQclear(res);
@@ -110,7 +115,10 @@ static int setup(PGconn *conn, int *version, bd_err *err)
             break;
         if (i + 1 >= CLAIM_TRIES)
             return bd_err_set(err, BD_ESTORAGE, NULL,
-                              "storage: another banditd uses this database schema (its advisory lock is held)");
+                              cluster ? "storage: a banditd outside a cluster (no --advertise-url) uses this "
+                                        "database schema"
+                                      : "storage: another banditd uses this database schema (its advisory lock is "
+                                        "held; several daemons need --advertise-url)");
         usleep(CLAIM_PAUSE_US);
     }
     return prepare_all(conn, err);
@@ -127,23 +135,28 @@ static int reconnect_if_lost(bd_pg *s, bd_err *err)
         return bd_err_set(err, BD_ESTORAGE, NULL, "storage: the database connection is lost: %s",
                           conn_error(s->conn));
     fprintf(stderr, "banditd: storage: reconnected to the database\n");
-    return setup(s->conn, NULL, err);
+    return setup(s->conn, NULL, s->cluster, err);
 }
 
 static void destroy(bd_pg *s)
 {
     PQfinish(s->conn); /* NULL-safe */
+    PQfinish(s->ctl);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->ctl_mu);
     pthread_cond_destroy(&s->durable_cv);
     free(s);
 }
 
 int bd_pg_open(const char *url, const bd_store_opts *opts, bd_store **out, bd_err *err)
 {
-    (void)opts; /* every COMMIT waits for the server's WAL flush (synchronous_commit as configured there) */
+    /* opts->sync does not apply: every COMMIT waits for the server's WAL
+     * flush (synchronous_commit as configured there). */
     bd_pg *s = bd_xcalloc(1, sizeof *s);
     s->base.ops = &bd_pg_ops;
-    if (pthread_mutex_init(&s->mu, NULL) != 0 || pthread_cond_init(&s->durable_cv, NULL) != 0) {
+    s->cluster = opts && opts->cluster;
+    if (pthread_mutex_init(&s->mu, NULL) != 0 || pthread_cond_init(&s->durable_cv, NULL) != 0 ||
+        pthread_mutex_init(&s->ctl_mu, NULL) != 0) {
         free(s);
         return bd_err_set(err, BD_EINTERNAL, NULL, "storage: pthread_mutex_init failed");
     }
@@ -155,7 +168,8 @@ int bd_pg_open(const char *url, const bd_store_opts *opts, bd_store **out, bd_er
                          s->conn ? conn_error(s->conn) : "out of memory");
         goto out;
     }
-    ret = setup(s->conn, &s->version, err);
+    if ((ret = setup(s->conn, &s->version, s->cluster, err)) == 0 && s->cluster)
+        ret = bd_pg_ctl_connect(s, url, err);
 out:
     if (ret)
         destroy(s);
@@ -627,6 +641,13 @@ int bd_pg_scan_once(bd_pg *s, enum bd_pg_stmt which, const bd_pg_rowtype *type,
 
 const bd_store_ops bd_pg_ops = {
     .name = "postgresql",
+    .cluster_join = bd_pg_cluster_join,
+    .cluster_heartbeat = bd_pg_cluster_heartbeat,
+    .cluster_leave = bd_pg_cluster_leave,
+    .id_block = bd_pg_id_block,
+    .owner_acquire = bd_pg_owner_acquire,
+    .owner_renew = bd_pg_owner_renew,
+    .owner_release = bd_pg_owner_release,
     .close = bd_pg_close,
     .schema_version = bd_pg_schema_version,
     .begin = bd_pg_begin,

@@ -272,3 +272,50 @@ int bd_store_idem_prune(bd_store *s, double before, bd_err *err)
 {
     return s->ops->idem_prune(s, before, err);
 }
+
+/* ---- cluster mode ---- */
+
+static int no_cluster(bd_store *s, bd_err *err)
+{
+    return bd_err_set(err, BD_EINVAL, NULL, "storage: the %s store has no cluster mode", s->ops->name);
+}
+
+int bd_store_cluster_join(bd_store *s, const char *url, int64_t *daemon_id, bd_err *err)
+{
+    return s->ops->cluster_join ? s->ops->cluster_join(s, url, daemon_id, err) : no_cluster(s, err);
+}
+
+int bd_store_cluster_heartbeat(bd_store *s, int64_t daemon_id, bd_err *err)
+{
+    return s->ops->cluster_heartbeat ? s->ops->cluster_heartbeat(s, daemon_id, err) : no_cluster(s, err);
+}
+
+void bd_store_cluster_leave(bd_store *s, int64_t daemon_id)
+{
+    if (s->ops->cluster_leave)
+        s->ops->cluster_leave(s, daemon_id);
+}
+
+int bd_store_id_block(bd_store *s, int64_t *first, int64_t *count, bd_err *err)
+{
+    return s->ops->id_block ? s->ops->id_block(s, first, count, err) : no_cluster(s, err);
+}
+
+int bd_store_owner_acquire(bd_store *s, int64_t study_id, int64_t daemon_id, double lease, int steal,
+                           int64_t *token, bd_err *err)
+{
+    return s->ops->owner_acquire ? s->ops->owner_acquire(s, study_id, daemon_id, lease, steal, token, err)
+                                 : no_cluster(s, err);
+}
+
+int bd_store_owner_renew(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token, double lease,
+                         bd_err *err)
+{
+    return s->ops->owner_renew ? s->ops->owner_renew(s, study_id, daemon_id, token, lease, err) : no_cluster(s, err);
+}
+
+void bd_store_owner_release(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token)
+{
+    if (s->ops->owner_release)
+        s->ops->owner_release(s, study_id, daemon_id, token);
+}

@@ -3,11 +3,10 @@
  * (sqlite_*.c) for a path, PostgreSQL (pg_*.c, libpq) for a postgresql:// or
  * postgres:// URL, with the same semantics (below) and the same model.
  *
- * Several daemons on one PostgreSQL database (later work) would need an
- * ownership lease with a fencing token: taken at open, checked by
- * bd_store_begin and by each batch's COMMIT (a daemon that lost ownership
- * then fails its batches with BD_ESTORAGE, as after a failed commit). Today
- * each backend refuses a second daemon on the same database (schema).
+ * Several daemons on one PostgreSQL database (opts->cluster, "cluster mode"
+ * at the end of this file): each study has an ownership lease with a fencing
+ * token, checked in the transaction of every write. Without cluster mode each
+ * backend refuses a second daemon on the same database (schema).
  *
  * Model:
  *   users        (id, name unique, is_admin, created_at)
@@ -65,6 +64,7 @@ typedef enum {
 
 typedef struct bd_store_opts {
     bd_sync_mode sync;
+    int cluster; /* PostgreSQL: share the schema with peer daemons (cluster mode below) */
 } bd_store_opts;
 
 /* Opens (creating if needed) the database at path and migrates its schema to
@@ -303,5 +303,37 @@ int bd_store_idem_put(bd_store *s, int64_t user_id, const char *key, const char 
                       const char *response, double now, bd_err *err) BD_MUST_CHECK;
 /* Forgets records older than before (housekeeping). */
 int bd_store_idem_prune(bd_store *s, double before, bd_err *err) BD_MUST_CHECK;
+
+/* ---- cluster mode: several daemons on one PostgreSQL schema ----
+ * Opened with opts->cluster (PostgreSQL only; the SQLite store answers
+ * BD_EINVAL). Tables daemons (id, url, heartbeat) and study_owners
+ * (study_id, daemon_id, token, expires_at): each study's lease; its token
+ * grows by one whenever another daemon takes it (the fencing token).
+ * Lease times are the database's clock. */
+
+/* Creates the cluster tables if needed and registers this daemon (its
+ * advertised url, borrowed) as a member: *daemon_id, never reused. */
+int bd_store_cluster_join(bd_store *s, const char *url, int64_t *daemon_id, bd_err *err) BD_MUST_CHECK;
+int bd_store_cluster_heartbeat(bd_store *s, int64_t daemon_id, bd_err *err) BD_MUST_CHECK;
+/* Expires every lease of daemon_id and removes its row (a clean stop). */
+void bd_store_cluster_leave(bd_store *s, int64_t daemon_id);
+/* A block of ids unused by every member: [*first, *first + *count), above
+ * every block handed out before (so above every stored trial and event id). */
+int bd_store_id_block(bd_store *s, int64_t *first, int64_t *count, bd_err *err) BD_MUST_CHECK;
+/* Takes or renews study_id's lease for lease seconds, committed at once
+ * (outside any transaction of the caller): *token is unchanged when
+ * daemon_id held it last, else the previous token + 1 (or 1). A lease live
+ * under another daemon is taken only when steal; else BD_EBUSY. BD_ENOTFOUND
+ * when the study does not exist. */
+int bd_store_owner_acquire(bd_store *s, int64_t study_id, int64_t daemon_id, double lease, int steal,
+                           int64_t *token, bd_err *err) BD_MUST_CHECK;
+/* Inside the caller's transaction (bd_store_begin): extends the lease if
+ * daemon_id still holds it with token; else BD_EMOVED (field "study"), and
+ * the caller must roll back. The fence: a takeover waits for this
+ * transaction's commit. */
+int bd_store_owner_renew(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token, double lease,
+                         bd_err *err) BD_MUST_CHECK;
+/* Expires the lease if daemon_id holds it with token (the token stays). */
+void bd_store_owner_release(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token);
 
 #endif

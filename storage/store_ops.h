@@ -6,10 +6,9 @@
  * given (store.c). Each slot has the contract of the store.h function of the
  * same name; the NULL-safe ones (close, rollback) are never called with NULL.
  *
- * Not here yet (issue 16, later): several daemons on one PostgreSQL database.
- * An ownership lease with a fencing token would be taken in a backend's open
- * and checked in its begin (and in the COMMIT of every batch), so a daemon
- * that lost ownership fails its batches (BD_ESTORAGE) instead of writing. */
+ * Several daemons on one PostgreSQL database (issue 16): the cluster slots
+ * at the end, per study leases with fencing tokens (pg_cluster.c); a
+ * backend without them (SQLite) leaves them NULL and store.c refuses. */
 #ifndef BD_STORE_OPS_H
 #define BD_STORE_OPS_H
 
@@ -67,6 +66,15 @@ typedef struct bd_store_ops {
     int (*idem_get)(bd_store *s, int64_t user_id, const char *key, char **fingerprint, char **response, bd_err *err);
     int (*idem_put)(bd_store *s, int64_t user_id, const char *key, const char *fingerprint, const char *response, double now, bd_err *err);
     int (*idem_prune)(bd_store *s, double before, bd_err *err);
+    /* Cluster mode (PostgreSQL only; NULL in a backend without it). */
+    int (*cluster_join)(bd_store *s, const char *url, int64_t *daemon_id, bd_err *err);
+    int (*cluster_heartbeat)(bd_store *s, int64_t daemon_id, bd_err *err);
+    void (*cluster_leave)(bd_store *s, int64_t daemon_id);
+    int (*id_block)(bd_store *s, int64_t *first, int64_t *count, bd_err *err);
+    int (*owner_acquire)(bd_store *s, int64_t study_id, int64_t daemon_id, double lease, int steal, int64_t *token,
+                         bd_err *err);
+    int (*owner_renew)(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token, double lease, bd_err *err);
+    void (*owner_release)(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token);
 } bd_store_ops;
 
 struct bd_store {

@@ -1,0 +1,275 @@
+/* pg_cluster.c: several daemons on one PostgreSQL schema (issue 16): the
+ * daemons table, the study ownership leases with their fencing tokens, and
+ * the blocks of trial and event ids a member hands out.
+ *
+ * Tables (not part of the logical model of store.h, so not versioned by
+ * pg_schema.c: the first member creates them, IF NOT EXISTS, under a
+ * transaction-level advisory lock):
+ *   daemons       (id, url, heartbeat)               one row per member process
+ *   study_owners  (study_id, daemon_id, token, expires_at)   the study's lease
+ *   bd_id_blocks  a sequence: block k holds ids [k * BLOCK, (k + 1) * BLOCK)
+ *
+ * Invariants:
+ * - Ownership changes (acquire, release) and the other bookkeeping run on
+ *   s->ctl, an autocommit connection of their own: a takeover commits at
+ *   once and never waits inside a batch, so it cannot close a lock cycle
+ *   with the batches of the main connection.
+ * - The fence (renew) runs on the main connection inside the request's
+ *   transaction: UPDATE ... WHERE daemon = me AND token = mine. A takeover's
+ *   UPDATE of the same row waits for that batch's COMMIT, so a write is
+ *   either committed before the takeover (and replayed by the new owner) or
+ *   refused (BD_EMOVED).
+ * - Times are PostgreSQL's clock_timestamp(): daemons' clocks never compare.
+ * - Id blocks come from a sequence (never given back, never waits) and are
+ *   handed out in increasing order, so a block taken after a takeover is
+ *   above every id the previous owner used. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_internal.h"
+
+/* Ids per block: a member asks PostgreSQL once per this many trials. */
+#define BLOCK ((int64_t)1 << 16)
+
+static const char *const cluster_ddl =
+    "SELECT pg_advisory_xact_lock(hashtext('banditd cluster ' || current_schema()));"
+    "CREATE TABLE IF NOT EXISTS daemons ("
+    "  id        bigserial PRIMARY KEY,"
+    "  url       text NOT NULL,"
+    "  heartbeat double precision NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS study_owners ("
+    "  study_id   bigint PRIMARY KEY REFERENCES studies (id) ON DELETE CASCADE,"
+    "  daemon_id  bigint NOT NULL,"
+    "  token      bigint NOT NULL,"
+    "  expires_at timestamptz NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS study_owners_daemon ON study_owners (daemon_id);"
+    "CREATE SEQUENCE IF NOT EXISTS bd_id_blocks;"
+    /* Above every id a lone daemon stored before the cluster started (the two
+     * modes exclude each other: pg_store.c's schema lock). */
+    "SELECT setval('bd_id_blocks', f) FROM (SELECT greatest("
+    "  (SELECT seq FROM bd_sequence WHERE name = 'trials'),"
+    "  (SELECT coalesce(max(id), 0) FROM events)) / 65536 + 1 AS f) x"
+    "  WHERE f > (SELECT last_value FROM bd_id_blocks)";
+_Static_assert(BLOCK == 65536, "cluster_ddl divides by BLOCK");
+
+static const char *line_of(PGconn *conn)
+{
+    static _Thread_local char line[512];
+    bd_pg_one_line(PQerrorMessage(conn), line, sizeof line);
+    return line;
+}
+
+int bd_pg_ctl_connect(bd_pg *s, const char *url, bd_err *err)
+{
+    s->ctl = PQconnectdb(url);
+    if (!s->ctl || PQstatus(s->ctl) != CONNECTION_OK)
+        return bd_err_set(err, BD_ESTORAGE, NULL, "storage: connecting the ownership connection: %s",
+                          s->ctl ? line_of(s->ctl) : "out of memory");
+    if (PQsetClientEncoding(s->ctl, "UTF8") != 0)
+        return bd_err_set(err, BD_ESTORAGE, NULL, "storage: ownership connection: %s", line_of(s->ctl));
+    return bd_pg_exec_simple(s->ctl, "SET extra_float_digits = 3", err, "set extra_float_digits");
+}
+
+/* Runs sql with n text parameters on conn. Returns the result (caller
+ * PQclears) or NULL with *ret set (BD_ENOTFOUND for a foreign key naming a
+ * missing row, else BD_ESTORAGE). */
+static PGresult *run(PGconn *conn, const char *sql, int n, const char *const *values, int *ret, bd_err *err,
+                     const char *what)
+{
+    PGresult *res = PQexecParams(conn, sql, n, NULL, values, NULL, NULL, 0);
+    ExecStatusType st = PQresultStatus(res);
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+        *ret = 0;
+        return res;
+    }
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    char line[512];
+    bd_pg_one_line(PQresultErrorMessage(res), line, sizeof line);
+    *ret = bd_err_set(err, state && strcmp(state, "23503") == 0 ? BD_ENOTFOUND : BD_ESTORAGE, NULL,
+                      "storage: %s: %s", what, line);
+    PQclear(res);
+    return NULL;
+}
+
+/* Takes ctl_mu; a connection lost since the last call is reset first. */
+static void ctl_enter(bd_pg *s)
+{
+    pthread_mutex_lock(&s->ctl_mu);
+    if (PQstatus(s->ctl) != CONNECTION_OK) {
+        PQreset(s->ctl);
+        if (PQstatus(s->ctl) == CONNECTION_OK) {
+            PGresult *r = PQexec(s->ctl, "SET extra_float_digits = 3");
+            PQclear(r);
+        }
+    }
+}
+
+static void ctl_leave(bd_pg *s)
+{
+    pthread_mutex_unlock(&s->ctl_mu);
+}
+
+static int need_cluster(bd_pg *s, bd_err *err)
+{
+    return s->cluster ? 0 : bd_err_set(err, BD_EINVAL, NULL, "storage: not opened as a cluster member");
+}
+
+int bd_pg_cluster_join(bd_store *store, const char *url, int64_t *daemon_id, bd_err *err)
+{
+    bd_pg *s = (bd_pg *)store;
+    int ret = need_cluster(s, err);
+    if (ret)
+        return ret;
+    ctl_enter(s);
+    PGresult *res = NULL;
+    char sql[1200];
+    snprintf(sql, sizeof sql, "BEGIN; %s; COMMIT", cluster_ddl);
+    if ((ret = bd_pg_exec_simple(s->ctl, sql, err, "create the cluster tables")) != 0) {
+        PGresult *r = PQexec(s->ctl, "ROLLBACK");
+        PQclear(r);
+    }
+    const char *v[1] = {url};
+    if (!ret && (res = run(s->ctl, "INSERT INTO daemons (url, heartbeat) VALUES ($1, "
+                                   "extract(epoch FROM clock_timestamp())) RETURNING id",
+                           1, v, &ret, err, "register the daemon")))
+        *daemon_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    ctl_leave(s);
+    return ret;
+}
+
+int bd_pg_cluster_heartbeat(bd_store *store, int64_t daemon_id, bd_err *err)
+{
+    bd_pg *s = (bd_pg *)store;
+    char id[32];
+    const char *v[1] = {id};
+    int ret = need_cluster(s, err);
+    if (ret)
+        return ret;
+    snprintf(id, sizeof id, "%" PRId64, daemon_id);
+    ctl_enter(s);
+    PQclear(run(s->ctl, "UPDATE daemons SET heartbeat = extract(epoch FROM clock_timestamp()) WHERE id = $1", 1, v,
+                &ret, err, "heartbeat"));
+    ctl_leave(s);
+    return ret;
+}
+
+void bd_pg_cluster_leave(bd_store *store, int64_t daemon_id)
+{
+    bd_pg *s = (bd_pg *)store;
+    char id[32];
+    const char *v[1] = {id};
+    int ret;
+    bd_err ignored;
+    if (!s->cluster)
+        return;
+    snprintf(id, sizeof id, "%" PRId64, daemon_id);
+    ctl_enter(s);
+    /* Its studies are free at once: peers need not wait for the leases
+     * (expired, not deleted: the token must never go back). */
+    PQclear(run(s->ctl, "UPDATE study_owners SET expires_at = '-infinity' WHERE daemon_id = $1", 1, v, &ret,
+                &ignored, "leave"));
+    PQclear(run(s->ctl, "DELETE FROM daemons WHERE id = $1", 1, v, &ret, &ignored, "leave"));
+    ctl_leave(s);
+}
+
+int bd_pg_id_block(bd_store *store, int64_t *first, int64_t *count, bd_err *err)
+{
+    bd_pg *s = (bd_pg *)store;
+    int ret = need_cluster(s, err);
+    if (ret)
+        return ret;
+    ctl_enter(s);
+    PGresult *res = run(s->ctl, "SELECT nextval('bd_id_blocks')", 0, NULL, &ret, err, "id block");
+    if (res) {
+        *first = strtoll(PQgetvalue(res, 0, 0), NULL, 10) * BLOCK;
+        *count = BLOCK;
+    }
+    PQclear(res);
+    ctl_leave(s);
+    return ret;
+}
+
+int bd_pg_owner_acquire(bd_store *store, int64_t study_id, int64_t daemon_id, double lease, int steal,
+                        int64_t *token, bd_err *err)
+{
+    bd_pg *s = (bd_pg *)store;
+    char a[32], b[32], c[32];
+    const char *v[4] = {a, b, c, steal ? "1" : "0"};
+    int ret = need_cluster(s, err);
+    if (ret)
+        return ret;
+    snprintf(a, sizeof a, "%" PRId64, study_id);
+    snprintf(b, sizeof b, "%" PRId64, daemon_id);
+    snprintf(c, sizeof c, "%.6f", lease);
+    ctl_enter(s);
+    /* Mine: renewed, same token (nobody else wrote). Free, expired, or
+     * stolen ($4): token + 1, which fences the previous owner's writes. */
+    PGresult *res = run(s->ctl,
+                        "INSERT INTO study_owners AS o (study_id, daemon_id, token, expires_at) "
+                        "VALUES ($1, $2, 1, clock_timestamp() + make_interval(secs => $3::float8)) "
+                        "ON CONFLICT (study_id) DO UPDATE SET daemon_id = $2, "
+                        "  token = CASE WHEN o.daemon_id = $2 THEN o.token ELSE o.token + 1 END, "
+                        "  expires_at = clock_timestamp() + make_interval(secs => $3::float8) "
+                        "WHERE o.daemon_id = $2 OR o.expires_at < clock_timestamp() OR $4::int = 1 "
+                        "RETURNING token",
+                        4, v, &ret, err, "take the study's lease");
+    if (res && PQntuples(res) == 1)
+        *token = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    else if (res)
+        ret = bd_err_set(err, BD_EBUSY, "study", "study %" PRId64 " is served by another daemon", study_id);
+    PQclear(res);
+    ctl_leave(s);
+    if (ret == BD_ENOTFOUND)
+        bd_err_set(err, ret, NULL, "no study %" PRId64, study_id);
+    return ret;
+}
+
+int bd_pg_owner_renew(bd_store *store, int64_t study_id, int64_t daemon_id, int64_t token, double lease,
+                      bd_err *err)
+{
+    bd_pg *s = (bd_pg *)store;
+    char a[32], b[32], c[32], d[32];
+    const char *v[4] = {a, b, c, d};
+    int ret = need_cluster(s, err);
+    if (ret)
+        return ret;
+    snprintf(a, sizeof a, "%" PRId64, study_id);
+    snprintf(b, sizeof b, "%" PRId64, daemon_id);
+    snprintf(c, sizeof c, "%" PRId64, token);
+    snprintf(d, sizeof d, "%.6f", lease);
+    int locked = bd_pg_enter(s);
+    PGresult *res = run(s->conn,
+                        "UPDATE study_owners SET expires_at = clock_timestamp() + make_interval(secs => $4::float8) "
+                        "WHERE study_id = $1 AND daemon_id = $2 AND token = $3",
+                        4, v, &ret, err, "renew the study's lease");
+    if (res && strtoll(PQcmdTuples(res), NULL, 10) != 1)
+        ret = bd_err_set(err, BD_EMOVED, "study", "study %" PRId64 " moved to another daemon; retry", study_id);
+    PQclear(res);
+    bd_pg_leave(s, locked);
+    return ret;
+}
+
+void bd_pg_owner_release(bd_store *store, int64_t study_id, int64_t daemon_id, int64_t token)
+{
+    bd_pg *s = (bd_pg *)store;
+    char a[32], b[32], c[32];
+    const char *v[3] = {a, b, c};
+    int ret;
+    bd_err ignored;
+    if (!s->cluster)
+        return;
+    snprintf(a, sizeof a, "%" PRId64, study_id);
+    snprintf(b, sizeof b, "%" PRId64, daemon_id);
+    snprintf(c, sizeof c, "%" PRId64, token);
+    ctl_enter(s);
+    /* Expired rather than deleted: a new row would start at token 1 again,
+     * and a daemon that once held token 1 would take its stale memory for
+     * current. */
+    PQclear(run(s->ctl, "UPDATE study_owners SET expires_at = '-infinity' "
+                        "WHERE study_id = $1 AND daemon_id = $2 AND token = $3",
+                3, v, &ret, &ignored, "release the study's lease"));
+    ctl_leave(s);
+}
