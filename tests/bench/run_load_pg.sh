@@ -11,7 +11,10 @@
 #   pg2          two banditd on one PostgreSQL database (--advertise-url, a study owned by
 #                one daemon under a --ownership-lease-seconds lease; a non-owner forwards)
 #                behind haproxy balancing round-robin per request, so about half the calls
-#                reach the daemon that does not own the study.
+#                reach the daemon that does not own the study (and move it: i16-own's contract);
+#   pg2-direct   the same two daemons with no proxy: bd_loadgen --via sends the workers of
+#                study j to daemon j mod 2, so each study stays on one daemon (the round-robin
+#                in the load generator, by study).
 # Each configuration runs once per BENCH_STUDIES variant ("1 8": the workers on one study,
 # then round-robin over 8). Prints calls/s, trials/s, p50/p99/p99.9 and the CPU of the
 # daemons and of haproxy per configuration, and the same as a Markdown table.
@@ -28,7 +31,7 @@
 # same as there; `balance roundrobin` and no backup is the difference.
 #
 # Environment (all optional): BENCH_WORKERS (32), BENCH_DURATION (20), BENCH_WARMUP (2),
-# BENCH_STUDIES ("1 8"), BENCH_CONFIGS ("sqlite pg1 pg1-haproxy pg2"), BENCH_LOG_LEVEL (warn),
+# BENCH_STUDIES ("1 8"), BENCH_CONFIGS ("sqlite pg1 pg1-haproxy pg2 pg2-direct"), BENCH_LOG_LEVEL (warn),
 # BENCH_OWNERSHIP_LEASE (2: --ownership-lease-seconds of the pg2 daemons), BENCH_HAPROXY_BALANCE
 # (roundrobin: haproxy's balance algorithm, e.g. "first" sends everything to the first daemon
 # while it is up), BENCH_PG_URL,
@@ -58,7 +61,7 @@ DURATION=${BENCH_DURATION:-20}
 WARMUP=${BENCH_WARMUP:-2}
 LOG_LEVEL=${BENCH_LOG_LEVEL:-warn}
 STUDIES_LIST=${BENCH_STUDIES:-1 8}
-CONFIGS=${BENCH_CONFIGS:-sqlite pg1 pg1-haproxy pg2}
+CONFIGS=${BENCH_CONFIGS:-sqlite pg1 pg1-haproxy pg2 pg2-direct}
 OWN_LEASE=${BENCH_OWNERSHIP_LEASE:-2}
 BALANCE=${BENCH_HAPROXY_BALANCE:-roundrobin}
 PSQL=${BD_PG_BIN:-/usr/lib/postgresql/15/bin}/psql
@@ -72,7 +75,7 @@ for f in "$BANDITD" "$LOADGEN" "$PSQL"; do
 done
 for c in $CONFIGS; do
     case $c in
-    sqlite | pg1) ;;
+    sqlite | pg1 | pg2-direct) ;;
     pg1-haproxy | pg2) command -v haproxy >/dev/null || { echo "run_load_pg.sh: $c needs haproxy" >&2; exit 1; } ;;
     *) echo "run_load_pg.sh: unknown configuration $c in BENCH_CONFIGS" >&2; exit 1 ;;
     esac
@@ -203,7 +206,7 @@ NOT_RUN=0
 # bench CONFIG STUDIES: starts CONFIG, runs bd_loadgen on it, stops it; output in $TMP/loadgen-CONFIG-sSTUDIES.out.
 bench() {
     local config=$1 studies=$2 label=$1-s$2 out=$TMP/loadgen-$1-s$2.out
-    local url token db pa pb hp daemons=() proxy= rc t0 t1 hz c0 c1 h0 h1 p
+    local url token db pa pb hp daemons=() proxy= via=() rc t0 t1 hz c0 c1 h0 h1 p
     : >"$TMP/daemons"
     echo "=== $config: $WORKERS workers over $studies stud$([ "$studies" = 1 ] && echo y || echo ies)," \
         "${DURATION} s (+${WARMUP} s warm-up)"
@@ -228,7 +231,7 @@ bench() {
             proxy=$LAST_PID url=127.0.0.1:$hp
         fi
         ;;
-    pg2)
+    pg2 | pg2-direct)
         if ! "$BANDITD" --help 2>&1 | grep -q -- '--advertise-url'; then
             echo "not run: $BANDITD has no --advertise-url (multi-daemon clusters, branch i16-own)" | tee "$out"
             NOT_RUN=1
@@ -244,8 +247,13 @@ bench() {
         start_banditd "$label-b" "$pb" "$db" --admin-token-file "$TOKEN_FILE" \
             --advertise-url "http://127.0.0.1:$pb" --ownership-lease-seconds "$OWN_LEASE"
         daemons+=("$LAST_PID")
-        start_haproxy "$label" "$hp" "$pa" "$pb"
-        proxy=$LAST_PID url=127.0.0.1:$hp token=$TOKEN_FILE
+        token=$TOKEN_FILE
+        if [ "$config" = pg2 ]; then
+            start_haproxy "$label" "$hp" "$pa" "$pb"
+            proxy=$LAST_PID url=127.0.0.1:$hp
+        else
+            url=127.0.0.1:$pa via=(--via "127.0.0.1:$pa,127.0.0.1:$pb")
+        fi
         ;;
     esac
     printf '%s\n' "${daemons[@]}" >"$TMP/daemons"
@@ -255,7 +263,7 @@ bench() {
     [ -n "$proxy" ] && h0=$(cpu_ticks "$proxy")
     t0=$(date +%s.%N)
     "$LOADGEN" --url "$url" --token-file "$token" --workers "$WORKERS" --duration "$DURATION" \
-        --warmup "$WARMUP" --studies "$studies" >"$out" &
+        --warmup "$WARMUP" --studies "$studies" "${via[@]}" >"$out" &
     LOADGEN_PID=$!
     wait "$LOADGEN_PID"
     rc=$?
@@ -295,11 +303,12 @@ describe() {
     pg1) echo "PostgreSQL, 1 daemon" ;;
     pg1-haproxy) echo "PostgreSQL, 1 daemon, haproxy" ;;
     pg2) echo "PostgreSQL, 2 daemons, haproxy $BALANCE" ;;
+    pg2-direct) echo "PostgreSQL, 2 daemons, a study's workers on one" ;;
     esac
 }
 echo "=== summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $WORKERS workers;" \
     "load average before $LOAD_BEFORE, after $LOAD_AFTER; PostgreSQL ${PG_URL%%@*}@...)"
-HEAD=$(printf '%-52s %9s %9s %8s %8s %7s %9s %8s %8s' "" "calls/s" "trials/s" "p50 ms" "p99 ms" "errors" \
+HEAD=$(printf '%-58s %9s %9s %8s %8s %7s %9s %8s %8s' "" "calls/s" "trials/s" "p50 ms" "p99 ms" "errors" \
     "p99.9 ms" "cpu bd%" "cpu hap%")
 echo "$HEAD"
 MD_ROWS=()
@@ -308,11 +317,11 @@ for studies in $STUDIES_LIST; do
         f=$TMP/loadgen-$config-s$studies.out
         name="$(describe "$config"), $studies stud$([ "$studies" = 1 ] && echo y || echo ies)"
         if ! grep -q '^RESULT ' "$f" 2>/dev/null; then
-            printf '%-52s %s\n' "$name" "$(head -n 1 "$f" 2>/dev/null)"
+            printf '%-58s %s\n' "$name" "$(head -n 1 "$f" 2>/dev/null)"
             MD_ROWS+=("$name | $(head -n 1 "$f" 2>/dev/null) | | | | | | | ")
             continue
         fi
-        printf '%-52s %9s %9s %8s %8s %7s %9s %8s %8s\n' "$name" "$(field calls_per_s "$f")" "$(field trials_per_s "$f")" \
+        printf '%-58s %9s %9s %8s %8s %7s %9s %8s %8s\n' "$name" "$(field calls_per_s "$f")" "$(field trials_per_s "$f")" \
             "$(field p50_ms "$f")" "$(field p99_ms "$f")" "$(field errors "$f")" "$(field p999_ms "$f")" \
             "$(field daemons "$f" 'CPU ')" "$(field haproxy "$f" 'CPU ')"
         MD_ROWS+=("$name | $(field calls_per_s "$f") | $(field trials_per_s "$f") | $(field p50_ms "$f") | $(field p99_ms "$f") | $(field errors "$f") | $(field p999_ms "$f") | $(field daemons "$f" 'CPU ') | $(field haproxy "$f" 'CPU ')")
