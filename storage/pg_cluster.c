@@ -69,7 +69,9 @@ int bd_pg_ctl_connect(bd_pg *s, const char *url, bd_err *err)
                           s->ctl ? line_of(s->ctl) : "out of memory");
     if (PQsetClientEncoding(s->ctl, "UTF8") != 0)
         return bd_err_set(err, BD_ESTORAGE, NULL, "storage: ownership connection: %s", line_of(s->ctl));
-    return bd_pg_exec_simple(s->ctl, "SET extra_float_digits = 3", err, "set extra_float_digits");
+    /* No NOTICE lines on stderr for the IF NOT EXISTS of every join. */
+    return bd_pg_exec_simple(s->ctl, "SET extra_float_digits = 3; SET client_min_messages = warning", err,
+                             "ownership connection settings");
 }
 
 /* Runs sql with n text parameters on conn. Returns the result (caller
@@ -100,7 +102,7 @@ static void ctl_enter(bd_pg *s)
     if (PQstatus(s->ctl) != CONNECTION_OK) {
         PQreset(s->ctl);
         if (PQstatus(s->ctl) == CONNECTION_OK) {
-            PGresult *r = PQexec(s->ctl, "SET extra_float_digits = 3");
+            PGresult *r = PQexec(s->ctl, "SET extra_float_digits = 3; SET client_min_messages = warning");
             PQclear(r);
         }
     }

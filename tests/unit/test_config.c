@@ -332,3 +332,43 @@ Test(config, postgresql_url_is_kept_whole_and_shown_without_its_password)
     cr_assert_eq(PARSE(&cfg, no_env, &err, "--db", "/var/lib/a:b@c.db"), BD_CONFIG_RUN);
     cr_assert_str_eq(cfg.db_display, "/var/lib/a:b@c.db", "a SQLite path is shown as it is");
 }
+
+Test(config, cluster_flags_default_off_and_parse_from_flag_or_environment)
+{
+    bd_config cfg;
+    bd_err err;
+    char *const argv[] = {"banditd", NULL};
+    char *const env[] = {"BANDITD_ADVERTISE_URL=http://10.0.0.7:8080", "BANDITD_OWNERSHIP_LEASE_SECONDS=0.5", NULL};
+
+    cr_assert_eq(bd_config_parse(&cfg, 1, argv, no_env, &err), BD_CONFIG_RUN, "%s", err.message);
+    cr_assert_str_eq(cfg.advertise_url, "", "no cluster unless asked");
+    cr_assert_float_eq(cfg.ownership_lease_seconds, 2.0, 1e-9);
+    cr_assert_eq(bd_config_parse(&cfg, 1, argv, env, &err), BD_CONFIG_RUN, "%s", err.message);
+    cr_assert_str_eq(cfg.advertise_url, "http://10.0.0.7:8080");
+    cr_assert_float_eq(cfg.ownership_lease_seconds, 0.5, 1e-9);
+    cr_assert_eq(PARSE(&cfg, env, &err, "--advertise-url=https://bd-2.internal", "--ownership-lease-seconds", "3600"),
+                 BD_CONFIG_RUN, "%s", err.message);
+    cr_assert_str_eq(cfg.advertise_url, "https://bd-2.internal", "a flag wins over the environment");
+    cr_assert_float_eq(cfg.ownership_lease_seconds, 3600.0, 1e-9);
+}
+
+Test(config, bad_cluster_flags_are_rejected_with_the_flag_named)
+{
+    char longurl[2100];
+    memset(longurl, 'a', sizeof longurl - 1);
+    memcpy(longurl, "http://", 7);
+    longurl[sizeof longurl - 1] = '\0';
+    expect_bad("--advertise-url", "", "http://");
+    expect_bad("--advertise-url", "127.0.0.1:8080", "http://");
+    expect_bad("--advertise-url", "ftp://x", "http://");
+    expect_bad("--advertise-url", "http://a b", "space");
+    expect_bad("--advertise-url", "http://a\tb", "space");
+    expect_bad("--advertise-url", "http://\x7f", "non-printable");
+    expect_bad("--advertise-url", longurl, "too long");
+    expect_bad("--ownership-lease-seconds", "0", "[0.1, 3600]");
+    expect_bad("--ownership-lease-seconds", "0.05", "[0.1, 3600]");
+    expect_bad("--ownership-lease-seconds", "3601", "[0.1, 3600]");
+    expect_bad("--ownership-lease-seconds", "nan", "[0.1, 3600]");
+    expect_bad("--ownership-lease-seconds", "-1", "[0.1, 3600]");
+    expect_bad("--ownership-lease-seconds", "2s", "[0.1, 3600]");
+}

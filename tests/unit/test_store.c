@@ -1277,3 +1277,87 @@ STORE_TEST(four_threads_commit_concurrently)
     bd_store_close(s);
     tmpdb_remove(&t);
 }
+
+/* ---- cluster mode (several daemons on one PostgreSQL schema) ---- */
+
+static bd_store *open_cluster_at(const char *path)
+{
+    bd_store_opts opts = {.sync = BD_SYNC_NORMAL, .cluster = 1};
+    bd_store *s = NULL;
+    bd_err err = {0};
+    cr_assert_eq(bd_store_open(path, &opts, &s, &err), 0, "open %s: %s", path, err.message);
+    return s;
+}
+
+STORE_TEST(cluster_leases_fence_a_moved_study_and_id_blocks_never_overlap)
+{
+    bd_err err = {0};
+    int64_t d1 = 0, d2 = 0, tok = 0, tok2 = 0, first1 = 0, first2 = 0, n = 0;
+    if (g_backend == BACKEND_SQLITE) { /* one daemon per file: no cluster mode */
+        bd_store *s = open_mem();
+        cr_assert_eq(bd_store_cluster_join(s, "http://a", &d1, &err), BD_EINVAL);
+        cr_assert_eq(bd_store_owner_acquire(s, 1, 1, 2.0, 1, &tok, &err), BD_EINVAL);
+        cr_assert_eq(bd_store_id_block(s, &first1, &n, &err), BD_EINVAL);
+        bd_store_close(s);
+        return;
+    }
+    struct tmpdb t;
+    tmpdb_make(&t);
+    bd_store *a = open_cluster_at(t.path), *b = open_cluster_at(t.path);
+    /* A daemon outside the cluster is refused beside its members. */
+    bd_store_opts lone_opts = {.sync = BD_SYNC_NORMAL};
+    bd_store *lone = NULL;
+    cr_assert_eq(bd_store_open(t.path, &lone_opts, &lone, &err), BD_ESTORAGE);
+    cr_assert(strstr(err.message, "--advertise-url"), "%s", err.message);
+
+    cr_assert_eq(bd_store_cluster_join(a, "http://a:1", &d1, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_cluster_join(b, "http://b:1", &d2, &err), 0, "%s", err.message);
+    cr_assert_neq(d1, d2);
+    int64_t user = make_user(a, "u");
+    int64_t study = make_study(a, user, "s");
+    int64_t trial = make_trial(a, study, 50.0);
+
+    /* Taken by a; b may not take a live lease, only steal it (token + 1). */
+    cr_assert_eq(bd_store_owner_acquire(a, study, d1, 30.0, 0, &tok, &err), 0, "%s", err.message);
+    cr_assert_eq(tok, 1);
+    cr_assert_eq(bd_store_owner_acquire(a, study, d1, 30.0, 0, &tok, &err), 0, "%s", err.message);
+    cr_assert_eq(tok, 1, "renewed by its holder: same token");
+    cr_assert_eq(bd_store_owner_acquire(b, study, d2, 30.0, 0, &tok2, &err), BD_EBUSY);
+    cr_assert_eq(bd_store_owner_acquire(b, study, d2, 30.0, 1, &tok2, &err), 0, "%s", err.message);
+    cr_assert_eq(tok2, 2);
+
+    /* a's write is fenced: nothing of its transaction commits. */
+    cr_assert_eq(bd_store_begin(a, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_owner_renew(a, study, d1, 1, 30.0, &err), BD_EMOVED);
+    cr_assert_str_eq(err.field, "study");
+    bd_store_rollback(a);
+    cr_assert_eq(bd_store_begin(b, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_owner_renew(b, study, d2, 2, 30.0, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_trial_set_lease(b, trial, 99.0, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_commit(b, &err), 0, "%s", err.message);
+
+    /* Released (expired, token kept): a takes it without stealing, token 3. */
+    bd_store_owner_release(b, study, d2, 2);
+    cr_assert_eq(bd_store_owner_acquire(a, study, d1, 0.2, 0, &tok, &err), 0, "%s", err.message);
+    cr_assert_eq(tok, 3);
+    /* An expired lease is free too: a's 0.2 s run out. */
+    struct timespec pause = {0, 300000000};
+    nanosleep(&pause, NULL);
+    cr_assert_eq(bd_store_owner_acquire(b, study, d2, 30.0, 0, &tok2, &err), 0, "%s", err.message);
+    cr_assert_eq(tok2, 4);
+    cr_assert_eq(bd_store_owner_acquire(a, 987654, d1, 30.0, 1, &tok, &err), BD_ENOTFOUND);
+
+    /* Id blocks: above every stored id, disjoint, increasing. */
+    cr_assert_eq(bd_store_id_block(a, &first1, &n, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_id_block(b, &first2, &n, &err), 0, "%s", err.message);
+    cr_assert_gt(first1, trial);
+    cr_assert_geq(first2, first1 + n);
+
+    /* A member that leaves frees its studies at once. */
+    cr_assert_eq(bd_store_cluster_heartbeat(b, d2, &err), 0, "%s", err.message);
+    bd_store_cluster_leave(b, d2);
+    cr_assert_eq(bd_store_owner_acquire(a, study, d1, 30.0, 0, &tok, &err), 0, "%s", err.message);
+    cr_assert_eq(tok, 5);
+    bd_store_close(b);
+    bd_store_close(a);
+}
