@@ -8,6 +8,8 @@
 #   sqlite       one banditd on SQLite, --sync normal (run_load.sh's first row);
 #   pg1          one banditd on PostgreSQL;
 #   pg1-haproxy  the same behind haproxy, so the proxy's own cost is a row of its own;
+#   pg1-cluster  one banditd in cluster mode (--advertise-url): a cluster of one, so the cost
+#                of the ownership lease and its fence on every request is a row of its own;
 #   pg2          two banditd on one PostgreSQL database (--advertise-url, a study owned by
 #                one daemon under a --ownership-lease-seconds lease; a non-owner forwards)
 #                behind haproxy balancing round-robin per request, so about half the calls
@@ -31,7 +33,7 @@
 # same as there; `balance roundrobin` and no backup is the difference.
 #
 # Environment (all optional): BENCH_WORKERS (32), BENCH_DURATION (20), BENCH_WARMUP (2),
-# BENCH_STUDIES ("1 8"), BENCH_CONFIGS ("sqlite pg1 pg1-haproxy pg2 pg2-direct"), BENCH_LOG_LEVEL (warn),
+# BENCH_STUDIES ("1 8"), BENCH_CONFIGS ("sqlite pg1 pg1-haproxy pg1-cluster pg2 pg2-direct"), BENCH_LOG_LEVEL (warn),
 # BENCH_OWNERSHIP_LEASE (2: --ownership-lease-seconds of the pg2 daemons), BENCH_HAPROXY_BALANCE
 # (roundrobin: haproxy's balance algorithm, e.g. "first" sends everything to the first daemon
 # while it is up), BENCH_PG_URL,
@@ -61,7 +63,7 @@ DURATION=${BENCH_DURATION:-20}
 WARMUP=${BENCH_WARMUP:-2}
 LOG_LEVEL=${BENCH_LOG_LEVEL:-warn}
 STUDIES_LIST=${BENCH_STUDIES:-1 8}
-CONFIGS=${BENCH_CONFIGS:-sqlite pg1 pg1-haproxy pg2 pg2-direct}
+CONFIGS=${BENCH_CONFIGS:-sqlite pg1 pg1-haproxy pg1-cluster pg2 pg2-direct}
 OWN_LEASE=${BENCH_OWNERSHIP_LEASE:-2}
 BALANCE=${BENCH_HAPROXY_BALANCE:-roundrobin}
 PSQL=${BD_PG_BIN:-/usr/lib/postgresql/15/bin}/psql
@@ -75,7 +77,7 @@ for f in "$BANDITD" "$LOADGEN" "$PSQL"; do
 done
 for c in $CONFIGS; do
     case $c in
-    sqlite | pg1 | pg2-direct) ;;
+    sqlite | pg1 | pg1-cluster | pg2-direct) ;;
     pg1-haproxy | pg2) command -v haproxy >/dev/null || { echo "run_load_pg.sh: $c needs haproxy" >&2; exit 1; } ;;
     *) echo "run_load_pg.sh: unknown configuration $c in BENCH_CONFIGS" >&2; exit 1 ;;
     esac
@@ -231,7 +233,7 @@ bench() {
             proxy=$LAST_PID url=127.0.0.1:$hp
         fi
         ;;
-    pg2 | pg2-direct)
+    pg1-cluster | pg2 | pg2-direct)
         if ! "$BANDITD" --help 2>&1 | grep -q -- '--advertise-url'; then
             echo "not run: $BANDITD has no --advertise-url (multi-daemon clusters, branch i16-own)" | tee "$out"
             NOT_RUN=1
@@ -244,15 +246,17 @@ bench() {
         start_banditd "$label-a" "$pa" "$db" --admin-token-file "$TOKEN_FILE" \
             --advertise-url "http://127.0.0.1:$pa" --ownership-lease-seconds "$OWN_LEASE"
         daemons+=("$LAST_PID")
-        start_banditd "$label-b" "$pb" "$db" --admin-token-file "$TOKEN_FILE" \
-            --advertise-url "http://127.0.0.1:$pb" --ownership-lease-seconds "$OWN_LEASE"
-        daemons+=("$LAST_PID")
-        token=$TOKEN_FILE
+        token=$TOKEN_FILE url=127.0.0.1:$pa
+        if [ "$config" != pg1-cluster ]; then
+            start_banditd "$label-b" "$pb" "$db" --admin-token-file "$TOKEN_FILE" \
+                --advertise-url "http://127.0.0.1:$pb" --ownership-lease-seconds "$OWN_LEASE"
+            daemons+=("$LAST_PID")
+        fi
         if [ "$config" = pg2 ]; then
             start_haproxy "$label" "$hp" "$pa" "$pb"
             proxy=$LAST_PID url=127.0.0.1:$hp
-        else
-            url=127.0.0.1:$pa via=(--via "127.0.0.1:$pa,127.0.0.1:$pb")
+        elif [ "$config" = pg2-direct ]; then
+            via=(--via "127.0.0.1:$pa,127.0.0.1:$pb")
         fi
         ;;
     esac
@@ -302,6 +306,7 @@ describe() {
     sqlite) echo "SQLite, 1 daemon, --sync normal" ;;
     pg1) echo "PostgreSQL, 1 daemon" ;;
     pg1-haproxy) echo "PostgreSQL, 1 daemon, haproxy" ;;
+    pg1-cluster) echo "PostgreSQL, 1 daemon in cluster mode" ;;
     pg2) echo "PostgreSQL, 2 daemons, haproxy $BALANCE" ;;
     pg2-direct) echo "PostgreSQL, 2 daemons, a study's workers on one" ;;
     esac
