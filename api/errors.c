@@ -70,7 +70,7 @@ json_t *bd_api_error_json(const bd_err *err)
     json_object_set_new(e, "code", json_string(bd_err_name(i >= 0 ? err->code : BD_EINTERNAL)));
     json_object_set_new(e, "message", safe_string(message));
     json_object_set_new(e, "field", err->field[0] ? safe_string(err->field) : json_null());
-    if (err->code == BD_EBUSY && err->retry_after > 0)
+    if ((err->code == BD_EBUSY || err->code == BD_EMOVED) && err->retry_after > 0)
         json_object_set_new(e, "retry_after_seconds", json_integer(err->retry_after));
     json_object_set_new(body, "error", e);
     return body;
@@ -87,7 +87,8 @@ void bd_api_error_response(bd_http_resp *resp, const bd_err *err)
     resp->status = bd_api_status(err->code);
     resp->json = bd_api_error_json(err);
     resp->www_authenticate = resp->status == 401;
-    resp->retry_after = resp->status == 429 && err->retry_after > 0 ? err->retry_after : 0;
+    /* 429, and 503 "moved" (cluster mode: a peer serves the study). */
+    resp->retry_after = (resp->status == 429 || err->code == BD_EMOVED) && err->retry_after > 0 ? err->retry_after : 0;
     resp->err_code = find(err->code) >= 0 ? err->code : BD_EINTERNAL;
     snprintf(resp->err_message, sizeof resp->err_message, "%s", err->message);
     if (resp->status == 405)

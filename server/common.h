@@ -42,7 +42,7 @@ typedef struct bd_err {
     int code;
     char field[128];
     char message[256];
-    int retry_after; /* seconds, for BD_EBUSY (the Retry-After header); 0 otherwise */
+    int retry_after; /* seconds, for BD_EBUSY and BD_EMOVED (the Retry-After header); 0 otherwise */
 } bd_err;
 
 /* Fills err (when non-NULL) and returns code, so callers can write

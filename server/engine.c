@@ -79,7 +79,7 @@ static int index_one(const bd_study_row *row, void *arg)
     st->user_id = row->user_id;
     st->created_at = row->created_at;
     st->last_activity_at = row->created_at;
-    bd_engine_study_register(c->e, st);
+    (void)bd_engine_study_register(c->e, st); /* ids are unique in the index */
     return 0;
 }
 
@@ -93,11 +93,15 @@ static int count_one(int64_t study_id, bd_trial_state state, int64_t count, void
     return 0;
 }
 
-/* Whether the store opens db as a PostgreSQL URL (the prefixes
- * storage/store.c routes to that backend). */
+/* Whether the store opens db as a PostgreSQL URL. */
 static int is_db_url(const char *db)
 {
-    return strncmp(db, "postgresql://", 13) == 0 || strncmp(db, "postgres://", 11) == 0;
+    return bd_store_is_pg_url(db);
+}
+
+int bd_engine_db_is_url(const char *db)
+{
+    return is_db_url(db);
 }
 
 int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
@@ -257,7 +261,7 @@ void bd_engine_stats_get(bd_engine *e, bd_engine_stats *out)
         if (!st || st->deleted)
             continue;
         out->studies++;
-        out->studies_owned += atomic_load(&st->owner_token) != 0;
+        out->studies_owned += atomic_load(&st->lease_held) != 0;
         for (int s = 0; s < BD_TRIAL_NSTATES; s++)
             out->trials[s] += st->counts[s];
     }

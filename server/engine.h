@@ -63,6 +63,9 @@ typedef struct bd_engine_opts {
  * first use, and dropped again when idle beyond the cache budget), and
  * starts the lease reaper. *out is new (bd_engine_close). */
 int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err) BD_MUST_CHECK;
+/* Whether db (--db) names a PostgreSQL database (a URL) rather than a
+ * SQLite file: the one test, so main and the store agree. */
+int bd_engine_db_is_url(const char *db);
 /* Stops the reaper and closes storage; callers must have stopped calling in. NULL-safe. */
 void bd_engine_close(bd_engine *e);
 

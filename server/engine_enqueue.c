@@ -118,7 +118,7 @@ static int warm_start_op(bd_engine *e, study_rt *st, const add_args *a, bd_write
     plan->n_inserts = plan->cap_inserts = 1;
     bd_trial_row *row = &plan->inserts[0];
     memset(row, 0, sizeof *row);
-    row->id = atomic_fetch_add(&e->next_trial_id, 1);
+    row->id = bd_engine_take_id(e, 0, plan);
     row->study_id = st->id;
     row->config_id = row->id;
     row->config = json_dumps(a->config, JSON_COMPACT | JSON_SORT_KEYS); /* freed by the caller */

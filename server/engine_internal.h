@@ -92,7 +92,10 @@ struct bd_engine {
 /* Borrowed pointer to the study if it exists, is not deleted and belongs to
  * user_id (0 = any user); else NULL. Never loads it. */
 study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id);
-void bd_engine_study_register(bd_engine *e, study_rt *st);
+/* Puts st in its id's slot unless a study is there already. Returns the
+ * study in the slot (borrowed): st, or the earlier one (then st is still
+ * the caller's, to free). */
+study_rt *bd_engine_study_register(bd_engine *e, study_rt *st);
 /* Locks (st->mu) and returns who's live study, loaded; or BD_ENOTFOUND; or
  * BD_EBUSY when the study's gate refuses to let the request wait
  * (admission.h); or the error of loading it. Release with
@@ -103,17 +106,22 @@ int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, s
  * for the study (the lease reaper: a busy study is swept next time). */
 int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
     BD_MUST_CHECK;
-/* Cluster mode, st->mu held: takes or renews this daemon's lease on st
- * (taking it from a live owner only when steal). When the token changed
- * (another daemon may have written) st is unloaded, to be replayed, and the
- * id blocks are renewed (ids above every id the previous owner used).
- * BD_ENOTFOUND marks st deleted; BD_EBUSY: another daemon holds it and not
- * steal. */
-int bd_engine_claim_study(bd_engine *e, study_rt *st, int steal, bd_err *err) BD_MUST_CHECK;
+/* Cluster mode, st->mu held: takes or renews this daemon's lease on st.
+ * A live lease of another daemon (one whose heartbeat is recent) is never
+ * taken: with wait, the call polls until it expires, for at most the lease
+ * plus half a second, then answers BD_EMOVED (503, retry_after set);
+ * without wait it answers BD_EBUSY at once. When the token changed (another
+ * daemon may have written) st is unloaded, to be replayed, and the id
+ * blocks are renewed (ids above every id the previous owner used); the same
+ * token (this daemon held it last) keeps what is loaded. BD_ENOTFOUND marks
+ * st deleted. */
+int bd_engine_claim_study(bd_engine *e, study_rt *st, int wait, bd_err *err) BD_MUST_CHECK;
 /* Cluster mode, st->mu held: forgets this daemon's lease on st and unloads
  * it (its lease was lost, or it was idle past the lease: released too). */
 void bd_engine_study_disown(bd_engine *e, study_rt *st, int release);
-/* Cluster mode: drops the studies idle past the lease (reaper). */
+/* Cluster mode: releases the leases of the studies idle past the lease
+ * (reaper), keeping what is loaded and the token: if no peer takes the
+ * study meanwhile, the next claim gets the same token and replays nothing. */
 void bd_engine_drop_idle_owned(bd_engine *e);
 /* Releases st, then trims the cache if it is over budget. */
 void bd_engine_unlock_study(bd_engine *e, study_rt *st);
@@ -151,9 +159,17 @@ typedef struct bd_write_plan {
                                        NULL: none), or 0 */
     const char *user_attrs;
     const char *enqueue;            /* a config (JSON text, borrowed) to append to the study's queue, or NULL */
+    int ids_failed;                 /* cluster mode: an id was needed and no block could be taken
+                                       (the ids given are 0): the commit refuses the plan */
     int64_t dequeued;               /* how many of the study's oldest enqueued configs were handed out */
     int64_t study_id;               /* the study enqueue and dequeued concern */
 } bd_write_plan;
+
+/* A new trial id (events 0) or event id (events 1), unused by every
+ * daemon. In cluster mode it comes from the current block, refilled under
+ * ids_mu whenever the block is used up; when no block can be taken it
+ * sets p->ids_failed and returns 0. */
+int64_t bd_engine_take_id(bd_engine *e, int events, bd_write_plan *p);
 void bd_write_plan_clear(bd_write_plan *p); /* frees the arrays, not the strings */
 /* Appends a copy of ev with the next event id; the pointer is valid until
  * the next push. */

@@ -8,8 +8,10 @@
 #include "log.h"
 
 #include <malloc.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int ensure_loaded(bd_engine *e, study_rt *st, bd_err *err);
 static void cache_trim(bd_engine *e);
@@ -29,16 +31,11 @@ static study_rt *index_from_storage(bd_engine *e, int64_t study_id)
         fresh->user_id = row.user_id;
         fresh->created_at = row.created_at;
         fresh->last_activity_at = row.created_at;
-        pthread_rwlock_wrlock(&e->studies_lock);
-        if ((size_t)study_id < e->studies_cap && e->studies[study_id]) { /* a concurrent request won */
-            st = e->studies[study_id];
-            pthread_rwlock_unlock(&e->studies_lock);
+        /* Two first requests may both get here: one copy wins the slot, the
+         * other is freed (never registered, so nobody else holds it). */
+        st = bd_engine_study_register(e, fresh);
+        if (st != fresh)
             bd_study_free(fresh);
-        } else {
-            pthread_rwlock_unlock(&e->studies_lock);
-            bd_engine_study_register(e, fresh);
-            st = fresh;
-        }
     }
     bd_store_study_row_clear(&row);
     return st;
@@ -145,10 +142,66 @@ void bd_engine_unlock_study(bd_engine *e, study_rt *st)
     bd_engine_cache_trim_if_over(e);
 }
 
-int bd_engine_claim_study(bd_engine *e, study_rt *st, int steal, bd_err *err)
+/* Takes a new block of trial (events 0) or event ids; ids_mu held. */
+static int refill_ids(bd_engine *e, int events, bd_err *err)
+{
+    int64_t first, count;
+    int rc = bd_store_id_block(e->store, &first, &count, err);
+    if (rc)
+        return rc;
+    atomic_store(events ? &e->next_event_id : &e->next_trial_id, first);
+    *(events ? &e->event_ids_end : &e->trial_ids_end) = first + count;
+    return 0;
+}
+
+int64_t bd_engine_take_id(bd_engine *e, int events, bd_write_plan *p)
+{
+    _Atomic int64_t *next = events ? &e->next_event_id : &e->next_trial_id;
+    if (!e->cluster) /* one daemon: the counter has no end */
+        return atomic_fetch_add(next, 1);
+    /* Under the mutex, not a bare fetch_add: ids taken past the end by
+     * racing threads would collide with the next block when it follows the
+     * current one. A request takes a few ids; the mutex is never held
+     * across anything but the rare refill. */
+    pthread_mutex_lock(&e->ids_mu);
+    int64_t id = 0;
+    bd_err err;
+    if (atomic_load(next) < *(events ? &e->event_ids_end : &e->trial_ids_end) || refill_ids(e, events, &err) == 0)
+        id = atomic_fetch_add(next, 1);
+    else
+        p->ids_failed = 1;
+    pthread_mutex_unlock(&e->ids_mu);
+    if (!id)
+        bd_log(BD_LOG_ERROR, "cluster: no block of %s ids: %s", events ? "event" : "trial", err.message);
+    return id;
+}
+
+/* The longest a request waits for a peer's live lease to run out. */
+#define CLAIM_WAIT_MAX 5.0
+/* Between two looks at a peer's lease. */
+#define CLAIM_POLL_NS 20000000L
+
+int bd_engine_claim_study(bd_engine *e, study_rt *st, int wait, bd_err *err)
 {
     int64_t token = 0;
-    int rc = bd_store_owner_acquire(e->store, st->id, e->daemon_id, e->owner_lease, steal, &token, err);
+    double until = bd_monotonic() + fmin(e->owner_lease + 0.5, CLAIM_WAIT_MAX);
+    int rc;
+    /* A live peer's lease is waited out rather than stolen: taking it
+     * would cost both daemons a replay per request and make routing
+     * meaningless. BD_EBUSY also comes from lock_timeout, when a peer's
+     * open batch holds the lease row (its fence). */
+    while ((rc = bd_store_owner_acquire(e->store, st->id, e->daemon_id, e->owner_lease, 0, &token, err)) ==
+               BD_EBUSY &&
+           wait && bd_monotonic() < until) {
+        struct timespec pause = {0, CLAIM_POLL_NS};
+        nanosleep(&pause, NULL);
+    }
+    if (rc == BD_EBUSY && wait) {
+        rc = bd_err_set(err, BD_EMOVED, "study",
+                        "study %lld is served by another daemon; retry (or send its requests there)",
+                        (long long)st->id);
+        err->retry_after = (int)ceil(e->owner_lease);
+    }
     if (rc == BD_ENOTFOUND) { /* deleted through a peer */
         st->deleted = 1;
         bd_engine_study_disown(e, st, 0);
@@ -162,26 +215,16 @@ int bd_engine_claim_study(bd_engine *e, study_rt *st, int steal, bd_err *err)
         bd_engine_study_unload(e, st);
         atomic_store(&st->owner_token, token);
     }
-    /* Fresh id blocks after a takeover (ids above every id the previous
-     * owner handed out, so the study's events stay in order), and whenever
-     * the current ones run low (a request takes at most a few hundred). */
-    pthread_mutex_lock(&e->ids_mu);
-    enum { RESERVE = 4096 };
-    if (moved || atomic_load(&e->next_trial_id) > e->trial_ids_end - RESERVE) {
-        int64_t first, count;
-        if (!(rc = bd_store_id_block(e->store, &first, &count, err))) {
-            atomic_store(&e->next_trial_id, first);
-            e->trial_ids_end = first + count;
-        }
+    atomic_store(&st->lease_held, 1);
+    /* Fresh id blocks after a takeover: ids above every id the previous
+     * owner handed out, so the study's events stay in order. Otherwise
+     * bd_engine_take_id refills a block when it is used up. */
+    if (moved) {
+        pthread_mutex_lock(&e->ids_mu);
+        if (!(rc = refill_ids(e, 0, err)))
+            rc = refill_ids(e, 1, err);
+        pthread_mutex_unlock(&e->ids_mu);
     }
-    if (!rc && (moved || atomic_load(&e->next_event_id) > e->event_ids_end - RESERVE)) {
-        int64_t first, count;
-        if (!(rc = bd_store_id_block(e->store, &first, &count, err))) {
-            atomic_store(&e->next_event_id, first);
-            e->event_ids_end = first + count;
-        }
-    }
-    pthread_mutex_unlock(&e->ids_mu);
     if (rc) /* without fresh ids the study cannot be served: the next request claims again */
         bd_engine_study_disown(e, st, 1);
     return rc;
@@ -190,6 +233,7 @@ int bd_engine_claim_study(bd_engine *e, study_rt *st, int steal, bd_err *err)
 void bd_engine_study_disown(bd_engine *e, study_rt *st, int release)
 {
     int64_t token = atomic_exchange(&st->owner_token, 0);
+    atomic_store(&st->lease_held, 0);
     bd_engine_study_unload(e, st);
     if (release && token)
         bd_store_owner_release(e->store, st->id, e->daemon_id, token);
@@ -203,18 +247,23 @@ void bd_engine_drop_idle_owned(bd_engine *e)
         study_rt *st = e->studies[i];
         /* Busy or recently used studies stay; a trylock never waits for a
          * scheduler (lock order: studies_lock -> study mu, as recovery). */
-        if (!st || !atomic_load(&st->owner_token) ||
+        if (!st || !atomic_load(&st->lease_held) ||
             now - atomic_load_explicit(&st->last_used, memory_order_relaxed) < e->owner_lease ||
             atomic_load(&st->gate.queued) > 0 || pthread_mutex_trylock(&st->mu) != 0)
             continue;
-        if (!st->dirty)
-            bd_engine_study_disown(e, st, 1);
+        if (!st->dirty) {
+            /* Released, not disowned: memory and token stay, so when no
+             * peer took it meanwhile the next claim gets the same token and
+             * serves from memory (no replay). The cache evicts it if need be. */
+            atomic_store(&st->lease_held, 0);
+            bd_store_owner_release(e->store, st->id, e->daemon_id, atomic_load(&st->owner_token));
+        }
         pthread_mutex_unlock(&st->mu);
     }
     pthread_rwlock_unlock(&e->studies_lock);
 }
 
-void bd_engine_study_register(bd_engine *e, study_rt *st)
+study_rt *bd_engine_study_register(bd_engine *e, study_rt *st)
 {
     pthread_rwlock_wrlock(&e->studies_lock);
     if ((size_t)st->id >= e->studies_cap) {
@@ -225,12 +274,16 @@ void bd_engine_study_register(bd_engine *e, study_rt *st)
         memset(e->studies + e->studies_cap, 0, (cap - e->studies_cap) * sizeof *e->studies);
         e->studies_cap = cap;
     }
-    /* Cluster mode: a request may have indexed a study this daemon just
-     * created (index_from_storage) before its creator registers it; the
-     * creator's wins, and the other is kept (never freed: a request may
-     * still hold it, and it is not loaded for long). */
-    e->studies[st->id] = st;
+    /* Insert if absent, in this one locked section: in cluster mode two
+     * first requests (index_from_storage), or a request and the study's
+     * creator, may race for one slot. Two copies of one study would both
+     * pass the fence (same daemon, same token) and hand out the same rung
+     * slot twice; the first copy stays the only one. */
+    study_rt *winner = e->studies[st->id];
+    if (!winner)
+        winner = e->studies[st->id] = st;
     pthread_rwlock_unlock(&e->studies_lock);
+    return winner;
 }
 
 /* ------------------------------------------------------------- the cache */

@@ -207,11 +207,18 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
          * the next request claims it (and replays it). */
         bd_err ignored;
         pthread_mutex_lock(&st->mu);
-        if (bd_engine_claim_study(e, st, 1, &ignored))
+        if (bd_engine_claim_study(e, st, 0, &ignored))
             bd_engine_study_unload(e, st);
         pthread_mutex_unlock(&st->mu);
     }
-    bd_engine_study_register(e, st);
+    if (bd_engine_study_register(e, st) != st) {
+        /* Cluster mode: a request through this daemon found the committed
+         * study in storage and registered it first. That copy is the one
+         * (unloaded; its first claim sees this claim's token as a move and
+         * replays); this one goes, so one daemon never holds two. */
+        bd_engine_study_unload(e, st);
+        bd_study_free(st);
+    }
     bd_engine_cache_trim_if_over(e);
     json_decref(def);
     *out = answer;
@@ -394,7 +401,7 @@ static int plan_trial(bd_engine *e, study_rt *st, bd_write_plan *plan, bd_sugges
     }
     bd_trial_row *row = &plan->inserts[plan->n_inserts++];
     memset(row, 0, sizeof *row);
-    row->id = atomic_fetch_add(&e->next_trial_id, 1);
+    row->id = bd_engine_take_id(e, 0, plan);
     row->study_id = st->id;
     row->config_id = s->config_id ? s->config_id : row->id;
     row->config = json_dumps(s->config, JSON_COMPACT | JSON_SORT_KEYS);

@@ -395,7 +395,7 @@ int bd_engine_get_trial(bd_engine *e, const bd_caller *who, int64_t trial_id, js
 
 typedef struct list_ctx {
     bd_engine *e;
-    const study_rt *st;
+    int resource_integer; /* copied under the study's mutex: the spec may be unloaded after it */
     json_t *trials;
     int64_t last_id;
     int with_measurements;
@@ -410,7 +410,7 @@ static int add_trial(const bd_trial_row *row, void *arg)
     list_ctx *c = arg;
     if (c->full)
         return 1;
-    json_t *t = bd_study_trial_json(c->st, row);
+    json_t *t = bd_trial_json(c->resource_integer, row);
     if (c->with_measurements) {
         json_t *m = json_array();
         int rc = bd_store_event_each_of_trial(c->e->store, row->id, add_measurement, m, c->err);
@@ -456,11 +456,16 @@ int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, 
                           st->spec.def.n_instances);
     }
     /* The study's mutex is released before reading: the listing reads
-     * committed rows only and must not hold up the study's workers. */
+     * committed rows only and must not hold up the study's workers. What it
+     * needs of the spec is copied first: in cluster mode a claim that finds
+     * the study moved unloads (frees) the spec meanwhile. */
+    int maximize = st->spec.def.maximize;
+    list_ctx c = {.e = e, .resource_integer = st->spec.def.resource_integer, .trials = json_array(),
+                  .with_measurements = q->with_measurements, .err = err};
     bd_engine_unlock_study(e, st);
-    list_ctx c = {.e = e, .st = st, .trials = json_array(), .with_measurements = q->with_measurements, .err = err};
+    st = NULL;
     if (q->best_first)
-        rc = bd_store_trial_each_best(e->store, study_id, st->spec.def.maximize, q->instance, q->limit, add_trial,
+        rc = bd_store_trial_each_best(e->store, study_id, maximize, q->instance, q->limit, add_trial,
                                       &c, err);
     else
         rc = bd_store_trial_each(e->store, study_id, st_filter, q->instance, q->after, q->limit, add_trial, &c, err);
@@ -527,7 +532,10 @@ int bd_engine_expire_leases(bd_engine *e, double now, int *expired, bd_err *err)
         /* A busy study is skipped, not waited for: a slow scheduler must not
          * delay other studies' expiry. Its trials are found again next sweep. */
         rc = with_trial(e, &req, l.trial_ids[i], BD_OP_NO_WAIT, expire_op, &now, &answer, err);
-        if (rc == BD_ENOTFOUND || rc == BD_EBUSY) { /* deleted meanwhile, or busy */
+        /* Cluster mode: a study a peer serves (BD_EBUSY from the claim) or
+         * took between claim and commit (BD_EMOVED) is that peer's to sweep;
+         * the sweep goes on with the other studies. */
+        if (rc == BD_ENOTFOUND || rc == BD_EBUSY || rc == BD_EMOVED) { /* deleted meanwhile, busy, or moved */
             bd_err_clear(err);
             rc = 0;
         }

@@ -34,7 +34,7 @@ bd_event_row *bd_write_plan_push_event(bd_engine *e, bd_write_plan *p, const bd_
     }
     bd_event_row *row = &p->events[p->n_events++];
     *row = *ev;
-    row->id = atomic_fetch_add(&e->next_event_id, 1);
+    row->id = bd_engine_take_id(e, 1, p);
     return row;
 }
 
@@ -193,6 +193,8 @@ int bd_engine_study_commit(bd_engine *e, study_rt *st, const bd_request *req, in
         *ticket = bd_store_current_ticket(e->store);
         return 0;
     }
+    if (rc == 0 && plan->ids_failed)
+        rc = bd_err_set(err, BD_ESTORAGE, NULL, "storage: no block of new ids could be taken; retry");
     if (rc == 0 && (rc = bd_store_begin(e->store, err)) == 0) {
         /* Cluster mode: the fence, in the writes' own transaction. */
         if ((!e->cluster || (rc = bd_store_owner_renew(e->store, st->id, e->daemon_id, atomic_load(&st->owner_token),

@@ -97,7 +97,7 @@ int main(int argc, char **argv)
     eopts.study_cache_bytes = (size_t)cfg.study_cache_mb << 20;
     eopts.advertise_url = cfg.advertise_url[0] ? cfg.advertise_url : NULL;
     eopts.ownership_lease_seconds = cfg.ownership_lease_seconds;
-    if (eopts.advertise_url && strncmp(cfg.db_path, "postgres", 8) != 0)
+    if (eopts.advertise_url && !bd_engine_db_is_url(cfg.db_path))
         bd_log(BD_LOG_WARN, "--advertise-url is ignored with SQLite: one daemon serves a SQLite database");
     rc = bd_engine_open(&eopts, &engine, &err);
     if (rc < 0) {

@@ -317,11 +317,16 @@ int bd_study_replay(study_rt *st, bd_store *store, bd_err *err)
 /* -------------------------------------------------------------------- JSON */
 
 /* A budget prints as an integer when the resource is integral. */
-static json_t *budget_json(const study_rt *st, double budget)
+static json_t *budget_json_of(int resource_integer, double budget)
 {
-    if (st->spec.def.resource_integer && budget == floor(budget) && fabs(budget) < 9e15)
+    if (resource_integer && budget == floor(budget) && fabs(budget) < 9e15)
         return json_integer((json_int_t)budget);
     return json_real(budget);
+}
+
+static json_t *budget_json(const study_rt *st, double budget)
+{
+    return budget_json_of(st->spec.def.resource_integer, budget);
 }
 
 static json_t *loads_or_null(const char *text)
@@ -332,12 +337,17 @@ static json_t *loads_or_null(const char *text)
 
 json_t *bd_study_trial_json(const study_rt *st, const bd_trial_row *row)
 {
+    return bd_trial_json(st->spec.def.resource_integer, row);
+}
+
+json_t *bd_trial_json(int resource_integer, const bd_trial_row *row)
+{
     json_t *t = json_object();
     json_object_set_new(t, "id", json_integer(row->id));
     json_object_set_new(t, "study_id", json_integer(row->study_id));
     json_object_set_new(t, "config_id", json_integer(row->config_id));
     json_object_set_new(t, "config", loads_or_null(row->config));
-    json_object_set_new(t, "budget", budget_json(st, row->budget));
+    json_object_set_new(t, "budget", budget_json_of(resource_integer, row->budget));
     json_object_set_new(t, "resume_from", row->resume_from ? json_integer(row->resume_from) : json_null());
     if (row->extra)
         json_object_set_new(t, "scheduler", loads_or_null(row->extra));

@@ -68,8 +68,10 @@ typedef struct study_rt {
     int loaded;                     /* spec and sched are built (under mu) */
     atomic_int referenced;          /* used since the cache's clock last passed it */
     _Atomic double last_used;       /* bd_monotonic() of its latest request */
-    _Atomic int64_t owner_token;    /* cluster mode: the fencing token of this daemon's lease on the
-                                       study, 0 when it holds none (written under mu) */
+    _Atomic int64_t owner_token;    /* cluster mode: the fencing token of this daemon's latest lease on
+                                       the study (kept after an idle release: a claim that gets it back
+                                       keeps the memory), 0 when the memory is not current (under mu) */
+    _Atomic int lease_held;         /* cluster mode: 1 while the lease is this daemon's (under mu) */
     size_t cache_bytes;             /* estimated heap of spec and sched while loaded */
     size_t definition_bytes;        /* of the stored definition, for the estimate */
     struct study_rt *lru_prev, *lru_next; /* the engine's loaded studies, most recent first (cache_mu) */
@@ -112,6 +114,9 @@ int bd_study_replay(study_rt *st, bd_store *store, bd_err *err) BD_MUST_CHECK;
 
 /* A trial row as the API shows it (new). */
 json_t *bd_study_trial_json(const study_rt *st, const bd_trial_row *row);
+/* The same from the one field of the spec it reads, for callers that no
+ * longer hold the study's mutex (its spec may be unloaded meanwhile). */
+json_t *bd_trial_json(int resource_integer, const bd_trial_row *row);
 /* The study as the API shows it (new): the definition, counts, incumbents
  * (read from store), the scheduler's state, running/waiting/paused/done,
  * usage, "paused" and "metadata". */

@@ -30,6 +30,12 @@
 
 #include "pg_internal.h"
 
+/* Seconds without a heartbeat (every daemon beats every half second)
+ * after which a daemon's live leases may be taken, and after which its
+ * daemons row is deleted. */
+#define HEARTBEAT_DEAD "10"
+#define HEARTBEAT_GONE "600"
+
 /* Ids per block: a member asks PostgreSQL once per this many trials. */
 #define BLOCK ((int64_t)1 << 16)
 
@@ -61,17 +67,40 @@ static const char *line_of(PGconn *conn)
     return line;
 }
 
+/* The ownership connection's session. Every call on it holds ctl_mu, so
+ * one wait there stalls every claim of this daemon: lock_timeout bounds the
+ * wait for a study_owners row that a peer's open batch holds (its renew),
+ * answered BD_EBUSY (429, retry); statement_timeout bounds the rest.
+ * synchronous_commit off: a claim need not wait for its WAL flush, because
+ * nothing is written under a claim except through a fenced batch, whose
+ * synchronous COMMIT flushes the WAL past the claim first; a claim lost in
+ * a server crash is a lease never granted, and the next claim takes it. No
+ * NOTICE lines on stderr for the IF NOT EXISTS of every join. */
+static const char ctl_settings[] = "SET extra_float_digits = 3; SET client_min_messages = warning; "
+                                   "SET lock_timeout = '250ms'; SET statement_timeout = '5s'; "
+                                   "SET synchronous_commit = off";
+
 int bd_pg_ctl_connect(bd_pg *s, const char *url, bd_err *err)
 {
-    s->ctl = PQconnectdb(url);
+    s->ctl = bd_pg_connect(url);
     if (!s->ctl || PQstatus(s->ctl) != CONNECTION_OK)
         return bd_err_set(err, BD_ESTORAGE, NULL, "storage: connecting the ownership connection: %s",
                           s->ctl ? line_of(s->ctl) : "out of memory");
     if (PQsetClientEncoding(s->ctl, "UTF8") != 0)
         return bd_err_set(err, BD_ESTORAGE, NULL, "storage: ownership connection: %s", line_of(s->ctl));
-    /* No NOTICE lines on stderr for the IF NOT EXISTS of every join. */
-    return bd_pg_exec_simple(s->ctl, "SET extra_float_digits = 3; SET client_min_messages = warning", err,
-                             "ownership connection settings");
+    return bd_pg_exec_simple(s->ctl, ctl_settings, err, "ownership connection settings");
+}
+
+/* Resets the ownership connection; ctl_mu held. 0 if it works again. */
+static int ctl_reset(bd_pg *s)
+{
+    PQreset(s->ctl);
+    if (PQstatus(s->ctl) != CONNECTION_OK || PQsetClientEncoding(s->ctl, "UTF8") != 0)
+        return -1;
+    PGresult *r = PQexec(s->ctl, ctl_settings);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    return ok ? 0 : -1;
 }
 
 /* Runs sql with n text parameters on conn. Returns the result (caller
@@ -89,23 +118,43 @@ static PGresult *run(PGconn *conn, const char *sql, int n, const char *const *va
     const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
     char line[512];
     bd_pg_one_line(PQresultErrorMessage(res), line, sizeof line);
-    *ret = bd_err_set(err, state && strcmp(state, "23503") == 0 ? BD_ENOTFOUND : BD_ESTORAGE, NULL,
-                      "storage: %s: %s", what, line);
+    /* 55P03 lock_not_available (lock_timeout), 57014 query_canceled
+     * (statement_timeout): a peer holds the row; busy, not broken. */
+    if (state && (strcmp(state, "55P03") == 0 || strcmp(state, "57014") == 0)) {
+        *ret = bd_err_set(err, BD_EBUSY, "study", "storage: %s: another daemon holds it; retry", what);
+        if (err)
+            err->retry_after = 1;
+    } else {
+        *ret = bd_err_set(err, state && strcmp(state, "23503") == 0 ? BD_ENOTFOUND : BD_ESTORAGE, NULL,
+                          "storage: %s: %s", what, line);
+    }
     PQclear(res);
     return NULL;
+}
+
+/* run() on the ownership connection, ctl_mu held: a connection found dead
+ * (a PostgreSQL restart: libpq learns it only on use) is reset and the
+ * statement tried once more, so a restart costs no request a 500. Only
+ * for statements that are safe to run twice (each is one autocommit
+ * statement; a lost connection means it was not committed, or its effect
+ * is the same when repeated). */
+static PGresult *run_ctl(bd_pg *s, const char *sql, int n, const char *const *values, int *ret, bd_err *err,
+                         const char *what)
+{
+    PGresult *res = run(s->ctl, sql, n, values, ret, err, what);
+    if (!res && PQstatus(s->ctl) != CONNECTION_OK && ctl_reset(s) == 0) {
+        bd_err_clear(err);
+        res = run(s->ctl, sql, n, values, ret, err, what);
+    }
+    return res;
 }
 
 /* Takes ctl_mu; a connection lost since the last call is reset first. */
 static void ctl_enter(bd_pg *s)
 {
     pthread_mutex_lock(&s->ctl_mu);
-    if (PQstatus(s->ctl) != CONNECTION_OK) {
-        PQreset(s->ctl);
-        if (PQstatus(s->ctl) == CONNECTION_OK) {
-            PGresult *r = PQexec(s->ctl, "SET extra_float_digits = 3; SET client_min_messages = warning");
-            PQclear(r);
-        }
-    }
+    if (PQstatus(s->ctl) != CONNECTION_OK)
+        (void)ctl_reset(s); /* a failure shows in the call that follows */
 }
 
 static void ctl_leave(bd_pg *s)
@@ -133,7 +182,7 @@ int bd_pg_cluster_join(bd_store *store, const char *url, int64_t *daemon_id, bd_
         PQclear(r);
     }
     const char *v[1] = {url};
-    if (!ret && (res = run(s->ctl, "INSERT INTO daemons (url, heartbeat) VALUES ($1, "
+    if (!ret && (res = run_ctl(s, "INSERT INTO daemons (url, heartbeat) VALUES ($1, "
                                    "extract(epoch FROM clock_timestamp())) RETURNING id",
                            1, v, &ret, err, "register the daemon")))
         *daemon_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
@@ -152,7 +201,7 @@ int bd_pg_cluster_heartbeat(bd_store *store, int64_t daemon_id, bd_err *err)
         return ret;
     snprintf(id, sizeof id, "%" PRId64, daemon_id);
     ctl_enter(s);
-    PQclear(run(s->ctl, "UPDATE daemons SET heartbeat = extract(epoch FROM clock_timestamp()) WHERE id = $1", 1, v,
+    PQclear(run_ctl(s, "UPDATE daemons SET heartbeat = extract(epoch FROM clock_timestamp()) WHERE id = $1", 1, v,
                 &ret, err, "heartbeat"));
     ctl_leave(s);
     return ret;
@@ -171,9 +220,9 @@ void bd_pg_cluster_leave(bd_store *store, int64_t daemon_id)
     ctl_enter(s);
     /* Its studies are free at once: peers need not wait for the leases
      * (expired, not deleted: the token must never go back). */
-    PQclear(run(s->ctl, "UPDATE study_owners SET expires_at = '-infinity' WHERE daemon_id = $1", 1, v, &ret,
+    PQclear(run_ctl(s, "UPDATE study_owners SET expires_at = '-infinity' WHERE daemon_id = $1", 1, v, &ret,
                 &ignored, "leave"));
-    PQclear(run(s->ctl, "DELETE FROM daemons WHERE id = $1", 1, v, &ret, &ignored, "leave"));
+    PQclear(run_ctl(s, "DELETE FROM daemons WHERE id = $1", 1, v, &ret, &ignored, "leave"));
     ctl_leave(s);
 }
 
@@ -184,7 +233,7 @@ int bd_pg_id_block(bd_store *store, int64_t *first, int64_t *count, bd_err *err)
     if (ret)
         return ret;
     ctl_enter(s);
-    PGresult *res = run(s->ctl, "SELECT nextval('bd_id_blocks')", 0, NULL, &ret, err, "id block");
+    PGresult *res = run_ctl(s, "SELECT nextval('bd_id_blocks')", 0, NULL, &ret, err, "id block");
     if (res) {
         *first = strtoll(PQgetvalue(res, 0, 0), NULL, 10) * BLOCK;
         *count = BLOCK;
@@ -207,15 +256,19 @@ int bd_pg_owner_acquire(bd_store *store, int64_t study_id, int64_t daemon_id, do
     snprintf(b, sizeof b, "%" PRId64, daemon_id);
     snprintf(c, sizeof c, "%.6f", lease);
     ctl_enter(s);
-    /* Mine: renewed, same token (nobody else wrote). Free, expired, or
-     * stolen ($4): token + 1, which fences the previous owner's writes. */
-    PGresult *res = run(s->ctl,
+    /* Mine: renewed, same token (nobody else wrote). Free, expired, held
+     * by a daemon without a recent heartbeat (hung, or gone without its
+     * leave), or stolen ($4): token + 1, which fences the previous owner's
+     * writes. */
+    PGresult *res = run_ctl(s,
                         "INSERT INTO study_owners AS o (study_id, daemon_id, token, expires_at) "
                         "VALUES ($1, $2, 1, clock_timestamp() + make_interval(secs => $3::float8)) "
                         "ON CONFLICT (study_id) DO UPDATE SET daemon_id = $2, "
                         "  token = CASE WHEN o.daemon_id = $2 THEN o.token ELSE o.token + 1 END, "
                         "  expires_at = clock_timestamp() + make_interval(secs => $3::float8) "
                         "WHERE o.daemon_id = $2 OR o.expires_at < clock_timestamp() OR $4::int = 1 "
+                        "  OR NOT EXISTS (SELECT 1 FROM daemons d WHERE d.id = o.daemon_id "
+                        "    AND d.heartbeat > extract(epoch FROM clock_timestamp()) - " HEARTBEAT_DEAD ") "
                         "RETURNING token",
                         4, v, &ret, err, "take the study's lease");
     if (res && PQntuples(res) == 1)
@@ -270,7 +323,7 @@ void bd_pg_owner_release(bd_store *store, int64_t study_id, int64_t daemon_id, i
     /* Expired rather than deleted: a new row would start at token 1 again,
      * and a daemon that once held token 1 would take its stale memory for
      * current. */
-    PQclear(run(s->ctl, "UPDATE study_owners SET expires_at = '-infinity' "
+    PQclear(run_ctl(s, "UPDATE study_owners SET expires_at = '-infinity' "
                         "WHERE study_id = $1 AND daemon_id = $2 AND token = $3",
                 3, v, &ret, &ignored, "release the study's lease"));
     ctl_leave(s);

@@ -112,6 +112,10 @@ void bd_pg_one_line(const char *msg, char *out, size_t size);
 /* Runs sql (no parameters, no rows wanted) outside the prepared set; 0 or
  * BD_ESTORAGE with "storage: <what>: <message>" in err (err may be NULL). */
 int bd_pg_exec_simple(PGconn *conn, const char *sql, bd_err *err, const char *what) BD_MUST_CHECK;
+/* PQconnectdb(url) with TCP keepalives and a connect timeout (a peer or
+ * server that vanishes without a FIN is noticed in about 20 s, not after
+ * the kernel's two hours); settings in the URL win. New (PQfinish). */
+PGconn *bd_pg_connect(const char *url);
 
 /* Starts one call on s: locks mu unless the calling thread holds a transaction
  * on s (and outside a batch, reconnects a lost connection). Pass the result

@@ -93,7 +93,10 @@ static int setup(PGconn *conn, int *version, int cluster, bd_err *err)
     if (PQsetClientEncoding(conn, "UTF8") != 0)
         return bd_err_set(err, BD_ESTORAGE, NULL, "storage: setting the client encoding: %s", conn_error(conn));
     /* Shortest exact float output: every double reads back bit for bit. */
-    int ret = bd_pg_exec_simple(conn, "SET extra_float_digits = 3", err, "set extra_float_digits");
+    /* A batch left open by a hung daemon holds its row locks (and a peer's
+     * takeover of those studies) at most this long. */
+    int ret = bd_pg_exec_simple(conn, "SET extra_float_digits = 3; SET idle_in_transaction_session_timeout = '30s'",
+                                err, "session settings");
     if (ret)
         return ret;
     if (version && (ret = bd_pg_migrate(conn, version, err)))
@@ -161,7 +164,7 @@ int bd_pg_open(const char *url, const bd_store_opts *opts, bd_store **out, bd_er
         return bd_err_set(err, BD_EINTERNAL, NULL, "storage: pthread_mutex_init failed");
     }
     int ret = 0;
-    s->conn = PQconnectdb(url);
+    s->conn = bd_pg_connect(url);
     if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
         /* libpq's message names host and user, never the password. */
         ret = bd_err_set(err, BD_ESTORAGE, NULL, "storage: connecting to PostgreSQL: %s",
@@ -391,8 +394,12 @@ int bd_pg_begin(bd_store *store, bd_err *err)
             goto out;
         /* libpq learns that the server went away only when it uses the
          * connection: nothing is open yet, so reconnect and try once more. */
-        if ((ret = control(s, "BEGIN", err)) && PQstatus(s->conn) != CONNECTION_OK && !reconnect_if_lost(s, err))
-            ret = control(s, "BEGIN", err);
+        /* The isolation the fence relies on (a renew's UPDATE sees a
+         * takeover committed since), named rather than taken from the
+         * server's or the role's default_transaction_isolation. */
+        static const char begin[] = "BEGIN ISOLATION LEVEL READ COMMITTED";
+        if ((ret = control(s, begin, err)) && PQstatus(s->conn) != CONNECTION_OK && !reconnect_if_lost(s, err))
+            ret = control(s, begin, err);
         if (ret)
             goto out;
         s->batch_open = 1;

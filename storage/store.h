@@ -72,6 +72,8 @@ typedef struct bd_store_opts {
  * postgres:// URL opens PostgreSQL (opts->sync does not apply there). *out
  * is new. */
 int bd_store_open(const char *path, const bd_store_opts *opts, bd_store **out, bd_err *err) BD_MUST_CHECK;
+/* Whether name is a PostgreSQL URL (bd_store_open hands it to PostgreSQL). */
+int bd_store_is_pg_url(const char *name);
 void bd_store_close(bd_store *s); /* NULL-safe; checkpoints the WAL */
 /* Schema version this build writes (and the one an opened database is at). */
 int bd_store_schema_version(bd_store *s);
@@ -323,8 +325,10 @@ int bd_store_id_block(bd_store *s, int64_t *first, int64_t *count, bd_err *err) 
 /* Takes or renews study_id's lease for lease seconds, committed at once
  * (outside any transaction of the caller): *token is unchanged when
  * daemon_id held it last, else the previous token + 1 (or 1). A lease live
- * under another daemon is taken only when steal; else BD_EBUSY. BD_ENOTFOUND
- * when the study does not exist. */
+ * under another daemon whose heartbeat is recent (10 s) is taken only when
+ * steal; else BD_EBUSY (also when a peer's open transaction holds the lease
+ * row for longer than the lock timeout, 250 ms). BD_ENOTFOUND when the study
+ * does not exist. */
 int bd_store_owner_acquire(bd_store *s, int64_t study_id, int64_t daemon_id, double lease, int steal,
                            int64_t *token, bd_err *err) BD_MUST_CHECK;
 /* Inside the caller's transaction (bd_store_begin): extends the lease if

@@ -89,9 +89,6 @@ int bd_pg_open(const char *url, const bd_store_opts *opts, bd_store **out, bd_er
  * each backend's migrations end there. */
 #define BD_STORE_SCHEMA_LATEST 6
 
-/* Whether name is a PostgreSQL URL (bd_store_open hands it to bd_pg_open). */
-int bd_store_is_pg_url(const char *name);
-
 /* Names shared by the backends, which store states, origins and event types
  * by name (store_rows.c). */
 const char *bd_store_event_type_name(int type); /* NULL unless BD_EV_CREATED .. BD_EV_STOPPED */

@@ -93,7 +93,9 @@ class ClusterTest(bdtest.DaemonTestCase):
         lone = bdtest.Daemon()
         sid = expect(lone.request("POST", "/v1/studies", sh_study()), 201, "create")["id"]
         want = drive([lone], sid)
-        a, b, c = self.cluster(3)
+        # A live lease is waited out, never stolen: a short lease keeps the
+        # wait of each move (up to the lease) small.
+        a, b, c = self.cluster(3, lease="0.2")
         sid = expect(a.request("POST", "/v1/studies", sh_study()), 201, "create")["id"]
         t0 = time.monotonic()
         got = drive([a, b, c], sid)
@@ -156,6 +158,56 @@ class ClusterTest(bdtest.DaemonTestCase):
                          sorted((c, b) for c, b, _ in want), "one trial per rung slot")
         self.assertEqual(len({t["id"] for t in trials}), len(trials))
         self.assertTrue(all(t["state"] == "completed" for t in trials), trials)
+
+    def test_a_live_lease_is_waited_out_not_stolen(self):
+        a, b = self.cluster(lease="1.5")
+        sid = expect(a.request("POST", "/v1/studies", sh_study()), 201, "create")["id"]
+        expect(a.request("POST", "/v1/studies/%d/suggest" % sid, {"worker": "w"}), 200, "suggest on A")
+        t0 = time.monotonic()
+        expect(b.request("POST", "/v1/studies/%d/suggest" % sid, {"worker": "w"}), 200, "suggest on B")
+        waited = time.monotonic() - t0
+        # A's lease runs 1.5 s from its last write; B waits (polls) for it.
+        self.assertGreater(waited, 1.0, "B took A's live lease at once")
+        self.assertLess(waited, 2.5)
+        sys.stderr.write("cluster: a request to a peer waited %.0f ms for the owner's lease\n" % (waited * 1e3))
+
+    def test_a_long_live_lease_answers_moved_with_retry_after(self):
+        a, b = self.cluster(lease="30")
+        sid = expect(a.request("POST", "/v1/studies", sh_study()), 201, "create")["id"]
+        expect(a.request("POST", "/v1/studies/%d/suggest" % sid, {"worker": "w"}), 200, "suggest on A")
+        t0 = time.monotonic()
+        st, ans, headers = b.request("POST", "/v1/studies/%d/suggest" % sid, {"worker": "w"})
+        self.assertEqual((st, ans["error"]["code"]), (503, "moved"), ans)
+        self.assertEqual(ans["error"]["retry_after_seconds"], 30)
+        self.assertEqual({k.lower(): v for k, v in dict(headers).items()}.get("retry-after"), "30")
+        self.assertLess(time.monotonic() - t0, 6.5, "the wait is bounded (5 s)")
+
+    def test_an_idle_release_keeps_memory_when_no_peer_took_it(self):
+        a, b = self.cluster(lease="0.3")
+        sid = expect(a.request("POST", "/v1/studies", sh_study()), 201, "create")["id"]
+        expect(a.request("POST", "/v1/studies/%d/suggest" % sid, {"worker": "w"}), 200, "suggest")
+
+        def metric(d, name):
+            m = expect(d.request("GET", "/metrics"), 200, "metrics")
+            return int(float(next(l.split()[1] for l in m.splitlines() if l.startswith(name + " "))))
+
+        loads = metric(a, "banditd_study_loads_total")
+        deadline = time.monotonic() + 5
+        while metric(a, "banditd_studies_owned") != 0:  # the reaper released it (idle > lease)
+            self.assertLess(time.monotonic(), deadline, "never released")
+            time.sleep(0.1)
+        expect(a.request("POST", "/v1/studies/%d/suggest" % sid, {"worker": "w"}), 200, "suggest again")
+        self.assertEqual(metric(a, "banditd_study_loads_total"), loads, "replayed after its own idle release")
+        self.assertEqual(metric(a, "banditd_studies_owned"), 1)
+        # Through B now (A's lease runs out): B replays, and A's memory is
+        # stale; A's next request sees the new token and replays too.
+        expect(b.request("POST", "/v1/studies/%d/suggest" % sid, {"worker": "w"}), 200, "suggest on B")
+        time.sleep(0.5)
+        expect(a.request("POST", "/v1/studies/%d/suggest" % sid, {"worker": "w"}), 200, "suggest on A")
+        self.assertEqual(metric(a, "banditd_study_loads_total"), loads + 1)
+        trials = expect(a.request("GET", "/v1/studies/%d/trials" % sid), 200, "list")["trials"]
+        self.assertEqual(len(trials), 4)
+        self.assertEqual(len({(str(sorted(t["config"].items())), t["budget"]) for t in trials}), 4)
 
     def test_kill_the_owner_and_a_peer_serves_at_once(self):
         a, b = self.cluster()
