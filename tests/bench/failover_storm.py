@@ -21,10 +21,16 @@ A slot's study is small (tens to a few hundred trials); when it is done the
 first of its workers to see that creates the slot's next study (a new
 "generation"), so studies finish all through the storm, not only at its end.
 Each worker loops suggest -> --measurements measurements (sleeping --work-ms,
-50, before each: the "training") -> complete, and sends every request to the next
-daemon in turn (round robin per request, so most requests reach a daemon that
-does not own the study; --route sticky keeps a worker on one daemon until it
-fails to answer). A request that gets no answer (connection refused,
+50, before each: the "training") -> complete. Routing (--route): sticky (the
+default) keeps a worker on one daemon, slot j's workers starting on daemon
+j mod N, until that daemon fails to answer or answers 503 (i16-own: a member
+that does not hold a study waits up to the ownership lease + 0.5 s for the
+holder's lease to run out, then answers 503 "moved"), then it moves to the
+next daemon: a study's workers gather on the daemon that holds it, as a
+client that retries elsewhere would. rr sends each request to the next daemon
+in turn, which under that contract makes two requests in three wait for a
+lease that never runs out (a storm with it answered about 15 requests/s and
+finished no study). A request that gets no answer (connection refused,
 reset or timed out) or a 503 is sent again, with the same Idempotency-Key, to
 the next daemon, after a wait that doubles from --backoff to --max-backoff with
 jitter (the Python client's policy; its default cap is 5 s, lower here so the
@@ -233,7 +239,8 @@ class Worker(threading.Thread):
         self.wid, self.slots, self.args, self.drain = wid, slots, args, drain
         self.slot = wid % args.studies
         self.rng = random.Random(seed)
-        self.routed = Routed(cluster, args, self.rng, wid)
+        # sticky: a slot's workers start on the same daemon, the one its study is created on.
+        self.routed = Routed(cluster, args, self.rng, wid if args.route == "rr" else self.slot)
         self.key_prefix = "fs-%s-%d-" % (run_id, wid)
         self.seq = 0
         self.ledger = Ledger()
@@ -333,11 +340,27 @@ def make_daemon(db, token_file, args, cluster_flags, start=True):
     d = bdtest.Daemon(db=db, admin_token_file=token_file, lease_seconds=None, start=False,
                       extra_args=["--log-level", "warn", "--admin-token-file", token_file])
     if cluster_flags:
-        d.extra_args += ["--advertise-url", "http://127.0.0.1:%d" % d.port,
+        d.extra_args += ["--advertise-url", victim_url(d),
                          "--ownership-lease-seconds", str(args.ownership_lease)]
     if start:
         d.start(timeout=30)
     return d
+
+
+def victim_url(d):
+    return "http://127.0.0.1:%d" % d.port
+
+
+def owned_by(db, url):
+    """The studies whose ownership lease the daemon advertised at url holds now,
+    read from i16-own's tables (study_owners, daemons); empty when they are
+    not there (no cluster flags)."""
+    try:
+        out = bdtest.psql(db, "SELECT o.study_id FROM study_owners o JOIN daemons d ON d.id = o.daemon_id "
+                              "WHERE d.url = '%s' AND o.expires_at > clock_timestamp()" % url.replace("'", "''"))
+    except AssertionError:
+        return set()
+    return {int(x) for x in out.split()}
 
 
 def rung_violations(studies_by_id, trials, handed):
@@ -392,7 +415,9 @@ def rung_violations(studies_by_id, trials, handed):
 
 def kill_to_answer(kills, answers, slots):
     """For each kill and each study live at it (created before, not yet told
-    done): seconds from the SIGKILL to the study's first 2xx answer after it."""
+    done): seconds from the SIGKILL to the study's first 2xx answer after it,
+    and whether the killed daemon held the study's lease then (kill["owned"]).
+    Returns per kill {study id: (seconds or None, held by the killed daemon)}."""
     per_kill = []
     for k in kills:
         tk, gaps = k["t"], {}
@@ -401,7 +426,7 @@ def kill_to_answer(kills, answers, slots):
                 continue
             ts = answers.get(sid, [])
             after = [a for a in ts if a > tk]
-            gaps[sid] = (min(after) - tk) if after else None
+            gaps[sid] = ((min(after) - tk) if after else None, sid in k.get("owned", ()))
         per_kill.append(gaps)
     return per_kill
 
@@ -422,6 +447,7 @@ def storm(args, db, token_file):
     run_id = "%d%d" % (os.getpid(), int(time.time()))
     workers = [Worker(cluster, i, slots, run_id, args, drain, args.seed * 1000 + i) for i in range(args.workers)]
     kills, failure = [], None
+    kill_rng = random.Random(args.seed)
     t0 = time.monotonic()
     for w in workers:
         w.start()
@@ -440,8 +466,11 @@ def storm(args, db, token_file):
                 hung = [w for w in workers if not w.is_alive()]
                 if hung:
                     raise ClusterFailed("worker %d stopped: %s" % (hung[0].wid, hung[0].error))
-            victim = k % len(cluster)
+            # A random victim (seeded): in turn, sticky workers that moved to the next
+            # daemon after one kill would all be on the next kill's victim.
+            victim = kill_rng.randrange(len(cluster))
             d = cluster[victim]
+            owned = owned_by(db, victim_url(d))
             tk = time.monotonic()
             d.proc.send_signal(signal.SIGKILL)
             rc = d.wait(10)
@@ -453,7 +482,8 @@ def storm(args, db, token_file):
                 d.start(timeout=30)
             except AssertionError as e:
                 raise ClusterFailed("restart of daemon %d failed: %s" % (victim, e))
-            kills.append({"t": tk, "at_s": tk - t0, "victim": victim, "restart_s": time.monotonic() - t_start})
+            kills.append({"t": tk, "at_s": tk - t0, "victim": victim, "restart_s": time.monotonic() - t_start,
+                          "owned": owned})
             k += 1
             print("  kill %d at %.0f s: daemon %d, back in %.2f s; %d studies created, %d done, %d requests answered"
                   % (k, tk - t0, victim, kills[-1]["restart_s"], len(slots.studies), len(slots.done_at),
@@ -531,15 +561,21 @@ def storm(args, db, token_file):
 
 
 def gap_figures(gaps):
-    vals = [g for per in gaps for g in per.values() if g is not None]
-    never = sum(1 for per in gaps for g in per.values() if g is None)
-    worst = [max((g for g in per.values() if g is not None), default=None) for per in gaps]
+    """p50/p99/max of the kill-to-answer times over all (kill, live study)
+    pairs, and over the affected ones (the study was on the killed daemon)."""
     q = bench_common.quantile
-    return {"pairs": len(vals) + never, "never": never,
-            "p50_s": round(q(vals, 0.5), 3) if vals else None,
-            "p99_s": round(q(vals, 0.99), 3) if vals else None,
-            "max_s": round(max(vals), 3) if vals else None,
-            "worst_per_kill_s": [None if w is None else round(w, 3) for w in worst]}
+
+    def figs(pairs):
+        vals = [g for g, _ in pairs if g is not None]
+        return {"pairs": len(pairs), "never": sum(1 for g, _ in pairs if g is None),
+                "p50_s": round(q(vals, 0.5), 3) if vals else None,
+                "p99_s": round(q(vals, 0.99), 3) if vals else None,
+                "max_s": round(max(vals), 3) if vals else None}
+    out = figs([v for per in gaps for v in per.values()])
+    out["affected"] = figs([v for per in gaps for v in per.values() if v[1]])
+    out["worst_per_kill_s"] = [max((round(g, 3) for g, _ in per.values() if g is not None), default=None)
+                               for per in gaps]
+    return out
 
 
 def report(args, r, info):
@@ -561,8 +597,11 @@ def report(args, r, info):
           % (len(r["twice"]), len(r["rungs"]), r["n_rungs"]))
     print("left running       %d" % len(r["left_running"]))
     print("unexpected answers %d" % len(L.unexpected))
+    a = g["affected"]
     print("kill -> answer s   p50 %s, p99 %s, max %s over %d (kill, live study) pairs; %d never answered "
           "(target p99 <= 5 s)" % (g["p50_s"], g["p99_s"], g["max_s"], g["pairs"], g["never"]))
+    print("  studies the killed daemon held: p50 %s, p99 %s, max %s over %d pairs; %d never answered"
+          % (a["p50_s"], a["p99_s"], a["max_s"], a["pairs"], a["never"]))
     print("  worst study per kill: %s" % g["worst_per_kill_s"])
     for label, items in (("lost", r["lost"]), ("phantom", r["phantom"]), ("twice", r["twice"]),
                          ("rung", r["rungs"]), ("unfinished", r["unfinished"]),
@@ -586,10 +625,11 @@ def report(args, r, info):
                "expired": r["expired"], "lost": len(r["lost"]), "phantom": len(r["phantom"]),
                "handed_twice": len(r["twice"]), "rung_violations": len(r["rungs"]), "rungs_checked": r["n_rungs"],
                "left_running": len(r["left_running"]), "unexpected": len(L.unexpected),
-               "kill_to_answer": {k: v for k, v in g.items()}, "failure": r["failure"], "passed": ok}
+               "kill_to_answer": g, "failure": r["failure"], "passed": ok}
     lines = [dict(bench="failover_storm", kind="kill", date=info["date"], n=i + 1, at_s=round(k["at_s"], 2),
                   victim=k["victim"], restart_s=round(k["restart_s"], 3),
-                  kill_to_answer_s={str(sid): None if v is None else round(v, 3) for sid, v in gaps.items()})
+                  kill_to_answer_s={str(sid): None if v is None else round(v, 3) for sid, (v, _) in gaps.items()},
+                  held_by_killed=sorted(sid for sid, (_, hit) in gaps.items() if hit))
              for i, (k, gaps) in enumerate(zip(r["kills"], r["gaps"]))] + [summary]
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
@@ -599,16 +639,17 @@ def report(args, r, info):
         print("appended %d lines to %s" % (len(lines), args.out))
     headers = ["date", "machine", "source", "load avg before/after", "config", "kills", "studies (not done)",
                "acknowledged writes (trials / measurements / completions)", "lost", "phantom",
-               "handed twice / rung violations", "kill -> answer s p50 / p99 / max"]
+               "handed twice / rung violations", "kill -> answer s p50 / p99 / max (studies the killed daemon held)"]
     row = [info["date"], info["machine"], info["source"], "%s / %s" % (r["load_before"], r.get("load_after")),
-           "%d daemons (%s), lease %s s, %d workers, %d slots, kill every %.0f s for %.0f s"
-           % (args.daemons, "round robin" if args.route == "rr" else "sticky",
+           "%d daemons (route %s), lease %s s, %d workers, %d slots, kill every %.0f s for %.0f s"
+           % (args.daemons, args.route,
               args.ownership_lease if r["cluster_flags"] else "-", args.workers, args.studies,
               args.kill_every, r["duration_s"]),
            len(r["kills"]), "%d (%d)" % (r["studies"], len(r["unfinished"])),
            "{:,} ({:,} / {:,} / {:,})".format(L.writes(), len(L.trials), L.n_measurements(), len(L.completed)),
            len(r["lost"]), len(r["phantom"]), "%d / %d" % (len(r["twice"]), len(r["rungs"])),
-           "%s / %s / %s" % (g["p50_s"], g["p99_s"], g["max_s"])]
+           "%s / %s / %s (%s / %s / %s, %d pairs)" % (g["p50_s"], g["p99_s"], g["max_s"], a["p50_s"], a["p99_s"],
+                                                      a["max_s"], a["pairs"])]
     print("=== failover storm summary (paste into tests/bench/README.md)")
     print(bench_common.md_table(headers, [row]))
     print("RESULT passed=%d lost=%d phantom=%d handed_twice=%d rung_violations=%d unfinished=%d "
@@ -650,10 +691,13 @@ def selftest():
     slots = Slots(argparse.Namespace())
     slots.created_at = {7: 0.0, 8: 0.0, 9: 5.0}
     slots.done_at = {8: 1.0}
-    gaps = kill_to_answer([{"t": 2.0}], {7: [1.5, 2.5, 4.0]}, slots)
-    assert gaps == [{7: 0.5}], gaps  # 8 was done before the kill, 9 created after it
+    gaps = kill_to_answer([{"t": 2.0, "owned": {7}}], {7: [1.5, 2.5, 4.0]}, slots)
+    assert gaps == [{7: (0.5, True)}], gaps  # 8 was done before the kill, 9 created after it
+    assert gap_figures(gaps)["affected"]["p50_s"] == 0.5
+    gaps = kill_to_answer([{"t": 2.0, "owned": set()}], {7: [2.5]}, slots)
+    assert gaps == [{7: (0.5, False)}] and gap_figures(gaps)["affected"]["pairs"] == 0, gaps
     gaps = kill_to_answer([{"t": 2.0}], {}, slots)
-    assert gaps == [{7: None}] and gap_figures(gaps)["never"] == 1, gaps
+    assert gaps == [{7: (None, False)}] and gap_figures(gaps)["never"] == 1, gaps
     print("failover_storm.py selftest: ok")
 
 
@@ -666,9 +710,10 @@ def main():
     ap.add_argument("--studies", type=int, default=8, help="study slots (default 8)")
     ap.add_argument("--duration", type=float, default=300, help="seconds of storm (default 300)")
     ap.add_argument("--kill-every", type=float, default=20, help="seconds between SIGKILLs (default 20)")
-    ap.add_argument("--route", choices=("rr", "sticky"), default="rr",
-                    help="rr: each request to the next daemon (default); sticky: a worker stays on one "
-                         "daemon (worker i on daemon i mod N) until it fails to answer")
+    ap.add_argument("--route", choices=("rr", "sticky"), default="sticky",
+                    help="sticky (default): a worker stays on one daemon (slot j's workers start on daemon "
+                         "j mod N) until it fails to answer or answers 503, then moves to the next; rr: each "
+                         "request to the next daemon")
     ap.add_argument("--restart-after", type=float, default=0, help="seconds a killed daemon stays down (0)")
     ap.add_argument("--ownership-lease", type=float, default=2, help="--ownership-lease-seconds (default 2)")
     ap.add_argument("--lease-seconds", type=int, default=30, help="the studies' trial lease (default 30)")
