@@ -134,6 +134,7 @@ static void mask_db_password(const char *db, char *out, size_t size)
             for (const char *m = "***"; *m; m++)
                 PUT(*m);
             p = at;
+            colon = NULL; /* once: with an empty password ("user:@host") at is colon + 1 */
             continue;
         }
         if (p > auth_end && (p[-1] == '?' || p[-1] == '&') && strncmp(p, "password=", 9) == 0) {

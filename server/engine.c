@@ -15,6 +15,31 @@
 
 /* ------------------------------------------------------------------ reaper */
 
+/* Cluster mode: trial leases (lease_expires_at, the reaper's sweep) are
+ * judged by each member's wall clock, so members must agree on the time.
+ * Each is compared with PostgreSQL's clock at join (beyond the bound the
+ * daemon refuses to start) and on every heartbeat (beyond it, an error in
+ * the log every time: expiries through this member are off by the skew). */
+#define CLOCK_SKEW_MAX 0.5
+
+static int check_clock(bd_engine *e, int joining, bd_err *err)
+{
+    double skew = 0;
+    int rc = bd_store_clock_skew(e->store, &skew, err);
+    if (rc || fabs(skew) <= CLOCK_SKEW_MAX)
+        return rc;
+    if (!joining) {
+        bd_log(BD_LOG_ERROR, "cluster: this host's clock is %.3f s off PostgreSQL's (bound %.1f s): trial leases "
+                             "expire at the wrong time through this daemon; synchronize the clocks (NTP)",
+               -skew, CLOCK_SKEW_MAX);
+        return 0;
+    }
+    return bd_err_set(err, BD_EINVAL, "clock",
+                      "this host's clock is %.3f s off PostgreSQL's; a cluster member must be within %.1f s "
+                      "(trial leases are judged by each member's clock): synchronize the clocks (NTP)",
+                      -skew, CLOCK_SKEW_MAX);
+}
+
 static void *reaper_main(void *arg)
 {
     bd_engine *e = arg;
@@ -37,7 +62,7 @@ static void *reaper_main(void *arg)
          * without waiting for a request. */
         (void)bd_engine_healthy(e);
         if (e->cluster) {
-            if (bd_store_cluster_heartbeat(e->store, e->daemon_id, &err))
+            if (bd_store_cluster_heartbeat(e->store, e->daemon_id, &err) || check_clock(e, 0, &err))
                 bd_log(BD_LOG_ERROR, "cluster heartbeat failed: %s", err.message);
             bd_engine_drop_idle_owned(e);
         }
@@ -161,7 +186,8 @@ int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
         /* Ids come in blocks from PostgreSQL (bd_engine_claim_study takes
          * them): peers write at the same time, so no stored maximum is the
          * next free id. The ends at 0 make the first claim take blocks. */
-        if ((rc = bd_store_cluster_join(e->store, opts->advertise_url, &e->daemon_id, err)))
+        if ((rc = bd_store_cluster_join(e->store, opts->advertise_url, &e->daemon_id, err)) ||
+            (rc = check_clock(e, 1, err)))
             goto out;
         e->trial_ids_end = e->event_ids_end = 0;
     } else {

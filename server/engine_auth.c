@@ -3,7 +3,9 @@
  * direct-mapped tables (a token id arrives before the token is checked and
  * must never size anything). The cache is only ever a copy of committed
  * rows: revocation and a change of a user's quotas update storage first,
- * then drop the cached entry. Calls storage only. */
+ * then drop the cached entry. In cluster mode a peer's changes are not
+ * heard of, so entries there expire after BD_AUTH_CLUSTER_TTL. Calls
+ * storage only. */
 #include "engine_internal.h"
 
 #include <stdio.h>
@@ -20,24 +22,34 @@ static size_t slot_of(int64_t id)
     return (size_t)((uint64_t)id % BD_AUTH_CACHE_SLOTS);
 }
 
+/* Whether an entry read from storage at cached_at may still be used: one
+ * daemon hears of every change (it makes them), a cluster member does not. */
+static int fresh(const bd_engine *e, double cached_at)
+{
+    return !e->cluster || bd_monotonic() - cached_at < BD_AUTH_CLUSTER_TTL;
+}
+
 /* Fills *out from the cache or storage. */
 int bd_engine_user_get(bd_engine *e, int64_t user_id, bd_user *out, bd_err *err)
 {
     bd_user *slot = &e->users[slot_of(user_id)];
     pthread_mutex_lock(&e->auth_mu);
-    int hit = user_id > 0 && slot->id == user_id;
+    int hit = user_id > 0 && slot->id == user_id && fresh(e, e->users_at[slot_of(user_id)]);
     uint64_t revocations = e->revocations;
     if (hit)
         *out = *slot;
     pthread_mutex_unlock(&e->auth_mu);
     if (hit)
         return 0;
+    double read_at = bd_monotonic(); /* before the read: the entry is no newer than this */
     int rc = bd_store_user_by_id(e->store, user_id, out, err);
     if (rc)
         return rc;
     pthread_mutex_lock(&e->auth_mu);
-    if (e->revocations == revocations) /* else the row may predate a change of its quotas */
+    if (e->revocations == revocations) { /* else the row may predate a change of its quotas */
         *slot = *out;
+        e->users_at[slot_of(user_id)] = read_at;
+    }
     pthread_mutex_unlock(&e->auth_mu);
     return 0;
 }
@@ -76,7 +88,7 @@ static int token_lookup(bd_engine *e, int64_t token_id, uint8_t hash[BD_TOKEN_HA
 {
     token_entry *slot = &e->tokens[slot_of(token_id)];
     pthread_mutex_lock(&e->auth_mu);
-    int hit = slot->token_id == token_id;
+    int hit = slot->token_id == token_id && fresh(e, slot->cached_at);
     if (hit) {
         memcpy(hash, slot->hash, BD_TOKEN_HASH_BYTES);
         *user_id = slot->user_id;
@@ -85,11 +97,13 @@ static int token_lookup(bd_engine *e, int64_t token_id, uint8_t hash[BD_TOKEN_HA
     pthread_mutex_unlock(&e->auth_mu);
     if (hit)
         return 0;
+    double read_at = bd_monotonic();
     int rc = bd_store_token_get(e->store, token_id, hash, user_id, err);
     if (rc)
         return rc;
     pthread_mutex_lock(&e->auth_mu);
     if (e->revocations == revocations) {
+        slot->cached_at = read_at;
         slot->token_id = token_id;
         slot->user_id = *user_id;
         memcpy(slot->hash, hash, BD_TOKEN_HASH_BYTES);

@@ -31,7 +31,13 @@ typedef struct token_entry {
     int64_t token_id;               /* 0 = empty slot; only valid tokens are cached */
     int64_t user_id;
     uint8_t hash[BD_TOKEN_HASH_BYTES];
+    double cached_at;               /* bd_monotonic() when read from storage (cluster mode expiry) */
 } token_entry;
+
+/* Cluster mode: a peer may revoke a token or change a user, and only its
+ * own cache hears of it; a cached entry is trusted this long (seconds),
+ * so a revocation through any daemon holds everywhere within it. */
+#define BD_AUTH_CLUSTER_TTL 0.5
 
 struct bd_engine {
     bd_store *store;
@@ -40,9 +46,10 @@ struct bd_engine {
     study_rt **studies;             /* indexed by study id; NULL for unused ids */
     size_t studies_cap;
 
-    pthread_mutex_t auth_mu;        /* guards the three fields below */
+    pthread_mutex_t auth_mu;        /* guards the four fields below */
     token_entry tokens[BD_AUTH_CACHE_SLOTS]; /* slot = token id % slots */
     bd_user users[BD_AUTH_CACHE_SLOTS];      /* slot = user id % slots; id 0 = empty */
+    double users_at[BD_AUTH_CACHE_SLOTS];    /* bd_monotonic() when each users[] slot was read */
     uint64_t revocations;           /* bumped by every revocation and quota change: a storage read that
                                        began before one must not fill the cache */
 

@@ -41,6 +41,23 @@ static study_rt *index_from_storage(bd_engine *e, int64_t study_id)
     return st;
 }
 
+/* ensure_loaded, and in cluster mode a second claim when the load (a
+ * replay) took half the lease or more: the lease taken before it may have
+ * run out meanwhile, and a peer may have taken the study. st->mu held. */
+static int load_claimed(bd_engine *e, study_rt *st, bd_err *err)
+{
+    double t0 = bd_monotonic();
+    int rc = ensure_loaded(e, st, err);
+    if (rc || !e->cluster || bd_monotonic() - t0 < e->owner_lease / 2)
+        return rc;
+    if ((rc = bd_engine_claim_study(e, st, 0, err)) == 0 && !st->loaded) /* moved meanwhile: replay again */
+        rc = ensure_loaded(e, st, err);
+    if (rc == BD_EBUSY)
+        rc = bd_err_set(err, BD_EMOVED, "study", "study %lld moved to another daemon while it loaded; retry",
+                        (long long)st->id);
+    return rc;
+}
+
 study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id)
 {
     study_rt *st = NULL;
@@ -74,7 +91,7 @@ int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, s
             return rc;
         }
         if (!st->deleted) {
-            if ((rc = ensure_loaded(e, st, err)) != 0) {
+            if ((rc = load_claimed(e, st, err)) != 0) {
                 pthread_mutex_unlock(&st->mu);
                 bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
                 return rc;
@@ -109,7 +126,7 @@ int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_i
     if (rc == BD_ENOTFOUND || (!rc && st->deleted))
         rc = bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id);
     if (!rc)
-        rc = ensure_loaded(e, st, err);
+        rc = load_claimed(e, st, err);
     if (rc) {
         pthread_mutex_unlock(&st->mu);
         bd_gate_cancel(&st->gate, &e->user_slots, &ticket);

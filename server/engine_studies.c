@@ -149,7 +149,13 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
         goto out;
     }
     /* Looked up inside the transaction: the store lock it holds makes the
-     * lookup and the insert one step against a concurrent create. */
+     * lookup and the insert one step against a concurrent create through
+     * this daemon; in cluster mode the user's lock (held to the commit)
+     * does the same against its peers, for the name and the quotas. */
+    if ((rc = bd_store_lock_user(e->store, req->caller->user_id, err))) {
+        bd_store_rollback(e->store);
+        goto out;
+    }
     if (mode != 2) {
         named_ctx found = {0};
         rc = bd_store_study_page(e->store, req->caller->user_id, st->spec.def.name, 0, 1, first_named, &found, err);

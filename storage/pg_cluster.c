@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pg_internal.h"
 
@@ -203,6 +204,13 @@ int bd_pg_cluster_heartbeat(bd_store *store, int64_t daemon_id, bd_err *err)
     ctl_enter(s);
     PQclear(run_ctl(s, "UPDATE daemons SET heartbeat = extract(epoch FROM clock_timestamp()) WHERE id = $1", 1, v,
                 &ret, err, "heartbeat"));
+    /* Members killed without their leave: their leases are free already
+     * (no heartbeat), and their rows go after a while. */
+    bd_err ignored;
+    int gone;
+    if (!ret)
+        PQclear(run_ctl(s, "DELETE FROM daemons WHERE heartbeat < extract(epoch FROM clock_timestamp()) - " HEARTBEAT_GONE,
+                        0, NULL, &gone, &ignored, "forget dead daemons"));
     ctl_leave(s);
     return ret;
 }
@@ -327,4 +335,50 @@ void bd_pg_owner_release(bd_store *store, int64_t study_id, int64_t daemon_id, i
                         "WHERE study_id = $1 AND daemon_id = $2 AND token = $3",
                 3, v, &ret, &ignored, "release the study's lease"));
     ctl_leave(s);
+}
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int bd_pg_clock_skew(bd_store *store, double *skew, bd_err *err)
+{
+    bd_pg *s = (bd_pg *)store;
+    int ret = need_cluster(s, err);
+    if (ret)
+        return ret;
+    ctl_enter(s);
+    double before = wall_now();
+    PGresult *res = run_ctl(s, "SELECT extract(epoch FROM clock_timestamp())", 0, NULL, &ret, err, "read the clock");
+    double after = wall_now();
+    if (res)
+        *skew = strtod(PQgetvalue(res, 0, 0), NULL) - (before + after) / 2;
+    PQclear(res);
+    ctl_leave(s);
+    return ret;
+}
+
+int bd_pg_lock_user(bd_store *store, int64_t user_id, bd_err *err)
+{
+    bd_pg *s = (bd_pg *)store;
+    char a[32];
+    const char *v[1] = {a};
+    int ret = 0;
+    if (!s->cluster)
+        return 0;
+    snprintf(a, sizeof a, "%" PRId64, user_id);
+    int locked = bd_pg_enter(s);
+    /* Two-key form: the class is this schema's, so other advisory locks
+     * (the schema's, other schemas') never collide with a user's. Held
+     * until the batch commits; a rollback to the request's savepoint keeps
+     * it, which only delays a peer's create of the same user. */
+    PQclear(run(s->conn,
+                "SELECT pg_advisory_xact_lock(hashtext('banditd user ' || current_schema()), "
+                "($1::bigint % 2147483647)::int)",
+                1, v, &ret, err, "lock the user"));
+    bd_pg_leave(s, locked);
+    return ret;
 }

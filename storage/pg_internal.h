@@ -242,5 +242,7 @@ int bd_pg_owner_acquire(bd_store *s, int64_t study_id, int64_t daemon_id, double
                         bd_err *err);
 int bd_pg_owner_renew(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token, double lease, bd_err *err);
 void bd_pg_owner_release(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token);
+int bd_pg_clock_skew(bd_store *s, double *skew, bd_err *err);
+int bd_pg_lock_user(bd_store *s, int64_t user_id, bd_err *err);
 
 #endif

@@ -319,3 +319,14 @@ void bd_store_owner_release(bd_store *s, int64_t study_id, int64_t daemon_id, in
     if (s->ops->owner_release)
         s->ops->owner_release(s, study_id, daemon_id, token);
 }
+
+int bd_store_clock_skew(bd_store *s, double *skew, bd_err *err)
+{
+    return s->ops->clock_skew ? s->ops->clock_skew(s, skew, err) : no_cluster(s, err);
+}
+
+int bd_store_lock_user(bd_store *s, int64_t user_id, bd_err *err)
+{
+    /* One daemon per SQLite file: its store lock already serializes. */
+    return s->ops->lock_user ? s->ops->lock_user(s, user_id, err) : 0;
+}

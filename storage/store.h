@@ -339,5 +339,13 @@ int bd_store_owner_renew(bd_store *s, int64_t study_id, int64_t daemon_id, int64
                          bd_err *err) BD_MUST_CHECK;
 /* Expires the lease if daemon_id holds it with token (the token stays). */
 void bd_store_owner_release(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token);
+/* The database server's clock minus this process's wall clock (seconds),
+ * read on the ownership connection (the midpoint of the round trip). */
+int bd_store_clock_skew(bd_store *s, double *skew, bd_err *err) BD_MUST_CHECK;
+/* Inside the caller's transaction (bd_store_begin): serializes it with every
+ * other member's transaction that locks the same user, until it commits
+ * (a study's name and the user's quotas are checked then written as one
+ * step across daemons). Without cluster mode: nothing to do, 0. */
+int bd_store_lock_user(bd_store *s, int64_t user_id, bd_err *err) BD_MUST_CHECK;
 
 #endif

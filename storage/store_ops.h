@@ -75,6 +75,8 @@ typedef struct bd_store_ops {
                          bd_err *err);
     int (*owner_renew)(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token, double lease, bd_err *err);
     void (*owner_release)(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token);
+    int (*clock_skew)(bd_store *s, double *skew, bd_err *err);
+    int (*lock_user)(bd_store *s, int64_t user_id, bd_err *err);
 } bd_store_ops;
 
 struct bd_store {

@@ -209,6 +209,43 @@ class ClusterTest(bdtest.DaemonTestCase):
         self.assertEqual(len(trials), 4)
         self.assertEqual(len({(str(sorted(t["config"].items())), t["budget"]) for t in trials}), 4)
 
+    def test_a_token_revoked_through_a_is_refused_by_b_within_a_second(self):
+        a, b = self.cluster()
+        name = unique_name("rv")
+        expect(a.request("POST", "/v1/users", {"name": name}), 201, "user")
+        tok, tok_id = bdtest.create_token(a, name)
+        expect(b.request("GET", "/v1/studies", token=tok), 200, "B caches the token")
+        expect(a.request("DELETE", "/v1/tokens/%d" % tok_id), 200, "revoke through A")
+        t0 = time.monotonic()
+        while b.request("GET", "/v1/studies", token=tok)[0] != 401:
+            self.assertLess(time.monotonic() - t0, 1.0, "B still takes a token revoked through A")
+            time.sleep(0.05)
+
+    def test_concurrent_creates_of_one_name_through_two_daemons(self):
+        a, b = self.cluster()
+        for rnd in range(12):
+            body = sh_study()
+            barrier = threading.Barrier(2)
+            got = {}
+
+            def create(d, key):
+                c = d.client()
+                try:
+                    barrier.wait()
+                    got[key] = c.request("POST", "/v1/studies", body)
+                finally:
+                    c.close()
+
+            threads = [threading.Thread(target=create, args=(d, i)) for i, d in enumerate((a, b))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(30)
+            codes = sorted(v[0] for v in got.values())
+            self.assertEqual(codes, [201, 409], "round %d: %r" % (rnd, got))
+            studies = expect(a.request("GET", "/v1/studies?name=%s" % body["name"]), 200, "list")["studies"]
+            self.assertEqual(len(studies), 1, studies)
+
     def test_kill_the_owner_and_a_peer_serves_at_once(self):
         a, b = self.cluster()
         sid = expect(a.request("POST", "/v1/studies", sh_study()), 201, "create")["id"]

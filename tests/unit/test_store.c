@@ -1358,6 +1358,21 @@ STORE_TEST(cluster_leases_fence_a_moved_study_and_id_blocks_never_overlap)
     bd_store_cluster_leave(b, d2);
     cr_assert_eq(bd_store_owner_acquire(a, study, d1, 30.0, 0, &tok, &err), 0, "%s", err.message);
     cr_assert_eq(tok, 5);
+
+    /* A live lease of a daemon without a heartbeat row (killed, its row
+     * gone) is free: taken without steal. One with a fresh heartbeat is not. */
+    cr_assert_eq(bd_store_owner_acquire(a, study, 987654321, 30.0, 1, &tok, &err), 0, "%s", err.message);
+    cr_assert_eq(tok, 6);
+    cr_assert_eq(bd_store_owner_acquire(a, study, d1, 30.0, 0, &tok, &err), 0, "%s", err.message);
+    cr_assert_eq(tok, 7);
+    int64_t d3 = 0;
+    cr_assert_eq(bd_store_cluster_join(b, "http://c:1", &d3, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_owner_acquire(b, study, d3, 30.0, 0, &tok2, &err), BD_EBUSY);
+
+    /* The clock: this host and the server are one machine here. */
+    double skew = 99;
+    cr_assert_eq(bd_store_clock_skew(a, &skew, &err), 0, "%s", err.message);
+    cr_assert_lt(fabs(skew), 0.5, "skew %g", skew);
     bd_store_close(b);
     bd_store_close(a);
 }
