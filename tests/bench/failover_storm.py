@@ -29,8 +29,8 @@ holder's lease to run out, then answers 503 "moved"), then it moves to the
 next daemon: a study's workers gather on the daemon that holds it, as a
 client that retries elsewhere would. rr sends each request to the next daemon
 in turn, which under that contract makes two requests in three wait for a
-lease that never runs out (a storm with it answered about 15 requests/s and
-finished no study). A request that gets no answer (connection refused,
+lease that never runs out (a storm with it, i16-own at 52ae2b4, answered
+about 15 requests/s and finished no study). A request that gets no answer (connection refused,
 reset or timed out) or a 503 is sent again, with the same Idempotency-Key, to
 the next daemon, after a wait that doubles from --backoff to --max-backoff with
 jitter (the Python client's policy; its default cap is 5 s, lower here so the
