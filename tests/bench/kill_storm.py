@@ -35,7 +35,6 @@ a wrong final state, or an unexpected answer; 2 the daemon failed (did not
 restart, or a worker hung). Python standard library only."""
 
 import argparse
-import collections
 import http.client
 import os
 import random
@@ -48,42 +47,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True
 sys.path.insert(0, HERE)
 import bench_common  # noqa: E402
+from storm_ledger import Ledger, expected_state  # noqa: E402
+import storm_ledger  # noqa: E402
 
 bdtest = None  # imported by main() once BANDITD is known
 
 
 class DaemonFailed(Exception):
     pass
-
-
-class Ledger:
-    """One worker's acknowledged writes (merged after the run; no locks)."""
-
-    def __init__(self):
-        self.trials = {}        # trial id -> (study id, config)
-        self.measurements = {}  # trial id -> {step: value}
-        self.completed = {}     # trial id -> value
-        self.stopped = set()    # trials whose measurement answered "stop"
-        self.abandoned = set()  # trials the worker dropped mid-flight ("died")
-        self.lease_lost = set() # trials answered 409 (not running) on a measurement or completion
-        self.unexpected = []    # (what, status, body) of answers neither 2xx nor 409
-        self.retries = 0        # requests sent again after getting no answer
-        self.calls = 0          # answered requests
-
-    def merge(self, o):
-        self.trials.update(o.trials)
-        for tid, m in o.measurements.items():
-            self.measurements.setdefault(tid, {}).update(m)
-        self.completed.update(o.completed)
-        self.stopped |= o.stopped
-        self.abandoned |= o.abandoned
-        self.lease_lost |= o.lease_lost
-        self.unexpected += o.unexpected
-        self.retries += o.retries
-        self.calls += o.calls
-
-    def writes(self):
-        return len(self.trials) + sum(len(m) for m in self.measurements.values()) + len(self.completed)
 
 
 class Worker(threading.Thread):
@@ -216,70 +187,6 @@ def kill_restart(d, stats):
     stats["restart_s"].append(time.monotonic() - t0)
 
 
-def verify(d, ledger, studies, threads=8):
-    """Reads every acknowledged trial back. Returns (lost, phantoms, states) where
-    lost and phantoms are lists of descriptions and states maps trial id -> state."""
-    lost, phantom, states = [], [], {}
-    tids = sorted(ledger.trials)
-    lock = threading.Lock()
-
-    def check(chunk):
-        c = d.client(timeout=30)
-        for tid in chunk:
-            sid, config = ledger.trials[tid]
-            st, t, _ = c.request("GET", "/v1/trials/%d" % tid)
-            bad, extra = [], []
-            if st != 200:
-                bad.append("trial %d: GET -> %d %r (trial, %d measurement(s)%s lost)"
-                           % (tid, st, t, len(ledger.measurements.get(tid, {})),
-                              ", completion" if tid in ledger.completed else ""))
-                with lock:
-                    lost.extend(bad)
-                continue
-            if t["study_id"] != sid or t["config"] != config:
-                bad.append("trial %d: study %r config %r, acknowledged study %d config %r"
-                           % (tid, t["study_id"], t["config"], sid, config))
-            stored = collections.defaultdict(list)
-            for m in t.get("measurements", []):
-                stored[m["step"]].append(m["value"])
-            acked = ledger.measurements.get(tid, {})
-            for step, value in acked.items():
-                if stored.get(step) != [value]:
-                    bad.append("trial %d step %r: acknowledged %r, stored %r" % (tid, step, value, stored.get(step)))
-            for step in set(stored) - set(acked):
-                extra.append("trial %d step %r: stored %r, never acknowledged" % (tid, step, stored[step]))
-            if tid in ledger.completed and (t["state"] != "completed" or t.get("value") != ledger.completed[tid]):
-                bad.append("trial %d: acknowledged completion %r, stored state %s value %r"
-                           % (tid, ledger.completed[tid], t["state"], t.get("value")))
-            with lock:
-                lost.extend(bad)
-                phantom.extend(extra)
-                states[tid] = t["state"]
-        c.close()
-
-    per = max(1, (len(tids) + threads - 1) // threads)
-    ts = [threading.Thread(target=check, args=(tids[i:i + per],)) for i in range(0, len(tids), per)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    listed = {}
-    for s in studies:
-        for t in bdtest.list_all_trials(d, s["id"], limit=1000):
-            listed[t["id"]] = t["state"]
-    for tid in sorted(set(listed) - set(ledger.trials)):
-        phantom.append("trial %d (%s): in the database, never handed to a worker" % (tid, listed[tid]))
-    return lost, phantom, states, listed
-
-
-def expected_state(ledger, tid):
-    if tid in ledger.completed:
-        return "completed"
-    if tid in ledger.stopped:
-        return "stopped"
-    return "expired"  # abandoned, or its lease ran out while the daemon was down
-
-
 def storm(args, sync):
     print("=== kill storm, --sync %s: %d workers over %d studies, %d SIGKILLs every %.1f..%.1f s, lease %d s"
           % (sync, args.workers, args.studies, args.kills, args.min_interval, args.max_interval,
@@ -345,7 +252,7 @@ def storm(args, sync):
         if running == 0 or time.monotonic() > deadline:
             break
         time.sleep(0.5)
-    lost, phantom, states, listed = verify(d, ledger, studies)
+    lost, phantom, states, listed, _ = storm_ledger.verify(d, ledger, studies, bdtest)
     left_running = sorted(tid for tid, st in listed.items() if st == "running")
     wrong_state = ["trial %d: %s, expected %s" % (tid, states[tid], expected_state(ledger, tid))
                    for tid in sorted(states) if states[tid] != expected_state(ledger, tid)

@@ -12,7 +12,10 @@
  * count in calls/s and the latency figures. Calls slower than --slow-ms
  * (default 10) are also kept by time, in 100 ms windows, to tell a tail made
  * of a few stalls (checkpoints, fsync, a lock held long) from one spread over
- * the run (queueing). The last line of the output is machine-readable:
+ * the run (queueing). With --via A,B,... (several daemons of one cluster, issue
+ * 16) the studies are still created through --url, and the workers of study j
+ * connect to address j mod N instead: every study's requests reach one daemon,
+ * the one that serves it, with no proxy between. The last line of the output is machine-readable:
  *   RESULT calls_per_s=... trials_per_s=... p50_ms=... p90_ms=... p99_ms=... max_ms=... errors=...
  *          p999_ms=... studies=... slow_calls=... slow_windows=... slow_top5_share=...
  * (the fields after errors= were added later; readers go by name).
@@ -153,6 +156,9 @@ static options opt = {
 #define SLOW_WINDOW_NS 100000000ull /* 100 ms */
 
 static struct addrinfo *server_addr;
+#define MAX_VIA 16
+static struct addrinfo *via_addr[MAX_VIA]; /* --via: the workers' addresses, by study */
+static int n_via;
 static long long study_ids[MAX_STUDIES];
 static _Atomic uint64_t measure_start_ns; /* start of the measured window; 0 before */
 static atomic_int phase = PHASE_WARMUP;
@@ -207,6 +213,7 @@ typedef struct conn {
     char *body;    /* into in; NUL-terminated */
     size_t body_len;
     long reconnects;
+    const struct addrinfo *addr; /* where to connect; NULL: --url's */
     char err[128]; /* transport error of the last request */
 } conn;
 
@@ -220,14 +227,15 @@ static void conn_close(conn *c)
 
 static int conn_open(conn *c)
 {
-    int fd = socket(server_addr->ai_family, SOCK_STREAM, 0);
+    const struct addrinfo *a = c->addr ? c->addr : server_addr;
+    int fd = socket(a->ai_family, SOCK_STREAM, 0);
     if (fd < 0) {
         snprintf(c->err, sizeof c->err, "socket: %s", strerror(errno));
         return -1;
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (connect(fd, server_addr->ai_addr, server_addr->ai_addrlen) != 0) {
+    if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
         snprintf(c->err, sizeof c->err, "connect: %s", strerror(errno));
         close(fd);
         return -1;
@@ -506,7 +514,7 @@ static int call(worker *w, conn *c, int kind, const char *path, const char *body
 static void *worker_main(void *arg)
 {
     worker *w = arg;
-    conn c = {.fd = -1};
+    conn c = {.fd = -1, .addr = n_via ? via_addr[(w->index % opt.studies) % n_via] : NULL};
     char path[128], body[256], suggest_path[128], suggest_body[64];
     snprintf(suggest_path, sizeof suggest_path, "/v1/studies/%lld/suggest", study_ids[w->index % opt.studies]);
     snprintf(suggest_body, sizeof suggest_body, "{\"worker\":\"lg-%d\",\"count\":1}", w->index);
@@ -602,10 +610,11 @@ static void usage(FILE *f)
 {
     fputs("usage: bd_loadgen [--url host:port] [--token T | --token-file F] [--workers W]\n"
           "                  [--duration S | --trials N] [--warmup S] [--max-trials N]\n"
-          "                  [--measurements K] [--studies S] [--slow-ms MS]\n"
+          "                  [--measurements K] [--studies S] [--slow-ms MS] [--via HOST:PORT,...]\n"
           "Each of W workers loops suggest -> K measurements -> complete on one of S new random-search\n"
           "studies (worker i on study i mod S). Defaults: 127.0.0.1:8080, W=32, 20 s, 2 s warm-up,\n"
-          "K=3, S=1, slow calls above 10 ms, token from $BANDITD_TOKEN.\n",
+          "K=3, S=1, slow calls above 10 ms, token from $BANDITD_TOKEN. --via: the workers of study j\n"
+          "connect to the (j mod N)-th address (daemons of one cluster; the studies are made through --url).\n",
           f);
 }
 
@@ -630,6 +639,29 @@ static int parse_url(const char *url)
     return 0;
 }
 
+/* --via A,B,...: resolves each host:port (at most MAX_VIA) into via_addr. */
+static int parse_via(const char *list)
+{
+    char buf[4096];
+    if (strlen(list) >= sizeof buf)
+        return -1;
+    strcpy(buf, list);
+    for (char *save = NULL, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *colon = strrchr(item, ':');
+        if (n_via == MAX_VIA || !colon || colon == item || !colon[1])
+            return -1;
+        *colon = '\0';
+        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+        int gai = getaddrinfo(item, colon + 1, &hints, &via_addr[n_via]);
+        if (gai != 0) {
+            fprintf(stderr, "bd_loadgen: --via %s:%s: %s\n", item, colon + 1, gai_strerror(gai));
+            return -1;
+        }
+        n_via++;
+    }
+    return n_via ? 0 : -1;
+}
+
 static int read_token_file(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -650,6 +682,7 @@ static int parse_options(int argc, char **argv)
         {"duration", required_argument, NULL, 'd'},     {"trials", required_argument, NULL, 'n'},
         {"warmup", required_argument, NULL, 'W'},       {"max-trials", required_argument, NULL, 'm'},
         {"measurements", required_argument, NULL, 'k'}, {"studies", required_argument, NULL, 's'},
+        {"via", required_argument, NULL, 'V'},
         {"slow-ms", required_argument, NULL, 'S'},      {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -657,7 +690,7 @@ static int parse_options(int argc, char **argv)
     if (env)
         snprintf(opt.token, sizeof opt.token, "%s", env);
     int ch;
-    while ((ch = getopt_long(argc, argv, "u:t:T:w:d:n:W:m:k:s:S:h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "u:t:T:w:d:n:W:m:k:s:S:V:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'u':
             if (parse_url(optarg) != 0) {
@@ -697,6 +730,12 @@ static int parse_options(int argc, char **argv)
             break;
         case 'S':
             opt.slow_ms = atof(optarg);
+            break;
+        case 'V':
+            if (parse_via(optarg) != 0) {
+                fprintf(stderr, "bd_loadgen: bad --via %s (host:port,... at most %d)\n", optarg, MAX_VIA);
+                return -1;
+            }
             break;
         case 'h':
             usage(stdout);
@@ -925,5 +964,7 @@ int main(int argc, char **argv)
     free(win);
     free(ws);
     freeaddrinfo(server_addr);
+    for (int i = 0; i < n_via; i++)
+        freeaddrinfo(via_addr[i]);
     return (errors_total > 0 || calls == 0) ? 1 : 0;
 }
