@@ -232,7 +232,9 @@ int bd_engine_study_op(bd_engine *e, const bd_request *req, int64_t study_id, in
     study_rt *st;
     json_t *answer = NULL;
     uint64_t ticket = 0;
-    unsigned seed = (unsigned)(uintptr_t)&st ^ (unsigned)(bd_monotonic() * 1e6);
+    /* through uint64_t: microseconds of uptime pass UINT_MAX after 71 minutes,
+     * and a double out of the target's range is undefined (fuzz_request found it) */
+    unsigned seed = (unsigned)(uintptr_t)&st ^ (unsigned)(uint64_t)(bd_monotonic() * 1e6);
     int rc;
     /* Cluster mode: a peer may take the study between this daemon's claim
      * and its commit (BD_EMOVED, nothing written); the request is then run
