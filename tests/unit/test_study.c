@@ -75,9 +75,8 @@ Test(study, the_seconds_limit_counts_ended_trials)
     bd_study_free(st);
 }
 
-/* Writes study 1's trials and events to a fresh in-memory store as the
- * engine would, feeding st live at the same time. */
-static bd_store *store_with_history(study_rt *st)
+/* A fresh in-memory store holding one user and study 1 (no trials). */
+static bd_store *store_with_study(void)
 {
     bd_store *s = NULL;
     bd_store_opts o = {.sync = BD_SYNC_NORMAL};
@@ -88,6 +87,15 @@ static bd_store *store_with_history(study_rt *st)
     bd_study_row row = {.user_id = uid, .name = "r", .definition = "{}", .created_at = 100};
     cr_assert_eq(bd_store_study_insert(s, &row, &sid, &err), 0);
     cr_assert_eq(sid, 1);
+    return s;
+}
+
+/* Writes study 1's trials and events to a fresh in-memory store as the
+ * engine would, feeding st live at the same time. */
+static bd_store *store_with_history(study_rt *st)
+{
+    bd_store *s = store_with_study();
+    bd_err err = {0};
     int64_t event_id = 1;
     for (int i = 0; i < 6; i++) {
         bd_trial_row t = {.study_id = 1, .config = "{\"x\":0.25}", .budget = 4, .state = BD_TRIAL_RUNNING,
@@ -157,14 +165,8 @@ Test(study, warm_starts_and_the_queue_replay_as_they_were_fed)
         " \"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"tpe\"}, \"seed\": 3,"
         " \"limits\": {\"trials\": 2}}";
     study_rt *live = make_study(tpe_study);
-    bd_store *s = NULL;
-    bd_store_opts o = {.sync = BD_SYNC_NORMAL};
+    bd_store *s = store_with_study();
     bd_err err = {0};
-    int64_t uid, sid;
-    cr_assert_eq(bd_store_open(":memory:", &o, &s, &err), 0, "%s", err.message);
-    cr_assert_eq(bd_store_user_create(s, "u", 0, 1, &uid, &err), 0);
-    bd_study_row row = {.user_id = uid, .name = "t", .definition = "{}", .created_at = 100};
-    cr_assert_eq(bd_store_study_insert(s, &row, &sid, &err), 0);
     static const double values[] = {0.7, 0.2, 0.5};
     for (int i = 0; i < 3; i++) {
         char config[32];
