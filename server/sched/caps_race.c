@@ -190,6 +190,7 @@ typedef struct cr_racer {
     double se, se2;      /* sum of e and e^2 over it (2) */
     double sa;           /* sum of the leader's a over it */
     double vmax, amax;   /* max of v and of the leader's a over it */
+    double sv, sac;      /* sum of v, and of the leader's a clipped at v where v is a lower bound (option defer) */
     int64_t n_lower;     /* LOWER cells */
     int64_t low_from;    /* no LOWER cell below this position (where re-run scans start) */
     int64_t n_retry;     /* NONE cells below next (failed runs to re-offer) */
@@ -214,6 +215,9 @@ typedef struct caps_race {
     double ratio;         /* option eliminate = "ratio": its factor (0: "bernstein") */
     int64_t min_instances;
     int max_failures, shuffle, sampled;
+    double defer;         /* option defer: the ratio of clipped sums that defers a challenger (0: never) */
+    double skip;          /* option skip_levels: the leader's timeout share at or below which theta jumps to kappa */
+    int64_t pilot;        /* option pilot: the leader's first runs that skip_levels decides on */
     int64_t n_instances;
     int64_t *order;       /* pi (NULL without shuffle) */
     cr_racer *racers;
@@ -296,11 +300,11 @@ static int read_options(caps_race *p, const bd_study_def *def, long long *n_samp
 {
     static const char *const known[] = {"configs", "n_configs", "kappa0", "cap_factor", "delta",
                                         "par",     "max_failures", "shuffle_instances", "eliminate", "ratio", "min_instances",
-                                        "first_cap", NULL};
+                                        "first_cap", "defer", "skip_levels", "pilot", NULL};
     static const char *const modes[] = {"bernstein", "ratio", NULL};
     const json_t *o = def->options;
     const char *mode;
-    long long max_failures, min_instances;
+    long long max_failures, min_instances, pilot;
     double dflt_kappa0 = fmin(fmax(def->r_min, 0.01), def->r_max);
     int rc = bd_opt_known(o, known, err);
     if (!rc)
@@ -308,7 +312,7 @@ static int read_options(caps_race *p, const bd_study_def *def, long long *n_samp
     if (!rc)
         rc = bd_opt_number(o, "kappa0", dflt_kappa0, fmax(def->r_min, 1e-9), def->r_max, &p->kappa0, err);
     if (!rc)
-        rc = bd_opt_number(o, "cap_factor", 1, 1, 1000, &p->lambda, err);
+        rc = bd_opt_number(o, "cap_factor", 2, 1, 1000, &p->lambda, err);
     if (!rc)
         rc = bd_opt_number(o, "delta", 0.05, 1e-9, 0.5, &p->zeta, err);
     if (!rc)
@@ -326,11 +330,20 @@ static int read_options(caps_race *p, const bd_study_def *def, long long *n_samp
         rc = bd_opt_number(o, "ratio", 2, 1, 1000, &p->ratio, err);
     if (!rc)
         rc = bd_opt_int(o, "min_instances", 20, 1, 1000000, &min_instances, err);
+    if (!rc)
+        rc = bd_opt_number(o, "defer", 1.3, 0, 1000, &p->defer, err);
+    if (!rc)
+        rc = bd_opt_number(o, "skip_levels", 0.5, 0, 1, &p->skip, err);
+    if (!rc)
+        rc = bd_opt_int(o, "pilot", 5, 1, 1000, &pilot, err);
+    if (!rc && p->defer > 0 && p->defer <= 1)
+        rc = bd_err_set(err, BD_EINVAL, "scheduler.options.defer", "defer must be 0 (off) or above 1");
     if (rc)
         return rc;
     if (strcmp(mode, "bernstein") == 0)
         p->ratio = 0;
     p->min_instances = (int64_t)min_instances;
+    p->pilot = (int64_t)pilot;
     p->max_failures = (int)max_failures;
     return 0;
 }
@@ -378,11 +391,26 @@ static int is_contender(const caps_race *p, size_t i)
     return i != p->leader && r->cmp >= 1 && r->se < 0;
 }
 
+/* The cap the leader's exact value at position k allows a challenger, (1). */
+static double leader_cap(const caps_race *p, int64_t k)
+{
+    const cr_racer *l = &p->racers[p->leader];
+    return whole_cap(p, fmin(p->theta, fmax(p->kappa0, p->lambda * l->cells[k].val)));
+}
+
+/* Option skip_levels: the leader's first min_instances runs of the first
+ * level come before any challenger's (maybe_skip_levels decides on them). */
+static int in_pilot(const caps_race *p)
+{
+    int64_t m = p->pilot < p->n_instances ? p->pilot : p->n_instances;
+    return p->skip > 0 && p->levels == 0 && p->theta < p->kappa && p->racers[p->leader].done < m;
+}
+
 /* Config i's next run: its position and cap. 0 if it has none now. */
 static int candidate(const caps_race *p, size_t i, int64_t *pos, double *cap)
 {
     const cr_racer *r = &p->racers[i];
-    if (!r->alive)
+    if (!r->alive || (i != p->leader && in_pilot(p)))
         return 0;
     int64_t best = INT64_MAX;
     double best_cap = 0;
@@ -393,13 +421,14 @@ static int candidate(const caps_race *p, size_t i, int64_t *pos, double *cap)
                 best_cap = r->cells[k].cap;
                 break;
             }
-    if (r->n_lower > 0 && (i == p->leader || is_contender(p, i)))
+    if (r->n_lower > 0 && (i == p->leader || is_contender(p, i))) {
         for (int64_t k = r->low_from; k < r->done && k < best; k++)
             if (r->cells[k].state == CR_LOWER && !r->cells[k].verifying) {
                 best = k;
                 best_cap = p->theta;
                 break;
             }
+    }
     if (best == INT64_MAX && r->next < p->n_instances) {
         int64_t k = r->next;
         if (i == p->leader) {
@@ -408,8 +437,7 @@ static int candidate(const caps_race *p, size_t i, int64_t *pos, double *cap)
             const cr_racer *l = &p->racers[p->leader];
             if (k >= l->next || l->cells[k].state != CR_EXACT)
                 return 0;
-            best_cap = is_contender(p, i) ? p->theta
-                                          : whole_cap(p, fmin(p->theta, fmax(p->kappa0, p->lambda * l->cells[k].val)));
+            best_cap = is_contender(p, i) ? p->theta : leader_cap(p, k);
         }
         best = k;
     }
@@ -420,22 +448,42 @@ static int candidate(const caps_race *p, size_t i, int64_t *pos, double *cap)
     return 1;
 }
 
+/* Is challenger i deferred (option defer)? Its values on the compared
+ * prefix sum to more than defer times the leader's, the leader's clipped
+ * at i's cap where i timed out (like for like: both capped alike), after
+ * at least min_instances, at the last level only (below it a capped sum
+ * says little of the PAR mean: deferring there lost sat18-exp's best, 0.30
+ * of naive to never on seeds 0-4). */
+static int is_deferred(const caps_race *p, size_t i)
+{
+    const cr_racer *r = &p->racers[i];
+    return p->defer > 0 && p->theta >= p->kappa && i != p->leader && r->cmp >= p->min_instances &&
+           r->sv > p->defer * r->sac;
+}
+
 /* The next run over all configs: the smallest position, ties to the
- * leader, then the earlier config. -1 if none. */
+ * leader, then the earlier config; deferred configs only when no other
+ * config has a run and the level is the last. -1 if none. */
 static long pick(const caps_race *p, int64_t *pos, double *cap)
 {
     long best = -1;
     int64_t best_pos = INT64_MAX;
     double best_cap = 0;
+    for (int pass = 0; pass < 2 && best < 0; pass++) {
+        if (pass == 1 && (p->defer <= 0 || p->theta < p->kappa))
+            break;
     for (size_t n = 0; n < p->n_racers; n++) {
         size_t i = n == 0 ? p->leader : (n <= p->leader ? n - 1 : n);
         int64_t k;
         double c;
+        if (is_deferred(p, i) != pass)
+            continue;
         if (candidate(p, i, &k, &c) && k < best_pos) {
             best = (long)i;
             best_pos = k;
             best_cap = c;
         }
+    }
     }
     *pos = best_pos;
     *cap = best_cap;
@@ -480,6 +528,7 @@ static void grow_cells(cr_racer *r, int64_t need, int64_t most)
 }
 
 static void maybe_level_up(caps_race *p);
+static void maybe_skip_levels(caps_race *p);
 
 static void on_created(caps_race *p, const bd_event *ev)
 {
@@ -530,7 +579,7 @@ static void reset_compare(caps_race *p)
     for (size_t j = 0; j < p->n_racers; j++) {
         cr_racer *r = &p->racers[j];
         r->cmp = 0;
-        r->se = r->se2 = r->sa = r->vmax = r->amax = 0;
+        r->se = r->se2 = r->sa = r->vmax = r->amax = r->sv = r->sac = 0;
     }
 }
 
@@ -572,6 +621,8 @@ static void catch_up(caps_race *p, size_t j)
         r->se += e;
         r->se2 += e * e;
         r->sa += a;
+        r->sv += v;
+        r->sac += r->cells[r->cmp].state == CR_LOWER ? fmin(a, v) : a;
         r->vmax = fmax(r->vmax, v);
         r->amax = fmax(r->amax, a);
     }
@@ -662,6 +713,8 @@ static void settle(caps_race *p, size_t i, int64_t k)
             double a = p->racers[p->leader].cells[k].val;
             r->se += val - old;
             r->se2 += (val - a) * (val - a) - (old - a) * (old - a);
+            r->sv += val - old;
+            r->sac += (exact ? a : fmin(a, val)) - fmin(a, old);
             r->vmax = fmax(r->vmax, val);
             test_elimination(p, i);
         }
@@ -681,6 +734,7 @@ static void settle(caps_race *p, size_t i, int64_t k)
     if (i == p->leader) {
         if (r->done > before)
             catch_up_all(p);
+        maybe_skip_levels(p);
     } else {
         catch_up(p, i);
         maybe_promote(p, i);
@@ -691,45 +745,74 @@ static void settle(caps_race *p, size_t i, int64_t k)
 static int all_issued(const caps_race *p)
 {
     for (size_t i = 0; i < p->n_racers; i++)
-        if (p->racers[i].alive && p->racers[i].next < p->n_instances)
+        if (p->racers[i].alive && p->racers[i].next < p->n_instances && !is_deferred(p, i))
             return 0;
     return 1;
 }
 
+/* The cap rises to theta (above the current one): every finished cell is
+ * counted anew (a timeout at the old cap becomes a lower bound; a run
+ * still out counts when it ends, a timeout then as a lower bound too), and
+ * the race goes on: the leader and the contenders re-run their lower
+ * bounds at the new cap. */
+static void raise_level(caps_race *p, double theta)
+{
+    p->theta = theta;
+    p->levels++;
+    for (size_t i = 0; i < p->n_racers; i++) {
+        cr_racer *r = &p->racers[i];
+        r->n_lower = 0;
+        r->sum = 0;
+        r->low_from = 0;
+        for (int64_t k = 0; k < r->next; k++) {
+            cr_cell *c = &r->cells[k];
+            if (c->state != CR_LOWER && c->state != CR_EXACT)
+                continue;
+            int exact = derive(p, c, &c->val);
+            c->state = exact ? CR_EXACT : CR_LOWER;
+            r->n_lower += !exact;
+            if (k < r->done)
+                r->sum += c->val;
+        }
+        advance_low_from(r);
+    }
+    recompare_all(p);
+}
+
+/* Option skip_levels: once the leader has finished its first
+ * min_instances runs of the first level, the levels are dropped (theta
+ * jumps to kappa) if at most that share of them timed out at theta. Why:
+ * a level below kappa pays when most runs time out at it (configs are then
+ * compared cheaply on what the cap reveals, ASlib's industrial instances);
+ * when most runs finish below it, the level already prices most instances
+ * exactly, and each further doubling makes every contender re-run the
+ * same few hard instances once more (issue 15's minisat matrix: 12-17% of
+ * runs above the first cap, 0.43 of the naive CPU spent in the levels
+ * below kappa; tests/bench/README-spc.md section 3). */
+static void maybe_skip_levels(caps_race *p)
+{
+    const cr_racer *l = &p->racers[p->leader];
+    int64_t m = p->pilot < p->n_instances ? p->pilot : p->n_instances;
+    if (p->levels || p->skip <= 0 || p->theta >= p->kappa || l->done != m)
+        return;
+    int64_t timeouts = 0;
+    for (int64_t k = 0; k < m; k++)
+        timeouts += l->cells[k].timed_out && !l->cells[k].gave_up;
+    if ((double)timeouts <= p->skip * (double)m)
+        raise_level(p, p->kappa);
+}
+
 /* The level is over below kappa (every instance handed out to every
- * racer, nothing left to run at this cap, none of the leader's runs out:
- * only challengers' runs may still be out, and their results change no
- * other racer's sums): the cap doubles (up to kappa), every finished cell
- * is counted anew (a timeout at the old cap becomes a lower bound; a run
- * still out counts when it ends, a timeout then as a lower bound too),
- * and the race goes on: the leader and the contenders re-run their lower
- * bounds at the new cap. With one worker nothing is out at that point. */
+ * racer not deferred, nothing left to run at this cap, none of the
+ * leader's runs out: only challengers' runs may still be out, and their
+ * results change no other racer's sums): the cap doubles (up to kappa).
+ * With one worker nothing is out at that point. */
 static void maybe_level_up(caps_race *p)
 {
     int64_t pos;
     double cap;
-    while (p->theta < p->kappa && !p->racers[p->leader].in_flight && all_issued(p) && pick(p, &pos, &cap) < 0) {
-        p->theta = 2 * p->theta >= p->kappa * (1 - 1e-12) ? p->kappa : 2 * p->theta;
-        p->levels++;
-        for (size_t i = 0; i < p->n_racers; i++) {
-            cr_racer *r = &p->racers[i];
-            r->n_lower = 0;
-            r->sum = 0;
-            r->low_from = 0;
-            for (int64_t k = 0; k < r->next; k++) {
-                cr_cell *c = &r->cells[k];
-                if (c->state != CR_LOWER && c->state != CR_EXACT)
-                    continue;
-                int exact = derive(p, c, &c->val);
-                c->state = exact ? CR_EXACT : CR_LOWER;
-                r->n_lower += !exact;
-                if (k < r->done)
-                    r->sum += c->val;
-            }
-            advance_low_from(r);
-        }
-        recompare_all(p);
-    }
+    while (p->theta < p->kappa && !p->racers[p->leader].in_flight && all_issued(p) && pick(p, &pos, &cap) < 0)
+        raise_level(p, 2 * p->theta >= p->kappa * (1 - 1e-12) ? p->kappa : 2 * p->theta);
 }
 
 /* A run ended: COMPLETED with a value or a timeout (ok = 1), or failed,
@@ -814,6 +897,8 @@ static bd_sched_status cr_status(const bd_sched *s)
 
 /* ----------------------------------------------------------- describe */
 
+static int is_deferred(const caps_race *p, size_t i);
+
 static double mean_of(const cr_racer *r)
 {
     return r->done ? r->sum / (double)r->done : NAN;
@@ -845,6 +930,7 @@ static json_t *racer_json(const caps_race *p, size_t i)
     json_object_set_new(j, "width", num_or_null(width));
     if (!r->alive)
         json_object_set_new(j, "eliminated_at", json_integer((json_int_t)r->eliminated_at));
+    json_object_set_new(j, "deferred", json_boolean(is_deferred(p, i)));
     return j;
 }
 

@@ -18,7 +18,10 @@
  * Output: one JSON object {"runs", "cpu", "trace": [[cpu, solver], ...],
  * "decision_us"}: the incumbent (describe()'s) sampled at n_checkpoints
  * log-spaced CPU times up to the horizon, and the mean wall time of one
- * decision (suggest + the two observe calls of its run; describe excluded). */
+ * decision (suggest + the two observe calls of its run; describe excluded).
+ * With an argument (a path), every run is also written there, one line
+ * each: "solver_index position cap timeout charged_cpu" (spc_diagnose.py
+ * reads it to say where the CPU went). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -73,8 +76,11 @@ static void print_incumbent(replay *r, double cpu, int first)
     json_decref(d);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    FILE *runlog = NULL;
+    if (argc > 1 && !(runlog = fopen(argv[1], "w")))
+        die("cannot open the run log");
     int n_solvers, n_instances, n_checkpoints;
     double cutoff, horizon;
     unsigned long long seed;
@@ -151,6 +157,8 @@ int main(void)
         decision_us += now_us() - started;
         cpu += timeout ? cap : v;
         runs++;
+        if (runlog)
+            fprintf(runlog, "%d %lld %.6g %d %.6g\n", c, (long long)s.instance, cap, timeout, timeout ? cap : v);
         if (next_cp < n_checkpoints && cpu >= lo * pow(horizon / lo, (double)next_cp / (n_checkpoints - 1))) {
             while (next_cp < n_checkpoints && cpu >= lo * pow(horizon / lo, (double)next_cp / (n_checkpoints - 1)))
                 next_cp++;
@@ -168,5 +176,7 @@ int main(void)
     json_decref(instances);
     json_decref(choices);
     free(rt);
+    if (runlog && fclose(runlog))
+        die("cannot write the run log");
     return 0;
 }

@@ -3,7 +3,10 @@
  * vectors, a 3 x 3 race followed run by run (computed by hand in the
  * comments), failures re-offered then given up, several workers, the
  * incumbent on a synthetic runtime matrix, replay after a restart and the
- * bad studies. */
+ * bad studies; issue 15's rules (the pilot that drops the cap levels, the
+ * deferral of configs far behind) with fixed vectors, beside the forms
+ * before them (skip_levels 0, defer 0, cap_factor 1) pinned in the older
+ * run-by-run tests. */
 #include <criterion/criterion.h>
 
 #include "sched_harness.h"
@@ -100,7 +103,7 @@ Test(caps_race, three_configs_race_run_by_run)
         double cap;
     } want[] = {{0, 0, 10}, {1, 0, 4}, {2, 0, 1}, {1, 1, 10}, {0, 1, 3}, {2, 1, 3}, {1, 2, 10}, {0, 2, 2}, {2, 2, 2}};
     hn h;
-    open_race(&h, SOLVERS3, 3, "{\"shuffle_instances\": false, \"first_cap\": 10}");
+    open_race(&h, SOLVERS3, 3, "{\"cap_factor\": 1, \"defer\": 0, \"skip_levels\": 0, \"shuffle_instances\": false, \"first_cap\": 10}");
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         int64_t id;
         cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL, "run %zu", i + 1);
@@ -136,7 +139,7 @@ Test(caps_race, a_contender_is_verified_at_the_largest_cap_before_it_leads)
      * at kappa (a cap above its timeout), then takes the lead. */
     hn h;
     open_race(&h, "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]", 2,
-              "{\"shuffle_instances\": false, \"first_cap\": 10}");
+              "{\"cap_factor\": 1, \"defer\": 0, \"skip_levels\": 0, \"shuffle_instances\": false, \"first_cap\": 10}");
     static const double rt[2][2] = {{2, 8}, {3, 1}};
     struct {
         int solver, instance;
@@ -188,7 +191,7 @@ Test(caps_race, cap_levels_double_and_lower_bounds_are_re_run)
     char *names = hn_instance_names(2);
     cr_assert_eq(hn_open_instances(&h, &bd_sched_caps_race,
                                    "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]",
-                                   "{\"shuffle_instances\": false, \"first_cap\": 1}", 0.5, 4, 0, names),
+                                   "{\"cap_factor\": 1, \"defer\": 0, \"skip_levels\": 0, \"shuffle_instances\": false, \"first_cap\": 1}", 0.5, 4, 0, names),
                  0, "%s", h.err.message);
     free(names);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -496,6 +499,10 @@ Test(caps_race, bad_studies_are_refused_with_the_field)
         {"{\"eliminate\": \"never\"}", "scheduler.options.eliminate"},
         {"{\"ratio\": 0.9}", "scheduler.options.ratio"},
         {"{\"min_instances\": 0}", "scheduler.options.min_instances"},
+        {"{\"defer\": 1}", "scheduler.options.defer"},
+        {"{\"defer\": -1}", "scheduler.options.defer"},
+        {"{\"skip_levels\": 2}", "scheduler.options.skip_levels"},
+        {"{\"pilot\": 0}", "scheduler.options.pilot"},
         {"{\"shuffle_instances\": 1}", "scheduler.options.shuffle_instances"},
         {"{\"configs\": []}", "scheduler.options.configs"},
         {"{\"configs\": [{\"solver\": \"s9\"}]}", "scheduler.options.configs"},
@@ -534,7 +541,7 @@ Test(caps_race, a_lower_bound_keeps_its_cap_while_its_re_run_is_out)
     hn h;
     cr_assert_eq(hn_open_instances(&h, &bd_sched_caps_race,
                                    "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]",
-                                   "{\"shuffle_instances\": false, \"first_cap\": 1}", 0.1, 2, 0,
+                                   "{\"cap_factor\": 1, \"defer\": 0, \"skip_levels\": 0, \"shuffle_instances\": false, \"first_cap\": 1}", 0.1, 2, 0,
                                    "[\"a\", \"b\", \"c\"]"),
                  0, "%s", h.err.message);
     int64_t id;
@@ -558,5 +565,110 @@ Test(caps_race, a_lower_bound_keeps_its_cap_while_its_re_run_is_out)
                                                        "solver")),
                      "s1", "the exact best at DONE");
     json_decref(d);
+    hn_close(&h);
+}
+
+/* Runs the expected (solver, instance, cap) sequence, answering from rt. */
+typedef struct cr_want {
+    int solver, instance;
+    double cap;
+} cr_want;
+
+static void follow(hn *h, const cr_want *want, size_t n, const double *rt, int n_instances)
+{
+    for (size_t i = 0; i < n; i++) {
+        int64_t id;
+        cr_assert_eq(hn_suggest(h, 0, &id), BD_SUGGEST_TRIAL, "run %zu", i + 1);
+        hn_trial *t = hn_get(h, id);
+        cr_assert_eq(hn_solver_of(t), want[i].solver, "run %zu: s%d", i + 1, hn_solver_of(t));
+        cr_assert_eq(t->instance, want[i].instance, "run %zu: instance %lld", i + 1, (long long)t->instance);
+        cr_assert_float_eq(t->budget, want[i].cap, EPS, "run %zu: cap %g", i + 1, t->budget);
+        double v = rt[want[i].solver * n_instances + (int)t->instance];
+        if (v > t->budget)
+            hn_complete_timeout(h, id);
+        else
+            hn_complete(h, id, v);
+    }
+}
+
+static double describe_number(hn *h, const char *key)
+{
+    json_t *d = hn_describe(h);
+    double x = json_number_value(json_object_get(d, key));
+    json_decref(d);
+    return x;
+}
+
+Test(caps_race, the_pilot_drops_the_levels_when_most_runs_finish_below_the_first_cap)
+{
+    /* kappa 10, kappa0 0.5, first_cap 1, pilot 2, cap_factor 2 (default).
+     * The leader's two pilot runs come before any challenger's. */
+    static const char *two = "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]";
+    /* s0 finishes both pilot runs below 1 s (0 of 2 time out <= 0.5 * 2):
+     * the cap jumps to kappa; s1 then runs instance 0 at min(10, 2 * 0.5). */
+    static const double fast[2 * 3] = {0.5, 0.8, 3, 0.4, 0.4, 0.4};
+    static const cr_want skip[] = {{0, 0, 1}, {0, 1, 1}, {1, 0, 1}};
+    hn h;
+    open_race(&h, two, 3, "{\"shuffle_instances\": false, \"first_cap\": 1, \"pilot\": 2}");
+    follow(&h, skip, 2, fast, 3);
+    cr_assert_float_eq(describe_number(&h, "cap"), CAP_MAX, EPS, "the levels are dropped");
+    cr_assert_float_eq(describe_number(&h, "levels"), 1, EPS);
+    follow(&h, skip + 2, 1, fast, 3);
+    hn_close(&h);
+    /* s0 times out on both (2 of 2 > 1): the levels stay, the cap is 1, and
+     * s1 runs instance 0 at min(1, 2 * 1). */
+    static const double slow[2 * 3] = {3, 4, 0.5, 0.4, 0.4, 0.4};
+    static const cr_want keep[] = {{0, 0, 1}, {0, 1, 1}, {1, 0, 1}};
+    open_race(&h, two, 3, "{\"shuffle_instances\": false, \"first_cap\": 1, \"pilot\": 2}");
+    follow(&h, keep, 3, slow, 3);
+    cr_assert_float_eq(describe_number(&h, "cap"), 1, EPS, "the levels stay");
+    cr_assert_float_eq(describe_number(&h, "levels"), 0, EPS);
+    hn_close(&h);
+    /* skip_levels 0 (the form before issue 15): no pilot, s1 runs instance 0
+     * second, is faster (0.4 < 0.5) and leads at once. */
+    static const cr_want off[] = {{0, 0, 1}, {1, 0, 1}, {1, 1, 1}};
+    open_race(&h, two, 3, "{\"shuffle_instances\": false, \"first_cap\": 1, \"pilot\": 2, \"skip_levels\": 0}");
+    follow(&h, off, 3, fast, 3);
+    cr_assert_float_eq(describe_number(&h, "cap"), 1, EPS);
+    hn_close(&h);
+}
+
+Test(caps_race, a_config_far_behind_is_deferred_until_the_others_are_done)
+{
+    /* kappa = first_cap = 10, min_instances 2, defer 1.3, cap_factor 2.
+     * s0 leads with 1 s everywhere; s1 = {3, 3, 1, 1} times out at its
+     * 2 s caps on instances 0 and 1: its values sum to 4 against the
+     * leader's 2 (clipped at s1's caps: min(1, 2) each), 4 > 1.3 * 2, so it
+     * is deferred after 2 instances; s2 = {1.1 x 4} (2.2 against 2) is not.
+     * s2 finishes first and is eliminated at m = N (e-sum 0.4 > 0, W = 0);
+     * then s1 resumes: instances 2 and 3 at 2 s, e-sum 2 > 0: eliminated. */
+    static const double rt[3 * 4] = {1, 1, 1, 1, 3, 3, 1, 1, 1.1, 1.1, 1.1, 1.1};
+    static const cr_want want[] = {{0, 0, 10}, {1, 0, 2}, {2, 0, 2}, {0, 1, 10}, {1, 1, 2}, {2, 1, 2},
+                                   {0, 2, 10}, {2, 2, 2}, {0, 3, 10}, {2, 3, 2},  {1, 2, 2}, {1, 3, 2}};
+    hn h;
+    open_race(&h, SOLVERS3, 4,
+              "{\"shuffle_instances\": false, \"first_cap\": 10, \"min_instances\": 2, \"defer\": 1.3}");
+    follow(&h, want, 5, rt, 4);
+    json_t *d = hn_describe(&h);
+    cr_assert(json_is_true(json_object_get(racer_of(d, 1), "deferred")), "s1 deferred after 2 instances");
+    cr_assert(json_is_false(json_object_get(racer_of(d, 2), "deferred")));
+    json_decref(d);
+    follow(&h, want + 5, sizeof want / sizeof want[0] - 5, rt, 4);
+    int64_t id;
+    cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_DONE);
+    d = hn_describe(&h);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(d, "incumbent"), "config"),
+                                                       "solver")),
+                     "s0");
+    cr_assert(json_is_false(json_object_get(racer_of(d, 1), "alive")));
+    cr_assert(json_is_false(json_object_get(racer_of(d, 2), "alive")));
+    cr_assert_float_eq(json_number_value(json_object_get(d, "seconds")), 4 + (2 + 2 + 1 + 1) + 4 * 1.1, EPS);
+    json_decref(d);
+    hn_close(&h);
+    /* defer 0 (the form before issue 15): s1 runs instance 2 before s2 does. */
+    static const cr_want off[] = {{0, 0, 10}, {1, 0, 2}, {2, 0, 2}, {0, 1, 10}, {1, 1, 2}, {2, 1, 2}, {0, 2, 10}, {1, 2, 2}};
+    open_race(&h, SOLVERS3, 4,
+              "{\"shuffle_instances\": false, \"first_cap\": 10, \"min_instances\": 2, \"defer\": 0}");
+    follow(&h, off, sizeof off / sizeof off[0], rt, 4);
     hn_close(&h);
 }
