@@ -47,8 +47,8 @@
  *
  *   c_ik = min(theta, max(kappa0, lambda * a_k))                    (1)
  *
- * (option `cap_factor` lambda, default 1: the challenger may take as long
- * as the leader took; `kappa0`, default resource.min, at least 0.01):
+ * (option `cap_factor` lambda, default 2 since issue 15, 1 before: the
+ * challenger may take lambda times as long as the leader took; `kappa0`, default resource.min, at least 0.01):
  * ICAR's impatience, per instance. Its value v_ik is the runtime if it
  * finished, theta if it timed out at theta, else the cap c_ik, a lower
  * bound. Over the first m instances both have run (the compared prefix),
@@ -143,6 +143,33 @@
  * end of the race after 0.010-0.19; there (200 configs) a single level
  * (first_cap = kappa) did better than the default. Not a benchmark: the
  * lead's replay decides.
+ *
+ * Issue 15's rules (each an option; 0 gives the form before it):
+ * - `cap_factor` 2 (was 1): with lambda = 1 a challenger's value never
+ *   exceeds the leader's (plus kappa0), so a slower config never looks
+ *   slower; 2 lets the lower bounds show a gap (needed by `defer`).
+ * - `defer` (1.3): at the last level a challenger whose compared values
+ *   sum to more than 1.3 times the leader's (the leader's clipped at the
+ *   challenger's cap where it timed out, like for like), after
+ *   `min_instances`, gets runs only when no other config has one. Not an
+ *   elimination: the deferred configs resume at the end, so DONE still
+ *   means the exact best. Why: a sound certificate costs at least (n - 1)
+ *   times the best config's total (on the minisat matrix 0.34 of naive);
+ *   the anytime leader gets there sooner when configs far behind wait.
+ *   Below kappa it is off (a capped sum says little of the PAR mean:
+ *   deferring there lost sat18-exp's best on seeds 0-4).
+ * - `skip_levels` (0.5) with `pilot` (5): the leader's first 5 runs come
+ *   first; if at most half of them time out at first_cap, theta jumps to
+ *   kappa (maybe_skip_levels says why). Minisat matrix: 12-17% of runs
+ *   exceed its first cap, ASlib's 62-95%: the levels stay on ASlib.
+ * Measured (spc_diagnose.py, minisat-rand3sat, seeds 0-4, top 1% for good
+ * as a fraction of naive, median): before 0.42 (67% of the CPU on configs
+ * over 2x the best mean, 0.29 of naive in contenders' re-runs at the
+ * doubling levels); cap_factor 2 alone 0.29; + defer 0.15; + skip_levels
+ * 0.047; 20 seeds: top 1% 0.070, the best 0.087 (README-spc.md section
+ * 3); ASlib as before (sat11 3 of 20 seeds reach the best, was 1).
+ * A contender's re-runs capped from the leader (instead of at theta) were
+ * tried and dropped: 0.45 on minisat, sat18-exp's best never.
  *
  * Cost: suggest and status scan the configs (O(n), plus the positions of a
  * config with a re-run pending); observe is O(n) too (every event checks
