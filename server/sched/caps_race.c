@@ -144,7 +144,10 @@
  * (first_cap = kappa) did better than the default. Not a benchmark: the
  * lead's replay decides.
  *
- * Issue 15's rules (each an option; 0 gives the form before it):
+ * Issue 15's rules (each an option; 0 gives the form before it). A study
+ * whose stored options lack them runs the form before them (cap_factor 1,
+ * no defer, no skip_levels), so stored studies replay unchanged; new studies
+ * get the values below written into their definition (caps_race_new_study_defaults):
  * - `cap_factor` 2 (was 1): with lambda = 1 a challenger's value never
  *   exceeds the leader's (plus kappa0), so a slower config never looks
  *   slower; 2 lets the lower bounds show a gap (needed by `defer`).
@@ -339,7 +342,7 @@ static int read_options(caps_race *p, const bd_study_def *def, long long *n_samp
     if (!rc)
         rc = bd_opt_number(o, "kappa0", dflt_kappa0, fmax(def->r_min, 1e-9), def->r_max, &p->kappa0, err);
     if (!rc)
-        rc = bd_opt_number(o, "cap_factor", 2, 1, 1000, &p->lambda, err);
+        rc = bd_opt_number(o, "cap_factor", 1, 1, 1000, &p->lambda, err);
     if (!rc)
         rc = bd_opt_number(o, "delta", 0.05, 1e-9, 0.5, &p->zeta, err);
     if (!rc)
@@ -358,9 +361,9 @@ static int read_options(caps_race *p, const bd_study_def *def, long long *n_samp
     if (!rc)
         rc = bd_opt_int(o, "min_instances", 20, 1, 1000000, &min_instances, err);
     if (!rc)
-        rc = bd_opt_number(o, "defer", 1.3, 0, 1000, &p->defer, err);
+        rc = bd_opt_number(o, "defer", 0, 0, 1000, &p->defer, err);
     if (!rc)
-        rc = bd_opt_number(o, "skip_levels", 0.5, 0, 1, &p->skip, err);
+        rc = bd_opt_number(o, "skip_levels", 0, 0, 1, &p->skip, err);
     if (!rc)
         rc = bd_opt_int(o, "pilot", 5, 1, 1000, &pilot, err);
     if (!rc && p->defer > 0 && p->defer <= 1)
@@ -1035,6 +1038,20 @@ static void cr_destroy(bd_sched *s)
     free(p);
 }
 
+/* New studies get issue 15's rules; a stored study without them keeps the
+ * form it was created with (sched.h, new_study_defaults). An option the
+ * user set is left as it is. */
+static void caps_race_new_study_defaults(const bd_study_def *def, json_t *options)
+{
+    (void)def;
+    if (!json_object_get(options, "cap_factor"))
+        json_object_set_new(options, "cap_factor", json_real(2));
+    if (!json_object_get(options, "defer"))
+        json_object_set_new(options, "defer", json_real(1.3));
+    if (!json_object_get(options, "skip_levels"))
+        json_object_set_new(options, "skip_levels", json_real(0.5));
+}
+
 const struct bd_sched_ops bd_sched_caps_race = {
     .abi = BD_SCHED_ABI,
     .name = "caps_race",
@@ -1045,4 +1062,5 @@ const struct bd_sched_ops bd_sched_caps_race = {
     .status = cr_status,
     .describe = cr_describe,
     .destroy = cr_destroy,
+    .new_study_defaults = caps_race_new_study_defaults,
 };

@@ -71,7 +71,9 @@ SCHEDULER_METHODS = {
     "spc_cycle": ("spc", {"lcb": "current", "stream": "cycle"}),  # the paper's stream (the old default)
     "spc_last_step": ("spc", {"lcb": "last_step", "stream": "cycle"}),
     "spc_once": ("spc", {"lcb": "current", "stream": "once"}),
-    "caps_race": ("caps_race", {}),  # the successor (server/sched/caps_race.c), its defaults
+    # the successor (server/sched/caps_race.c) with new studies' defaults
+    # (caps_race_new_study_defaults; a stored study without them runs cap_factor 1, no defer, no skip)
+    "caps_race": ("caps_race", {"cap_factor": 2, "defer": 1.3, "skip_levels": 0.5}),
 }
 
 

@@ -601,7 +601,8 @@ static double describe_number(hn *h, const char *key)
 
 Test(caps_race, the_pilot_drops_the_levels_when_most_runs_finish_below_the_first_cap)
 {
-    /* kappa 10, kappa0 0.5, first_cap 1, pilot 2, cap_factor 2 (default).
+    /* kappa 10, kappa0 0.5, first_cap 1, pilot 2, cap_factor 2, skip_levels 0.5
+     * (new studies' defaults).
      * The leader's two pilot runs come before any challenger's. */
     static const char *two = "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]";
     /* s0 finishes both pilot runs below 1 s (0 of 2 time out <= 0.5 * 2):
@@ -609,7 +610,7 @@ Test(caps_race, the_pilot_drops_the_levels_when_most_runs_finish_below_the_first
     static const double fast[2 * 3] = {0.5, 0.8, 3, 0.4, 0.4, 0.4};
     static const cr_want skip[] = {{0, 0, 1}, {0, 1, 1}, {1, 0, 1}};
     hn h;
-    open_race(&h, two, 3, "{\"shuffle_instances\": false, \"first_cap\": 1, \"pilot\": 2}");
+    open_race(&h, two, 3, "{\"shuffle_instances\": false, \"first_cap\": 1, \"pilot\": 2, \"cap_factor\": 2, \"skip_levels\": 0.5}");
     follow(&h, skip, 2, fast, 3);
     cr_assert_float_eq(describe_number(&h, "cap"), CAP_MAX, EPS, "the levels are dropped");
     cr_assert_float_eq(describe_number(&h, "levels"), 1, EPS);
@@ -619,7 +620,7 @@ Test(caps_race, the_pilot_drops_the_levels_when_most_runs_finish_below_the_first
      * s1 runs instance 0 at min(1, 2 * 1). */
     static const double slow[2 * 3] = {3, 4, 0.5, 0.4, 0.4, 0.4};
     static const cr_want keep[] = {{0, 0, 1}, {0, 1, 1}, {1, 0, 1}};
-    open_race(&h, two, 3, "{\"shuffle_instances\": false, \"first_cap\": 1, \"pilot\": 2}");
+    open_race(&h, two, 3, "{\"shuffle_instances\": false, \"first_cap\": 1, \"pilot\": 2, \"cap_factor\": 2, \"skip_levels\": 0.5}");
     follow(&h, keep, 3, slow, 3);
     cr_assert_float_eq(describe_number(&h, "cap"), 1, EPS, "the levels stay");
     cr_assert_float_eq(describe_number(&h, "levels"), 0, EPS);
@@ -627,7 +628,7 @@ Test(caps_race, the_pilot_drops_the_levels_when_most_runs_finish_below_the_first
     /* skip_levels 0 (the form before issue 15): no pilot, s1 runs instance 0
      * second, is faster (0.4 < 0.5) and leads at once. */
     static const cr_want off[] = {{0, 0, 1}, {1, 0, 1}, {1, 1, 1}};
-    open_race(&h, two, 3, "{\"shuffle_instances\": false, \"first_cap\": 1, \"pilot\": 2, \"skip_levels\": 0}");
+    open_race(&h, two, 3, "{\"shuffle_instances\": false, \"first_cap\": 1, \"pilot\": 2, \"cap_factor\": 2, \"skip_levels\": 0}");
     follow(&h, off, 3, fast, 3);
     cr_assert_float_eq(describe_number(&h, "cap"), 1, EPS);
     hn_close(&h);
@@ -647,7 +648,7 @@ Test(caps_race, a_config_far_behind_is_deferred_until_the_others_are_done)
                                    {0, 2, 10}, {2, 2, 2}, {0, 3, 10}, {2, 3, 2},  {1, 2, 2}, {1, 3, 2}};
     hn h;
     open_race(&h, SOLVERS3, 4,
-              "{\"shuffle_instances\": false, \"first_cap\": 10, \"min_instances\": 2, \"defer\": 1.3}");
+              "{\"shuffle_instances\": false, \"first_cap\": 10, \"min_instances\": 2, \"defer\": 1.3, \"cap_factor\": 2}");
     follow(&h, want, 5, rt, 4);
     json_t *d = hn_describe(&h);
     cr_assert(json_is_true(json_object_get(racer_of(d, 1), "deferred")), "s1 deferred after 2 instances");
@@ -668,7 +669,29 @@ Test(caps_race, a_config_far_behind_is_deferred_until_the_others_are_done)
     /* defer 0 (the form before issue 15): s1 runs instance 2 before s2 does. */
     static const cr_want off[] = {{0, 0, 10}, {1, 0, 2}, {2, 0, 2}, {0, 1, 10}, {1, 1, 2}, {2, 1, 2}, {0, 2, 10}, {1, 2, 2}};
     open_race(&h, SOLVERS3, 4,
-              "{\"shuffle_instances\": false, \"first_cap\": 10, \"min_instances\": 2, \"defer\": 0}");
+              "{\"shuffle_instances\": false, \"first_cap\": 10, \"min_instances\": 2, \"defer\": 0, \"cap_factor\": 2}");
     follow(&h, off, sizeof off / sizeof off[0], rt, 4);
+    hn_close(&h);
+}
+
+Test(caps_race, new_studies_get_issue_15s_rules_and_stored_ones_keep_theirs)
+{
+    /* A stored study without the options runs the form before them; a new
+     * one gets them written into its definition; a user's value stays. */
+    json_t *o = json_pack("{s:f}", "defer", 0.0);
+    bd_sched_caps_race.new_study_defaults(NULL, o);
+    cr_assert_float_eq(json_number_value(json_object_get(o, "cap_factor")), 2, EPS);
+    cr_assert_float_eq(json_number_value(json_object_get(o, "skip_levels")), 0.5, EPS);
+    cr_assert_float_eq(json_number_value(json_object_get(o, "defer")), 0, EPS, "the user's value is kept");
+    json_decref(o);
+    static const char *two = "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]";
+    /* without options: no pilot (s1 runs instance 0 second) and challengers
+     * capped at the leader's time (cap_factor 1: min(1, 1 * 0.5) = 0.5) */
+    static const double fast[2 * 3] = {0.5, 0.8, 3, 0.4, 0.4, 0.4};
+    static const cr_want old[] = {{0, 0, 1}, {1, 0, 0.5}};
+    hn h;
+    open_race(&h, two, 3, "{\"shuffle_instances\": false, \"first_cap\": 1}");
+    follow(&h, old, 2, fast, 3);
+    cr_assert_float_eq(describe_number(&h, "cap"), 1, EPS, "no level was skipped");
     hn_close(&h);
 }
