@@ -121,6 +121,7 @@ typedef struct request_ctx {
     int answered; /* a response is queued */
     struct MHD_Connection *conn;      /* while queued or handled */
     struct request_ctx *next_job;     /* the handler queue */
+    struct stream_cls *fill;          /* queued to fill this stream's next block, not to run the request */
     int handled;                      /* a handler filled resp and built mr; the connection was resumed */
     bd_http_resp resp;                /* the handler's answer */
     struct MHD_Response *mr;          /* resp serialized by the handler (NULL: out of memory) */
@@ -323,21 +324,51 @@ static const char *lookup_query(void *conn, const char *key, int *present)
 
 #define STREAM_BLOCK 65536 /* what MHD asks a streamed body for at a time */
 
+/* A streamed body (the CSV export) reads storage, which may wait behind a
+ * commit or a study's replay: a polling thread must not (it would stall
+ * every connection it serves). So each block is read by a handler thread
+ * into the stream's buffer while the connection is suspended, and the
+ * polling thread only copies it out (stream_reader). */
 typedef struct stream_cls {
     long (*read)(void *ctx, char *buf, size_t max);
     void (*free)(void *ctx);
     void *ctx;
+    bd_http_server *s;
+    request_ctx *rctx; /* its connection's request: the job that fills the block */
+    size_t len, pos;   /* of block: what was read, what was copied out */
+    int end;           /* 0: more to read; 1: the end; -1: the read failed */
+    char block[STREAM_BLOCK];
 } stream_cls;
+
+static int enqueue_fill(bd_http_server *s, stream_cls *c);
+
+/* Reads the next block; a handler thread's job (or the polling thread's
+ * once the handlers are stopping). */
+static void stream_fill(stream_cls *c)
+{
+    long n = c->read(c->ctx, c->block, sizeof c->block);
+    c->pos = 0;
+    c->len = n > 0 ? (size_t)n : 0;
+    if (n <= 0)
+        c->end = n < 0 ? -1 : 1;
+}
 
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     stream_cls *c = cls;
-    long n;
     (void)pos;
-    n = c->read(c->ctx, buf, max);
-    if (n < 0)
-        return MHD_CONTENT_READER_END_WITH_ERROR;
-    return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : (ssize_t)n;
+    if (c->pos == c->len && !c->end) {
+        if (enqueue_fill(c->s, c))
+            return 0; /* suspended: MHD asks again once a handler has filled the block */
+        stream_fill(c);
+    }
+    if (c->pos < c->len) {
+        size_t n = c->len - c->pos < max ? c->len - c->pos : max;
+        memcpy(buf, c->block + c->pos, n);
+        c->pos += n;
+        return (ssize_t)n;
+    }
+    return c->end < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
 }
 
 static void stream_free(void *cls)
@@ -347,8 +378,9 @@ static void stream_free(void *cls)
     free(c);
 }
 
-/* Serializes resp into an MHD response; NULL only if MHD cannot allocate. */
-static struct MHD_Response *make_response(bd_http_resp *resp)
+/* Serializes resp, the answer to ctx, into an MHD response; NULL only if
+ * MHD cannot allocate. */
+static struct MHD_Response *make_response(bd_http_server *s, request_ctx *ctx, bd_http_resp *resp)
 {
     static _Thread_local char tbuf[JSON_BUF];
     struct MHD_Response *mr;
@@ -359,17 +391,23 @@ static struct MHD_Response *make_response(bd_http_resp *resp)
             n = bd_json_shorten_reals(tbuf, n);
             mr = MHD_create_response_from_buffer(n, tbuf, MHD_RESPMEM_MUST_COPY);
         } else {
-            char *s = json_dumps(resp->json, JSON_COMPACT);
-            if (!s)
-                s = bd_xstrdup(
+            char *text = json_dumps(resp->json, JSON_COMPACT);
+            if (!text)
+                text = bd_xstrdup(
                     "{\"error\":{\"code\":\"internal\",\"message\":\"unserializable answer\",\"field\":null}}");
-            mr = MHD_create_response_from_buffer(bd_json_shorten_reals(s, strlen(s)), s, MHD_RESPMEM_MUST_FREE);
+            mr = MHD_create_response_from_buffer(bd_json_shorten_reals(text, strlen(text)), text, MHD_RESPMEM_MUST_FREE);
             if (!mr)
-                free(s);
+                free(text);
         }
     } else if (resp->stream_read) {
         stream_cls *c = bd_xmalloc(sizeof *c);
-        *c = (stream_cls){resp->stream_read, resp->stream_free, resp->stream_ctx};
+        c->read = resp->stream_read;
+        c->free = resp->stream_free;
+        c->ctx = resp->stream_ctx;
+        c->s = s;
+        c->rctx = ctx;
+        c->len = c->pos = 0;
+        c->end = 0;
         mr = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_reader, c, stream_free);
         if (mr)
             resp->stream_ctx = NULL; /* MHD's now: stream_free runs when the response is destroyed */
@@ -434,7 +472,7 @@ static enum MHD_Result send_answer(bd_http_server *s, struct MHD_Connection *con
 
 static enum MHD_Result answer(bd_http_server *s, struct MHD_Connection *conn, request_ctx *ctx, bd_http_resp *resp)
 {
-    return send_answer(s, conn, ctx, resp, make_response(resp));
+    return send_answer(s, conn, ctx, resp, make_response(s, ctx, resp));
 }
 
 /* ---- request handlers ---- */
@@ -444,7 +482,7 @@ static enum MHD_Result answer(bd_http_server *s, struct MHD_Connection *conn, re
 static void handle(bd_http_server *s, request_ctx *ctx)
 {
     bd_api_dispatch(&s->api, &ctx->req, &ctx->resp);
-    ctx->mr = make_response(&ctx->resp);
+    ctx->mr = make_response(s, ctx, &ctx->resp);
     ctx->handled = 1;
     MHD_resume_connection(ctx->conn);
 }
@@ -459,8 +497,21 @@ static void refuse_late(bd_http_server *s, request_ctx *ctx)
     bd_err_set(&err, BD_EUNAVAILABLE, NULL, "the server is shutting down; retry later");
     ctx->resp.close = 1;
     bd_api_error_response(&ctx->resp, &err);
-    ctx->mr = make_response(&ctx->resp);
+    ctx->mr = make_response(s, ctx, &ctx->resp);
     ctx->handled = 1;
+    MHD_resume_connection(ctx->conn);
+}
+
+/* Fills ctx's stream with its next block (past the stop's grace: cuts it
+ * short instead) and gives the connection back to its polling thread. */
+static void run_fill(request_ctx *ctx, int past_grace)
+{
+    stream_cls *c = ctx->fill;
+    ctx->fill = NULL;
+    if (past_grace)
+        c->end = -1;
+    else
+        stream_fill(c);
     MHD_resume_connection(ctx->conn);
 }
 
@@ -479,7 +530,9 @@ static void *handler_main(void *arg)
             s->jobs_tail = NULL;
         int past_grace = s->handlers_stop;
         pthread_mutex_unlock(&s->jobs_lock);
-        if (past_grace)
+        if (ctx->fill)
+            run_fill(ctx, past_grace);
+        else if (past_grace)
             refuse_late(s, ctx);
         else
             handle(s, ctx);
@@ -508,6 +561,18 @@ static int enqueue(bd_http_server *s, request_ctx *ctx)
     pthread_cond_signal(&s->jobs_cv);
     pthread_mutex_unlock(&s->jobs_lock);
     return 1;
+}
+
+/* Queues the read of c's next block, as enqueue does a request (called from
+ * stream_reader, where MHD allows the suspension); 0 once the handlers are
+ * stopping. */
+static int enqueue_fill(bd_http_server *s, stream_cls *c)
+{
+    c->rctx->fill = c;
+    if (enqueue(s, c->rctx))
+        return 1;
+    c->rctx->fill = NULL;
+    return 0;
 }
 
 /* Lets the handlers finish what is running, answers what is still queued

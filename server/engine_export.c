@@ -10,14 +10,17 @@
  * The export is read in pages of BD_CSV_PAGE trials, each one storage query
  * that also counts every trial's measurements (bd_store_trial_each_with_steps),
  * a page ending early once its text passes BD_CSV_PAGE_BYTES; the study's
- * mutex is only taken to check ownership (deletion is an atomic flag). Memory: the text of
- * one page, so an export costs the same for 100 or 100,000 trials. */
+ * mutex is only taken to check ownership and copy the parameter names (deletion is an
+ * atomic flag; the study's definition may be unloaded from the cache while a slow client
+ * reads, so the export keeps no pointer into it). Memory: the text of one page, so an
+ * export costs the same for 100 or 100,000 trials. */
 #include "engine_internal.h"
 #include "csv.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const fixed_columns[] = {
     "trial_id",   "state",       "budget", "value",           "timeout", "instance_index", "instance_name",
@@ -27,7 +30,9 @@ static const char *const fixed_columns[] = {
 
 struct bd_csv_export {
     bd_engine *e;
-    study_rt *st;       /* lives until bd_engine_close; its space never changes */
+    study_rt *st;       /* lives until bd_engine_close (its spec may be unloaded meanwhile) */
+    char **params;      /* the space's parameter names, in order (copies) */
+    size_t n_params;
     int state;          /* filter; -1 any */
     int64_t instance;   /* filter; -1 any */
     int64_t after;      /* last trial id written */
@@ -48,11 +53,17 @@ int bd_engine_csv_open(bd_engine *e, const bd_caller *who, int64_t study_id, con
     if ((rc = bd_engine_lock_study(e, who, study_id, &st, err)))
         return rc;
     size_t n_instances = st->spec.def.n_instances;
-    bd_engine_unlock_study(e, st);
-    if (instance >= 0 && (size_t)instance >= n_instances)
+    if (instance >= 0 && (size_t)instance >= n_instances) {
+        bd_engine_unlock_study(e, st);
         return bd_err_set(err, BD_EINVAL, "instance", "must be an instance index of the study (it has %zu)",
                           n_instances);
+    }
     bd_csv_export *x = bd_xcalloc(1, sizeof *x);
+    x->n_params = bd_space_size(st->spec.def.space);
+    x->params = bd_xcalloc(x->n_params ? x->n_params : 1, sizeof *x->params);
+    for (size_t i = 0; i < x->n_params; i++)
+        x->params[i] = bd_xstrdup(bd_space_param(st->spec.def.space, i)->name);
+    bd_engine_unlock_study(e, st);
     x->e = e;
     x->st = st;
     x->state = st_filter;
@@ -66,19 +77,21 @@ void bd_engine_csv_close(bd_csv_export *x)
     if (!x)
         return;
     bd_csv_buf_free(&x->buf);
+    for (size_t i = 0; i < x->n_params; i++)
+        free(x->params[i]);
+    free(x->params);
     free(x);
 }
 
 static void header(bd_csv_export *x)
 {
-    const bd_space *space = x->st->spec.def.space;
     size_t n = sizeof fixed_columns / sizeof fixed_columns[0];
     for (size_t i = 0; i < n; i++) {
         bd_csv_sep(&x->buf, i == 0);
         bd_csv_text(&x->buf, fixed_columns[i], 0);
     }
-    for (size_t i = 0; i < bd_space_size(space); i++) {
-        const char *name = bd_space_param(space, i)->name;
+    for (size_t i = 0; i < x->n_params; i++) {
+        const char *name = x->params[i];
         bd_csv_sep(&x->buf, 0);
         /* "params_" keeps a hostile name from starting the cell; quoted as needed */
         char *col = bd_xmalloc(strlen(name) + 8);
@@ -101,7 +114,6 @@ static int add_row(const bd_trial_row *row, void *arg)
 {
     bd_csv_export *x = arg;
     bd_csv_buf *b = &x->buf;
-    const bd_space *space = x->st->spec.def.space;
     integer(b, row->id);
     bd_csv_sep(b, 0);
     bd_csv_text(b, bd_trial_state_name(row->state), 0);
@@ -135,10 +147,10 @@ static int add_row(const bd_trial_row *row, void *arg)
     bd_csv_sep(b, 0);
     bd_csv_text(b, bd_trial_origin_name(row->origin), 0);
     json_t *config = row->config ? json_loads(row->config, 0, NULL) : NULL;
-    for (size_t i = 0; i < bd_space_size(space); i++) {
+    for (size_t i = 0; i < x->n_params; i++) {
         bd_csv_sep(b, 0);
         /* an inactive conditional parameter is absent from the config: empty cell */
-        bd_csv_json(b, json_object_get(config, bd_space_param(space, i)->name));
+        bd_csv_json(b, json_object_get(config, x->params[i]));
     }
     json_decref(config);
     bd_csv_eol(b);
@@ -148,6 +160,16 @@ static int add_row(const bd_trial_row *row, void *arg)
 
 int bd_engine_csv_next(bd_csv_export *x, const char **text, size_t *len, bd_err *err)
 {
+#ifdef BD_TEST_SCHEDULERS
+    /* The test daemon only: a slow storage read, so a test can show that the
+     * export's reads stall no other request (tests/integration/test_csv_export.py). */
+    const char *delay = getenv("BANDITD_TEST_CSV_PAGE_MS");
+    if (delay && x->header_done && !x->done) {
+        long ms = strtol(delay, NULL, 10);
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+#endif
     bd_csv_buf_reset(&x->buf);
     x->err = err;
     if (!x->header_done) {

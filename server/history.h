@@ -2,7 +2,12 @@
  * (GET /v1/studies/{id}/history): one point per improvement of the best
  * value among completed trials in finish order, with the resource the study
  * had handed out by then, thinned to at most a given number of points.
- * Pure functions over compact per-trial records (no storage, no JSON). */
+ * Pure functions over compact per-trial records (no storage, no JSON).
+ *
+ * Two forms: bd_history_build over an array of every trial, and a streaming
+ * one the engine uses (bd_history_records_add as trials come, in any order;
+ * then bd_history_records_thin, then bd_history_charge per trial and
+ * bd_history_settle), whose memory is the improvements, not the trials. */
 #ifndef BD_HISTORY_H
 #define BD_HISTORY_H
 
@@ -34,8 +39,33 @@ size_t bd_history_thin(size_t n, size_t max, size_t *keep);
 
 /* Fills out (room for max_points >= 2) with the improvements of the best
  * value (smaller is better unless maximize) among t's completed trials with
- * a value, in (finished_at, id) order, thinned by bd_history_thin; the
- * order of t is changed. Returns how many points. */
-size_t bd_history_build(bd_history_trial *t, size_t n, int maximize, size_t max_points, bd_history_point *out);
+ * a value, in (finished_at, id) order, thinned by bd_history_thin. Returns
+ * how many points. */
+size_t bd_history_build(const bd_history_trial *t, size_t n, int maximize, size_t max_points, bd_history_point *out);
+
+/* The improvements of the best value among the completed trials offered so
+ * far: exactly the points strictly better than every point offered with an
+ * earlier (finished_at, trial_id), whatever the order of the offers. Kept
+ * by (finished_at, trial_id); resource unset. Zero-initialize, set maximize. */
+typedef struct bd_history_records {
+    int maximize;
+    bd_history_point *p;
+    size_t n, cap;
+} bd_history_records;
+
+/* Offers a completed trial's value (not NAN). O(log n) plus the records
+ * it displaces. */
+void bd_history_records_add(bd_history_records *r, int64_t trial_id, double finished_at, double value);
+void bd_history_records_free(bd_history_records *r);
+
+/* r's records thinned by bd_history_thin into out (room for max_points >=
+ * 2), resource 0. Returns how many. */
+size_t bd_history_records_thin(const bd_history_records *r, size_t max_points, bd_history_point *out);
+
+/* A point's resource is what trials created at or before its finished_at
+ * spent. For each trial: charge (out's n points by finished_at, charge n
+ * zeros at first); then settle writes out[].resource. */
+void bd_history_charge(const bd_history_point *out, size_t n, double *charge, double created_at, double spent);
+void bd_history_settle(bd_history_point *out, size_t n, const double *charge);
 
 #endif

@@ -142,6 +142,30 @@ class TrialViews(bdtest.DaemonTestCase):
         h = check_status(self, self.d.request("GET", "/v1/studies/%d/history" % empty["id"]), 200)
         self.assertEqual(h, {"best": [], "completed": 0, "resource_total": 0})
 
+    def test_history_counts_resumed_trials_by_their_increment(self):
+        # Successive Halving resumes promoted trials: each promotion spends
+        # its budget minus the budget of the trial it resumes, as the
+        # study's own usage counts it (history reads the resumed budget from
+        # an earlier trial of the same read, not from memory of every trial).
+        s = create_study(self.d, resource={"name": "epochs", "min": 1, "max": 9, "integer": True},
+                         scheduler={"name": "successive_halving", "options": {"n": 9, "budget": 54}})
+        resumed = 0
+        for _ in range(100):
+            trials = suggest(self.d, s["id"])
+            if not trials:
+                break
+            t = trials[0]
+            resumed += t["resume_from"] is not None
+            complete(self.d, t["id"], t["config"]["x"] + 1.0 / t["budget"])
+        self.assertGreater(resumed, 0, "no trial was resumed: the test proves nothing")
+        study = check_status(self, self.d.request("GET", "/v1/studies/%d" % s["id"]), 200)
+        h = check_status(self, self.d.request("GET", "/v1/studies/%d/history" % s["id"]), 200)
+        self.assertEqual(h["resource_total"], study["used"]["resource"])
+        self.assertEqual(h["completed"], sum(1 for t in bdtest.list_all_trials(self.d, s["id"])
+                                             if t["state"] == "completed"))
+        self.assertEqual([p["resource"] for p in h["best"]], sorted(p["resource"] for p in h["best"]))
+        self.assertLessEqual(h["best"][-1]["resource"], h["resource_total"])
+
     def test_csv_round_trip_conditional_hostile(self):
         body = bdtest.study_body(parameters=[
             {"name": "algo", "type": "categorical", "choices": ["svm", HOSTILE, 'rf,"q"\nx']},

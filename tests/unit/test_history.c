@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "server/history.h"
 
@@ -93,4 +94,65 @@ Test(history, maximize_and_thinning_keep_the_last_best)
         cr_expect_gt(p[i].value, p[i - 1].value);
     cr_assert_eq(bd_history_build(t, 100, 0, 10, p), 1, "minimizing, only the first is a best");
     cr_assert_eq(bd_history_build(t, 0, 0, 10, p), 0);
+}
+
+/* The improvements by definition: sort by (finished_at, id), keep each value
+ * strictly better than all before it. */
+static int by_key(const void *a, const void *b)
+{
+    const bd_history_point *x = a, *y = b;
+    if (x->finished_at != y->finished_at)
+        return x->finished_at < y->finished_at ? -1 : 1;
+    return (x->trial_id > y->trial_id) - (x->trial_id < y->trial_id);
+}
+
+Test(history, records_in_any_order_are_the_improvements)
+{
+    enum { N = 600 };
+    bd_history_point all[N], sorted[N], expect[N];
+    unsigned seed = 12345;
+    for (int maximize = 0; maximize <= 1; maximize++)
+        for (int round = 0; round < 20; round++) {
+            for (int i = 0; i < N; i++) /* few distinct times and values: many ties */
+                all[i] = (bd_history_point){.trial_id = i + 1, .finished_at = rand_r(&seed) % 50,
+                                            .value = rand_r(&seed) % 40};
+            memcpy(sorted, all, sizeof all);
+            qsort(sorted, N, sizeof *sorted, by_key);
+            size_t n_expect = 0;
+            for (int i = 0; i < N; i++) {
+                double v = sorted[i].value, last = n_expect ? expect[n_expect - 1].value : NAN;
+                if (!n_expect || (maximize ? v > last : v < last))
+                    expect[n_expect++] = sorted[i];
+            }
+            for (int i = N - 1; i > 0; i--) { /* offered in a shuffled order */
+                int j = rand_r(&seed) % (i + 1);
+                bd_history_point t = all[i];
+                all[i] = all[j];
+                all[j] = t;
+            }
+            bd_history_records r = {.maximize = maximize};
+            for (int i = 0; i < N; i++)
+                bd_history_records_add(&r, all[i].trial_id, all[i].finished_at, all[i].value);
+            cr_assert_eq(r.n, n_expect, "round %d maximize %d", round, maximize);
+            for (size_t i = 0; i < n_expect; i++)
+                cr_assert_eq(r.p[i].trial_id, expect[i].trial_id, "round %d at %zu", round, i);
+            bd_history_records_free(&r);
+        }
+}
+
+Test(history, charge_counts_trials_created_by_each_point)
+{
+    bd_history_point p[] = {{.trial_id = 1, .finished_at = 10}, {.trial_id = 2, .finished_at = 20},
+                            {.trial_id = 3, .finished_at = 20}, {.trial_id = 4, .finished_at = 30}};
+    double charge[4] = {0};
+    bd_history_charge(p, 4, charge, 0, 1);    /* counts in all four */
+    bd_history_charge(p, 4, charge, 10, 2);   /* created at 10: counts at 10 */
+    bd_history_charge(p, 4, charge, 20, 4);   /* from the two at 20 */
+    bd_history_charge(p, 4, charge, 25, 8);   /* only at 30 */
+    bd_history_charge(p, 4, charge, 31, 100); /* after every point */
+    bd_history_settle(p, 4, charge);
+    cr_expect_eq(p[0].resource, 3);
+    cr_expect_eq(p[1].resource, 7);
+    cr_expect_eq(p[2].resource, 7);
+    cr_expect_eq(p[3].resource, 15);
 }
