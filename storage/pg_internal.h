@@ -70,28 +70,12 @@ enum bd_pg_stmt {
 };
 extern const char *const bd_pg_sql[BD_PG_NSTMTS];
 
-/* As BD_SQLITE_OUTCOME_RING: batches whose outcome a late waiter can learn. */
-#define BD_PG_OUTCOME_RING 4096
-
 typedef struct bd_pg bd_pg;
 
 struct bd_pg {
     bd_store base;                /* first: its ops are bd_pg_ops; a bd_store * points here */
     PGconn *conn;
-    pthread_mutex_t mu;           /* serializes every use of conn */
-    pthread_t owner;              /* thread holding the open transaction; valid while in_tx */
-    int in_tx;                    /* a bd_store_begin is open (a savepoint); written with mu held */
-    int batch_open;               /* the outer transaction (BEGIN) is open */
-    uint64_t batch_seq;           /* the open batch's number (tickets name it) */
-    uint64_t durable_seq;         /* batches up to this one have ended (committed or failed) */
-    uint8_t failed[BD_PG_OUTCOME_RING]; /* failed[seq % ring]: that batch's COMMIT failed */
-    _Atomic uint64_t n_failed;    /* failed batches so far (written with mu held, read without) */
-    int committing;               /* a waiter is running COMMIT */
-    int poisoned;                 /* a batch failed: begin refuses until bd_store_recovered */
-    int last_failed;              /* the latest batch failed (no commit succeeded since) */
-    int fail_next_commit;         /* tests: make the next batch's COMMIT fail */
-    pthread_cond_t durable_cv;    /* signalled when a batch ends */
-    struct bd_pg *held_next;      /* the owner thread's list of stores it holds a transaction on */
+    bd_gc gc;                     /* transactions; its lock serializes every use of conn */
     int version;                  /* schema version after migration */
     int cluster;                  /* opened with opts->cluster: shares the schema with peer daemons */
     PGconn *ctl;                  /* cluster only: the ownership connection, autocommit, never in a batch */
@@ -117,11 +101,17 @@ int bd_pg_exec_simple(PGconn *conn, const char *sql, bd_err *err, const char *wh
  * the kernel's two hours); settings in the URL win. New (PQfinish). */
 PGconn *bd_pg_connect(const char *url);
 
-/* Starts one call on s: locks mu unless the calling thread holds a transaction
- * on s (and outside a batch, reconnects a lost connection). Pass the result
- * to bd_pg_leave when the call ends. */
-int bd_pg_enter(bd_pg *s);
-void bd_pg_leave(bd_pg *s, int locked);
+/* Starts one call on s: locks its connection unless the calling thread
+ * holds a transaction on s (bd_gc_enter; outside a batch, a lost connection
+ * is reset). Pass the result to bd_pg_leave when the call ends. */
+static inline int bd_pg_enter(bd_pg *s)
+{
+    return bd_gc_enter(&s->gc);
+}
+static inline void bd_pg_leave(bd_pg *s, int locked)
+{
+    bd_gc_leave(&s->gc, locked);
+}
 
 /* Parameters of one statement, as text (binary for bytea); at most 24. */
 #define BD_PG_MAX_PARAMS 24
@@ -186,17 +176,7 @@ int bd_pg_scan_once(bd_pg *s, enum bd_pg_stmt which, const bd_pg_rowtype *type,
 extern const bd_store_ops bd_pg_ops;
 void bd_pg_close(bd_store *s);
 int bd_pg_schema_version(bd_store *s);
-int bd_pg_begin(bd_store *s, bd_err *err);
-int bd_pg_commit(bd_store *s, bd_err *err);
-void bd_pg_rollback(bd_store *s);
-int bd_pg_release(bd_store *s, uint64_t *ticket, bd_err *err);
-int bd_pg_wait(bd_store *s, uint64_t ticket, bd_err *err);
-uint64_t bd_pg_failures(bd_store *s);
-int bd_pg_writable(bd_store *s);
 int bd_pg_probe(bd_store *s, double now, bd_err *err);
-void bd_pg_recovered(bd_store *s, uint64_t failures);
-uint64_t bd_pg_current_ticket(bd_store *s);
-void bd_pg_fail_next_commit(bd_store *s);
 int bd_pg_user_create(bd_store *s, const char *name, int is_admin, double now, int64_t *id, bd_err *err);
 int bd_pg_user_by_name(bd_store *s, const char *name, bd_user *out, bd_err *err);
 int bd_pg_user_by_id(bd_store *s, int64_t id, bd_user *out, bd_err *err);

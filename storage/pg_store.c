@@ -1,11 +1,10 @@
 /* pg_store.c: the PostgreSQL backend's connection: open (connect, claim the
  * schema, migrate, prepare every statement once), close, the lock,
  * transactions with group commit, and the run/scan helpers the table files
- * share. The model is the SQLite backend's (sqlite_store.c, store.h): one
- * connection behind mu; bd_store_begin opens a SAVEPOINT inside the batch's
- * BEGIN; release or rollback end the savepoint; the first waiter of a batch
- * COMMITs it, and a failed COMMIT fails every request in the batch and
- * poisons the store until bd_store_recovered.
+ * share. Transactions are group_commit.h's, as for SQLite: one connection
+ * behind its lock, a request a SAVEPOINT inside the batch's BEGIN, the
+ * first waiter of a batch COMMITs it, and a failed COMMIT fails every
+ * request in the batch and poisons the store until bd_store_recovered.
  *
  * One daemon per schema: open holds a session advisory lock on the schema
  * for the connection's life (the counterpart of SQLite's exclusive locking),
@@ -27,6 +26,7 @@
 #include <unistd.h>
 
 #include "pg_internal.h"
+#include "scan.h"
 
 #define SCAN_BATCH 256
 /* A daemon killed a moment ago may still hold the schema's lock until its
@@ -34,7 +34,7 @@
 #define CLAIM_TRIES 50
 #define CLAIM_PAUSE_US 100000
 
-static _Thread_local bd_pg *held_list; /* stores this thread holds a transaction on */
+static const bd_gc_ops pg_gc_ops; /* the transactions' statements, below */
 
 /* libpq's latest message on one line (it ends with, and may hold, newlines);
  * static per thread, valid until the next call. */
@@ -43,32 +43,6 @@ static const char *conn_error(const PGconn *conn)
     static _Thread_local char line[512];
     bd_pg_one_line(PQerrorMessage(conn), line, sizeof line);
     return line;
-}
-
-static void commit_batch(bd_pg *s);
-
-static int held_by_me(const bd_pg *s)
-{
-    for (const bd_pg *p = held_list; p; p = p->held_next)
-        if (p == s)
-            return 1;
-    return 0;
-}
-
-static void lock(bd_pg *s)
-{
-    if (pthread_mutex_lock(&s->mu) != 0) {
-        fprintf(stderr, "banditd: storage: pthread_mutex_lock failed\n");
-        abort();
-    }
-}
-
-static void unlock(bd_pg *s)
-{
-    if (pthread_mutex_unlock(&s->mu) != 0) {
-        fprintf(stderr, "banditd: storage: pthread_mutex_unlock failed\n");
-        abort();
-    }
 }
 
 /* ---- connection setup ---- */
@@ -134,7 +108,7 @@ static int reconnect_if_lost(bd_pg *s, bd_err *err)
 {
     if (PQstatus(s->conn) == CONNECTION_OK)
         return 0;
-    assert(!s->batch_open);
+    assert(!s->gc.batch_open);
     PQreset(s->conn);
     if (PQstatus(s->conn) != CONNECTION_OK)
         return bd_err_set(err, BD_ESTORAGE, NULL, "storage: the database connection is lost: %s",
@@ -147,9 +121,7 @@ static void destroy(bd_pg *s)
 {
     PQfinish(s->conn); /* NULL-safe */
     PQfinish(s->ctl);
-    pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->ctl_mu);
-    pthread_cond_destroy(&s->durable_cv);
     free(s);
 }
 
@@ -159,13 +131,20 @@ int bd_pg_open(const char *url, const bd_store_opts *opts, bd_store **out, bd_er
      * flush (synchronous_commit as configured there). */
     bd_pg *s = bd_xcalloc(1, sizeof *s);
     s->base.ops = &bd_pg_ops;
+    s->base.gc = &s->gc;
     s->cluster = opts && opts->cluster;
-    if (pthread_mutex_init(&s->mu, NULL) != 0 || pthread_cond_init(&s->durable_cv, NULL) != 0 ||
-        pthread_mutex_init(&s->ctl_mu, NULL) != 0) {
+    /* A COMMIT is a round trip and a WAL flush on the server, long enough
+     * for others to release into the batch meanwhile: no commit delay. */
+    int ret = bd_gc_init(&s->gc, &pg_gc_ops, s, 0, err);
+    if (ret) {
+        free(s);
+        return ret;
+    }
+    if (pthread_mutex_init(&s->ctl_mu, NULL) != 0) {
+        bd_gc_destroy(&s->gc);
         free(s);
         return bd_err_set(err, BD_EINTERNAL, NULL, "storage: pthread_mutex_init failed");
     }
-    int ret = 0;
     s->conn = bd_pg_connect(url);
     if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
         /* libpq's message names host and user, never the password. */
@@ -176,48 +155,25 @@ int bd_pg_open(const char *url, const bd_store_opts *opts, bd_store **out, bd_er
     if ((ret = setup(s->conn, &s->version, s->cluster, err)) == 0 && s->cluster)
         ret = bd_pg_ctl_connect(s, url, err);
 out:
-    if (ret)
+    if (ret) {
+        bd_gc_destroy(&s->gc);
         destroy(s);
-    else
+    } else {
         *out = &s->base;
+    }
     return ret;
 }
 
 void bd_pg_close(bd_store *store)
 {
     bd_pg *s = (bd_pg *)store;
-    if (held_by_me(s))
-        bd_pg_rollback(&s->base);
-    lock(s);
-    if (s->batch_open)
-        commit_batch(s);
-    unlock(s);
+    bd_gc_close(&s->gc); /* ends the open batch */
     destroy(s); /* ends the session: its advisory lock goes with it */
 }
 
 int bd_pg_schema_version(bd_store *store)
 {
     return ((bd_pg *)store)->version;
-}
-
-/* ---- the lock ---- */
-
-int bd_pg_enter(bd_pg *s)
-{
-    if (held_by_me(s))
-        return 0;
-    lock(s);
-    if (!s->batch_open) {
-        bd_err ignored;
-        (void)reconnect_if_lost(s, &ignored); /* if it fails, the call's statement reports it */
-    }
-    return 1;
-}
-
-void bd_pg_leave(bd_pg *s, int locked)
-{
-    if (locked)
-        unlock(s);
 }
 
 /* ---- parameters, running, columns ---- */
@@ -354,219 +310,109 @@ char *bd_pg_col_text(const PGresult *res, int r, int c)
     return PQgetisnull(res, r, c) ? NULL : bd_xstrdup(PQgetvalue(res, r, c));
 }
 
-/* ---- transactions ---- */
-
-static void release_tx(bd_pg *s)
-{
-    bd_pg **p = &held_list;
-    while (*p != s)
-        p = &(*p)->held_next;
-    *p = s->held_next;
-    s->held_next = NULL;
-    s->in_tx = 0;
-    unlock(s);
-}
+/* ---- transactions (group_commit.h) ---- */
 
 static int control(bd_pg *s, const char *sql, bd_err *err)
 {
     return bd_pg_exec_simple(s->conn, sql, err, sql);
 }
 
-int bd_pg_begin(bd_store *store, bd_err *err)
+static int gc_open_batch(void *conn, bd_err *err)
 {
-    bd_pg *s = (bd_pg *)store;
-    int ret = 0;
-    if (held_by_me(s))
-        return bd_err_set(err, BD_EINTERNAL, NULL, "storage: a transaction is already open on this thread");
-    lock(s);
-    if (s->poisoned) {
-        ret = bd_err_set(err, BD_ESTORAGE, NULL, "storage: recovering from a failed commit; retry");
-        goto out;
-    }
-    if (s->batch_open && PQstatus(s->conn) != CONNECTION_OK) {
-        /* The open batch died with the connection: end it now (failed, for
-         * its waiters, and poisoned) rather than wait for a waiter that
-         * may never come; the next begin after recovery reconnects. */
-        commit_batch(s);
-        ret = bd_err_set(err, BD_ESTORAGE, NULL, "storage: the database connection was lost; retry");
-        goto out;
-    }
-    if (!s->batch_open) {
-        if ((ret = reconnect_if_lost(s, err)))
-            goto out;
-        /* libpq learns that the server went away only when it uses the
-         * connection: nothing is open yet, so reconnect and try once more. */
-        /* The isolation the fence relies on (a renew's UPDATE sees a
-         * takeover committed since), named rather than taken from the
-         * server's or the role's default_transaction_isolation. */
-        static const char begin[] = "BEGIN ISOLATION LEVEL READ COMMITTED";
-        if ((ret = control(s, begin, err)) && PQstatus(s->conn) != CONNECTION_OK && !reconnect_if_lost(s, err))
-            ret = control(s, begin, err);
-        if (ret)
-            goto out;
-        s->batch_open = 1;
-    }
-    ret = control(s, "SAVEPOINT bd_request", err);
-out:
-    if (ret) {
-        unlock(s);
+    bd_pg *s = conn;
+    int ret = reconnect_if_lost(s, err);
+    if (ret)
         return ret;
-    }
-    s->owner = pthread_self();
-    s->in_tx = 1;
-    s->held_next = held_list;
-    held_list = s;
-    return 0;
-}
-
-int bd_pg_release(bd_store *store, uint64_t *ticket, bd_err *err)
-{
-    bd_pg *s = (bd_pg *)store;
-    if (!held_by_me(s))
-        return bd_err_set(err, BD_EINTERNAL, NULL, "storage: release without a transaction on this thread");
-    assert(s->in_tx && pthread_equal(s->owner, pthread_self()));
-    int ret = control(s, "RELEASE SAVEPOINT bd_request", err);
-    if (ret) {
-        bd_err ignored;
-        (void)control(s, "ROLLBACK TO SAVEPOINT bd_request", &ignored);
-        (void)control(s, "RELEASE SAVEPOINT bd_request", &ignored);
-    }
-    *ticket = s->batch_seq + 1;
-    release_tx(s);
+    /* The isolation the fence relies on (a renew's UPDATE sees a takeover
+     * committed since), named rather than taken from the server's or the
+     * role's default_transaction_isolation. libpq learns that the server
+     * went away only when it uses the connection: nothing is open yet, so
+     * reconnect and try once more. */
+    static const char begin[] = "BEGIN ISOLATION LEVEL READ COMMITTED";
+    if ((ret = control(s, begin, err)) && PQstatus(s->conn) != CONNECTION_OK && !reconnect_if_lost(s, err))
+        ret = control(s, begin, err);
     return ret;
 }
 
-/* Commits the open batch; mu held. PostgreSQL answers COMMIT of a failed
- * transaction with ROLLBACK, which is a failure here too. */
-static void commit_batch(bd_pg *s)
+static int gc_savepoint(void *conn, bd_err *err)
 {
-    bd_err err;
-    uint64_t seq = s->batch_seq + 1;
+    return control(conn, "SAVEPOINT bd_request", err);
+}
+
+static int gc_release(void *conn, bd_err *err)
+{
+    return control(conn, "RELEASE SAVEPOINT bd_request", err);
+}
+
+static int gc_rollback_to(void *conn, bd_err *err)
+{
+    return control(conn, "ROLLBACK TO SAVEPOINT bd_request", err);
+}
+
+/* PostgreSQL answers COMMIT of a failed transaction with ROLLBACK, which is
+ * a failure here too. */
+static int gc_commit(void *conn, bd_err *err)
+{
+    bd_pg *s = conn;
     int ret = 0;
-    if (s->fail_next_commit) {
-        ret = bd_err_set(&err, BD_ESTORAGE, NULL, "storage: commit: disk full (test)");
-    } else {
-        PGresult *res = PQexec(s->conn, "COMMIT");
-        if (PQresultStatus(res) != PGRES_COMMAND_OK)
-            ret = bd_err_set(&err, BD_ESTORAGE, NULL, "storage: commit: %s", conn_error(s->conn));
-        else if (strcmp(PQcmdStatus(res), "COMMIT") != 0)
-            ret = bd_err_set(&err, BD_ESTORAGE, NULL, "storage: commit: the transaction had failed (%s)",
-                             PQcmdStatus(res));
-        PQclear(res);
-    }
-    s->fail_next_commit = 0;
-    s->failed[seq % BD_PG_OUTCOME_RING] = ret != 0;
-    s->last_failed = ret != 0;
-    if (ret) {
-        fprintf(stderr, "banditd: %s; the batch is rolled back\n", err.message);
-        if (PQstatus(s->conn) == CONNECTION_OK && PQtransactionStatus(s->conn) != PQTRANS_IDLE &&
-            control(s, "ROLLBACK", &err))
-            fprintf(stderr, "banditd: %s\n", err.message);
-        s->n_failed++;
-        s->poisoned = 1;
-    }
-    s->batch_open = 0;
-    s->batch_seq = seq;
-    s->durable_seq = seq;
-    pthread_cond_broadcast(&s->durable_cv);
+    PGresult *res = PQexec(s->conn, "COMMIT");
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        ret = bd_err_set(err, BD_ESTORAGE, NULL, "storage: commit: %s", conn_error(s->conn));
+    else if (strcmp(PQcmdStatus(res), "COMMIT") != 0)
+        ret = bd_err_set(err, BD_ESTORAGE, NULL, "storage: commit: the transaction had failed (%s)",
+                         PQcmdStatus(res));
+    PQclear(res);
+    return ret;
 }
 
-int bd_pg_wait(bd_store *store, uint64_t ticket, bd_err *err)
+static void gc_abort(void *conn)
 {
-    bd_pg *s = (bd_pg *)store;
-    if (held_by_me(s))
-        return bd_err_set(err, BD_EINTERNAL, NULL, "storage: wait while holding a transaction");
-    lock(s);
-    while (s->durable_seq < ticket) {
-        if (s->committing) {
-            pthread_cond_wait(&s->durable_cv, &s->mu);
-            continue;
-        }
-        /* A COMMIT is a round trip and a WAL flush on the server, long
-         * enough for others to release into the batch meanwhile: no delay. */
-        s->committing = 1;
-        commit_batch(s);
-        s->committing = 0;
-    }
-    int failed = s->durable_seq - ticket >= BD_PG_OUTCOME_RING || s->failed[ticket % BD_PG_OUTCOME_RING];
-    unlock(s);
-    return failed ? bd_err_set(err, BD_ESTORAGE, NULL, "storage: the commit failed; nothing was saved") : 0;
-}
-
-int bd_pg_commit(bd_store *store, bd_err *err)
-{
-    uint64_t ticket;
-    int ret = bd_pg_release(store, &ticket, err);
-    return ret ? ret : bd_pg_wait(store, ticket, err);
-}
-
-void bd_pg_rollback(bd_store *store)
-{
-    bd_pg *s = (bd_pg *)store;
-    if (!held_by_me(s))
-        return;
-    assert(s->in_tx && pthread_equal(s->owner, pthread_self()));
+    bd_pg *s = conn;
     bd_err err;
-    /* Undo this request only: the batch may hold other requests' work. */
-    if (control(s, "ROLLBACK TO SAVEPOINT bd_request", &err) || control(s, "RELEASE SAVEPOINT bd_request", &err))
+    if (PQstatus(s->conn) == CONNECTION_OK && PQtransactionStatus(s->conn) != PQTRANS_IDLE &&
+        control(s, "ROLLBACK", &err))
         fprintf(stderr, "banditd: %s\n", err.message);
-    release_tx(s);
 }
 
-uint64_t bd_pg_failures(bd_store *store)
+/* The open batch died with the connection. */
+static int gc_batch_lost(void *conn)
 {
-    return atomic_load(&((bd_pg *)store)->n_failed);
+    return PQstatus(((bd_pg *)conn)->conn) != CONNECTION_OK;
 }
 
-int bd_pg_writable(bd_store *store)
+/* Outside a batch: reset a lost connection (if that fails, the call's
+ * statement reports it). */
+static void gc_idle(void *conn)
 {
-    bd_pg *s = (bd_pg *)store;
-    lock(s);
-    int ok = !s->poisoned && !s->last_failed;
-    unlock(s);
-    return ok;
+    bd_err ignored;
+    (void)reconnect_if_lost(conn, &ignored);
 }
+
+static const bd_gc_ops pg_gc_ops = {
+    .open_batch = gc_open_batch,
+    .savepoint = gc_savepoint,
+    .release = gc_release,
+    .rollback_to = gc_rollback_to,
+    .commit = gc_commit,
+    .abort = gc_abort,
+    .batch_lost = gc_batch_lost,
+    .idle = gc_idle,
+};
 
 int bd_pg_probe(bd_store *store, double now, bd_err *err)
 {
     bd_pg *s = (bd_pg *)store;
-    int ret = bd_pg_begin(store, err);
+    int ret = bd_store_begin(store, err);
     if (ret)
         return ret;
     bd_pg_params p = {0};
     bd_pg_p_double(&p, now);
     ret = bd_pg_run_done(s, BD_PG_PROBE, &p, NULL, err, "probe write");
     if (ret) {
-        bd_pg_rollback(store);
+        bd_store_rollback(store);
         return ret;
     }
-    return bd_pg_commit(store, err);
-}
-
-void bd_pg_recovered(bd_store *store, uint64_t failures)
-{
-    bd_pg *s = (bd_pg *)store;
-    lock(s);
-    if (s->n_failed == failures)
-        s->poisoned = 0;
-    unlock(s);
-}
-
-uint64_t bd_pg_current_ticket(bd_store *store)
-{
-    bd_pg *s = (bd_pg *)store;
-    lock(s);
-    uint64_t t = s->batch_open ? s->batch_seq + 1 : s->batch_seq;
-    unlock(s);
-    return t;
-}
-
-void bd_pg_fail_next_commit(bd_store *store)
-{
-    bd_pg *s = (bd_pg *)store;
-    lock(s);
-    s->fail_next_commit = 1;
-    unlock(s);
+    return bd_store_commit(store, err);
 }
 
 /* ---- scans ---- */
@@ -598,54 +444,38 @@ static int read_batch(bd_pg *s, enum bd_pg_stmt which, const bd_pg_rowtype *type
     return ret;
 }
 
-static int deliver(const bd_pg_rowtype *type, char *rows, int n, int ret, int (*call)(const void *row, void *cb),
-                   void *cb)
+/* bd_scan's reader: one of this backend's statements with a caller's key. */
+typedef struct pg_scan {
+    bd_pg *s;
+    enum bd_pg_stmt which;
+    const bd_pg_rowtype *type;
+    void (*bind)(bd_pg_params *p, const void *key);
+    const void *key;
+    const char *what;
+} pg_scan;
+
+static int scan_read(void *ctx, int64_t after_id, int want, char *rows, int *n, int64_t *last_id, bd_err *err)
 {
-    for (int i = 0; i < n; i++) {
-        void *row = rows + (size_t)i * type->size;
-        if (!ret)
-            ret = call(row, cb);
-        type->clear(row);
-    }
-    return ret;
+    const pg_scan *c = ctx;
+    return read_batch(c->s, c->which, c->type, c->bind, c->key, after_id, want, rows, n, last_id, err, c->what);
 }
 
 int bd_pg_scan(bd_pg *s, enum bd_pg_stmt which, const bd_pg_rowtype *type,
                void (*bind)(bd_pg_params *p, const void *key), const void *key, int64_t after_id, int64_t limit,
                int (*call)(const void *row, void *cb), void *cb, bd_err *err, const char *what)
 {
-    int batch = limit > 0 && limit < SCAN_BATCH ? (int)limit : SCAN_BATCH;
-    char *rows = bd_xmalloc((size_t)batch * type->size);
-    int64_t seen = 0;
-    int ret = 0;
-    for (;;) {
-        int want = batch, n = 0;
-        if (limit > 0 && limit - seen < want)
-            want = (int)(limit - seen);
-        if (want == 0)
-            break;
-        ret = read_batch(s, which, type, bind, key, after_id, want, rows, &n, &after_id, err, what);
-        ret = deliver(type, rows, n, ret, call, cb);
-        seen += n;
-        if (ret || n < want)
-            break;
-    }
-    free(rows);
-    return ret;
+    pg_scan c = {s, which, type, bind, key, what};
+    bd_scan_rows rows = {type->size, type->clear};
+    return bd_scan(scan_read, &c, &rows, SCAN_BATCH, after_id, limit, call, cb, err);
 }
 
 int bd_pg_scan_once(bd_pg *s, enum bd_pg_stmt which, const bd_pg_rowtype *type,
                     void (*bind)(bd_pg_params *p, const void *key), const void *key, int64_t limit,
                     int (*call)(const void *row, void *cb), void *cb, bd_err *err, const char *what)
 {
-    assert(limit >= 1 && limit <= INT32_MAX);
-    char *rows = bd_xmalloc((size_t)limit * type->size);
-    int64_t last_id = 0;
-    int n = 0;
-    int ret = read_batch(s, which, type, bind, key, 0, (int)limit, rows, &n, &last_id, err, what);
-    ret = deliver(type, rows, n, ret, call, cb);
-    free(rows);
-    return ret;
+    pg_scan c = {s, which, type, bind, key, what};
+    bd_scan_rows rows = {type->size, type->clear};
+    return bd_scan_once(scan_read, &c, &rows, limit, call, cb, err);
 }
 
 const bd_store_ops bd_pg_ops = {
@@ -661,17 +491,7 @@ const bd_store_ops bd_pg_ops = {
     .lock_user = bd_pg_lock_user,
     .close = bd_pg_close,
     .schema_version = bd_pg_schema_version,
-    .begin = bd_pg_begin,
-    .commit = bd_pg_commit,
-    .rollback = bd_pg_rollback,
-    .release = bd_pg_release,
-    .wait = bd_pg_wait,
-    .failures = bd_pg_failures,
-    .writable = bd_pg_writable,
     .probe = bd_pg_probe,
-    .recovered = bd_pg_recovered,
-    .current_ticket = bd_pg_current_ticket,
-    .fail_next_commit = bd_pg_fail_next_commit,
     .user_create = bd_pg_user_create,
     .user_by_name = bd_pg_user_by_name,
     .user_by_id = bd_pg_user_by_id,

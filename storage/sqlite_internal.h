@@ -73,34 +73,12 @@ enum bd_sql_stmt {
 };
 extern const char *const bd_sql_text[BD_SQL_NSTMTS];
 
-/* Outcomes of the latest batches, by batch number modulo this: a waiter that
- * wakes later than this many batches after its own cannot know, and is told
- * its batch failed (a retry with its idempotency key then finds the answer). */
-#define BD_SQLITE_OUTCOME_RING 4096
-
 typedef struct bd_sqlite bd_sqlite;
 
 struct bd_sqlite {
     bd_store base;                /* first: its ops are bd_sqlite_ops; a bd_store * points here */
     sqlite3 *db;
-    pthread_mutex_t mu;           /* serializes every use of db */
-    pthread_t owner;              /* thread holding the open transaction; valid while in_tx */
-    int in_tx;                    /* a bd_store_begin is open (a savepoint); written with mu held */
-    /* Group commit (all with mu held): requests are savepoints inside one
-     * outer transaction, the batch, which the first of its waiters commits. */
-    int batch_open;               /* the outer transaction is open */
-    uint64_t batch_seq;           /* the open batch's number (tickets name it) */
-    uint64_t durable_seq;         /* batches up to this one have ended (committed or failed) */
-    uint8_t failed[BD_SQLITE_OUTCOME_RING]; /* failed[seq % ring]: that batch's COMMIT failed */
-    _Atomic uint64_t n_failed;    /* failed batches so far (written with mu held, read without) */
-    int committing;               /* a waiter is running COMMIT */
-    int poisoned;                 /* a batch failed: begin refuses until bd_store_recovered */
-    int last_failed;              /* the latest batch failed (no commit succeeded since) */
-    int fail_next_commit;         /* tests: make the next batch's COMMIT fail */
-    pthread_cond_t durable_cv;    /* signalled when a batch ends */
-    pthread_cond_t delay_cv;      /* only timed out on: the group-commit delay */
-    int commit_delay_us;          /* FULL_SYNC_COMMIT_DELAY_US with BD_SYNC_FULL, else 0 */
-    struct bd_sqlite *held_next;   /* the owner thread's list of stores it holds a transaction on */
+    bd_gc gc;                     /* transactions; its lock serializes every use of db */
     int version;                  /* schema version after migration */
     sqlite3_stmt *stmt[BD_SQL_NSTMTS];
 };
@@ -112,10 +90,16 @@ int bd_sqlite_migrate(sqlite3 *db, int *version, bd_err *err) BD_MUST_CHECK;
 /* The schema version this build writes. */
 int bd_sqlite_schema_latest(void);
 
-/* Starts one call on s: locks mu unless the calling thread holds a transaction
- * on s. Pass the result to bd_sqlite_leave when the call ends. */
-int bd_sqlite_enter(bd_sqlite *s);
-void bd_sqlite_leave(bd_sqlite *s, int locked);
+/* Starts one call on s: locks its connection unless the calling thread holds
+ * a transaction on s (bd_gc_enter). Pass the result to bd_sqlite_leave. */
+static inline int bd_sqlite_enter(bd_sqlite *s)
+{
+    return bd_gc_enter(&s->gc);
+}
+static inline void bd_sqlite_leave(bd_sqlite *s, int locked)
+{
+    bd_gc_leave(&s->gc, locked);
+}
 
 /* Makes st reusable: reset (whose code repeats the last step's, already
  * handled by the caller) and clear its bindings. */
@@ -203,17 +187,7 @@ int bd_sqlite_scan_once(bd_sqlite *s, enum bd_sql_stmt which, const bd_sqlite_ro
 extern const bd_store_ops bd_sqlite_ops;
 void bd_sqlite_close(bd_store *s);
 int bd_sqlite_schema_version(bd_store *s);
-int bd_sqlite_begin(bd_store *s, bd_err *err);
-int bd_sqlite_commit(bd_store *s, bd_err *err);
-void bd_sqlite_rollback(bd_store *s);
-int bd_sqlite_release(bd_store *s, uint64_t *ticket, bd_err *err);
-int bd_sqlite_wait(bd_store *s, uint64_t ticket, bd_err *err);
-uint64_t bd_sqlite_failures(bd_store *s);
-int bd_sqlite_writable(bd_store *s);
 int bd_sqlite_probe(bd_store *s, double now, bd_err *err);
-void bd_sqlite_recovered(bd_store *s, uint64_t failures);
-uint64_t bd_sqlite_current_ticket(bd_store *s);
-void bd_sqlite_fail_next_commit(bd_store *s);
 int bd_sqlite_user_create(bd_store *s, const char *name, int is_admin, double now, int64_t *id, bd_err *err);
 int bd_sqlite_user_by_name(bd_store *s, const char *name, bd_user *out, bd_err *err);
 int bd_sqlite_user_by_id(bd_store *s, int64_t id, bd_user *out, bd_err *err);

@@ -2,13 +2,9 @@
  * prepare every statement once), close (checkpoint the WAL), the lock,
  * transactions, and the step/scan helpers the table files share.
  *
- * Locking: one connection, opened SQLITE_OPEN_NOMUTEX because mu serializes
- * all use of it. bd_store_begin takes mu and opens a savepoint (and the
- * batch's BEGIN IMMEDIATE if none is open); release or rollback end the
- * savepoint and give mu back; the first waiter of a batch commits it (group
- * commit, see store.h). Which stores a thread holds a transaction on is kept in
- * a thread-local list, so a call from the owner does not lock again and other
- * threads never read fields another thread writes (no data race). */
+ * Locking: one connection, opened SQLITE_OPEN_NOMUTEX because the lock of
+ * its group commit (group_commit.h) serializes all use of it; a batch is a
+ * BEGIN IMMEDIATE, a request a savepoint in it. */
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "scan.h"
 #include "sqlite_internal.h"
 
 #define BUSY_TIMEOUT_MS 5000
@@ -30,47 +27,7 @@
  * lose again. With NORMAL a commit is cheap and waiting only adds latency. */
 #define FULL_SYNC_COMMIT_DELAY_US 100
 
-static _Thread_local bd_sqlite *held_list; /* stores this thread holds a transaction on */
-
-static void commit_batch(bd_sqlite *s);
-
-static int held_by_me(const bd_sqlite *s)
-{
-    for (const bd_sqlite *p = held_list; p; p = p->held_next)
-        if (p == s)
-            return 1;
-    return 0;
-}
-
-static void lock(bd_sqlite *s)
-{
-    if (pthread_mutex_lock(&s->mu) != 0) {
-        fprintf(stderr, "banditd: storage: pthread_mutex_lock failed\n");
-        abort();
-    }
-}
-
-static void unlock(bd_sqlite *s)
-{
-    if (pthread_mutex_unlock(&s->mu) != 0) {
-        fprintf(stderr, "banditd: storage: pthread_mutex_unlock failed\n");
-        abort();
-    }
-}
-
-int bd_sqlite_enter(bd_sqlite *s)
-{
-    if (held_by_me(s))
-        return 0;
-    lock(s);
-    return 1;
-}
-
-void bd_sqlite_leave(bd_sqlite *s, int locked)
-{
-    if (locked)
-        unlock(s);
-}
+static const bd_gc_ops sqlite_gc_ops; /* the transactions' statements, below */
 
 void bd_sqlite_done(sqlite3_stmt *st)
 {
@@ -200,9 +157,6 @@ static void destroy(bd_sqlite *s)
         sqlite3_finalize(s->stmt[i]); /* NULL-safe; its code repeats the last step's */
     if (s->db && sqlite3_close(s->db) != SQLITE_OK)
         fprintf(stderr, "banditd: storage: close: %s\n", sqlite3_errmsg(s->db));
-    pthread_mutex_destroy(&s->mu);
-    pthread_cond_destroy(&s->durable_cv);
-    pthread_cond_destroy(&s->delay_cv);
     free(s);
 }
 
@@ -210,11 +164,12 @@ int bd_sqlite_open(const char *path, const bd_store_opts *opts, bd_store **out, 
 {
     bd_sqlite *s = bd_xcalloc(1, sizeof *s);
     s->base.ops = &bd_sqlite_ops;
-    int ret = 0;
-    if (pthread_mutex_init(&s->mu, NULL) != 0 || pthread_cond_init(&s->durable_cv, NULL) != 0 ||
-        pthread_cond_init(&s->delay_cv, NULL) != 0) {
+    s->base.gc = &s->gc;
+    int ret = bd_gc_init(&s->gc, &sqlite_gc_ops, s,
+                         opts && opts->sync == BD_SYNC_FULL ? FULL_SYNC_COMMIT_DELAY_US : 0, err);
+    if (ret) {
         free(s);
-        return bd_err_set(err, BD_EINTERNAL, NULL, "storage: pthread_mutex_init failed");
+        return ret;
     }
     /* A new database is created here, private: SQLite would make it 0644
      * less the umask, and its -wal (and -shm) files take the database
@@ -248,29 +203,25 @@ int bd_sqlite_open(const char *path, const bd_store_opts *opts, bd_store **out, 
                          s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
         goto out;
     }
-    s->commit_delay_us = opts && opts->sync == BD_SYNC_FULL ? FULL_SYNC_COMMIT_DELAY_US : 0;
     ret = configure(s->db, opts, err);
     if (!ret)
         ret = bd_sqlite_migrate(s->db, &s->version, err);
     if (!ret)
         ret = prepare_all(s, err);
 out:
-    if (ret)
+    if (ret) {
+        bd_gc_destroy(&s->gc);
         destroy(s);
-    else
+    } else {
         *out = &s->base;
+    }
     return ret;
 }
 
 void bd_sqlite_close(bd_store *store)
 {
     bd_sqlite *s = (bd_sqlite *)store;
-    if (held_by_me(s))
-        bd_sqlite_rollback(&s->base);
-    lock(s);
-    if (s->batch_open)
-        commit_batch(s);
-    unlock(s);
+    bd_gc_close(&s->gc); /* ends the open batch */
     int rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     if (rc != SQLITE_OK)
         fprintf(stderr, "banditd: storage: WAL checkpoint: %s\n", sqlite3_errmsg(s->db));
@@ -284,18 +235,6 @@ int bd_sqlite_schema_version(bd_store *store)
 
 /* ---- transactions ---- */
 
-/* The calling thread gives up the transaction it holds on s and the lock. */
-static void release_tx(bd_sqlite *s)
-{
-    bd_sqlite **p = &held_list;
-    while (*p != s)
-        p = &(*p)->held_next;
-    *p = s->held_next;
-    s->held_next = NULL;
-    s->in_tx = 0;
-    unlock(s);
-}
-
 /* Runs one cached transaction-control statement; 0 or BD_ESTORAGE. */
 static int run_control(bd_sqlite *s, enum bd_sql_stmt which, bd_err *err, const char *what)
 {
@@ -305,158 +244,52 @@ static int run_control(bd_sqlite *s, enum bd_sql_stmt which, bd_err *err, const 
     return ret;
 }
 
-static void rollback_locked(bd_sqlite *s)
+static int gc_open_batch(void *conn, bd_err *err)
 {
+    return run_control(conn, BD_SQL_BEGIN, err, "begin");
+}
+
+static int gc_savepoint(void *conn, bd_err *err)
+{
+    return run_control(conn, BD_SQL_SAVEPOINT, err, "savepoint");
+}
+
+static int gc_release(void *conn, bd_err *err)
+{
+    return run_control(conn, BD_SQL_RELEASE, err, "release");
+}
+
+static int gc_rollback_to(void *conn, bd_err *err)
+{
+    return run_control(conn, BD_SQL_ROLLBACK_TO, err, "rollback to");
+}
+
+static int gc_commit(void *conn, bd_err *err)
+{
+    return run_control(conn, BD_SQL_COMMIT, err, "commit");
+}
+
+static void gc_abort(void *conn)
+{
+    bd_sqlite *s = conn;
     bd_err err;
     if (!sqlite3_get_autocommit(s->db) && run_control(s, BD_SQL_ROLLBACK, &err, "rollback"))
         fprintf(stderr, "banditd: %s\n", err.message);
 }
 
-int bd_sqlite_begin(bd_store *store, bd_err *err)
-{
-    bd_sqlite *s = (bd_sqlite *)store;
-    int ret = 0;
-    if (held_by_me(s))
-        return bd_err_set(err, BD_EINTERNAL, NULL, "storage: a transaction is already open on this thread");
-    lock(s);
-    if (s->poisoned) {
-        ret = bd_err_set(err, BD_ESTORAGE, NULL, "storage: recovering from a failed commit; retry");
-        goto out;
-    }
-    if (!s->batch_open) {
-        if ((ret = run_control(s, BD_SQL_BEGIN, err, "begin")))
-            goto out;
-        s->batch_open = 1;
-    }
-    ret = run_control(s, BD_SQL_SAVEPOINT, err, "savepoint");
-out:
-    if (ret) {
-        unlock(s);
-        return ret;
-    }
-    s->owner = pthread_self();
-    s->in_tx = 1;
-    s->held_next = held_list;
-    held_list = s;
-    return 0;
-}
-
-int bd_sqlite_release(bd_store *store, uint64_t *ticket, bd_err *err)
-{
-    bd_sqlite *s = (bd_sqlite *)store;
-    if (!held_by_me(s))
-        return bd_err_set(err, BD_EINTERNAL, NULL, "storage: release without a transaction on this thread");
-    assert(s->in_tx && pthread_equal(s->owner, pthread_self()));
-    int ret = run_control(s, BD_SQL_RELEASE, err, "release");
-    if (ret) {
-        bd_err ignored;
-        (void)run_control(s, BD_SQL_ROLLBACK_TO, &ignored, "rollback to");
-        (void)run_control(s, BD_SQL_RELEASE, &ignored, "release");
-    }
-    *ticket = s->batch_seq + 1; /* batch numbers start at 1; durable_seq 0 = none yet */
-    release_tx(s);
-    return ret;
-}
-
-/* Commits the open batch; s->mu held. Every waiter of the batch reads the
- * outcome from durable_seq and failed_seqs. */
-static void commit_batch(bd_sqlite *s)
-{
-    bd_err err;
-    uint64_t seq = s->batch_seq + 1;
-    int ret = s->fail_next_commit ? bd_err_set(&err, BD_ESTORAGE, NULL, "storage: commit: disk full (test)")
-                                  : run_control(s, BD_SQL_COMMIT, &err, "commit");
-    s->fail_next_commit = 0;
-    s->failed[seq % BD_SQLITE_OUTCOME_RING] = ret != 0;
-    s->last_failed = ret != 0;
-    if (ret) {
-        fprintf(stderr, "banditd: %s; the batch is rolled back\n", err.message);
-        rollback_locked(s);
-        s->n_failed++;
-        s->poisoned = 1;
-    }
-    s->batch_open = 0;
-    s->batch_seq = seq;
-    s->durable_seq = seq;
-    pthread_cond_broadcast(&s->durable_cv);
-}
-
-int bd_sqlite_wait(bd_store *store, uint64_t ticket, bd_err *err)
-{
-    bd_sqlite *s = (bd_sqlite *)store;
-    if (held_by_me(s))
-        return bd_err_set(err, BD_EINTERNAL, NULL, "storage: wait while holding a transaction");
-    lock(s);
-    while (s->durable_seq < ticket) {
-        if (s->committing) {
-            pthread_cond_wait(&s->durable_cv, &s->mu);
-            continue;
-        }
-        /* This waiter commits the batch, with whatever others released into
-         * it while it was on its way here. */
-        s->committing = 1;
-        if (s->commit_delay_us > 0) {
-            /* Hold the batch open a moment (mu released) so more requests
-             * join it; nothing signals delay_cv, the wait only times out. */
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += s->commit_delay_us * 1000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
-            while (pthread_cond_timedwait(&s->delay_cv, &s->mu, &until) == 0)
-                ;
-        }
-        commit_batch(s);
-        s->committing = 0;
-    }
-    int failed = s->durable_seq - ticket >= BD_SQLITE_OUTCOME_RING || s->failed[ticket % BD_SQLITE_OUTCOME_RING];
-    unlock(s);
-    return failed ? bd_err_set(err, BD_ESTORAGE, NULL, "storage: the commit failed; nothing was saved") : 0;
-}
-
-int bd_sqlite_commit(bd_store *store, bd_err *err)
-{
-    bd_sqlite *s = (bd_sqlite *)store;
-    uint64_t ticket;
-    int ret = bd_sqlite_release(&s->base, &ticket, err);
-    return ret ? ret : bd_sqlite_wait(&s->base, ticket, err);
-}
-
-void bd_sqlite_rollback(bd_store *store)
-{
-    bd_sqlite *s = (bd_sqlite *)store;
-    if (!held_by_me(s))
-        return;
-    assert(s->in_tx && pthread_equal(s->owner, pthread_self()));
-    bd_err err;
-    /* Undo this request only: the batch may hold other requests' work. */
-    if (run_control(s, BD_SQL_ROLLBACK_TO, &err, "rollback to") ||
-        run_control(s, BD_SQL_RELEASE, &err, "release"))
-        fprintf(stderr, "banditd: %s\n", err.message);
-    release_tx(s);
-}
-
-uint64_t bd_sqlite_failures(bd_store *store)
-{
-    bd_sqlite *s = (bd_sqlite *)store;
-    return atomic_load(&s->n_failed); /* every request asks: no lock */
-}
-
-int bd_sqlite_writable(bd_store *store)
-{
-    bd_sqlite *s = (bd_sqlite *)store;
-    lock(s);
-    int ok = !s->poisoned && !s->last_failed;
-    unlock(s);
-    return ok;
-}
+static const bd_gc_ops sqlite_gc_ops = {
+    .open_batch = gc_open_batch,
+    .savepoint = gc_savepoint,
+    .release = gc_release,
+    .rollback_to = gc_rollback_to,
+    .commit = gc_commit,
+    .abort = gc_abort,
+};
 
 int bd_sqlite_probe(bd_store *store, double now, bd_err *err)
 {
     bd_sqlite *s = (bd_sqlite *)store;
-    int ret = bd_sqlite_begin(&s->base, err);
+    int ret = bd_store_begin(store, err);
     if (ret)
         return ret;
     sqlite3_stmt *st = s->stmt[BD_SQL_PROBE];
@@ -465,36 +298,10 @@ int bd_sqlite_probe(bd_store *store, double now, bd_err *err)
     ret = bd_sqlite_step_done(s, st, rc, err, "probe write");
     bd_sqlite_done(st);
     if (ret) {
-        bd_sqlite_rollback(&s->base);
+        bd_store_rollback(store);
         return ret;
     }
-    return bd_sqlite_commit(&s->base, err);
-}
-
-void bd_sqlite_recovered(bd_store *store, uint64_t failures)
-{
-    bd_sqlite *s = (bd_sqlite *)store;
-    lock(s);
-    if (s->n_failed == failures)
-        s->poisoned = 0;
-    unlock(s);
-}
-
-uint64_t bd_sqlite_current_ticket(bd_store *store)
-{
-    bd_sqlite *s = (bd_sqlite *)store;
-    lock(s);
-    uint64_t t = s->batch_open ? s->batch_seq + 1 : s->batch_seq;
-    unlock(s);
-    return t;
-}
-
-void bd_sqlite_fail_next_commit(bd_store *store)
-{
-    bd_sqlite *s = (bd_sqlite *)store;
-    lock(s);
-    s->fail_next_commit = 1;
-    unlock(s);
+    return bd_store_commit(store, err);
 }
 
 /* ---- scans ---- */
@@ -540,18 +347,20 @@ static int read_batch(bd_sqlite *s, enum bd_sql_stmt which, const bd_sqlite_rowt
     return ret;
 }
 
-/* Hands the n rows read to call (outside the store lock) until one fails,
- * and clears every row; returns ret or call's first error. */
-static int deliver(const bd_sqlite_rowtype *type, char *rows, int n, int ret,
-                   int (*call)(const void *row, void *cb), void *cb)
+/* bd_scan's reader: one of this backend's statements with a caller's key. */
+typedef struct sqlite_scan {
+    bd_sqlite *s;
+    enum bd_sql_stmt which;
+    const bd_sqlite_rowtype *type;
+    int (*bind)(sqlite3_stmt *st, const void *key);
+    const void *key;
+    const char *what;
+} sqlite_scan;
+
+static int scan_read(void *ctx, int64_t after_id, int want, char *rows, int *n, int64_t *last_id, bd_err *err)
 {
-    for (int i = 0; i < n; i++) {
-        void *row = rows + (size_t)i * type->size;
-        if (!ret)
-            ret = call(row, cb);
-        type->clear(row);
-    }
-    return ret;
+    const sqlite_scan *c = ctx;
+    return read_batch(c->s, c->which, c->type, c->bind, c->key, after_id, want, rows, n, last_id, err, c->what);
 }
 
 int bd_sqlite_scan(bd_sqlite *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
@@ -559,55 +368,25 @@ int bd_sqlite_scan(bd_sqlite *s, enum bd_sql_stmt which, const bd_sqlite_rowtype
                    int64_t limit, int (*call)(const void *row, void *cb), void *cb, bd_err *err,
                    const char *what)
 {
-    int batch = limit > 0 && limit < SCAN_BATCH ? (int)limit : SCAN_BATCH;
-    char *rows = bd_xmalloc((size_t)batch * type->size);
-    int64_t seen = 0;
-    int ret = 0;
-    for (;;) {
-        int want = batch, n = 0;
-        if (limit > 0 && limit - seen < want)
-            want = (int)(limit - seen);
-        if (want == 0)
-            break;
-        ret = read_batch(s, which, type, bind, key, after_id, want, rows, &n, &after_id, err, what);
-        ret = deliver(type, rows, n, ret, call, cb);
-        seen += n;
-        if (ret || n < want)
-            break;
-    }
-    free(rows);
-    return ret;
+    sqlite_scan c = {s, which, type, bind, key, what};
+    bd_scan_rows rows = {type->size, type->clear};
+    return bd_scan(scan_read, &c, &rows, SCAN_BATCH, after_id, limit, call, cb, err);
 }
 
 int bd_sqlite_scan_once(bd_sqlite *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
                         int (*bind)(sqlite3_stmt *st, const void *key), const void *key, int64_t limit,
                         int (*call)(const void *row, void *cb), void *cb, bd_err *err, const char *what)
 {
-    assert(limit >= 1 && limit <= INT32_MAX);
-    char *rows = bd_xmalloc((size_t)limit * type->size);
-    int64_t last_id = 0;
-    int n = 0;
-    int ret = read_batch(s, which, type, bind, key, 0, (int)limit, rows, &n, &last_id, err, what);
-    ret = deliver(type, rows, n, ret, call, cb);
-    free(rows);
-    return ret;
+    sqlite_scan c = {s, which, type, bind, key, what};
+    bd_scan_rows rows = {type->size, type->clear};
+    return bd_scan_once(scan_read, &c, &rows, limit, call, cb, err);
 }
 
 const bd_store_ops bd_sqlite_ops = {
     .name = "sqlite",
     .close = bd_sqlite_close,
     .schema_version = bd_sqlite_schema_version,
-    .begin = bd_sqlite_begin,
-    .commit = bd_sqlite_commit,
-    .rollback = bd_sqlite_rollback,
-    .release = bd_sqlite_release,
-    .wait = bd_sqlite_wait,
-    .failures = bd_sqlite_failures,
-    .writable = bd_sqlite_writable,
     .probe = bd_sqlite_probe,
-    .recovered = bd_sqlite_recovered,
-    .current_ticket = bd_sqlite_current_ticket,
-    .fail_next_commit = bd_sqlite_fail_next_commit,
     .user_create = bd_sqlite_user_create,
     .user_by_name = bd_sqlite_user_by_name,
     .user_by_id = bd_sqlite_user_by_id,

@@ -1,7 +1,8 @@
 /* store.c: the public calls of store.h, each forwarded to the backend the
- * store was opened with (store_ops.h). bd_store_open chooses it: a
- * postgresql:// or postgres:// URL opens PostgreSQL, anything else is a
- * SQLite path. Nothing here knows SQL. */
+ * store was opened with (store_ops.h), the transactions to its group commit
+ * (group_commit.h). bd_store_open chooses it: a postgresql:// or
+ * postgres:// URL opens PostgreSQL, anything else is a SQLite path. Nothing
+ * here knows SQL. */
 #include <string.h>
 
 #include "store_ops.h"
@@ -34,38 +35,38 @@ int bd_store_schema_version(bd_store *s)
 
 int bd_store_begin(bd_store *s, bd_err *err)
 {
-    return s->ops->begin(s, err);
+    return bd_gc_begin(s->gc, err);
 }
 
 int bd_store_commit(bd_store *s, bd_err *err)
 {
-    return s->ops->commit(s, err);
+    return bd_gc_commit(s->gc, err);
 }
 
 void bd_store_rollback(bd_store *s)
 {
     if (s)
-        s->ops->rollback(s);
+        bd_gc_rollback(s->gc);
 }
 
 int bd_store_release(bd_store *s, uint64_t *ticket, bd_err *err)
 {
-    return s->ops->release(s, ticket, err);
+    return bd_gc_release(s->gc, ticket, err);
 }
 
 int bd_store_wait(bd_store *s, uint64_t ticket, bd_err *err)
 {
-    return s->ops->wait(s, ticket, err);
+    return bd_gc_wait(s->gc, ticket, err);
 }
 
 uint64_t bd_store_failures(bd_store *s)
 {
-    return s->ops->failures(s);
+    return bd_gc_failures(s->gc);
 }
 
 int bd_store_writable(bd_store *s)
 {
-    return s->ops->writable(s);
+    return bd_gc_writable(s->gc);
 }
 
 int bd_store_probe(bd_store *s, double now, bd_err *err)
@@ -75,17 +76,17 @@ int bd_store_probe(bd_store *s, double now, bd_err *err)
 
 void bd_store_recovered(bd_store *s, uint64_t failures)
 {
-    s->ops->recovered(s, failures);
+    bd_gc_recovered(s->gc, failures);
 }
 
 uint64_t bd_store_current_ticket(bd_store *s)
 {
-    return s->ops->current_ticket(s);
+    return bd_gc_current_ticket(s->gc);
 }
 
 void bd_store_fail_next_commit(bd_store *s)
 {
-    s->ops->fail_next_commit(s);
+    bd_gc_fail_next_commit(s->gc);
 }
 
 int bd_store_user_create(bd_store *s, const char *name, int is_admin, double now, int64_t *id, bd_err *err)

@@ -41,7 +41,9 @@
  * before its own wait returns. If a batch's COMMIT fails, everything in it is
  * rolled back, every waiter of that batch gets BD_ESTORAGE, and the store
  * refuses bd_store_begin until bd_store_recovered: whoever kept state derived
- * from released work must rebuild it from storage first.
+ * from released work must rebuild it from storage first. Both backends run
+ * this protocol through group_commit.h (their SQL only differs), and read
+ * long results in batches through scan.h.
  *
  * Strings returned in rows are new (caller frees with bd_store_*_row_clear).
  * Every function returns 0 or a negative BD_E* code (BD_ENOTFOUND when a row

@@ -4,7 +4,9 @@
  * first member and the backend casts it back. store.c forwards every call of
  * store.h through s->ops; bd_store_open picks the backend by the name it is
  * given (store.c). Each slot has the contract of the store.h function of the
- * same name; the NULL-safe ones (close, rollback) are never called with NULL.
+ * same name; close, NULL-safe there, is never called with NULL. Transactions
+ * (begin ... fail_next_commit) are the same for every backend: store.c calls
+ * the record's bd_gc (group_commit.h) for them, not a slot.
  *
  * Several daemons on one PostgreSQL database (issue 16): the cluster slots
  * at the end, per study leases with fencing tokens (pg_cluster.c); a
@@ -12,23 +14,14 @@
 #ifndef BD_STORE_OPS_H
 #define BD_STORE_OPS_H
 
+#include "group_commit.h"
 #include "store.h"
 
 typedef struct bd_store_ops {
     const char *name; /* "sqlite", "postgresql": for messages */
     void (*close)(bd_store *s);
     int (*schema_version)(bd_store *s);
-    int (*begin)(bd_store *s, bd_err *err);
-    int (*commit)(bd_store *s, bd_err *err);
-    void (*rollback)(bd_store *s);
-    int (*release)(bd_store *s, uint64_t *ticket, bd_err *err);
-    int (*wait)(bd_store *s, uint64_t ticket, bd_err *err);
-    uint64_t (*failures)(bd_store *s);
-    int (*writable)(bd_store *s);
     int (*probe)(bd_store *s, double now, bd_err *err);
-    void (*recovered)(bd_store *s, uint64_t failures);
-    uint64_t (*current_ticket)(bd_store *s);
-    void (*fail_next_commit)(bd_store *s);
     int (*user_create)(bd_store *s, const char *name, int is_admin, double now, int64_t *id, bd_err *err);
     int (*user_by_name)(bd_store *s, const char *name, bd_user *out, bd_err *err);
     int (*user_by_id)(bd_store *s, int64_t id, bd_user *out, bd_err *err);
@@ -81,6 +74,7 @@ typedef struct bd_store_ops {
 
 struct bd_store {
     const bd_store_ops *ops; /* the backend; first member of its record */
+    bd_gc *gc;               /* its transactions (group_commit.h), in its record */
 };
 
 /* The backends' openers: path is a file (or ":memory:") for SQLite, a
