@@ -17,7 +17,7 @@
  * connect to address j mod N instead: every study's requests reach one daemon,
  * the one that serves it, with no proxy between. The last line of the output is machine-readable:
  *   RESULT calls_per_s=... trials_per_s=... p50_ms=... p90_ms=... p99_ms=... max_ms=... errors=...
- *          p999_ms=... studies=... slow_calls=... slow_windows=... slow_top5_share=...
+ *          p999_ms=... studies=... slow_calls=... slow_windows=... slow_top5_share=... busy=...
  * (the fields after errors= were added later; readers go by name).
  * Exit status: 0 when every call succeeded, 1 when some failed, 2 when the
  * run could not start (bad options, no daemon, study not created). */
@@ -458,6 +458,7 @@ typedef struct worker {
     long trials_stopped;
     long empty_suggests;
     long reconnects;
+    long busy;          /* 429 answers (a busy study's backpressure), each waited out and retried */
     uint64_t last_end;  /* time of the last counted call */
     uint32_t *slow_at;  /* window index (since measure_start_ns) of each slow call */
     size_t slow_n, slow_cap;
@@ -471,11 +472,37 @@ static double rnd01(uint64_t *s)
     return (double)(*s >> 11) / 9007199254740992.0;
 }
 
-/* Runs one call and books it. Returns 0 on a 2xx answer. */
+/* The seconds a 429 answer asks to wait (its JSON's retry_after_seconds),
+ * within [0.01, 5]; 1 when it names none. */
+static double busy_wait_s(const conn *c)
+{
+    const char *key = "\"retry_after_seconds\":";
+    const char *at = find_bytes(c->body, c->body_len, key);
+    double s = at ? strtod(at + strlen(key), NULL) : 1.0;
+    return s < 0.01 ? 0.01 : s > 5 ? 5 : s;
+}
+
+static int book(worker *w, conn *c, int kind, uint64_t t0, int rc);
+
+/* Runs one call and books it, as a client should: a 429 (the study is busy:
+ * the server's backpressure, not a failure) is waited out as its answer
+ * asks and sent again, up to 30 times (counted apart: "busy"; the latency
+ * booked is the last try's). Returns 0 on a 2xx answer. */
 static int call(worker *w, conn *c, int kind, const char *path, const char *body)
 {
-    uint64_t t0 = now_ns();
-    int rc = http_request(c, "POST", path, body);
+    for (int tries = 0;; tries++) {
+        uint64_t t0 = now_ns();
+        int rc = http_request(c, "POST", path, body);
+        if (rc != 0 || c->status != 429 || tries >= 30 || interrupted)
+            return book(w, c, kind, t0, rc);
+        w->busy++;
+        sleep_ms((long)(busy_wait_s(c) * 1000));
+    }
+}
+
+/* Books the answer of one call sent at t0 (rc: http_request's). */
+static int book(worker *w, conn *c, int kind, uint64_t t0, int rc)
+{
     uint64_t t1 = now_ns();
     int ok = rc == 0 && c->status >= 200 && c->status < 300;
     int counted = atomic_load_explicit(&phase, memory_order_relaxed) == PHASE_MEASURE;
@@ -867,7 +894,7 @@ int main(int argc, char **argv)
     }
 
     static hist all, kind[CALL_KINDS];
-    long calls = 0, errors = 0, errors_total = 0, done = 0, stopped = 0, empty = 0, reconnects = 0;
+    long calls = 0, errors = 0, errors_total = 0, done = 0, stopped = 0, empty = 0, reconnects = 0, busy = 0;
     for (int i = 0; i < started; i++) {
         hist_merge(&all, &ws[i].all);
         for (int k = 0; k < CALL_KINDS; k++)
@@ -875,6 +902,7 @@ int main(int argc, char **argv)
         calls += ws[i].calls;
         errors += ws[i].errors;
         errors_total += ws[i].errors_total;
+        busy += ws[i].busy;
         done += ws[i].trials_done;
         stopped += ws[i].trials_stopped;
         empty += ws[i].empty_suggests;
@@ -932,8 +960,9 @@ int main(int argc, char **argv)
                "measured %.2f s%s\n",
                opt.host, opt.port, study_ids[0], study_ids[opt.studies - 1], opt.studies, started, opt.warmup, secs,
                interrupted ? " (interrupted)" : "");
-    printf("calls          %ld ok (errors %ld; %ld including warm-up; reconnects %ld)\n", calls, errors,
-           errors_total, reconnects);
+    printf("calls          %ld ok (errors %ld; %ld including warm-up; reconnects %ld; busy %ld: 429 answers waited "
+           "out and sent again)\n",
+           calls, errors, errors_total, reconnects, busy);
     printf("calls/s        %.1f\n", cps);
     printf("trials/s       %.1f (%ld completed, %ld stopped, %ld empty suggests)\n", tps, done, stopped, empty);
     printf("latency ms     p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n", hist_quantile_ms(&all, 0.50),
@@ -954,10 +983,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < error_shown; i++)
         printf("error          %s\n", error_text[i]);
     printf("RESULT calls_per_s=%.1f trials_per_s=%.1f p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f errors=%ld "
-           "p999_ms=%.3f studies=%d slow_calls=%ld slow_windows=%ld slow_top5_share=%.0f\n",
+           "p999_ms=%.3f studies=%d slow_calls=%ld slow_windows=%ld slow_top5_share=%.0f busy=%ld\n",
            cps, tps, hist_quantile_ms(&all, 0.50), hist_quantile_ms(&all, 0.90), hist_quantile_ms(&all, 0.99),
            (double)all.max_ns / 1e6, errors, hist_quantile_ms(&all, 0.999), opt.studies, slow, slow_windows,
-           top5_share);
+           top5_share, busy);
     fflush(stdout);
     for (int i = 0; i < started; i++)
         free(ws[i].slow_at);
