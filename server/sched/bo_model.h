@@ -55,7 +55,11 @@ typedef struct bd_bo_ucb {
     int acquisition; /* BD_BO_ACQ_*: option "acquisition" */
     int multiplier;  /* BD_BO_MULT_* */
     double delta;    /* the paper's confidence parameter */
+    int cost_aware;  /* option "cost_aware": log EI minus the predicted log cost */
+    int initial;     /* BD_BO_INIT_*: option "initial", the design of the first n_init trials */
 } bd_bo_ucb;
+
+enum { BD_BO_INIT_RANDOM, BD_BO_INIT_SOBOL };
 
 /* Option "acquisition": "ucb" (GP-UCB with the multiplier above; the
  * default of studies stored before the option existed) or "logei", the
@@ -67,8 +71,28 @@ typedef struct bd_bo_ucb {
  * through sigma as for UCB (the hallucinated model). UCB stays the
  * default: log EI did not measure better (tests/bench/README-mf.md). */
 
-/* Reads options "acquisition", "multiplier" ("paper" default, or "code")
- * and "delta" (0.1 default, in [1e-9, 0.999999]) with the bd_opt_* helpers. */
+/* Option "cost_aware" (false unless given: studies stored before it
+ * existed replay unchanged): expected improvement per second (Snoek,
+ * Larochelle, Adams, NIPS 2012, section 3.2): the score is log EI(x) minus
+ * mu_c(x), the mean of a second GP fitted on the log of the seconds each
+ * observation cost per unit of budget (as workers report elapsed_seconds),
+ * over the d configuration coordinates. Without it the GP drifts to slow
+ * configs (small batches learn more per epoch, so they look better per
+ * trial) and trains fewer of them in the same time. Needs "acquisition":
+ * "logei" (UCB can be negative, so it has no ratio). Until 3 observations
+ * carry a cost the score is plain log EI. The cost model follows the
+ * purity rule below, with its own refit rng (salt ^ BD_BO_COST_SALT).
+ *
+ * Option "initial": "random" (bd_space_sample, the default of studies stored
+ * before the option existed) or "sobol": trial k < n_init is the k-th point
+ * of a Sobol sequence with a digital shift drawn from the study seed
+ * (server/model/sobol.h), decoded by bd_space_decode: the start covers the
+ * cube evenly instead of by chance. */
+
+/* Reads options "acquisition", "multiplier" ("paper" default, or "code"),
+ * "delta" (0.1 default, in [1e-9, 0.999999]), "cost_aware" and "initial"
+ * with the bd_opt_* helpers; cost_aware with "ucb" is BD_EINVAL (field
+ * scheduler.options.cost_aware). */
 int bd_bo_ucb_read(const json_t *options, bd_bo_ucb *out, bd_err *err) BD_MUST_CHECK;
 
 typedef struct bd_bo_model_options {
@@ -89,6 +113,16 @@ void bd_bo_model_free(bd_bo_model *m); /* NULL-safe */
  * with the fidelity column), with loss (+INFINITY: diverged). Does not
  * rebuild. */
 void bd_bo_model_add(bd_bo_model *m, const double *x, double fidelity, double loss);
+/* The same, with what it cost: `seconds` reported by the worker (NAN: not
+ * reported) for `units` of budget trained; the cost model (cost_aware)
+ * learns log(seconds / units) when both are positive and finite. */
+void bd_bo_model_add_costed(bd_bo_model *m, const double *x, double fidelity, double loss, double seconds,
+                            double units);
+/* The config of trial number `created` (0-based) of the initial design,
+ * option "initial": a bd_space_sample draw from rng, or the created-th
+ * shifted Sobol point (a function of the study seed and `created` alone).
+ * New reference. */
+json_t *bd_bo_model_initial_config(const bd_bo_model *m, size_t created, bd_rng *rng);
 size_t bd_bo_model_count(const bd_bo_model *m); /* observations added so far */
 
 /* The observation count of the last refit at or before n, following
@@ -144,8 +178,9 @@ int bd_bo_model_next_config(const bd_bo_model *m, const bd_space *space, size_t 
 /* For describe(): the option "multiplier" ("paper" / "code"; static). */
 const char *bd_bo_model_multiplier_name(const bd_bo_model *m);
 /* For describe(): the current model as {training_points, lengthscales (D
- * entries), signal_variance, noise_variance, fitted_at, log_posterior}, or
- * null. New. */
+ * entries), signal_variance, noise_variance, fitted_at, log_posterior,
+ * cost_model}, or null; cost_model is null, or {training_points,
+ * lengthscales (d entries), fitted_at} of the cost GP. New. */
 json_t *bd_bo_model_describe(const bd_bo_model *m);
 
 #endif

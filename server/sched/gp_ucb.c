@@ -57,7 +57,8 @@ typedef struct gp_ucb {
 
 static int gp_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
-    static const char *const known[] = {"n_init", "max_trials", "multiplier", "delta", "acquisition", NULL};
+    static const char *const known[] = {"n_init",      "max_trials", "multiplier", "delta",
+                                        "acquisition", "cost_aware", "initial",    NULL};
     size_t d = bd_space_size(def->space);
     long long n_init, max_trials;
     bd_bo_model_options mo = {.name = "gp_ucb", .fidelity = 0, .salt = 0x67705f7563620001ULL /* "gp_ucb" */};
@@ -103,7 +104,11 @@ static int gp_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out
     bd_rng rng = ctx->rng;
     const bd_gp *gp = bd_bo_model_gp(g->model);
     out->budget = g->def->r_max;
-    if (g->created < g->n_init || !gp) {
+    if (g->created < g->n_init) {
+        out->config = bd_bo_model_initial_config(g->model, (size_t)g->created, &rng);
+        return BD_SUGGEST_TRIAL;
+    }
+    if (!gp) {
         out->config = bd_space_sample(g->def->space, &rng);
         return BD_SUGGEST_TRIAL;
     }
@@ -174,7 +179,7 @@ static int gp_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev
         take_pending(g, ev->trial_id, &x);
         if (!x)
             break;
-        bd_bo_model_add(g->model, x, 1.0, ev->loss);
+        bd_bo_model_add_costed(g->model, x, 1.0, ev->loss, ev->elapsed_seconds, ev->budget);
         free(x);
         if (!ctx->replay) /* a replay rebuilds once, in replayed() */
             bd_bo_model_rebuild(g->model);
