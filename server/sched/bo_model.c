@@ -36,6 +36,7 @@ struct bd_bo_model {
     int fidelity;  /* the column n/N follows the d coordinates */
     uint64_t salt; /* refit rng: (seed ^ salt, s) */
     bd_bo_ucb ucb;
+    size_t n_candidates; /* 0: the optimiser's default */
     unsigned *n_choices;     /* D entries: 0 numeric, else K */
     bd_acq_space *acq_space; /* the d coordinates compiled for the optimiser */
 
@@ -93,6 +94,7 @@ int bd_bo_model_new(const bd_study_def *def, const bd_bo_model_options *opt, bd_
     m->fidelity = opt->fidelity;
     m->salt = opt->salt;
     m->ucb = opt->ucb;
+    m->n_candidates = opt->n_candidates;
     m->acq_space = as;
     m->n_choices = bd_xcalloc(m->D, sizeof *m->n_choices);
     for (size_t j = 0; j < d; j++) {
@@ -485,6 +487,8 @@ int bd_bo_model_propose(const bd_bo_model *m, double t, size_t n_run, const doub
         return bd_err_set(err, BD_EINTERNAL, NULL, "%s: no model to propose from", m->name);
     bd_acq_space_problem(m->acq_space, &p);
     bd_acq_options_default(&o);
+    if (m->n_candidates)
+        o.n_candidates = m->n_candidates;
     score_ctx c = {.m = m, .mult = multiplier(m, t, o.n_candidates), .best = best_observed(m)};
     int rc = hallucinate(m, n_run, run_x, &h, err);
     double mean, scale;

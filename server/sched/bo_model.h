@@ -100,6 +100,7 @@ typedef struct bd_bo_model_options {
     int fidelity;     /* 1: observations carry the column n/N after the d coordinates */
     uint64_t salt;    /* per scheduler: refits seed their rng from (study seed ^ salt, s) */
     bd_bo_ucb ucb;
+    size_t n_candidates; /* the acquisition's space-filling candidates; 0: bd_acq_options_default's */
 } bd_bo_model_options;
 
 /* An empty model over def's space (def borrowed: it must outlive the

@@ -80,6 +80,13 @@ BANDITD_METHODS = {
                                     "initial": "random"}),
     "gp_logei_cost_sobol": ("gp_ucb", {"acquisition": "logei", "cost_aware": True, "n_init": "d+1",
                                        "initial": "sobol"}),
+    # the GP as the sampler of Hyperband and ASHA (option "sampler": "gp")
+    "hb_gp": ("hyperband", {"eta": 3, "iterations": 0, "sampler": "gp", "cost_aware": True}),
+    "asha_gp": ("asha", {"eta": 3, "sampler": "gp", "brackets": 1, "promotion": "current", "cost_aware": True}),
+    "asha_pred_gp": ("asha", {"eta": 3, "sampler": "gp", "brackets": 1, "promotion": "predicted",
+                              "cost_aware": True}),
+    "asha_pred_tpe": ("asha", {"eta": 3, "sampler": "tpe", "brackets": 1, "promotion": "predicted",
+                               "cost_aware": True}),
     "bo_bos_logei_cost": ("bo_bos", {"acquisition": "logei", "cost_aware": True, "n_init": 6, "initial": "random"}),
     "bo_bos_logei_cost_sobol": ("bo_bos", {"acquisition": "logei", "cost_aware": True, "n_init": "d+1",
                                            "initial": "sobol"}),
