@@ -246,6 +246,8 @@ static int bb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     if (!rc)
         rc = bd_bo_ucb_read(def->options, &mo.ucb, err);
     if (!rc)
+        rc = bd_bo_start_cost_read(def->options, &mo.ucb, err);
+    if (!rc)
         rc = bd_opt_int(def->options, "n0", n0_default, 2, (long long)N - 1 < MAX_N0 ? (long long)N - 1 : MAX_N0, &n0,
                         err);
     if (!rc)

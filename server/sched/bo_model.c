@@ -58,21 +58,30 @@ int bd_bo_ucb_read(const json_t *options, bd_bo_ucb *out, bd_err *err)
 {
     static const char *const multipliers[] = {"paper", "code", NULL};
     static const char *const acquisitions[] = {"ucb", "logei", NULL};
-    static const char *const initials[] = {"random", "sobol", NULL};
-    const char *mult, *acq, *init;
+    const char *mult, *acq;
     int rc = bd_opt_string(options, "multiplier", "paper", multipliers, &mult, err);
     if (!rc)
         rc = bd_opt_number(options, "delta", 0.1, 1e-9, 0.999999, &out->delta, err);
     if (!rc)
         rc = bd_opt_string(options, "acquisition", "ucb", acquisitions, &acq, err);
-    if (!rc)
-        rc = bd_opt_bool(options, "cost_aware", 0, &out->cost_aware, err);
-    if (!rc)
-        rc = bd_opt_string(options, "initial", "random", initials, &init, err);
     if (rc)
         return rc;
     out->multiplier = strcmp(mult, "code") == 0 ? BD_BO_MULT_CODE : BD_BO_MULT_PAPER;
     out->acquisition = strcmp(acq, "logei") == 0 ? BD_BO_ACQ_LOGEI : BD_BO_ACQ_UCB;
+    out->cost_aware = 0;
+    out->initial = BD_BO_INIT_RANDOM;
+    return 0;
+}
+
+int bd_bo_start_cost_read(const json_t *options, bd_bo_ucb *out, bd_err *err)
+{
+    static const char *const initials[] = {"random", "sobol", NULL};
+    const char *init;
+    int rc = bd_opt_bool(options, "cost_aware", 0, &out->cost_aware, err);
+    if (!rc)
+        rc = bd_opt_string(options, "initial", "random", initials, &init, err);
+    if (rc)
+        return rc;
     out->initial = strcmp(init, "sobol") == 0 ? BD_BO_INIT_SOBOL : BD_BO_INIT_RANDOM;
     if (out->cost_aware && out->acquisition != BD_BO_ACQ_LOGEI)
         return bd_err_set(err, BD_EINVAL, "scheduler.options.cost_aware",

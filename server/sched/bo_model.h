@@ -89,11 +89,14 @@ enum { BD_BO_INIT_RANDOM, BD_BO_INIT_SOBOL };
  * (server/model/sobol.h), decoded by bd_space_decode: the start covers the
  * cube evenly instead of by chance. */
 
-/* Reads options "acquisition", "multiplier" ("paper" default, or "code"),
- * "delta" (0.1 default, in [1e-9, 0.999999]), "cost_aware" and "initial"
- * with the bd_opt_* helpers; cost_aware with "ucb" is BD_EINVAL (field
- * scheduler.options.cost_aware). */
+/* Reads options "acquisition", "multiplier" ("paper" default, or "code")
+ * and "delta" (0.1 default, in [1e-9, 0.999999]) with the bd_opt_* helpers;
+ * cost_aware off, initial random. */
 int bd_bo_ucb_read(const json_t *options, bd_bo_ucb *out, bd_err *err) BD_MUST_CHECK;
+/* Then, for gp_ucb and bo_bos (rising_bandits has its own "cost_aware"):
+ * options "cost_aware" and "initial"; cost_aware with "ucb" is BD_EINVAL
+ * (field scheduler.options.cost_aware). */
+int bd_bo_start_cost_read(const json_t *options, bd_bo_ucb *out, bd_err *err) BD_MUST_CHECK;
 
 typedef struct bd_bo_model_options {
     const char *name; /* the scheduler, prefixes error messages; borrowed */

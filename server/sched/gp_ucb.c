@@ -71,6 +71,8 @@ static int gp_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     if (!rc)
         rc = bd_bo_ucb_read(def->options, &mo.ucb, err);
     if (!rc)
+        rc = bd_bo_start_cost_read(def->options, &mo.ucb, err);
+    if (!rc)
         rc = bd_bo_model_new(def, &mo, &model, err);
     if (rc)
         return rc;
