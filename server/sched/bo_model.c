@@ -7,6 +7,7 @@
  * of them; gp is the model of the first model_n (or NULL). */
 #include "bo_model.h"
 
+#include <gsl/gsl_cdf.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,19 +71,24 @@ int bd_bo_ucb_read(const json_t *options, bd_bo_ucb *out, bd_err *err)
     out->acquisition = strcmp(acq, "logei") == 0 ? BD_BO_ACQ_LOGEI : BD_BO_ACQ_UCB;
     out->cost_aware = 0;
     out->initial = BD_BO_INIT_RANDOM;
+    out->warp = BD_BO_WARP_NONE;
     return 0;
 }
 
 int bd_bo_start_cost_read(const json_t *options, bd_bo_ucb *out, bd_err *err)
 {
     static const char *const initials[] = {"random", "sobol", NULL};
-    const char *init;
+    static const char *const warps[] = {"none", "quantile", NULL};
+    const char *init, *warp;
     int rc = bd_opt_bool(options, "cost_aware", 0, &out->cost_aware, err);
     if (!rc)
         rc = bd_opt_string(options, "initial", "random", initials, &init, err);
+    if (!rc)
+        rc = bd_opt_string(options, "warp", "none", warps, &warp, err);
     if (rc)
         return rc;
     out->initial = strcmp(init, "sobol") == 0 ? BD_BO_INIT_SOBOL : BD_BO_INIT_RANDOM;
+    out->warp = strcmp(warp, "quantile") == 0 ? BD_BO_WARP_QUANTILE : BD_BO_WARP_NONE;
     if (out->cost_aware && out->acquisition != BD_BO_ACQ_LOGEI)
         return bd_err_set(err, BD_EINVAL, "scheduler.options.cost_aware",
                           "cost_aware needs \"acquisition\": \"logei\" (UCB has no ratio to a cost)");
@@ -183,7 +189,7 @@ size_t bd_bo_model_count(const bd_bo_model *m)
 /* The observations' values for the GP: +INFINITY (diverged) becomes the
  * worst finite loss among the first n, so one bad run does not wreck the
  * standardisation. Returns 0 when none is finite. */
-static int finite_values(const bd_bo_model *m, size_t n, double *out)
+static int raw_values(const bd_bo_model *m, size_t n, double *out)
 {
     double worst = -INFINITY;
     for (size_t i = 0; i < n; i++)
@@ -193,6 +199,47 @@ static int finite_values(const bd_bo_model *m, size_t n, double *out)
         return 0;
     for (size_t i = 0; i < n; i++)
         out[i] = isfinite(m->y[i]) ? m->y[i] : worst;
+    return 1;
+}
+
+typedef struct ranked_value {
+    double v;
+    size_t i;
+} ranked_value;
+
+static int by_value(const void *a, const void *b)
+{
+    const ranked_value *x = a, *y = b;
+    return x->v < y->v ? -1 : x->v > y->v ? 1 : x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* The values the loss model is fitted on: raw_values, then with option
+ * "warp": "quantile" their normal scores Phi^-1((rank + 1/2) / n), ties
+ * sharing their mean rank (the Gaussian copula of Salinas, Shen, Perrone,
+ * ICML 2020, section 4.1): a monotone map, so the ranking and the
+ * incumbent stay, while a few diverged or very bad configs no longer
+ * stretch the scale that the good region is modelled on. A function of
+ * the first n values alone (purity). */
+static int finite_values(const bd_bo_model *m, size_t n, double *out)
+{
+    if (!raw_values(m, n, out))
+        return 0;
+    if (m->ucb.warp != BD_BO_WARP_QUANTILE)
+        return 1;
+    ranked_value *r = bd_xmalloc(n * sizeof *r);
+    for (size_t i = 0; i < n; i++)
+        r[i] = (ranked_value){out[i], i};
+    qsort(r, n, sizeof *r, by_value);
+    for (size_t a = 0; a < n;) {
+        size_t b = a;
+        while (b + 1 < n && r[b + 1].v == r[a].v)
+            b++;
+        double q = gsl_cdf_ugaussian_Pinv(((double)(a + b) / 2.0 + 0.5) / (double)n);
+        for (size_t k = a; k <= b; k++)
+            out[r[k].i] = q;
+        a = b + 1;
+    }
+    free(r);
     return 1;
 }
 
@@ -435,9 +482,15 @@ static int score_ucb(void *ctx, size_t n, const double *U, double *out)
 static double best_observed(const bd_bo_model *m)
 {
     double best = INFINITY;
+    double *vals = bd_xmalloc((m->model_n ? m->model_n : 1) * sizeof *vals);
+    if (!finite_values(m, m->model_n, vals)) { /* in the model's units (warp) */
+        free(vals);
+        return best;
+    }
     for (size_t i = 0; i < m->model_n; i++)
-        if ((!m->fidelity || m->X[i * m->D + m->d] == 1.0) && m->y[i] < best)
-            best = m->y[i];
+        if ((!m->fidelity || m->X[i * m->D + m->d] == 1.0) && isfinite(m->y[i]) && vals[i] < best)
+            best = vals[i];
+    free(vals);
     return best;
 }
 

@@ -57,9 +57,11 @@ typedef struct bd_bo_ucb {
     double delta;    /* the paper's confidence parameter */
     int cost_aware;  /* option "cost_aware": log EI minus the predicted log cost */
     int initial;     /* BD_BO_INIT_*: option "initial", the design of the first n_init trials */
+    int warp;        /* BD_BO_WARP_*: option "warp", the loss model's output transform */
 } bd_bo_ucb;
 
 enum { BD_BO_INIT_RANDOM, BD_BO_INIT_SOBOL };
+enum { BD_BO_WARP_NONE, BD_BO_WARP_QUANTILE };
 
 /* Option "acquisition": "ucb" (GP-UCB with the multiplier above; the
  * default of studies stored before the option existed) or "logei", the
@@ -87,14 +89,20 @@ enum { BD_BO_INIT_RANDOM, BD_BO_INIT_SOBOL };
  * before the option existed) or "sobol": trial k < n_init is the k-th point
  * of a Sobol sequence with a digital shift drawn from the study seed
  * (server/model/sobol.h), decoded by bd_space_decode: the start covers the
- * cube evenly instead of by chance. */
+ * cube evenly instead of by chance.
+ *
+ * Option "warp": "none" (the default of stored studies) or "quantile": the
+ * loss model is fitted on the normal scores of the losses' ranks instead
+ * of the losses (a Gaussian copula, Salinas et al., ICML 2020), so a few
+ * diverged or very bad configs do not set the scale the good region is
+ * modelled on; EI is then computed in those units. */
 
 /* Reads options "acquisition", "multiplier" ("paper" default, or "code")
  * and "delta" (0.1 default, in [1e-9, 0.999999]) with the bd_opt_* helpers;
  * cost_aware off, initial random. */
 int bd_bo_ucb_read(const json_t *options, bd_bo_ucb *out, bd_err *err) BD_MUST_CHECK;
 /* Then, for gp_ucb and bo_bos (rising_bandits has its own "cost_aware"):
- * options "cost_aware" and "initial"; cost_aware with "ucb" is BD_EINVAL
+ * options "cost_aware", "initial" and "warp"; cost_aware with "ucb" is BD_EINVAL
  * (field scheduler.options.cost_aware). */
 int bd_bo_start_cost_read(const json_t *options, bd_bo_ucb *out, bd_err *err) BD_MUST_CHECK;
 

@@ -521,7 +521,8 @@ Test(bo_bos, max_trials_waits_then_is_done)
 Test(bo_bos, cost_aware_learns_seconds_per_epoch_and_replays)
 {
     hn h;
-    open_ok(&h, space1, "{\"n_init\": 3, \"acquisition\": \"logei\", \"cost_aware\": true, \"initial\": \"sobol\"}",
+    open_ok(&h, space1, "{\"n_init\": 3, \"acquisition\": \"logei\", \"cost_aware\": true, \"initial\": \"sobol\", "
+                  "\"warp\": \"quantile\"}",
             10);
     for (int i = 0; i < 8; i++) {
         int64_t id = new_trial(&h);

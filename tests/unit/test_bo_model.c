@@ -304,3 +304,37 @@ Test(bo_model, cost_model_rebuilt_after_every_observation_equals_rebuilt_once)
     bd_bo_model_free(replay);
     close_def(&f);
 }
+
+/* "warp": "quantile": the model holds the normal scores of the losses'
+ * ranks, Phi^-1((rank + 1/2) / n) (a diverged run ranks with the worst
+ * finite loss, ties share their mean rank), so the best observation keeps
+ * the lowest value and one huge loss does not stretch the scale. Fixed
+ * vector for n = 5: ranks 2, 3.5, 0, 1, 3.5. */
+Test(bo_model, quantile_warp_fits_normal_scores_of_ranks)
+{
+    fixture f;
+    open_def(&f, space2);
+    json_object_set_new(f.options, "warp", json_string("quantile"));
+    bd_bo_model *m = new_model(&f, 0);
+    static const double loss[] = {0.3, 1e6, 0.1, 0.2, INFINITY};
+    static const double want[] = {0.0, 0.8416212335729143, -1.2815515655446004, -0.5244005127080407,
+                                  0.8416212335729143};
+    for (size_t i = 0; i < 5; i++) {
+        double x[2] = {0.1 + 0.2 * (double)i, 0.5};
+        bd_bo_model_add(m, x, 1.0, loss[i]);
+    }
+    bd_bo_model_rebuild(m);
+    const bd_gp *gp = bd_bo_model_gp(m);
+    cr_assert_not_null(gp);
+    double mean, scale;
+    bd_gp_standardization(gp, &mean, &scale);
+    for (size_t k = 0; k < bd_gp_size(gp); k++) {
+        size_t i = bd_gp_id(gp, k);
+        double y = bd_gp_y(gp, k);
+        if (fabs(y - want[i]) > 1e-9 && fabs(mean + scale * y - want[i]) > 1e-9)
+            cr_expect(0, "observation %zu: held %.17g (standardised by %g, %g), want %.17g", i, y, mean, scale,
+                      want[i]);
+    }
+    bd_bo_model_free(m);
+    close_def(&f);
+}

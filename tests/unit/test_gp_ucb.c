@@ -100,7 +100,8 @@ Test(gp_ucb, replay_gives_the_same_next_suggestions)
 {
     static const char *const options[] = {
         "{\"n_init\": 5}", "{\"n_init\": 5, \"acquisition\": \"logei\"}",
-        "{\"n_init\": 5, \"acquisition\": \"logei\", \"cost_aware\": true, \"initial\": \"sobol\"}"};
+        "{\"n_init\": 5, \"acquisition\": \"logei\", \"cost_aware\": true, \"initial\": \"sobol\", "
+        "\"warp\": \"quantile\"}"};
     for (size_t k = 0; k < 3; k++) {
         hn h;
         open_ok(&h, GP, space2, options[k]);
@@ -256,6 +257,9 @@ Test(gp_ucb, options_are_validated)
     hn_close(&h);
     cr_expect_eq(hn_open_space(&h, GP, space2, "{\"initial\": \"grid\"}", 1, 1, 0), BD_EINVAL);
     cr_expect_str_eq(h.err.field, "scheduler.options.initial");
+    hn_close(&h);
+    cr_expect_eq(hn_open_space(&h, GP, space2, "{\"warp\": \"log\"}", 1, 1, 0), BD_EINVAL);
+    cr_expect_str_eq(h.err.field, "scheduler.options.warp");
     hn_close(&h);
 }
 
