@@ -15,6 +15,11 @@
  *            number of acquisition candidates, t = the trial's index;
  *   "code":  0.2 d ln(2t), the BO-BOS authors' code (d parameters).
  *
+ * Options acquisition ("logei"), cost_aware (EI per predicted second),
+ * initial (a Sobol start) and warp (a quantile transform of the losses)
+ * are bo_model.h's; a completed trial's cost is its elapsed_seconds over
+ * its budget.
+ *
  * The model, its purity rule (a refit at observation count s sees exactly
  * the first s observations and an rng seeded from (study seed, s), so a
  * replay is bit-identical) and the proposal live in bo_model.h, shared with
