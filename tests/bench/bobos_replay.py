@@ -87,6 +87,8 @@ BANDITD_METHODS = {
                               "cost_aware": True}),
     "asha_pred_tpe": ("asha", {"eta": 3, "sampler": "tpe", "brackets": 1, "promotion": "predicted",
                                "cost_aware": True}),
+    "gp_logei_q": ("gp_ucb", {"acquisition": "logei", "cost_aware": False, "n_init": "2d", "initial": "random",
+                              "warp": "quantile"}),
     "gp_logei_cost_q": ("gp_ucb", {"acquisition": "logei", "cost_aware": True, "n_init": "2d", "initial": "random",
                                    "warp": "quantile"}),
     "gp_logei_cost_d1_q": ("gp_ucb", {"acquisition": "logei", "cost_aware": True, "n_init": "d+1",
