@@ -216,7 +216,7 @@ bad:
 static int bb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
     static const char *const known[] = {"n_init",    "max_trials", "multiplier", "delta", "acquisition", "n0",
-                                        "intermediate_epochs", "cost_aware", "initial", "warp",
+                                        "intermediate_epochs", "cost_aware", "cost_exponent", "initial", "warp",
                                         "kappa",     "k2",         "cd0",        "gamma", "grid", "paths",
                                         "few_paths", "noise",      "summary",    NULL};
     static const char *const summaries[] = {"all", "since_n0", NULL};

@@ -70,6 +70,7 @@ int bd_bo_ucb_read(const json_t *options, bd_bo_ucb *out, bd_err *err)
     out->multiplier = strcmp(mult, "code") == 0 ? BD_BO_MULT_CODE : BD_BO_MULT_PAPER;
     out->acquisition = strcmp(acq, "logei") == 0 ? BD_BO_ACQ_LOGEI : BD_BO_ACQ_UCB;
     out->cost_aware = 0;
+    out->cost_exponent = 1.0;
     out->initial = BD_BO_INIT_RANDOM;
     out->warp = BD_BO_WARP_NONE;
     return 0;
@@ -81,6 +82,8 @@ int bd_bo_start_cost_read(const json_t *options, bd_bo_ucb *out, bd_err *err)
     static const char *const warps[] = {"none", "quantile", NULL};
     const char *init, *warp;
     int rc = bd_opt_bool(options, "cost_aware", 0, &out->cost_aware, err);
+    if (!rc)
+        rc = bd_opt_number(options, "cost_exponent", 1.0, 0.0, 1.0, &out->cost_exponent, err);
     if (!rc)
         rc = bd_opt_string(options, "initial", "random", initials, &init, err);
     if (!rc)
@@ -472,8 +475,8 @@ static int score_ucb(void *ctx, size_t n, const double *U, double *out)
         double sd = sqrt(c->var[i] * c->var_scale);
         out[i] = m->ucb.acquisition == BD_BO_ACQ_LOGEI ? bd_acq_log_ei(c->best, c->mu[i], sd)
                                                         : -c->mu[i] + c->mult * sd;
-        if (m->cost_gp) /* EI per predicted second: log EI - log cost */
-            out[i] -= c->cost[i];
+        if (m->cost_gp) /* EI per predicted second^alpha: log EI - alpha log cost */
+            out[i] -= m->ucb.cost_exponent * c->cost[i];
     }
     return rc;
 }

@@ -56,6 +56,7 @@ typedef struct bd_bo_ucb {
     int multiplier;  /* BD_BO_MULT_* */
     double delta;    /* the paper's confidence parameter */
     int cost_aware;  /* option "cost_aware": log EI minus the predicted log cost */
+    double cost_exponent; /* option "cost_exponent": alpha of EI / cost^alpha */
     int initial;     /* BD_BO_INIT_*: option "initial", the design of the first n_init trials */
     int warp;        /* BD_BO_WARP_*: option "warp", the loss model's output transform */
 } bd_bo_ucb;
@@ -84,6 +85,11 @@ enum { BD_BO_WARP_NONE, BD_BO_WARP_QUANTILE };
  * "logei" (UCB can be negative, so it has no ratio). Until 3 observations
  * carry a cost the score is plain log EI. The cost model follows the
  * purity rule below, with its own refit rng (salt ^ BD_BO_COST_SALT).
+ * Option "cost_exponent" alpha in [0, 1] (default 1: Snoek et al.): the
+ * score is log EI - alpha mu_c, i.e. EI / cost^alpha, the form of Lee et
+ * al.'s cost-cooling (CArBO, 2020), which lowers alpha as a known budget
+ * is spent; a study has no known budget, so alpha stays fixed. With
+ * alpha 1 the search can drift to cheap configs that are poor.
  *
  * Option "initial": "random" (bd_space_sample, the default of studies stored
  * before the option existed) or "sobol": trial k < n_init is the k-th point

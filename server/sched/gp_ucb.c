@@ -63,7 +63,7 @@ typedef struct gp_ucb {
 static int gp_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
     static const char *const known[] = {"n_init",      "max_trials", "multiplier", "delta",
-                                        "acquisition", "cost_aware", "initial", "warp",    NULL};
+                                        "acquisition", "cost_aware", "cost_exponent", "initial", "warp",    NULL};
     size_t d = bd_space_size(def->space);
     long long n_init, max_trials;
     bd_bo_model_options mo = {.name = "gp_ucb", .fidelity = 0, .salt = 0x67705f7563620001ULL /* "gp_ucb" */};

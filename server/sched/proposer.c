@@ -167,6 +167,7 @@ static bd_bo_model *gp_model_new(const bd_proposer *p, double budget)
     mo.ucb.multiplier = BD_BO_MULT_PAPER;
     mo.ucb.delta = 0.1;
     mo.ucb.cost_aware = p->cost_aware;
+    mo.ucb.cost_exponent = 1.0;
     mo.ucb.initial = BD_BO_INIT_RANDOM;
     bd_bo_model *m = NULL;
     bd_err err;

@@ -200,6 +200,48 @@ Test(gp_ucb, cost_aware_proposes_cheap_configs_when_losses_tie)
     cr_expect_lt(mean_x[1] + 0.15, mean_x[0], "mean x with cost_aware %g, without %g", mean_x[1], mean_x[0]);
 }
 
+/* EI / cost^alpha: alpha 0 is plain EI (the cost model is fitted but
+ * weighs nothing), so the proposals are those of cost_aware false, bit for
+ * bit; alpha 1/2 lands between alpha 0 and 1 on the mean x of the
+ * previous test's setting. */
+static double cost_run(const char *options, uint64_t seed, double *xs, int n)
+{
+    hn h;
+    open_ok(&h, GP, space2, options);
+    h.def.seed = seed;
+    h.check_pure = 0;
+    double mean = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t id;
+        cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+        const json_t *c = hn_get(&h, id)->config;
+        double x = json_number_value(json_object_get(c, "x"));
+        double y = json_number_value(json_object_get(c, "y"));
+        hn_complete_seconds(&h, id, 2 * (y - 0.2) * (y - 0.2), exp(5 * x));
+        xs[i] = x;
+        mean += i >= 6 ? x / (n - 6) : 0;
+    }
+    hn_close(&h);
+    return mean;
+}
+
+Test(gp_ucb, cost_exponent_scales_the_cost_penalty)
+{
+    double a[20], b[20], c[20];
+    cost_run("{\"n_init\": 6, \"acquisition\": \"logei\"}", 9, a, 20);
+    cost_run("{\"n_init\": 6, \"acquisition\": \"logei\", \"cost_aware\": true, \"cost_exponent\": 0}", 9, b, 20);
+    cr_expect(memcmp(a, b, sizeof a) == 0, "alpha 0 differs from plain log EI");
+    double m[3] = {0, 0, 0};
+    static const char *const opts[3] = {
+        "{\"n_init\": 6, \"acquisition\": \"logei\"}",
+        "{\"n_init\": 6, \"acquisition\": \"logei\", \"cost_aware\": true, \"cost_exponent\": 0.5}",
+        "{\"n_init\": 6, \"acquisition\": \"logei\", \"cost_aware\": true}"};
+    for (int k = 0; k < 3; k++)
+        for (uint64_t seed = 0; seed < 4; seed++)
+            m[k] += cost_run(opts[k], 700 + seed, c, 30) / 4;
+    cr_expect(m[2] < m[1] && m[1] < m[0], "mean x: alpha 0 %g, 1/2 %g, 1 %g", m[0], m[1], m[2]);
+}
+
 /* "initial": "sobol": the first 8 trials fall one in each eighth of either
  * coordinate (a shifted Sobol sequence stays stratified), whatever order
  * the workers ask in; the same seed gives the same start, another seed
@@ -257,6 +299,11 @@ Test(gp_ucb, options_are_validated)
     hn_close(&h);
     cr_expect_eq(hn_open_space(&h, GP, space2, "{\"initial\": \"grid\"}", 1, 1, 0), BD_EINVAL);
     cr_expect_str_eq(h.err.field, "scheduler.options.initial");
+    hn_close(&h);
+    cr_expect_eq(hn_open_space(&h, GP, space2, "{\"acquisition\": \"logei\", \"cost_aware\": true, \"cost_exponent\": 2}",
+                               1, 1, 0),
+                 BD_EINVAL);
+    cr_expect_str_eq(h.err.field, "scheduler.options.cost_exponent");
     hn_close(&h);
     cr_expect_eq(hn_open_space(&h, GP, space2, "{\"warp\": \"log\"}", 1, 1, 0), BD_EINVAL);
     cr_expect_str_eq(h.err.field, "scheduler.options.warp");
