@@ -24,10 +24,11 @@ from bobos_report import best_at, figure_grid, first_time, fmt_q, load, quartile
 from curve_table import CurveTable  # noqa: E402
 
 ORDER = ["tpe", "tpe_hyperband", "tpe_median", "random", "bd_tpe", "bd_tpe_nocost", "bd_tpe_mv", "gp_ucb",
-         "gp_logei", "gp_logei_d1", "gp_logei_sobol", "gp_logei_cost", "gp_logei_cost_d1", "gp_logei_cost_sobol",
-         "gp_logei_q", "gp_logei_cost_half", "gp_logei_cost_half_q",
-         "gp_logei_cost_q", "gp_logei_cost_d1_q", "gp_logei_cost_sobol_q", "bo_bos", "bo_bos_logei", "bo_bos_logei_cost", "bo_bos_logei_cost_sobol", "hyperband", "bohb", "bohb_nocost", "asha", "asha_tpe",
-         "asha_tpe_nocost", "asha_hb", "asha_pred", "hb_gp", "asha_gp", "asha_pred_gp", "asha_pred_tpe"]
+         "gp_logei", "gp_logei_d1", "gp_logei_sobol", "gp_logei_q", "gp_logei_cost", "gp_logei_cost_d1",
+         "gp_logei_cost_sobol", "gp_logei_cost_half", "gp_logei_cost_half_q", "gp_logei_cost_q",
+         "gp_logei_cost_d1_q", "gp_logei_cost_sobol_q", "bo_bos", "bo_bos_logei", "bo_bos_logei_cost",
+         "bo_bos_logei_cost_sobol", "hyperband", "hb_gp", "bohb", "bohb_nocost", "asha", "asha_tpe",
+         "asha_tpe_nocost", "asha_hb", "asha_pred", "asha_gp", "asha_pred_gp", "asha_pred_tpe"]
 LABEL = {
     "tpe": "Optuna TPE", "tpe_hyperband": "Optuna TPE + HyperbandPruner", "tpe_median": "Optuna TPE + MedianPruner",
     "random": "random", "bd_tpe": "tpe", "bd_tpe_nocost": "tpe, cost_aware false",
