@@ -100,6 +100,8 @@ BANDITD_METHODS = {
     "gp_logei_cost_sobol_q": ("gp_ucb", {"acquisition": "logei", "cost_aware": True, "n_init": "d+1",
                                          "initial": "sobol", "warp": "quantile"}),
     "bo_bos_logei_cost": ("bo_bos", {"acquisition": "logei", "cost_aware": True, "n_init": 6, "initial": "random"}),
+    "bo_bos_logei_cost_half_q": ("bo_bos", {"acquisition": "logei", "cost_aware": True, "cost_exponent": 0.5,
+                                            "n_init": 6, "initial": "random", "warp": "quantile"}),
     "bo_bos_logei_cost_sobol": ("bo_bos", {"acquisition": "logei", "cost_aware": True, "n_init": "d+1",
                                            "initial": "sobol"}),
 }

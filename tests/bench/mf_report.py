@@ -27,7 +27,7 @@ ORDER = ["tpe", "tpe_hyperband", "tpe_median", "random", "bd_tpe", "bd_tpe_nocos
          "gp_logei", "gp_logei_d1", "gp_logei_sobol", "gp_logei_q", "gp_logei_cost", "gp_logei_cost_d1",
          "gp_logei_cost_sobol", "gp_logei_cost_half", "gp_logei_cost_half_q", "gp_logei_cost_q",
          "gp_logei_cost_d1_q", "gp_logei_cost_sobol_q", "bo_bos", "bo_bos_logei", "bo_bos_logei_cost",
-         "bo_bos_logei_cost_sobol", "hyperband", "hb_gp", "bohb", "bohb_nocost", "asha", "asha_tpe",
+         "bo_bos_logei_cost_half_q", "bo_bos_logei_cost_sobol", "hyperband", "hb_gp", "bohb", "bohb_nocost", "asha", "asha_tpe",
          "asha_tpe_nocost", "asha_hb", "asha_pred", "asha_gp", "asha_pred_gp", "asha_pred_tpe"]
 LABEL = {
     "tpe": "Optuna TPE", "tpe_hyperband": "Optuna TPE + HyperbandPruner", "tpe_median": "Optuna TPE + MedianPruner",
@@ -42,6 +42,7 @@ LABEL = {
     "gp_logei_cost": "gp_ucb, LogEI per second", "gp_logei_cost_d1": "gp_ucb, LogEI per second, n_init d+1",
     "gp_logei_cost_sobol": "gp_ucb, LogEI per second, n_init d+1 Sobol",
     "bo_bos_logei_cost": "bo_bos, LogEI per second",
+    "bo_bos_logei_cost_half_q": "bo_bos, LogEI per sqrt(second), quantile warp",
     "gp_logei_q": "gp_ucb, LogEI, quantile warp",
     "gp_logei_cost_half": "gp_ucb, LogEI per sqrt(second)",
     "gp_logei_cost_half_q": "gp_ucb, LogEI per sqrt(second), quantile warp",
