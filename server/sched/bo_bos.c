@@ -139,9 +139,9 @@ typedef struct trial {
     double last_step; /* the latest measurement (NaN = none) and its loss */
     double last_loss;
     double last_seconds; /* elapsed_seconds of the last measurement that had one (NAN: none) */
-    int bos;       /* BOS_* */
-    double *err0;  /* snapshot: e_1..e_N0, owned once triggered */
-    double e_star; /* snapshot: incumbent error */
+    int bos;             /* BOS_* */
+    double *err0;        /* snapshot: e_1..e_N0, owned once triggered */
+    double e_star;       /* snapshot: incumbent error */
     bd_bos_table *table;
     char solve_error[96];
     verdict v;
@@ -215,10 +215,10 @@ bad:
 
 static int bb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
-    static const char *const known[] = {"n_init",    "max_trials", "multiplier", "delta", "acquisition", "n0",
-                                        "intermediate_epochs", "cost_aware", "cost_exponent", "initial", "warp",
-                                        "kappa",     "k2",         "cd0",        "gamma", "grid", "paths",
-                                        "few_paths", "noise",      "summary",    NULL};
+    static const char *const known[] = {
+        "n_init",     "max_trials",    "multiplier", "delta",     "acquisition", "n0",      "intermediate_epochs",
+        "cost_aware", "cost_exponent", "initial",    "warp",      "kappa",       "k2",      "cd0",
+        "gamma",      "grid",          "paths",      "few_paths", "noise",       "summary", NULL};
     static const char *const summaries[] = {"all", "since_n0", NULL};
     size_t d = bd_space_size(def->space), N, *inter = NULL, n_inter = 0;
     long long n_init, max_trials, n0, grid, paths, few;

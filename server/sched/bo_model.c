@@ -37,7 +37,7 @@ struct bd_bo_model {
     int fidelity;  /* the column n/N follows the d coordinates */
     uint64_t salt; /* refit rng: (seed ^ salt, s) */
     bd_bo_ucb ucb;
-    size_t n_candidates; /* 0: the optimiser's default */
+    size_t n_candidates;     /* 0: the optimiser's default */
     unsigned *n_choices;     /* D entries: 0 numeric, else K */
     bd_acq_space *acq_space; /* the d coordinates compiled for the optimiser */
 
@@ -48,7 +48,7 @@ struct bd_bo_model {
     bd_gp *gp;      /* the current model, or NULL */
     size_t model_n; /* observation count gp was rebuilt from */
     int model_error;
-    fit_state fit; /* the last refit a rebuild made */
+    fit_state fit;      /* the last refit a rebuild made */
     bd_gp *cost_gp;     /* cost_aware: the log-cost model of the first model_n, or NULL */
     fit_state cost_fit; /* its last refit */
 };
@@ -142,8 +142,7 @@ void bd_bo_model_free(bd_bo_model *m)
 
 /* ------------------------------------------------------------- observations */
 
-void bd_bo_model_add_costed(bd_bo_model *m, const double *x, double fidelity, double loss, double seconds,
-                            double units)
+void bd_bo_model_add_costed(bd_bo_model *m, const double *x, double fidelity, double loss, double seconds, double units)
 {
     if (m->n == m->cap) {
         m->cap = m->cap ? 2 * m->cap : 64;
@@ -473,8 +472,8 @@ static int score_ucb(void *ctx, size_t n, const double *U, double *out)
         rc = bd_gp_predict(c->hallucinated, n, U, c->var, c->var, 0, &err);
     for (size_t i = 0; !rc && i < n; i++) {
         double sd = sqrt(c->var[i] * c->var_scale);
-        out[i] = m->ucb.acquisition == BD_BO_ACQ_LOGEI ? bd_acq_log_ei(c->best, c->mu[i], sd)
-                                                        : -c->mu[i] + c->mult * sd;
+        out[i] =
+            m->ucb.acquisition == BD_BO_ACQ_LOGEI ? bd_acq_log_ei(c->best, c->mu[i], sd) : -c->mu[i] + c->mult * sd;
         if (m->cost_gp) /* EI per predicted second^alpha: log EI - alpha log cost */
             out[i] -= m->ucb.cost_exponent * c->cost[i];
     }
@@ -610,8 +609,8 @@ int bd_bo_model_next_config(const bd_bo_model *m, const bd_space *space, size_t 
     double *u = bd_xmalloc(m->d * sizeof *u);
     double *starts = bd_xmalloc(4 * m->d * sizeof *starts);
     size_t n_starts = bd_bo_model_best_points(m, 4, starts);
-    int rc = bd_bo_model_propose(m, (double)(created + 1), n_run, run_x, n_starts ? starts : NULL, n_starts, rng, u,
-                                 err);
+    int rc =
+        bd_bo_model_propose(m, (double)(created + 1), n_run, run_x, n_starts ? starts : NULL, n_starts, rng, u, err);
     if (!rc)
         *out = bd_space_decode(space, u);
     free(u);
@@ -640,8 +639,8 @@ json_t *bd_bo_model_describe(const bd_bo_model *m)
         json_t *cls = json_array();
         for (size_t j = 0; j < m->d; j++)
             json_array_append_new(cls, json_real(exp(ct[j])));
-        cost = json_pack("{s:I, s:o, s:I}", "training_points", (json_int_t)bd_gp_size(m->cost_gp), "lengthscales",
-                         cls, "fitted_at", (json_int_t)m->cost_fit.at);
+        cost = json_pack("{s:I, s:o, s:I}", "training_points", (json_int_t)bd_gp_size(m->cost_gp), "lengthscales", cls,
+                         "fitted_at", (json_int_t)m->cost_fit.at);
     }
     return json_pack("{s:I, s:o, s:f, s:f, s:I, s:f, s:o}", "training_points", (json_int_t)bd_gp_size(m->gp),
                      "lengthscales", ls, "signal_variance", exp(theta[m->D]), "noise_variance", exp(theta[m->D + 1]),

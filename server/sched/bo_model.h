@@ -52,13 +52,13 @@ enum { BD_BO_ACQ_UCB, BD_BO_ACQ_LOGEI };
  *   "code":  0.2 D ln(2t), the BO-BOS authors' code (D coordinates, the
  *            fidelity column counted). */
 typedef struct bd_bo_ucb {
-    int acquisition; /* BD_BO_ACQ_*: option "acquisition" */
-    int multiplier;  /* BD_BO_MULT_* */
-    double delta;    /* the paper's confidence parameter */
-    int cost_aware;  /* option "cost_aware": log EI minus the predicted log cost */
+    int acquisition;      /* BD_BO_ACQ_*: option "acquisition" */
+    int multiplier;       /* BD_BO_MULT_* */
+    double delta;         /* the paper's confidence parameter */
+    int cost_aware;       /* option "cost_aware": log EI minus the predicted log cost */
     double cost_exponent; /* option "cost_exponent": alpha of EI / cost^alpha */
-    int initial;     /* BD_BO_INIT_*: option "initial", the design of the first n_init trials */
-    int warp;        /* BD_BO_WARP_*: option "warp", the loss model's output transform */
+    int initial;          /* BD_BO_INIT_*: option "initial", the design of the first n_init trials */
+    int warp;             /* BD_BO_WARP_*: option "warp", the loss model's output transform */
 } bd_bo_ucb;
 
 enum { BD_BO_INIT_RANDOM, BD_BO_INIT_SOBOL };

@@ -62,8 +62,8 @@ typedef struct gp_ucb {
 
 static int gp_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
-    static const char *const known[] = {"n_init",      "max_trials", "multiplier", "delta",
-                                        "acquisition", "cost_aware", "cost_exponent", "initial", "warp",    NULL};
+    static const char *const known[] = {"n_init",     "max_trials",    "multiplier", "delta", "acquisition",
+                                        "cost_aware", "cost_exponent", "initial",    "warp",  NULL};
     size_t d = bd_space_size(def->space);
     long long n_init, max_trials;
     bd_bo_model_options mo = {.name = "gp_ucb", .fidelity = 0, .salt = 0x67705f7563620001ULL /* "gp_ucb" */};
@@ -128,8 +128,8 @@ static int gp_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out
      * later start with point 0, so a best point 0 could start them all). */
     double *starts = bd_xmalloc(4 * g->d * sizeof *starts);
     size_t n_starts = bd_bo_model_best_points(g->model, 4, starts);
-    int rc = bd_bo_model_propose(g->model, (double)(g->created + 1), g->n_pend, run_x, n_starts ? starts : NULL, n_starts,
-                                 &rng, u, err);
+    int rc = bd_bo_model_propose(g->model, (double)(g->created + 1), g->n_pend, run_x, n_starts ? starts : NULL,
+                                 n_starts, &rng, u, err);
     if (!rc)
         out->config = bd_space_decode(g->def->space, u);
     free(run_x);

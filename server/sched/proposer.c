@@ -50,9 +50,9 @@ struct bd_proposer {
     int64_t *config_id; /* n */
     double *u;          /* gp: n rows of d unit-cube coordinates (bd_space_encode) */
     size_t n, cap;
-    double *budgets;    /* the distinct budgets seen, increasing, */
-    size_t *at_budget;  /*   and how many results each has, */
-    bd_bo_model **gp;   /*   and (gp) the model of that budget's results in arrival order */
+    double *budgets;   /* the distinct budgets seen, increasing, */
+    size_t *at_budget; /*   and how many results each has, */
+    bd_bo_model **gp;  /*   and (gp) the model of that budget's results in arrival order */
     size_t n_budgets;
 };
 
@@ -98,8 +98,7 @@ int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, int mu
          * group is absent, away from the optimum. */
         (rc = bd_opt_number(o, "prior_weight", multi_fidelity ? 1e-3 : 1.0, 1e-6, 100.0, &prior_weight, err)) ||
         (rc = bd_opt_bool(o, "multivariate", multi_fidelity, &multivariate, err)) ||
-        (rc = bd_opt_number(o, "random_fraction", multi_fidelity ? 1.0 / 3.0 : 0.0, 0.0, 1.0, &random_fraction,
-                            err)) ||
+        (rc = bd_opt_number(o, "random_fraction", multi_fidelity ? 1.0 / 3.0 : 0.0, 0.0, 1.0, &random_fraction, err)) ||
         (rc = bd_opt_bool(o, "cost_aware", 1, &cost_aware, err)))
         return rc;
     if (strcmp(sampler, "tpe") == 0 && bd_space_size(def->space) > BD_TPE_MAX_DIM)
@@ -162,7 +161,8 @@ static bd_bo_model *gp_model_new(const bd_proposer *p, double budget)
 {
     uint64_t bits;
     memcpy(&bits, &budget, sizeof bits);
-    bd_bo_model_options mo = {.name = "gp sampler", .fidelity = 0, .salt = GP_SALT ^ bits, .n_candidates = GP_CANDIDATES};
+    bd_bo_model_options mo = {
+        .name = "gp sampler", .fidelity = 0, .salt = GP_SALT ^ bits, .n_candidates = GP_CANDIDATES};
     mo.ucb.acquisition = BD_BO_ACQ_LOGEI;
     mo.ucb.multiplier = BD_BO_MULT_PAPER;
     mo.ucb.delta = 0.1;

@@ -58,8 +58,8 @@
 #include "sched.h"
 
 /* Option keys a scheduler with a proposer must accept (for bd_opt_known). */
-#define BD_PROPOSER_OPTIONS                                                                                  \
-    "sampler", "n_startup_trials", "n_ei_candidates", "gamma", "prior_weight", "multivariate", "random_fraction", \
+#define BD_PROPOSER_OPTIONS                                                                                            \
+    "sampler", "n_startup_trials", "n_ei_candidates", "gamma", "prior_weight", "multivariate", "random_fraction",      \
         "cost_aware"
 
 /* At most this many results of one budget are fitted on: the best
