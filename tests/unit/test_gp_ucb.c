@@ -227,7 +227,7 @@ static double cost_run(const char *options, uint64_t seed, double *xs, int n)
 
 Test(gp_ucb, cost_exponent_scales_the_cost_penalty)
 {
-    double a[20], b[20], c[20];
+    double a[20], b[20], c[30];
     cost_run("{\"n_init\": 6, \"acquisition\": \"logei\"}", 9, a, 20);
     cost_run("{\"n_init\": 6, \"acquisition\": \"logei\", \"cost_aware\": true, \"cost_exponent\": 0}", 9, b, 20);
     cr_expect(memcmp(a, b, sizeof a) == 0, "alpha 0 differs from plain log EI");
