@@ -360,7 +360,11 @@ double bd_acq_log_ei(double best, double mu, double sd)
     if (!(sd > 0))
         return best > mu ? log(best - mu) : -INFINITY;
     double z = (best - mu) / sd, log_h;
-    if (z > -1) {
+    if (z > 30) {
+        /* h(z) = z + phi(z) - z Q(z) = z to double precision (phi(30) ~ 1e-196),
+         * and GSL's erf_Z and erf_Q underflow (an error) beyond 38 */
+        log_h = log(z);
+    } else if (z > -1) {
         log_h = log(gsl_sf_erf_Z(z) + z * (1 - gsl_sf_erf_Q(z)));
     } else if (z > -1e6) {
         /* erfcx(x) = exp(x^2) erfc(x), x = -z / sqrt 2 > 0 */

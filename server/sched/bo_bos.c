@@ -138,9 +138,10 @@ typedef struct trial {
     double *loss;     /* loss[n] at epoch n = 1..N (NaN = not reported), N + 1 entries */
     double last_step; /* the latest measurement (NaN = none) and its loss */
     double last_loss;
-    int bos;       /* BOS_* */
-    double *err0;  /* snapshot: e_1..e_N0, owned once triggered */
-    double e_star; /* snapshot: incumbent error */
+    double last_seconds; /* elapsed_seconds of the last measurement that had one (NAN: none) */
+    int bos;             /* BOS_* */
+    double *err0;        /* snapshot: e_1..e_N0, owned once triggered */
+    double e_star;       /* snapshot: incumbent error */
     bd_bos_table *table;
     char solve_error[96];
     verdict v;
@@ -214,10 +215,10 @@ bad:
 
 static int bb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
-    static const char *const known[] = {"n_init",    "max_trials", "multiplier", "delta", "acquisition", "n0",
-                                        "intermediate_epochs",
-                                        "kappa",     "k2",         "cd0",        "gamma", "grid", "paths",
-                                        "few_paths", "noise",      "summary",    NULL};
+    static const char *const known[] = {
+        "n_init",     "max_trials",    "multiplier", "delta",     "acquisition", "n0",      "intermediate_epochs",
+        "cost_aware", "cost_exponent", "initial",    "warp",      "kappa",       "k2",      "cd0",
+        "gamma",      "grid",          "paths",      "few_paths", "noise",       "summary", NULL};
     static const char *const summaries[] = {"all", "since_n0", NULL};
     size_t d = bd_space_size(def->space), N, *inter = NULL, n_inter = 0;
     long long n_init, max_trials, n0, grid, paths, few;
@@ -244,6 +245,8 @@ static int bb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
         rc = bd_opt_int(def->options, "max_trials", 0, 0, 1000000000LL, &max_trials, err);
     if (!rc)
         rc = bd_bo_ucb_read(def->options, &mo.ucb, err);
+    if (!rc)
+        rc = bd_bo_start_cost_read(def->options, &mo.ucb, err);
     if (!rc)
         rc = bd_opt_int(def->options, "n0", n0_default, 2, (long long)N - 1 < MAX_N0 ? (long long)N - 1 : MAX_N0, &n0,
                         err);
@@ -602,8 +605,10 @@ static void measure(bo_bos *g, trial *t, double step, double loss)
     t->v.pending = 1;
 }
 
-/* A running trial ended: its observations (see the top of the file). */
-static void trial_observations(bo_bos *g, const trial *t, int completed, double final_loss)
+/* A running trial ended: its observations (see the top of the file). The
+ * last one carries what the trial cost (seconds the worker reported for
+ * the epochs it trained) for the cost model (cost_aware). */
+static void trial_observations(bo_bos *g, const trial *t, int completed, double final_loss, double seconds)
 {
     size_t last = completed ? g->N : epoch_of(g, t->last_step);
     if (!completed && !last)
@@ -611,8 +616,8 @@ static void trial_observations(bo_bos *g, const trial *t, int completed, double 
     for (size_t i = 0; i < g->n_inter && g->inter[i] < last; i++)
         if (!isnan(t->loss[g->inter[i]]))
             bd_bo_model_add(g->model, t->x, (double)g->inter[i] / (double)g->N, t->loss[g->inter[i]]);
-    bd_bo_model_add(g->model, t->x, completed ? 1.0 : (double)last / (double)g->N,
-                    completed ? final_loss : t->last_loss);
+    bd_bo_model_add_costed(g->model, t->x, completed ? 1.0 : (double)last / (double)g->N,
+                           completed ? final_loss : t->last_loss, seconds, (double)last);
 }
 
 /* ------------------------------------------------------------- suggest */
@@ -664,7 +669,7 @@ static int bb_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev
         t->loss = bd_xmalloc((g->N + 1) * sizeof *t->loss);
         for (size_t k = 0; k <= g->N; k++)
             t->loss[k] = NAN;
-        t->last_step = t->last_loss = NAN;
+        t->last_step = t->last_loss = t->last_seconds = NAN;
         t->bos = BOS_NONE;
         t->v.p_worse = NAN;
         if (!ctx->replay && bd_bo_model_current(g->model, t->n_c)) {
@@ -680,6 +685,8 @@ static int bb_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev
         if ((i = find_trial(g, ev->trial_id)) < 0)
             break;
         t = g->run[i];
+        if (isfinite(ev->elapsed_seconds))
+            t->last_seconds = ev->elapsed_seconds;
         measure(g, t, ev->step, ev->loss);
         if (!t->v.pending || ctx->replay) /* a replay finishes the last verdict in replayed() */
             break;
@@ -694,12 +701,13 @@ static int bb_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev
         if (!(t = take_trial(g, ev->trial_id)))
             break;
         if (ev->type == BD_EV_COMPLETED) {
-            trial_observations(g, t, 1, ev->loss);
+            trial_observations(g, t, 1, ev->loss,
+                               isfinite(ev->elapsed_seconds) ? ev->elapsed_seconds : t->last_seconds);
             if (isfinite(ev->loss) && ev->loss < g->best_loss)
                 g->best_loss = ev->loss;
         } else {
             size_t n = epoch_of(g, t->last_step);
-            trial_observations(g, t, 0, NAN);
+            trial_observations(g, t, 0, NAN, t->last_seconds);
             g->stopped++;
             g->epochs_saved += n ? (double)(g->N - n) : 0;
         }

@@ -52,10 +52,17 @@ enum { BD_BO_ACQ_UCB, BD_BO_ACQ_LOGEI };
  *   "code":  0.2 D ln(2t), the BO-BOS authors' code (D coordinates, the
  *            fidelity column counted). */
 typedef struct bd_bo_ucb {
-    int acquisition; /* BD_BO_ACQ_*: option "acquisition" */
-    int multiplier;  /* BD_BO_MULT_* */
-    double delta;    /* the paper's confidence parameter */
+    int acquisition;      /* BD_BO_ACQ_*: option "acquisition" */
+    int multiplier;       /* BD_BO_MULT_* */
+    double delta;         /* the paper's confidence parameter */
+    int cost_aware;       /* option "cost_aware": log EI minus the predicted log cost */
+    double cost_exponent; /* option "cost_exponent": alpha of EI / cost^alpha */
+    int initial;          /* BD_BO_INIT_*: option "initial", the design of the first n_init trials */
+    int warp;             /* BD_BO_WARP_*: option "warp", the loss model's output transform */
 } bd_bo_ucb;
+
+enum { BD_BO_INIT_RANDOM, BD_BO_INIT_SOBOL };
+enum { BD_BO_WARP_NONE, BD_BO_WARP_QUANTILE };
 
 /* Option "acquisition": "ucb" (GP-UCB with the multiplier above; the
  * default of studies stored before the option existed) or "logei", the
@@ -67,15 +74,50 @@ typedef struct bd_bo_ucb {
  * through sigma as for UCB (the hallucinated model). UCB stays the
  * default: log EI did not measure better (tests/bench/README-mf.md). */
 
+/* Option "cost_aware" (false unless given: studies stored before it
+ * existed replay unchanged): expected improvement per second (Snoek,
+ * Larochelle, Adams, NIPS 2012, section 3.2): the score is log EI(x) minus
+ * mu_c(x), the mean of a second GP fitted on the log of the seconds each
+ * observation cost per unit of budget (as workers report elapsed_seconds),
+ * over the d configuration coordinates. Without it the GP drifts to slow
+ * configs (small batches learn more per epoch, so they look better per
+ * trial) and trains fewer of them in the same time. Needs "acquisition":
+ * "logei" (UCB can be negative, so it has no ratio). Until 3 observations
+ * carry a cost the score is plain log EI. The cost model follows the
+ * purity rule below, with its own refit rng (salt ^ BD_BO_COST_SALT).
+ * Option "cost_exponent" alpha in [0, 1] (default 1: Snoek et al.): the
+ * score is log EI - alpha mu_c, i.e. EI / cost^alpha, the form of Lee et
+ * al.'s cost-cooling (CArBO, 2020), which lowers alpha as a known budget
+ * is spent; a study has no known budget, so alpha stays fixed. With
+ * alpha 1 the search can drift to cheap configs that are poor.
+ *
+ * Option "initial": "random" (bd_space_sample, the default of studies stored
+ * before the option existed) or "sobol": trial k < n_init is the k-th point
+ * of a Sobol sequence with a digital shift drawn from the study seed
+ * (server/model/sobol.h), decoded by bd_space_decode: the start covers the
+ * cube evenly instead of by chance.
+ *
+ * Option "warp": "none" (the default of stored studies) or "quantile": the
+ * loss model is fitted on the normal scores of the losses' ranks instead
+ * of the losses (a Gaussian copula, Salinas et al., ICML 2020), so a few
+ * diverged or very bad configs do not set the scale the good region is
+ * modelled on; EI is then computed in those units. */
+
 /* Reads options "acquisition", "multiplier" ("paper" default, or "code")
- * and "delta" (0.1 default, in [1e-9, 0.999999]) with the bd_opt_* helpers. */
+ * and "delta" (0.1 default, in [1e-9, 0.999999]) with the bd_opt_* helpers;
+ * cost_aware off, initial random. */
 int bd_bo_ucb_read(const json_t *options, bd_bo_ucb *out, bd_err *err) BD_MUST_CHECK;
+/* Then, for gp_ucb and bo_bos (rising_bandits has its own "cost_aware"):
+ * options "cost_aware", "initial" and "warp"; cost_aware with "ucb" is BD_EINVAL
+ * (field scheduler.options.cost_aware). */
+int bd_bo_start_cost_read(const json_t *options, bd_bo_ucb *out, bd_err *err) BD_MUST_CHECK;
 
 typedef struct bd_bo_model_options {
     const char *name; /* the scheduler, prefixes error messages; borrowed */
     int fidelity;     /* 1: observations carry the column n/N after the d coordinates */
     uint64_t salt;    /* per scheduler: refits seed their rng from (study seed ^ salt, s) */
     bd_bo_ucb ucb;
+    size_t n_candidates; /* the acquisition's space-filling candidates; 0: bd_acq_options_default's */
 } bd_bo_model_options;
 
 /* An empty model over def's space (def borrowed: it must outlive the
@@ -89,6 +131,16 @@ void bd_bo_model_free(bd_bo_model *m); /* NULL-safe */
  * with the fidelity column), with loss (+INFINITY: diverged). Does not
  * rebuild. */
 void bd_bo_model_add(bd_bo_model *m, const double *x, double fidelity, double loss);
+/* The same, with what it cost: `seconds` reported by the worker (NAN: not
+ * reported) for `units` of budget trained; the cost model (cost_aware)
+ * learns log(seconds / units) when both are positive and finite. */
+void bd_bo_model_add_costed(bd_bo_model *m, const double *x, double fidelity, double loss, double seconds,
+                            double units);
+/* The config of trial number `created` (0-based) of the initial design,
+ * option "initial": a bd_space_sample draw from rng, or the created-th
+ * shifted Sobol point (a function of the study seed and `created` alone).
+ * New reference. */
+json_t *bd_bo_model_initial_config(const bd_bo_model *m, size_t created, bd_rng *rng);
 size_t bd_bo_model_count(const bd_bo_model *m); /* observations added so far */
 
 /* The observation count of the last refit at or before n, following
@@ -144,8 +196,9 @@ int bd_bo_model_next_config(const bd_bo_model *m, const bd_space *space, size_t 
 /* For describe(): the option "multiplier" ("paper" / "code"; static). */
 const char *bd_bo_model_multiplier_name(const bd_bo_model *m);
 /* For describe(): the current model as {training_points, lengthscales (D
- * entries), signal_variance, noise_variance, fitted_at, log_posterior}, or
- * null. New. */
+ * entries), signal_variance, noise_variance, fitted_at, log_posterior,
+ * cost_model}, or null; cost_model is null, or {training_points,
+ * lengthscales (d entries), fitted_at} of the cost GP. New. */
 json_t *bd_bo_model_describe(const bd_bo_model *m);
 
 #endif

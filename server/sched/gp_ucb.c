@@ -15,6 +15,11 @@
  *            number of acquisition candidates, t = the trial's index;
  *   "code":  0.2 d ln(2t), the BO-BOS authors' code (d parameters).
  *
+ * Options acquisition ("logei"), cost_aware (EI per predicted second),
+ * initial (a Sobol start) and warp (a quantile transform of the losses)
+ * are bo_model.h's; a completed trial's cost is its elapsed_seconds over
+ * its budget.
+ *
  * The model, its purity rule (a refit at observation count s sees exactly
  * the first s observations and an rng seeded from (study seed, s), so a
  * replay is bit-identical) and the proposal live in bo_model.h, shared with
@@ -57,7 +62,8 @@ typedef struct gp_ucb {
 
 static int gp_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
-    static const char *const known[] = {"n_init", "max_trials", "multiplier", "delta", "acquisition", NULL};
+    static const char *const known[] = {"n_init",     "max_trials",    "multiplier", "delta", "acquisition",
+                                        "cost_aware", "cost_exponent", "initial",    "warp",  NULL};
     size_t d = bd_space_size(def->space);
     long long n_init, max_trials;
     bd_bo_model_options mo = {.name = "gp_ucb", .fidelity = 0, .salt = 0x67705f7563620001ULL /* "gp_ucb" */};
@@ -69,6 +75,8 @@ static int gp_create(const bd_study_def *def, bd_sched **out, bd_err *err)
         rc = bd_opt_int(def->options, "max_trials", 0, 0, 1000000000LL, &max_trials, err);
     if (!rc)
         rc = bd_bo_ucb_read(def->options, &mo.ucb, err);
+    if (!rc)
+        rc = bd_bo_start_cost_read(def->options, &mo.ucb, err);
     if (!rc)
         rc = bd_bo_model_new(def, &mo, &model, err);
     if (rc)
@@ -103,7 +111,11 @@ static int gp_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out
     bd_rng rng = ctx->rng;
     const bd_gp *gp = bd_bo_model_gp(g->model);
     out->budget = g->def->r_max;
-    if (g->created < g->n_init || !gp) {
+    if (g->created < g->n_init) {
+        out->config = bd_bo_model_initial_config(g->model, (size_t)g->created, &rng);
+        return BD_SUGGEST_TRIAL;
+    }
+    if (!gp) {
         out->config = bd_space_sample(g->def->space, &rng);
         return BD_SUGGEST_TRIAL;
     }
@@ -116,8 +128,8 @@ static int gp_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out
      * later start with point 0, so a best point 0 could start them all). */
     double *starts = bd_xmalloc(4 * g->d * sizeof *starts);
     size_t n_starts = bd_bo_model_best_points(g->model, 4, starts);
-    int rc = bd_bo_model_propose(g->model, (double)(g->created + 1), g->n_pend, run_x, n_starts ? starts : NULL, n_starts,
-                                 &rng, u, err);
+    int rc = bd_bo_model_propose(g->model, (double)(g->created + 1), g->n_pend, run_x, n_starts ? starts : NULL,
+                                 n_starts, &rng, u, err);
     if (!rc)
         out->config = bd_space_decode(g->def->space, u);
     free(run_x);
@@ -174,7 +186,7 @@ static int gp_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev
         take_pending(g, ev->trial_id, &x);
         if (!x)
             break;
-        bd_bo_model_add(g->model, x, 1.0, ev->loss);
+        bd_bo_model_add_costed(g->model, x, 1.0, ev->loss, ev->elapsed_seconds, ev->budget);
         free(x);
         if (!ctx->replay) /* a replay rebuilds once, in replayed() */
             bd_bo_model_rebuild(g->model);

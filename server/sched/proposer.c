@@ -1,21 +1,40 @@
-/* proposer.c: random or TPE proposals of new configs (proposer.h). Results
- * are kept in arrival order, in the coordinates of server/model/tpe.h, with
- * their budget, config and cost; a proposal picks the rows it fits on. */
+/* proposer.c: random, TPE or GP proposals of new configs (proposer.h).
+ * Results are kept in arrival order, in the coordinates of
+ * server/model/tpe.h (and bd_space_encode's unit cube for the GP), with
+ * their budget, config and cost; a TPE proposal picks the rows it fits on;
+ * the GP keeps one bo_model.h model per budget, fed in arrival order, and
+ * rebuilds the one it proposes from when it is stale. */
 #include "proposer.h"
 
+#include <assert.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../model/acq.h"
 #include "../model/tpe.h"
+#include "bo_model.h"
 #include "idmap.h"
 
-enum { SAMPLER_RANDOM, SAMPLER_TPE };
+enum { SAMPLER_RANDOM, SAMPLER_TPE, SAMPLER_GP };
+
+/* The GP's refits at budget b seed their rng from the study seed ^ this ^
+ * the bits of b: a function of the budget alone. */
+#define GP_SALT 0x67705f70726f0001ULL /* "gp_pro" */
+/* The GP's space-filling candidates per proposal (gp_ucb: 2048): ASHA asks
+ * for a new config after nearly every result, thousands per study, so the
+ * search is lighter; the local search from the 4 incumbents and the best
+ * candidates refines either way. */
+#define GP_CANDIDATES 512
+/* At most this many not-promoted configs are hallucinated (the newest):
+ * the hallucinated model costs O((BD_GP_TRAIN_CAP + this)^3). */
+#define GP_MAX_PENDING 64
 
 struct bd_proposer {
-    const bd_space *space; /* borrowed */
+    const bd_study_def *def; /* borrowed: outlives the proposer (the scheduler keeps it) */
+    const bd_space *space;   /* borrowed */
     size_t d;
     int sampler;
     long long n_startup;    /* results a budget needs before TPE fits on it */
@@ -29,9 +48,11 @@ struct bd_proposer {
     double *budget;     /* n */
     double *log_cost;   /* n: log seconds per unit of budget the result cost (NAN: not reported) */
     int64_t *config_id; /* n */
+    double *u;          /* gp: n rows of d unit-cube coordinates (bd_space_encode) */
     size_t n, cap;
-    double *budgets;    /* the distinct budgets seen, increasing, */
-    size_t *at_budget;  /*   and how many results each has */
+    double *budgets;   /* the distinct budgets seen, increasing, */
+    size_t *at_budget; /*   and how many results each has, */
+    bd_bo_model **gp;  /*   and (gp) the model of that budget's results in arrival order */
     size_t n_budgets;
 };
 
@@ -57,7 +78,7 @@ static bd_tpe_dim dim_of(const bd_param *p)
 int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, int multi_fidelity, bd_proposer **out,
                        bd_err *err)
 {
-    static const char *const samplers[] = {"random", "tpe", NULL};
+    static const char *const samplers[] = {"random", "tpe", "gp", NULL};
     const json_t *o = def->options;
     const char *sampler;
     long long n_startup, n_cand;
@@ -77,17 +98,20 @@ int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, int mu
          * group is absent, away from the optimum. */
         (rc = bd_opt_number(o, "prior_weight", multi_fidelity ? 1e-3 : 1.0, 1e-6, 100.0, &prior_weight, err)) ||
         (rc = bd_opt_bool(o, "multivariate", multi_fidelity, &multivariate, err)) ||
-        (rc = bd_opt_number(o, "random_fraction", multi_fidelity ? 1.0 / 3.0 : 0.0, 0.0, 1.0, &random_fraction,
-                            err)) ||
+        (rc = bd_opt_number(o, "random_fraction", multi_fidelity ? 1.0 / 3.0 : 0.0, 0.0, 1.0, &random_fraction, err)) ||
         (rc = bd_opt_bool(o, "cost_aware", 1, &cost_aware, err)))
         return rc;
     if (strcmp(sampler, "tpe") == 0 && bd_space_size(def->space) > BD_TPE_MAX_DIM)
         return bd_err_set(err, BD_EINVAL, "parameters", "the tpe sampler handles at most %d parameters, not %zu",
                           BD_TPE_MAX_DIM, bd_space_size(def->space));
+    if (strcmp(sampler, "gp") == 0 && bd_space_size(def->space) > BD_ACQ_MAX_DIM)
+        return bd_err_set(err, BD_EINVAL, "parameters", "the gp sampler handles at most %d parameters, not %zu",
+                          BD_ACQ_MAX_DIM, bd_space_size(def->space));
     bd_proposer *p = bd_xcalloc(1, sizeof *p);
+    p->def = def;
     p->space = def->space;
     p->d = bd_space_size(def->space);
-    p->sampler = strcmp(sampler, "tpe") == 0 ? SAMPLER_TPE : SAMPLER_RANDOM;
+    p->sampler = strcmp(sampler, "tpe") == 0 ? SAMPLER_TPE : strcmp(sampler, "gp") == 0 ? SAMPLER_GP : SAMPLER_RANDOM;
     p->n_startup = n_startup;
     p->random_fraction = random_fraction;
     p->cost_aware = cost_aware;
@@ -116,6 +140,10 @@ void bd_proposer_free(bd_proposer *p)
     free(p->budget);
     free(p->log_cost);
     free(p->config_id);
+    free(p->u);
+    for (size_t i = 0; p->gp && i < p->n_budgets; i++)
+        bd_bo_model_free(p->gp[i]);
+    free(p->gp);
     free(p->budgets);
     free(p->at_budget);
     free(p->dims);
@@ -124,10 +152,33 @@ void bd_proposer_free(bd_proposer *p)
 
 const char *bd_proposer_sampler(const bd_proposer *p)
 {
-    return p->sampler == SAMPLER_TPE ? "tpe" : "random";
+    return p->sampler == SAMPLER_TPE ? "tpe" : p->sampler == SAMPLER_GP ? "gp" : "random";
 }
 
-static void count_budget(bd_proposer *p, double budget)
+/* The GP of one budget's results: log EI (per predicted second with
+ * cost_aware), refits salted by the budget. */
+static bd_bo_model *gp_model_new(const bd_proposer *p, double budget)
+{
+    uint64_t bits;
+    memcpy(&bits, &budget, sizeof bits);
+    bd_bo_model_options mo = {
+        .name = "gp sampler", .fidelity = 0, .salt = GP_SALT ^ bits, .n_candidates = GP_CANDIDATES};
+    mo.ucb.acquisition = BD_BO_ACQ_LOGEI;
+    mo.ucb.multiplier = BD_BO_MULT_PAPER;
+    mo.ucb.delta = 0.1;
+    mo.ucb.cost_aware = p->cost_aware;
+    mo.ucb.cost_exponent = 1.0;
+    mo.ucb.initial = BD_BO_INIT_RANDOM;
+    bd_bo_model *m = NULL;
+    bd_err err;
+    int rc = bd_bo_model_new(p->def, &mo, &m, &err);
+    assert(rc == 0); /* the only failure, too many parameters, was refused in bd_proposer_create */
+    (void)rc;
+    return m;
+}
+
+/* Counts a result at budget; returns the index of budget in budgets[]. */
+static size_t count_budget(bd_proposer *p, double budget)
 {
     size_t i = 0;
     while (i < p->n_budgets && p->budgets[i] < budget)
@@ -137,11 +188,17 @@ static void count_budget(bd_proposer *p, double budget)
         p->at_budget = bd_xrealloc(p->at_budget, (p->n_budgets + 1) * sizeof *p->at_budget);
         memmove(&p->budgets[i + 1], &p->budgets[i], (p->n_budgets - i) * sizeof *p->budgets);
         memmove(&p->at_budget[i + 1], &p->at_budget[i], (p->n_budgets - i) * sizeof *p->at_budget);
+        if (p->sampler == SAMPLER_GP) {
+            p->gp = bd_xrealloc(p->gp, (p->n_budgets + 1) * sizeof *p->gp);
+            memmove(&p->gp[i + 1], &p->gp[i], (p->n_budgets - i) * sizeof *p->gp);
+            p->gp[i] = gp_model_new(p, budget);
+        }
         p->n_budgets++;
         p->budgets[i] = budget;
         p->at_budget[i] = 0;
     }
     p->at_budget[i]++;
+    return i;
 }
 
 void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, double budget, double loss,
@@ -161,7 +218,11 @@ void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, do
         p->budget = bd_xrealloc(p->budget, p->cap * sizeof *p->budget);
         p->log_cost = bd_xrealloc(p->log_cost, p->cap * sizeof *p->log_cost);
         p->config_id = bd_xrealloc(p->config_id, p->cap * sizeof *p->config_id);
+        if (p->sampler == SAMPLER_GP)
+            p->u = bd_xrealloc(p->u, p->cap * p->d * sizeof *p->u);
     }
+    if (p->sampler == SAMPLER_GP)
+        memcpy(p->u + p->n * p->d, unit, p->d * sizeof *unit);
     double *row = p->x + p->n * p->d;
     for (size_t i = 0; i < p->d; i++) {
         const bd_param *par = bd_space_param(p->space, i);
@@ -178,7 +239,9 @@ void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, do
     p->log_cost[p->n] = seconds > 0 && units > 0 && isfinite(seconds / units) ? log(seconds / units) : NAN;
     p->config_id[p->n] = config_id;
     p->n++;
-    count_budget(p, budget);
+    size_t bi = count_budget(p, budget);
+    if (p->sampler == SAMPLER_GP) /* the model rebuilds when a proposal needs it */
+        bd_bo_model_add_costed(p->gp[bi], unit, 1.0, p->loss[p->n - 1], seconds, units);
     free(unit);
 }
 
@@ -256,11 +319,53 @@ static size_t fit_rows(const bd_proposer *p, double b, size_t *rows, unsigned ch
     return m;
 }
 
-json_t *bd_proposer_propose(const bd_proposer *p, bd_rng *rng)
+/* A GP proposal at budget b: log EI (per predicted second with
+ * cost_aware) from the model of b's results, with the newest
+ * GP_MAX_PENDING configs known only below b (not promoted to b, or still
+ * on their way) hallucinated at b, as GP-BUCB does with running trials:
+ * ASHA and Hyperband ask for many new configs between two results at b,
+ * and without them every one of those proposals would be the same argmax.
+ * NULL when the model cannot propose (the caller draws at random). */
+static json_t *gp_propose(bd_proposer *p, double b, bd_rng *rng)
 {
-    double b = p->sampler == SAMPLER_TPE ? model_budget(p) : -1;
+    size_t bi = 0;
+    while (p->budgets[bi] != b)
+        bi++;
+    bd_bo_model *m = p->gp[bi];
+    if (!bd_bo_model_current(m, bd_bo_model_count(m))) /* a pure function of b's results: see bo_model.h */
+        bd_bo_model_rebuild(m);
+    if (!bd_bo_model_gp(m))
+        return NULL;
+    size_t *rows = bd_xmalloc((p->n ? p->n : 1) * sizeof *rows), n_pend = 0;
+    unsigned char *below = bd_xcalloc(p->n ? p->n : 1, 1);
+    size_t rn = fit_rows(p, b, rows, below);
+    const double **run_x = bd_xmalloc(GP_MAX_PENDING * sizeof *run_x);
+    for (size_t k = rn; k-- > 0 && n_pend < GP_MAX_PENDING;)
+        if (below[k])
+            run_x[n_pend++] = p->u + rows[k] * p->d;
+    double *u = bd_xmalloc(p->d * sizeof *u), *starts = bd_xmalloc(4 * p->d * sizeof *starts);
+    size_t n_starts = bd_bo_model_best_points(m, 4, starts);
+    bd_err err;
+    json_t *config = NULL;
+    if (!bd_bo_model_propose(m, (double)(p->n + 1), n_pend, run_x, n_starts ? starts : NULL, n_starts, rng, u, &err))
+        config = bd_space_decode(p->space, u);
+    free(u);
+    free(starts);
+    free(run_x);
+    free(rows);
+    free(below);
+    return config;
+}
+
+json_t *bd_proposer_propose(bd_proposer *p, bd_rng *rng)
+{
+    double b = p->sampler != SAMPLER_RANDOM ? model_budget(p) : -1;
     if (b < 0 || (p->random_fraction > 0 && bd_rng_uniform(rng) < p->random_fraction))
         return bd_space_sample(p->space, rng);
+    if (p->sampler == SAMPLER_GP) {
+        json_t *config = gp_propose(p, b, rng);
+        return config ? config : bd_space_sample(p->space, rng);
+    }
     size_t *rows = bd_xmalloc(p->n * sizeof *rows);
     unsigned char *known_bad = bd_xcalloc(p->n, 1);
     size_t m = fit_rows(p, b, rows, known_bad);
@@ -305,7 +410,7 @@ json_t *bd_proposer_describe(const bd_proposer *p)
         snprintf(key, sizeof key, "%g", p->budgets[i]);
         json_object_set_new(results, key, json_integer((json_int_t)p->at_budget[i]));
     }
-    double b = p->sampler == SAMPLER_TPE ? model_budget(p) : -1;
+    double b = p->sampler != SAMPLER_RANDOM ? model_budget(p) : -1;
     return json_pack("{s:s, s:o, s:o}", "sampler", bd_proposer_sampler(p), "results", results, "model_budget",
                      b >= 0 ? json_real(b) : json_null());
 }

@@ -12,6 +12,15 @@
  *   rank below those that were). A fraction random_fraction of proposals
  *   stays random (BOHB keeps 1/3), so the worst case stays that of random
  *   search / Hyperband.
+ * - "gp": a Gaussian process (bo_model.h's engine: Matérn-5/2 ARD, refits
+ *   on bd_gp_refit_due's schedule) fitted on the results at the same
+ *   budget TPE would use, proposing the argmax of log expected improvement
+ *   over the best loss at that budget (per predicted second with
+ *   cost_aware, from a second GP on the log seconds per unit of budget).
+ *   The configs with results only below that budget are hallucinated at it
+ *   (GP-BUCB: they lower the variance, not the mean), so the many new
+ *   configs ASHA and Hyperband ask for between two results at the model's
+ *   budget are not all the same point. The same random_fraction applies.
  *
  * Options (shared by every scheduler that takes a proposer; each reads them
  * with bd_proposer_create and lists BD_PROPOSER_OPTIONS among its known
@@ -25,13 +34,22 @@
  *
  * Purity (sched.h): the proposer's state is the list of results it was
  * given (bd_proposer_add, from COMPLETED events), in arrival order; a
- * proposal is a pure function of that list and the rng. Nothing is fitted
- * between proposals, so a replay needs no hook.
+ * proposal is a pure function of that list and the rng. TPE fits nothing
+ * between proposals. The GP keeps, per budget, a model that a proposal
+ * rebuilds when it is stale; by bo_model.h's refit rule the model of the
+ * first k results at a budget is a function of those k results alone
+ * (hyperparameters fitted at the refit point from the prior mean with an
+ * rng seeded from the study seed and the budget), whenever it is rebuilt,
+ * so a replay needs no hook either.
  *
  * Cost: a proposal is O(N) over all N results to pick the rows, plus
  * O(n log n + 24 n d) for the n <= 2 BD_PROPOSER_WINDOW rows it fits on
  * (the newest; the best at the model's budget are always kept). Memory:
- * d + 4 numbers per result. */
+ * d + 4 numbers per result. GP: a stale model's rebuild O(cap^3) (plus a
+ * refit on the O(log n) refit points), the hallucinated model
+ * O((cap + 64)^3) and the acquisition's search O(candidates x cap^2), as
+ * gp_ucb's suggest (~20 ms at cap 192, 8 parameters); 3 d + 4 numbers per
+ * result. */
 #ifndef BD_PROPOSER_H
 #define BD_PROPOSER_H
 
@@ -40,8 +58,8 @@
 #include "sched.h"
 
 /* Option keys a scheduler with a proposer must accept (for bd_opt_known). */
-#define BD_PROPOSER_OPTIONS                                                                                  \
-    "sampler", "n_startup_trials", "n_ei_candidates", "gamma", "prior_weight", "multivariate", "random_fraction", \
+#define BD_PROPOSER_OPTIONS                                                                                            \
+    "sampler", "n_startup_trials", "n_ei_candidates", "gamma", "prior_weight", "multivariate", "random_fraction",      \
         "cost_aware"
 
 /* At most this many results of one budget are fitted on: the best
@@ -59,7 +77,7 @@ int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, int mu
                        bd_err *err) BD_MUST_CHECK;
 void bd_proposer_free(bd_proposer *p); /* NULL-safe */
 
-/* The sampler's name (static): "random" or "tpe". */
+/* The sampler's name (static): "random", "tpe" or "gp". */
 const char *bd_proposer_sampler(const bd_proposer *p);
 
 /* Takes in one result: config number config_id (borrowed config) reached
@@ -70,8 +88,10 @@ const char *bd_proposer_sampler(const bd_proposer *p);
 void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, double budget, double loss,
                      double seconds, double units);
 
-/* A new config (new reference). Does not change p. */
-json_t *bd_proposer_propose(const bd_proposer *p, bd_rng *rng);
+/* A new config (new reference). Changes nothing but the GP's cache: the
+ * model of the budget it proposes from, rebuilt when stale (a pure
+ * function of the results, see Purity). */
+json_t *bd_proposer_propose(bd_proposer *p, bd_rng *rng);
 
 /* {"sampler", "results": {budget: count, ...}, "model_budget": b|null} for
  * describe(). New reference. */

@@ -68,7 +68,53 @@ BANDITD_METHODS = {
                                  "cost_aware": False}),
     "asha_hb": ("asha", {"eta": 3, "sampler": "random", "brackets": 4, "promotion": "current"}),
     "asha_pred": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "predicted"}),
+    # issue 14, the GP: expected improvement per predicted second
+    # (cost_aware) and shorter or space-filling starts. "n_init": "2d" /
+    # "d+1" is resolved per table (d parameters; gp_ucb's old default is
+    # max(2 d, 4)).
+    "gp_logei_cost": ("gp_ucb", {"acquisition": "logei", "cost_aware": True, "n_init": "2d", "initial": "random"}),
+    "gp_logei_d1": ("gp_ucb", {"acquisition": "logei", "cost_aware": False, "n_init": "d+1", "initial": "random"}),
+    "gp_logei_sobol": ("gp_ucb", {"acquisition": "logei", "cost_aware": False, "n_init": "d+1",
+                                  "initial": "sobol"}),
+    "gp_logei_cost_d1": ("gp_ucb", {"acquisition": "logei", "cost_aware": True, "n_init": "d+1",
+                                    "initial": "random"}),
+    "gp_logei_cost_sobol": ("gp_ucb", {"acquisition": "logei", "cost_aware": True, "n_init": "d+1",
+                                       "initial": "sobol"}),
+    # the GP as the sampler of Hyperband and ASHA (option "sampler": "gp")
+    "hb_gp": ("hyperband", {"eta": 3, "iterations": 0, "sampler": "gp", "cost_aware": True}),
+    "asha_gp": ("asha", {"eta": 3, "sampler": "gp", "brackets": 1, "promotion": "current", "cost_aware": True}),
+    "asha_pred_gp": ("asha", {"eta": 3, "sampler": "gp", "brackets": 1, "promotion": "predicted",
+                              "cost_aware": True}),
+    "asha_pred_tpe": ("asha", {"eta": 3, "sampler": "tpe", "brackets": 1, "promotion": "predicted",
+                               "cost_aware": True}),
+    "gp_logei_q": ("gp_ucb", {"acquisition": "logei", "cost_aware": False, "n_init": "2d", "initial": "random",
+                              "warp": "quantile"}),
+    "gp_logei_cost_half": ("gp_ucb", {"acquisition": "logei", "cost_aware": True, "cost_exponent": 0.5, "n_init": "2d",
+                                      "initial": "random", "warp": "none"}),
+    "gp_logei_cost_half_q": ("gp_ucb", {"acquisition": "logei", "cost_aware": True, "cost_exponent": 0.5,
+                                        "n_init": "2d", "initial": "random", "warp": "quantile"}),
+    "gp_logei_cost_q": ("gp_ucb", {"acquisition": "logei", "cost_aware": True, "n_init": "2d", "initial": "random",
+                                   "warp": "quantile"}),
+    "gp_logei_cost_d1_q": ("gp_ucb", {"acquisition": "logei", "cost_aware": True, "n_init": "d+1",
+                                      "initial": "random", "warp": "quantile"}),
+    "gp_logei_cost_sobol_q": ("gp_ucb", {"acquisition": "logei", "cost_aware": True, "n_init": "d+1",
+                                         "initial": "sobol", "warp": "quantile"}),
+    "bo_bos_logei_cost": ("bo_bos", {"acquisition": "logei", "cost_aware": True, "n_init": 6, "initial": "random"}),
+    "bo_bos_logei_cost_half_q": ("bo_bos", {"acquisition": "logei", "cost_aware": True, "cost_exponent": 0.5,
+                                            "n_init": 6, "initial": "random", "warp": "quantile"}),
+    "bo_bos_logei_cost_sobol": ("bo_bos", {"acquisition": "logei", "cost_aware": True, "n_init": "d+1",
+                                           "initial": "sobol"}),
 }
+
+
+def resolve_options(options, d):
+    """The options with "n_init": "2d" / "d+1" made numbers for d parameters."""
+    out = dict(options)
+    if out.get("n_init") == "2d":
+        out["n_init"] = max(2 * d, 4)
+    elif out.get("n_init") == "d+1":
+        out["n_init"] = d + 1
+    return out
 OPTUNA_METHODS = ("tpe", "tpe_hyperband", "tpe_median")
 # Simulated seconds at W = 1: about 80 full 50-epoch trainings of an average
 # row (mean recorded seconds: SGD 2.44, MLP 1.23, Fashion-MNIST MLP 4.91).
@@ -169,7 +215,8 @@ class BanditdDriver:
             "parameters": table.space(),
             "objective": {"metric": "val_error", "goal": "minimize", "bounds": [0, 1]},
             "resource": {"name": "epochs", "min": 1, "max": table.epochs, "integer": True},
-            "scheduler": {"name": BANDITD_METHODS[method][0], "options": BANDITD_METHODS[method][1]},
+            "scheduler": {"name": BANDITD_METHODS[method][0],
+                          "options": resolve_options(BANDITD_METHODS[method][1], len(table.params))},
             "seed": seed,
             "lease_seconds": 86400,
         }

@@ -24,8 +24,11 @@ from bobos_report import best_at, figure_grid, first_time, fmt_q, load, quartile
 from curve_table import CurveTable  # noqa: E402
 
 ORDER = ["tpe", "tpe_hyperband", "tpe_median", "random", "bd_tpe", "bd_tpe_nocost", "bd_tpe_mv", "gp_ucb",
-         "gp_logei", "bo_bos", "bo_bos_logei", "hyperband", "bohb", "bohb_nocost", "asha", "asha_tpe",
-         "asha_tpe_nocost", "asha_hb", "asha_pred"]
+         "gp_logei", "gp_logei_d1", "gp_logei_sobol", "gp_logei_q", "gp_logei_cost", "gp_logei_cost_d1",
+         "gp_logei_cost_sobol", "gp_logei_cost_half", "gp_logei_cost_half_q", "gp_logei_cost_q",
+         "gp_logei_cost_d1_q", "gp_logei_cost_sobol_q", "bo_bos", "bo_bos_logei", "bo_bos_logei_cost",
+         "bo_bos_logei_cost_half_q", "bo_bos_logei_cost_sobol", "hyperband", "hb_gp", "bohb", "bohb_nocost", "asha", "asha_tpe",
+         "asha_tpe_nocost", "asha_hb", "asha_pred", "asha_gp", "asha_pred_gp", "asha_pred_tpe"]
 LABEL = {
     "tpe": "Optuna TPE", "tpe_hyperband": "Optuna TPE + HyperbandPruner", "tpe_median": "Optuna TPE + MedianPruner",
     "random": "random", "bd_tpe": "tpe", "bd_tpe_nocost": "tpe, cost_aware false",
@@ -35,6 +38,21 @@ LABEL = {
     "asha": "asha, random, 1 bracket, current loss", "asha_tpe": "asha, tpe sampler",
     "asha_tpe_nocost": "asha, tpe, cost_aware false", "asha_hb": "asha, 4 brackets (asynchronous Hyperband)",
     "asha_pred": "asha, promotion by predicted loss",
+    "gp_logei_d1": "gp_ucb, LogEI, n_init d+1", "gp_logei_sobol": "gp_ucb, LogEI, n_init d+1 Sobol",
+    "gp_logei_cost": "gp_ucb, LogEI per second", "gp_logei_cost_d1": "gp_ucb, LogEI per second, n_init d+1",
+    "gp_logei_cost_sobol": "gp_ucb, LogEI per second, n_init d+1 Sobol",
+    "bo_bos_logei_cost": "bo_bos, LogEI per second",
+    "bo_bos_logei_cost_half_q": "bo_bos, LogEI per sqrt(second), quantile warp",
+    "gp_logei_q": "gp_ucb, LogEI, quantile warp",
+    "gp_logei_cost_half": "gp_ucb, LogEI per sqrt(second)",
+    "gp_logei_cost_half_q": "gp_ucb, LogEI per sqrt(second), quantile warp",
+    "gp_logei_cost_q": "gp_ucb, LogEI per second, quantile warp",
+    "gp_logei_cost_d1_q": "gp_ucb, LogEI per second, quantile warp, n_init d+1",
+    "gp_logei_cost_sobol_q": "gp_ucb, LogEI per second, quantile warp, n_init d+1 Sobol",
+    "hb_gp": "hyperband, gp sampler", "asha_gp": "asha, gp sampler",
+    "asha_pred_gp": "asha, gp sampler, promotion by predicted loss",
+    "asha_pred_tpe": "asha, tpe sampler, promotion by predicted loss",
+    "bo_bos_logei_cost_sobol": "bo_bos, LogEI per second, n_init d+1 Sobol",
 }
 PEER = "tpe"
 DEFAULT_ASHA = "asha_pred"  # what a new asha study runs (asha_new_study_defaults)

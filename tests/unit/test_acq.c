@@ -256,6 +256,9 @@ Test(acq, log_ei_matches_high_precision_values_far_into_the_tail)
         {0.0, 1.0, 0.5, -5.4619307044770595},     {0.0, 10.0, 1.0, -55.553122036122356},
         {0.0, 40.0, 1.0, -808.29856835661996},    {0.0, 1000.0, 1.0, -500014.73445209116},
         {2.0, -1.0, 0.3, 1.0986122886681097},
+        /* far on the good side (z = 40, 100): log(best - mu); GSL's default
+         * handler (on in this binary) aborted here before */
+        {4.0, 0.0, 0.1, 1.3862943611198906},      {1.0, 0.0, 0.01, 0.0},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         double got = bd_acq_log_ei(v[i].best, v[i].mu, v[i].sd);

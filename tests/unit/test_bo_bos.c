@@ -299,6 +299,8 @@ Test(bo_bos, options_are_validated)
         const char *field;
     } bad[] = {
         {"{\"multiplier\": \"huge\"}", 50, "scheduler.options.multiplier"},
+        {"{\"cost_aware\": true}", 50, "scheduler.options.cost_aware"}, /* needs logei */
+        {"{\"initial\": \"lhs\"}", 50, "scheduler.options.initial"},
         {"{\"n0\": 1}", 50, "scheduler.options.n0"},
         {"{\"n0\": 50}", 50, "scheduler.options.n0"},
         {"{\"kappa\": 0.5}", 50, "scheduler.options.kappa"},
@@ -509,5 +511,33 @@ Test(bo_bos, max_trials_waits_then_is_done)
     hn_complete(&h, a, 0.5);
     hn_fail(&h, b);
     cr_expect_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_DONE);
+    hn_close(&h);
+}
+
+/* cost_aware: each ended trial's seconds per epoch (the completion's
+ * elapsed_seconds over N, or a stopped trial's last measured seconds over
+ * its epochs) feed the cost model; a replay gives the same next
+ * suggestions. Sobol start included. */
+Test(bo_bos, cost_aware_learns_seconds_per_epoch_and_replays)
+{
+    hn h;
+    open_ok(&h, space1, "{\"n_init\": 3, \"acquisition\": \"logei\", \"cost_aware\": true, \"initial\": \"sobol\", "
+                  "\"warp\": \"quantile\"}",
+            10);
+    for (int i = 0; i < 8; i++) {
+        int64_t id = new_trial(&h);
+        double x = json_number_value(json_object_get(hn_get(&h, id)->config, "x"));
+        hn_complete_seconds(&h, id, 0.1 + 0.5 * (x - 0.3) * (x - 0.3), 10 * exp(2 * x));
+    }
+    json_t *d = hn_describe(&h);
+    const json_t *cm = json_object_get(json_object_get(d, "model"), "cost_model");
+    cr_assert(json_is_object(cm), "no cost model");
+    cr_expect_eq(json_integer_value(json_object_get(cm, "training_points")), 8);
+    json_decref(d);
+    int64_t open_id = new_trial(&h); /* one still running */
+    (void)open_id;
+    bd_sched *r = hn_replay(&h);
+    cr_expect(hn_same_next(&h, r, 3), "replay differs");
+    BB->destroy(r);
     hn_close(&h);
 }

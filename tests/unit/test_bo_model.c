@@ -55,6 +55,7 @@ static bd_bo_model *new_model(const fixture *f, int fidelity)
     bd_bo_model *m = NULL;
     bd_err err;
     cr_assert_eq(bd_bo_ucb_read(f->options, &o.ucb, &err), 0);
+    cr_assert_eq(bd_bo_start_cost_read(f->options, &o.ucb, &err), 0, "%s", err.message);
     cr_assert_eq(bd_bo_model_new(&f->def, &o, &m, &err), 0, "%s", err.message);
     return m;
 }
@@ -255,6 +256,85 @@ Test(bo_model, start_points_are_distinct_when_point_0_is_the_best)
     double few[4 * 2];
     cr_expect_eq(bd_bo_model_best_points(m, 2, few), 2);
     cr_expect(few[0] == 0.1 && few[2] == 0.9, "the best two distinct points");
+    bd_bo_model_free(m);
+    close_def(&f);
+}
+
+/* cost_aware: the cost model (log seconds per unit over the d coordinates)
+ * follows the same purity rule: rebuilt after every observation or once,
+ * it is the same, refits included; observations without seconds are left
+ * out of it, and below 3 costed observations there is none. */
+Test(bo_model, cost_model_rebuilt_after_every_observation_equals_rebuilt_once)
+{
+    fixture f;
+    open_def(&f, space2);
+    json_object_set_new(f.options, "acquisition", json_string("logei"));
+    json_object_set_new(f.options, "cost_aware", json_true());
+    bd_bo_model *live = new_model(&f, 0), *replay = new_model(&f, 0);
+    size_t costed = 0;
+    for (size_t i = 0; i < 25; i++) {
+        double x[2], loss;
+        observation(i, x, &loss);
+        double seconds = i % 5 == 2 ? NAN : exp(3 * x[0]) * 4; /* 4 units of budget */
+        costed += !isnan(seconds);
+        bd_bo_model_add_costed(live, x, 1.0, loss, seconds, 4);
+        bd_bo_model_add_costed(replay, x, 1.0, loss, seconds, 4);
+        bd_bo_model_rebuild(live);
+        if (i == 2) { /* 2 costs so far: no cost model yet */
+            json_t *d = bd_bo_model_describe(live);
+            cr_expect(json_is_null(json_object_get(d, "cost_model")), "a cost model from 2 costs");
+            json_decref(d);
+        }
+    }
+    bd_bo_model_rebuild(replay);
+    char *a = describe(live), *b = describe(replay);
+    cr_expect_str_eq(a, b);
+    json_t *d = bd_bo_model_describe(live);
+    const json_t *cm = json_object_get(d, "cost_model");
+    cr_assert(json_is_object(cm), "%s", a);
+    cr_expect_eq(json_integer_value(json_object_get(cm, "training_points")), (json_int_t)costed);
+    cr_expect_eq(json_integer_value(json_object_get(cm, "fitted_at")), 21);
+    /* the cost grows with x only: its length scale in x is the shorter */
+    const json_t *ls = json_object_get(cm, "lengthscales");
+    cr_expect_lt(json_real_value(json_array_get(ls, 0)), json_real_value(json_array_get(ls, 1)), "%s", a);
+    json_decref(d);
+    free(a);
+    free(b);
+    bd_bo_model_free(live);
+    bd_bo_model_free(replay);
+    close_def(&f);
+}
+
+/* "warp": "quantile": the model holds the normal scores of the losses'
+ * ranks, Phi^-1((rank + 1/2) / n) (a diverged run ranks with the worst
+ * finite loss, ties share their mean rank), so the best observation keeps
+ * the lowest value and one huge loss does not stretch the scale. Fixed
+ * vector for n = 5: ranks 2, 3.5, 0, 1, 3.5. */
+Test(bo_model, quantile_warp_fits_normal_scores_of_ranks)
+{
+    fixture f;
+    open_def(&f, space2);
+    json_object_set_new(f.options, "warp", json_string("quantile"));
+    bd_bo_model *m = new_model(&f, 0);
+    static const double loss[] = {0.3, 1e6, 0.1, 0.2, INFINITY};
+    static const double want[] = {0.0, 0.8416212335729143, -1.2815515655446004, -0.5244005127080407,
+                                  0.8416212335729143};
+    for (size_t i = 0; i < 5; i++) {
+        double x[2] = {0.1 + 0.2 * (double)i, 0.5};
+        bd_bo_model_add(m, x, 1.0, loss[i]);
+    }
+    bd_bo_model_rebuild(m);
+    const bd_gp *gp = bd_bo_model_gp(m);
+    cr_assert_not_null(gp);
+    double mean, scale;
+    bd_gp_standardization(gp, &mean, &scale);
+    for (size_t k = 0; k < bd_gp_size(gp); k++) {
+        size_t i = bd_gp_id(gp, k);
+        double y = bd_gp_y(gp, k);
+        if (fabs(y - want[i]) > 1e-9 && fabs(mean + scale * y - want[i]) > 1e-9)
+            cr_expect(0, "observation %zu: held %.17g (standardised by %g, %g), want %.17g", i, y, mean, scale,
+                      want[i]);
+    }
     bd_bo_model_free(m);
     close_def(&f);
 }

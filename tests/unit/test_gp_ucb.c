@@ -98,8 +98,11 @@ Test(gp_ucb, parallel_workers_get_distinct_spread_points)
  * either acquisition. */
 Test(gp_ucb, replay_gives_the_same_next_suggestions)
 {
-    static const char *const options[] = {"{\"n_init\": 5}", "{\"n_init\": 5, \"acquisition\": \"logei\"}"};
-    for (size_t k = 0; k < 2; k++) {
+    static const char *const options[] = {
+        "{\"n_init\": 5}", "{\"n_init\": 5, \"acquisition\": \"logei\"}",
+        "{\"n_init\": 5, \"acquisition\": \"logei\", \"cost_aware\": true, \"initial\": \"sobol\", "
+        "\"warp\": \"quantile\"}"};
+    for (size_t k = 0; k < 3; k++) {
         hn h;
         open_ok(&h, GP, space2, options[k]);
         h.check_pure = 0;
@@ -108,12 +111,21 @@ Test(gp_ucb, replay_gives_the_same_next_suggestions)
             cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
             double loss;
             bowl(&h, hn_get(&h, id), NULL, &loss);
+            double x = json_number_value(json_object_get(hn_get(&h, id)->config, "x"));
             if (i % 7 == 3)
                 hn_fail(&h, id);
             else if (i % 9 == 4)
                 hn_complete(&h, id, INFINITY); /* diverged */
+            else if (i % 4 == 1)
+                hn_complete(&h, id, loss); /* no seconds reported */
             else
-                hn_complete(&h, id, loss);
+                hn_complete_seconds(&h, id, loss, 1 + 3 * x);
+        }
+        if (k == 2) {
+            json_t *d = hn_describe(&h);
+            cr_expect(json_is_object(json_object_get(json_object_get(d, "model"), "cost_model")),
+                      "cost_aware: describe shows the cost model");
+            json_decref(d);
         }
         int64_t open_id;
         cr_assert_eq(hn_suggest(&h, 0, &open_id), BD_SUGGEST_TRIAL); /* one still running */
@@ -153,6 +165,120 @@ Test(gp_ucb, survives_mixed_conditional_spaces_and_degenerate_values)
     hn_close(&h);
 }
 
+/* The loss does not depend on x, the seconds grow as exp(5 x): with
+ * cost_aware the proposals after the random start go to small x (EI per
+ * second), without it they do not. Four seeds, in the same run. */
+Test(gp_ucb, cost_aware_proposes_cheap_configs_when_losses_tie)
+{
+    double mean_x[2] = {0, 0};
+    int count[2] = {0, 0};
+    for (int cost = 0; cost <= 1; cost++)
+        for (int seed = 0; seed < 4; seed++) {
+            hn h;
+            open_ok(&h, GP, space2,
+                    cost ? "{\"n_init\": 6, \"acquisition\": \"logei\", \"cost_aware\": true}"
+                         : "{\"n_init\": 6, \"acquisition\": \"logei\"}");
+            h.def.seed = 700 + (uint64_t)seed;
+            h.check_pure = 0;
+            for (int i = 0; i < 30; i++) {
+                int64_t id;
+                cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+                const json_t *c = hn_get(&h, id)->config;
+                double x = json_number_value(json_object_get(c, "x"));
+                double y = json_number_value(json_object_get(c, "y"));
+                hn_complete_seconds(&h, id, 2 * (y - 0.2) * (y - 0.2), exp(5 * x));
+                if (i >= 6) {
+                    mean_x[cost] += x;
+                    count[cost]++;
+                }
+            }
+            hn_close(&h);
+        }
+    mean_x[0] /= count[0];
+    mean_x[1] /= count[1];
+    cr_expect_lt(mean_x[1], 0.25, "cost_aware: mean x of the model's proposals %g", mean_x[1]);
+    cr_expect_lt(mean_x[1] + 0.15, mean_x[0], "mean x with cost_aware %g, without %g", mean_x[1], mean_x[0]);
+}
+
+/* EI / cost^alpha: alpha 0 is plain EI (the cost model is fitted but
+ * weighs nothing), so the proposals are those of cost_aware false, bit for
+ * bit; alpha 1/2 lands between alpha 0 and 1 on the mean x of the
+ * previous test's setting. */
+static double cost_run(const char *options, uint64_t seed, double *xs, int n)
+{
+    hn h;
+    open_ok(&h, GP, space2, options);
+    h.def.seed = seed;
+    h.check_pure = 0;
+    double mean = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t id;
+        cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+        const json_t *c = hn_get(&h, id)->config;
+        double x = json_number_value(json_object_get(c, "x"));
+        double y = json_number_value(json_object_get(c, "y"));
+        hn_complete_seconds(&h, id, 2 * (y - 0.2) * (y - 0.2), exp(5 * x));
+        xs[i] = x;
+        mean += i >= 6 ? x / (n - 6) : 0;
+    }
+    hn_close(&h);
+    return mean;
+}
+
+Test(gp_ucb, cost_exponent_scales_the_cost_penalty)
+{
+    double a[20], b[20], c[30];
+    cost_run("{\"n_init\": 6, \"acquisition\": \"logei\"}", 9, a, 20);
+    cost_run("{\"n_init\": 6, \"acquisition\": \"logei\", \"cost_aware\": true, \"cost_exponent\": 0}", 9, b, 20);
+    cr_expect(memcmp(a, b, sizeof a) == 0, "alpha 0 differs from plain log EI");
+    double m[3] = {0, 0, 0};
+    static const char *const opts[3] = {
+        "{\"n_init\": 6, \"acquisition\": \"logei\"}",
+        "{\"n_init\": 6, \"acquisition\": \"logei\", \"cost_aware\": true, \"cost_exponent\": 0.5}",
+        "{\"n_init\": 6, \"acquisition\": \"logei\", \"cost_aware\": true}"};
+    for (int k = 0; k < 3; k++)
+        for (uint64_t seed = 0; seed < 4; seed++)
+            m[k] += cost_run(opts[k], 700 + seed, c, 30) / 4;
+    cr_expect(m[2] < m[1] && m[1] < m[0], "mean x: alpha 0 %g, 1/2 %g, 1 %g", m[0], m[1], m[2]);
+}
+
+/* "initial": "sobol": the first 8 trials fall one in each eighth of either
+ * coordinate (a shifted Sobol sequence stays stratified), whatever order
+ * the workers ask in; the same seed gives the same start, another seed
+ * another one. */
+Test(gp_ucb, sobol_start_is_stratified_and_a_function_of_the_seed)
+{
+    double first[3][8][2];
+    for (int run = 0; run < 3; run++) {
+        hn h;
+        open_ok(&h, GP, space2, "{\"n_init\": 8, \"initial\": \"sobol\"}");
+        h.def.seed = run == 2 ? 8 : 7;
+        h.check_pure = 1;
+        int seen[2][8] = {{0}};
+        for (int i = 0; i < 8; i++) {
+            int64_t id;
+            cr_assert_eq(hn_suggest(&h, i % 3, &id), BD_SUGGEST_TRIAL);
+            const json_t *c = hn_get(&h, id)->config;
+            first[run][i][0] = json_number_value(json_object_get(c, "x"));
+            first[run][i][1] = json_number_value(json_object_get(c, "y"));
+            for (int j = 0; j < 2; j++) {
+                int k = (int)floor(first[run][i][j] * 8);
+                cr_assert(k >= 0 && k < 8, "coordinate %g", first[run][i][j]);
+                seen[j][k]++;
+            }
+            if (i % 2)
+                hn_complete(&h, id, 0.5);
+        }
+        for (int j = 0; j < 2; j++)
+            for (int k = 0; k < 8; k++)
+                cr_expect_eq(seen[j][k], 1, "run %d: coordinate %d has %d points in [%d/8, %d/8)", run, j,
+                             seen[j][k], k, k + 1);
+        hn_close(&h);
+    }
+    cr_expect(memcmp(first[0], first[1], sizeof first[0]) == 0, "same seed, different start");
+    cr_expect(memcmp(first[0], first[2], sizeof first[0]) != 0, "another seed, the same start");
+}
+
 Test(gp_ucb, options_are_validated)
 {
     hn h;
@@ -162,6 +288,25 @@ Test(gp_ucb, options_are_validated)
     cr_expect_eq(hn_open_space(&h, GP, space2, "{\"n_init\": 0}", 1, 1, 0), BD_EINVAL);
     hn_close(&h);
     cr_expect_eq(hn_open_space(&h, GP, space2, "{\"ucb\": 2}", 1, 1, 0), BD_EINVAL);
+    hn_close(&h);
+    /* EI per second needs EI: UCB (the default of stored studies) has no ratio */
+    cr_expect_eq(hn_open_space(&h, GP, space2, "{\"cost_aware\": true}", 1, 1, 0), BD_EINVAL);
+    cr_expect_str_eq(h.err.field, "scheduler.options.cost_aware");
+    hn_close(&h);
+    cr_expect_eq(hn_open_space(&h, GP, space2, "{\"acquisition\": \"logei\", \"cost_aware\": 1}", 1, 1, 0),
+                 BD_EINVAL);
+    cr_expect_str_eq(h.err.field, "scheduler.options.cost_aware");
+    hn_close(&h);
+    cr_expect_eq(hn_open_space(&h, GP, space2, "{\"initial\": \"grid\"}", 1, 1, 0), BD_EINVAL);
+    cr_expect_str_eq(h.err.field, "scheduler.options.initial");
+    hn_close(&h);
+    cr_expect_eq(hn_open_space(&h, GP, space2, "{\"acquisition\": \"logei\", \"cost_aware\": true, \"cost_exponent\": 2}",
+                               1, 1, 0),
+                 BD_EINVAL);
+    cr_expect_str_eq(h.err.field, "scheduler.options.cost_exponent");
+    hn_close(&h);
+    cr_expect_eq(hn_open_space(&h, GP, space2, "{\"warp\": \"log\"}", 1, 1, 0), BD_EINVAL);
+    cr_expect_str_eq(h.err.field, "scheduler.options.warp");
     hn_close(&h);
 }
 

@@ -116,6 +116,69 @@ Test(proposer, replay_gives_the_same_next_suggestions)
     replay_case(&bd_sched_hyperband, "{\"sampler\": \"tpe\", \"n_startup_trials\": 4, \"iterations\": 0}", 27);
     replay_case(&bd_sched_successive_halving, "{\"sampler\": \"tpe\", \"n_startup_trials\": 4, \"n\": 27}", 27);
     replay_case(&bd_sched_asha, "{\"sampler\": \"tpe\", \"n_startup_trials\": 4, \"brackets\": 2}", 27);
+    replay_case(&bd_sched_hyperband, "{\"sampler\": \"gp\", \"n_startup_trials\": 4, \"iterations\": 0}", 27);
+    replay_case(&bd_sched_successive_halving, "{\"sampler\": \"gp\", \"n_startup_trials\": 4, \"n\": 27}", 27);
+    replay_case(&bd_sched_asha, "{\"sampler\": \"gp\", \"n_startup_trials\": 4, \"brackets\": 2}", 27);
+}
+
+/* The same for Hyperband with "sampler": "gp" against Hyperband. */
+Test(proposer, hyperband_with_gp_beats_hyperband_over_seeds)
+{
+    int wins = 0;
+    for (int seed = 0; seed < 8; seed++) {
+        double best[2];
+        for (int k = 0; k < 2; k++) {
+            hn h;
+            open_ok(&h, &bd_sched_hyperband,
+                    k ? "{\"iterations\": 2, \"sampler\": \"random\"}" : "{\"iterations\": 2, \"sampler\": \"gp\"}", 1,
+                    27);
+            h.def.seed = 500 + (uint64_t)seed;
+            h.outcome = bowl;
+            h.check_pure = seed == 0;
+            cr_assert_eq(hn_run(&h, 2, HN_RANDOM, 0), HN_DONE);
+            best[k] = hn_best_loss(&h);
+            hn_close(&h);
+        }
+        wins += best[0] < best[1];
+    }
+    cr_expect_geq(wins, 6, "Hyperband with the gp sampler beat Hyperband on %d of 8 seeds", wins);
+}
+
+/* ASHA asks for many new configs between two results at the model's
+ * budget: the gp sampler hallucinates the configs seen only below it, so
+ * those proposals are not one point repeated. The random fraction is off,
+ * so every proposal here comes from the model. */
+Test(proposer, gp_proposals_between_results_at_the_model_budget_differ)
+{
+    hn h;
+    open_ok(&h, &bd_sched_asha, "{\"sampler\": \"gp\", \"n_startup_trials\": 4, \"random_fraction\": 0}", 1, 9);
+    h.outcome = bowl;
+    h.check_pure = 0;
+    cr_assert_eq(hn_run(&h, 1, HN_FIFO, 60), HN_LIMIT);
+    json_t *d = hn_describe(&h);
+    cr_assert(json_is_number(json_object_get(json_object_get(d, "model"), "model_budget")), "a model by now");
+    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(d, "model"), "sampler")), "gp");
+    json_decref(d);
+    /* new rung-0 configs, each finished at budget 1 (below the model's) */
+    double prev[3] = {NAN, NAN, NAN};
+    int fresh = 0, repeated = 0;
+    for (int i = 0; i < 12; i++) {
+        int64_t id;
+        cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+        const hn_trial *t = hn_get(&h, id);
+        if (t->budget == 1 && t->resume_from == 0) {
+            double now[3] = {json_number_value(json_object_get(t->config, "x")),
+                             json_number_value(json_object_get(t->config, "lr")),
+                             json_number_value(json_object_get(t->config, "units"))};
+            repeated += fresh > 0 && memcmp(now, prev, sizeof now) == 0;
+            memcpy(prev, now, sizeof now);
+            fresh++;
+        }
+        hn_finish(&h, id);
+    }
+    cr_expect_geq(fresh, 4, "only %d new configs", fresh);
+    cr_expect_eq(repeated, 0, "%d of %d new configs repeated the one before", repeated, fresh);
+    hn_close(&h);
 }
 
 /* BOHB's rule: until a budget has n_startup_trials results every config is
@@ -188,6 +251,8 @@ Test(proposer, rejects_bad_options_naming_the_field)
         {&bd_sched_tpe, "{\"eta\": 3}", "scheduler.options.eta"},
         {&bd_sched_asha, "{\"fit\": \"largest\"}", "scheduler.options.fit"}, /* no such option */
         {&bd_sched_random, "{\"sampler\": \"tpe\"}", "scheduler.options.sampler"},
+        {&bd_sched_asha, "{\"sampler\": \"GP\"}", "scheduler.options.sampler"},
+        {&bd_sched_hyperband, "{\"sampler\": \"gp\", \"cost_aware\": \"on\"}", "scheduler.options.cost_aware"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         hn h;
