@@ -21,7 +21,9 @@
  * decision (suggest + the two observe calls of its run; describe excluded).
  * With an argument (a path), every run is also written there, one line
  * each: "solver_index position cap timeout charged_cpu" (spc_diagnose.py
- * reads it to say where the CPU went). */
+ * reads it to say where the CPU went). With a second argument (a path),
+ * the scheduler's describe() at the end of the replay is written there
+ * (the racers' state at the horizon, for spc_diagnose.py --final). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -168,6 +170,12 @@ int main(int argc, char **argv)
     }
     if (cpu < horizon && runs) /* the scheduler is done early: its last answer holds to the horizon */
         print_incumbent(&r, cpu, first);
+    if (argc > 2) {
+        json_t *d = NULL;
+        if (r.ops->describe(r.s, &d) || json_dump_file(d, argv[2], JSON_COMPACT))
+            die("cannot write the final describe()");
+        json_decref(d);
+    }
     printf("], \"runs\": %ld, \"cpu\": %.3f, \"decision_us\": %.3f}\n", runs, cpu, runs ? decision_us / (double)runs : 0.0);
     r.ops->destroy(r.s);
     bd_space_free(space);

@@ -218,16 +218,18 @@ def run_daemon(client, m, seed, horizon, scheduler, options):
     return out
 
 
-def run_inprocess(binary, m, seed, horizon, scheduler, options, points=POINTS, runlog=None):
+def run_inprocess(binary, m, seed, horizon, scheduler, options, points=POINTS, runlog=None, final=None):
     """The same scheduler code driven in-process by bd_spc_replay (fast).
-    runlog: a path where bd_spc_replay writes every run (spc_diagnose.py)."""
+    runlog: a path where bd_spc_replay writes every run (spc_diagnose.py);
+    final: a path for the scheduler's describe() at the end (needs runlog)."""
     order = m.order(seed)
     lines = ["%d %d %r %r %d %d %s" % (len(m.solvers), len(m.instances), m.cutoff, horizon, points, seed, scheduler),
              json.dumps(full_options(m, scheduler, options))]
     lines += m.solvers
     for c in range(len(m.solvers)):
         lines.append(" ".join("-1" if math.isinf(m.rt[c][j]) else repr(m.rt[c][j]) for j in order))
-    out = subprocess.run([binary] + ([runlog] if runlog else []), input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+    args = [binary] + ([runlog] if runlog else []) + ([final] if runlog and final else [])
+    out = subprocess.run(args, input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
     r = json.loads(out.stdout)
     trace = Trace(m, horizon, points)
     index = {s: k for k, s in enumerate(m.solvers)}
