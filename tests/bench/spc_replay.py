@@ -72,8 +72,10 @@ SCHEDULER_METHODS = {
     "spc_last_step": ("spc", {"lcb": "last_step", "stream": "cycle"}),
     "spc_once": ("spc", {"lcb": "current", "stream": "once"}),
     # the successor (server/sched/caps_race.c) with new studies' defaults
-    # (caps_race_new_study_defaults; a stored study without them runs cap_factor 1, no defer, no skip)
-    "caps_race": ("caps_race", {"cap_factor": 2, "defer": 1.3, "skip_levels": 0.5}),
+    # (caps_race_new_study_defaults; a stored study without them runs cap_factor 1, no defer, no skip,
+    # every doubling level, the instance-by-instance order at kappa and level_wait "leader")
+    "caps_race": ("caps_race", {"cap_factor": 2, "defer": 1.3, "skip_levels": 0.5, "last_level": 0.125,
+                                "race_order": "ranked", "level_wait": "all"}),
 }
 
 
