@@ -200,8 +200,9 @@
  *   strongest rivals are settled first. last_level without ranked: sat11
  *   best never (18 of 20 seeds).
  * Measured together (20 seeds, spc_diagnose.py, best / top 1% for good,
- * median fraction of naive): sat11-indu 0.417 (20 of 20; the 3 seeds whose
- * pilot dropped the levels 0.47-0.79; uniform 0.436), sat18-exp 0.301 (20),
+ * median fraction of naive): sat11-indu 0.417 (20 of 20; 4 seeds later,
+ * 0.47-0.79, in 2 of them the 5-run pilot dropped the levels; uniform
+ * 0.436), sat18-exp 0.301 (20),
  * sat20-main 0.003 (20), minisat-rand3sat top 1% 0.067 (20; its pilot
  * drops the levels, so these rules rarely act there).
  *

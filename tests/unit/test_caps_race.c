@@ -343,6 +343,12 @@ Test(caps_race, the_incumbent_is_the_best_config_of_a_runtime_matrix)
     check_finds_the_best(4, 0, "{}");
     check_finds_the_best(3, 7, "{\"max_failures\": 5}");
     check_finds_the_best(2, 5, "{\"first_cap\": 10, \"eliminate\": \"ratio\", \"min_instances\": 5}");
+    /* issue 15's sat11 rules with the levels kept (skip_levels 0) */
+    static const char *ranked = "{\"cap_factor\": 2, \"defer\": 1.3, \"skip_levels\": 0, \"last_level\": 0.125, "
+                                "\"race_order\": \"ranked\", \"level_wait\": \"all\"}";
+    check_finds_the_best(1, 0, ranked);
+    check_finds_the_best(4, 0, ranked);
+    check_finds_the_best(3, 7, ranked);
 }
 
 Test(caps_race, several_workers_never_wait_while_a_run_is_available)
@@ -413,15 +419,15 @@ Test(caps_race, the_instance_order_is_a_seeded_permutation)
     hn_close(&h);
 }
 
-Test(caps_race, replay_after_restart_gives_identical_next_runs)
+static void check_replay(const char *options, int runs, int ranked)
 {
     hn h;
-    open_race(&h, SOLVERS8, 40, "{}");
+    open_race(&h, SOLVERS8, 40, options);
     bd_rng order;
     bd_rng_seed(&order, 5, 5);
     int64_t running[3];
     int n = 0;
-    for (int i = 0; i < 200; i++) {
+    for (int i = 0; i < runs; i++) {
         while (n < 3) {
             int64_t id;
             if (hn_suggest(&h, n, &id) != BD_SUGGEST_TRIAL)
@@ -437,10 +443,21 @@ Test(caps_race, replay_after_restart_gives_identical_next_runs)
             run_from(&h, running[pick], m8);
         running[pick] = running[--n];
     }
+    json_t *d = hn_describe(&h);
+    cr_assert_eq(json_is_true(json_object_get(d, "ranked")), ranked, "the ranked order is (not) in use");
+    json_decref(d);
     bd_sched *rebuilt = hn_replay(&h);
     cr_assert(hn_same_next(&h, rebuilt, 30), "the replayed scheduler differs");
     bd_sched_caps_race.destroy(rebuilt);
     hn_close(&h);
+}
+
+Test(caps_race, replay_after_restart_gives_identical_next_runs)
+{
+    check_replay("{}", 200, 0);
+    /* at kappa in the ranked order (built from the events as they replay) */
+    check_replay("{\"cap_factor\": 2, \"skip_levels\": 0, \"first_cap\": 2.5, \"last_level\": 0.25, "
+                 "\"race_order\": \"ranked\", \"level_wait\": \"all\"}", 400, 1);
 }
 
 Test(caps_race, a_large_space_races_a_seeded_sample)
