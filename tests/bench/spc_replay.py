@@ -237,7 +237,7 @@ def run_inprocess(binary, m, seed, horizon, scheduler, options, points=POINTS, r
     index = {s: k for k, s in enumerate(m.solvers)}
     trace.samples = [(cpu, None if s is None else index[s]) for cpu, s in r["trace"]]
     res = trace.result()
-    res.update(runs=r["runs"], cpu=r["cpu"], decision_us=r["decision_us"])
+    res.update(runs=r["runs"], cpu=r["cpu"], decision_us=r["decision_us"], decision_cpu_us=r["decision_cpu_us"])
     return res
 
 
