@@ -184,32 +184,42 @@
  *   by the horizon). Alone: sat11 best for good 0.60 of naive in 10 of 10
  *   seeds (was 3 of 20). With several workers, idle ones WAIT at a level's
  *   end for at most one run each.
- * - `last_level` 0.125 (was 1): the levels stop at kappa / 8, then the cap
- *   jumps to kappa. Why: a level costs about twice the one before (every
- *   config re-runs its timeouts; on all three ASlib matrices the level at
- *   kappa / 2 alone costs 0.57 of naive), so the level at kappa was reached
- *   only after the horizon (sat11: levels ended at 0.03, 0.07, 0.16, 0.31,
- *   0.59, kappa never), and the theta-capped means of the top solvers
- *   differ by < 0.5% at kappa / 8.
+ * - `last_level` 0.0625 (was 1): the levels stop at kappa / 16, then the
+ *   cap jumps to kappa. Why: a level costs about twice the one before
+ *   (every config re-runs its timeouts at the doubled cap, as each is a
+ *   contender: its lower bounds at theta / 2 sum below the leader's exact
+ *   values at theta; on all three ASlib matrices the level at kappa / 2
+ *   alone costs 0.57 of naive), so the level at kappa came after the
+ *   horizon (sat11: levels from 0.03, 0.07, 0.16, 0.31, 0.59, kappa never)
+ *   while the theta-capped means of all 18 sat11 solvers differ by < 0.5%
+ *   at kappa / 8. Chosen among kappa / 8, 16, 32, 64 on the same ASlib
+ *   matrices (best for good, median of 20 seeds, sat11 / sat18):
+ *   0.416 / 0.301, 0.316 / 0.199, 0.388 / 0.141, about 0.31 / 0.21 with
+ *   quartiles twice as wide; no held-out matrix checked it.
  * - `race_order` "ranked" (was "position"): after the levels, the
  *   challengers race at kappa one after another, in the order of their
  *   upper bounds at the end of the levels (timeouts counted at kappa *
- *   par: the instances solved below kappa / 8 and how fast), the leader's
- *   runs first. Instance by instance (the form before), a challenger
- *   exact on every instance arrives only when all do; ranked, the
- *   strongest rivals are settled first. last_level without ranked: sat11
- *   best never (18 of 20 seeds).
- * Measured together (20 seeds, spc_diagnose.py, best / top 1% for good,
- * median fraction of naive): sat11-indu 0.417 (20 of 20; 4 seeds later,
- * 0.47-0.79, in 2 of them the 5-run pilot dropped the levels; uniform
- * 0.436), sat18-exp 0.301 (20),
- * sat20-main 0.003 (20), minisat-rand3sat top 1% 0.067 (20; its pilot
- * drops the levels, so these rules rarely act there).
+ *   par, so the instances solved below the last level and how fast), the
+ *   leader's runs first. Instance by instance (the form before), a
+ *   challenger is exact on every instance, and can lead, only when all
+ *   are; ranked, the strongest rivals are settled first. Without it
+ *   last_level 0.125 found sat11's best in 2 of 20 seeds; ranked by the
+ *   theta-capped mean instead of the upper bound, 5 of 10 (median 0.93).
+ * Measured together (20 seeds, in-process replays, best for good, median
+ * fraction of naive): README-spc.md section 3 and results/spc.md; minisat
+ * unchanged (its pilot drops the levels in every seed, so these rules do
+ * not act there).
  *
  * Cost: suggest and status scan the configs (O(n), plus the positions of a
- * config with a re-run pending); observe is O(n) too (every event checks
- * whether the level can rise), and a change of leader or of level costs
- * O(total runs) once. Memory: one cell per run. */
+ * config with a re-run pending; ranked: up to the first config in the
+ * order with a run); observe is O(n) too (every event checks whether the
+ * level can rise), and a change of leader or of level, and every re-run of
+ * the leader's lower bounds (recompare_all), costs O(total runs): with
+ * 1,000 configs x 600 instances that pass dominates once the levels
+ * re-run (spc_decision_cost.py: 8.9 us of CPU per decision to 0.01 of
+ * naive, 11.1 us to 0.03; to 0.1 it did not end in 10 minutes, 69% of the
+ * time in catch_up). Ranking once: O(total runs + n log n). Memory: one
+ * cell per run. */
 #include "sched.h"
 
 #include <math.h>
@@ -1158,7 +1168,7 @@ static void caps_race_new_study_defaults(const bd_study_def *def, json_t *option
     if (!json_object_get(options, "skip_levels"))
         json_object_set_new(options, "skip_levels", json_real(0.5));
     if (!json_object_get(options, "last_level"))
-        json_object_set_new(options, "last_level", json_real(0.125));
+        json_object_set_new(options, "last_level", json_real(0.0625));
     if (!json_object_get(options, "race_order"))
         json_object_set_new(options, "race_order", json_string("ranked"));
     if (!json_object_get(options, "level_wait"))

@@ -74,7 +74,7 @@ SCHEDULER_METHODS = {
     # the successor (server/sched/caps_race.c) with new studies' defaults
     # (caps_race_new_study_defaults; a stored study without them runs cap_factor 1, no defer, no skip,
     # every doubling level, the instance-by-instance order at kappa and level_wait "leader")
-    "caps_race": ("caps_race", {"cap_factor": 2, "defer": 1.3, "skip_levels": 0.5, "last_level": 0.125,
+    "caps_race": ("caps_race", {"cap_factor": 2, "defer": 1.3, "skip_levels": 0.5, "last_level": 0.0625,
                                 "race_order": "ranked", "level_wait": "all"}),
 }
 

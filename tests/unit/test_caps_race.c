@@ -344,7 +344,7 @@ Test(caps_race, the_incumbent_is_the_best_config_of_a_runtime_matrix)
     check_finds_the_best(3, 7, "{\"max_failures\": 5}");
     check_finds_the_best(2, 5, "{\"first_cap\": 10, \"eliminate\": \"ratio\", \"min_instances\": 5}");
     /* issue 15's sat11 rules with the levels kept (skip_levels 0) */
-    static const char *ranked = "{\"cap_factor\": 2, \"defer\": 1.3, \"skip_levels\": 0, \"last_level\": 0.125, "
+    static const char *ranked = "{\"cap_factor\": 2, \"defer\": 1.3, \"skip_levels\": 0, \"last_level\": 0.0625, "
                                 "\"race_order\": \"ranked\", \"level_wait\": \"all\"}";
     check_finds_the_best(1, 0, ranked);
     check_finds_the_best(4, 0, ranked);
@@ -702,7 +702,7 @@ Test(caps_race, new_studies_get_issue_15s_rules_and_stored_ones_keep_theirs)
     cr_assert_float_eq(json_number_value(json_object_get(o, "cap_factor")), 2, EPS);
     cr_assert_float_eq(json_number_value(json_object_get(o, "skip_levels")), 0.5, EPS);
     cr_assert_float_eq(json_number_value(json_object_get(o, "defer")), 0, EPS, "the user's value is kept");
-    cr_assert_float_eq(json_number_value(json_object_get(o, "last_level")), 0.125, EPS);
+    cr_assert_float_eq(json_number_value(json_object_get(o, "last_level")), 0.0625, EPS);
     cr_assert_str_eq(json_string_value(json_object_get(o, "race_order")), "ranked");
     cr_assert_str_eq(json_string_value(json_object_get(o, "level_wait")), "all");
     json_decref(o);
