@@ -217,8 +217,8 @@
  * the leader's lower bounds (recompare_all), costs O(total runs): with
  * 1,000 configs x 600 instances that pass dominates once the levels
  * re-run (spc_decision_cost.py: 9.1 us of CPU per decision to 0.01 of
- * naive, 10.7 us to 0.03; to 0.1 with last_level 0.125 it did not end in
- * 10 minutes, 69% of the time in catch_up). Ranking once: O(total runs + n log n). Memory: one
+ * naive, 10.7 us to 0.03; to 0.1 it did not end in 10 minutes, 69% of
+ * the time in catch_up). Ranking once: O(total runs + n log n). Memory: one
  * cell per run. */
 #include "sched.h"
 
