@@ -174,10 +174,52 @@
  * A contender's re-runs capped from the leader (instead of at theta) were
  * tried and dropped: 0.45 on minisat, sat18-exp's best never.
  *
+ * Issue 15's sat11-indu rules (same mechanism: absent from a stored study
+ * they keep the form before; new studies get the values below):
+ * - `level_wait` "all" (was "leader"): a level ends when no run is out.
+ *   Before, it ended as its last run started; when that run was a
+ *   contender's last lower bound, its promotion was lost and it began the
+ *   next level with lower bounds again (sat11-indu seed 1: glucose, the
+ *   best, one run short of leading at the end of the level 1250, never led
+ *   by the horizon). Alone: sat11 best for good 0.60 of naive in 10 of 10
+ *   seeds (was 3 of 20). With several workers, idle ones WAIT at a level's
+ *   end for at most one run each.
+ * - `last_level` 0.0625 (was 1): the levels stop at kappa / 16, then the
+ *   cap jumps to kappa. Why: a level costs about twice the one before
+ *   (every config re-runs its timeouts at the doubled cap, as each is a
+ *   contender: its lower bounds at theta / 2 sum below the leader's exact
+ *   values at theta; on all three ASlib matrices the level at kappa / 2
+ *   alone costs 0.57 of naive), so the level at kappa came after the
+ *   horizon (sat11: levels from 0.03, 0.07, 0.16, 0.31, 0.59, kappa never)
+ *   while the theta-capped means of all 18 sat11 solvers differ by < 0.5%
+ *   at kappa / 8. Chosen among kappa / 8, 16, 32, 64 on the same ASlib
+ *   matrices (best for good, median of 20 seeds, sat11 / sat18):
+ *   0.416 / 0.301, 0.316 / 0.199, 0.388 / 0.141, about 0.31 / 0.21 with
+ *   quartiles twice as wide; no held-out matrix checked it.
+ * - `race_order` "ranked" (was "position"): after the levels, the
+ *   challengers race at kappa one after another, in the order of their
+ *   upper bounds at the end of the levels (timeouts counted at kappa *
+ *   par, so the instances solved below the last level and how fast), the
+ *   leader's runs first. Instance by instance (the form before), a
+ *   challenger is exact on every instance, and can lead, only when all
+ *   are; ranked, the strongest rivals are settled first. Without it
+ *   last_level 0.125 found sat11's best in 2 of 20 seeds; ranked by the
+ *   theta-capped mean instead of the upper bound, 5 of 10 (median 0.93).
+ * Measured together (20 seeds, in-process replays, best for good, median
+ * fraction of naive): README-spc.md section 3 and results/spc.md; minisat
+ * unchanged (its pilot drops the levels in every seed, so these rules do
+ * not act there).
+ *
  * Cost: suggest and status scan the configs (O(n), plus the positions of a
- * config with a re-run pending); observe is O(n) too (every event checks
- * whether the level can rise), and a change of leader or of level costs
- * O(total runs) once. Memory: one cell per run. */
+ * config with a re-run pending; ranked: up to the first config in the
+ * order with a run); observe is O(n) too (every event checks whether the
+ * level can rise), and a change of leader or of level, and every re-run of
+ * the leader's lower bounds (recompare_all), costs O(total runs): with
+ * 1,000 configs x 600 instances that pass dominates once the levels
+ * re-run (spc_decision_cost.py: 9.1 us of CPU per decision to 0.01 of
+ * naive, 10.7 us to 0.03; to 0.1 it did not end in 10 minutes, 69% of
+ * the time in catch_up). Ranking once: O(total runs + n log n). Memory: one
+ * cell per run. */
 #include "sched.h"
 
 #include <math.h>
@@ -228,6 +270,7 @@ typedef struct cr_racer {
     double seconds;      /* CPU charged: min(runtime, cap) of its runs */
     int alive;
     int64_t eliminated_at; /* m of the eliminating test (0: alive) */
+    double level_mean;   /* race_order ranked: its rank key, the upper bound of its PAR mean when the levels below kappa ended */
 } cr_racer;
 
 typedef struct cr_flight {
@@ -248,6 +291,10 @@ typedef struct caps_race {
     double defer;         /* option defer: the ratio of clipped sums that defers a challenger (0: never) */
     double skip;          /* option skip_levels: the leader's timeout share at or below which theta jumps to kappa */
     int64_t pilot;        /* option pilot: the leader's first runs that skip_levels decides on */
+    double last_level;    /* option last_level: the largest cap below kappa a level runs at, a share of kappa (1: every doubling) */
+    int ranked;           /* option race_order = "ranked" */
+    int wait_all;         /* option level_wait = "all": a level ends when nothing runs */
+    size_t *rank_order;   /* ranked: the racers by their mean at the level below kappa, leader first (NULL until then) */
     int64_t n_instances;
     int64_t *order;       /* pi (NULL without shuffle) */
     cr_racer *racers;
@@ -330,10 +377,13 @@ static int read_options(caps_race *p, const bd_study_def *def, long long *n_samp
 {
     static const char *const known[] = {"configs", "n_configs", "kappa0", "cap_factor", "delta",
                                         "par",     "max_failures", "shuffle_instances", "eliminate", "ratio", "min_instances",
-                                        "first_cap", "defer", "skip_levels", "pilot", NULL};
+                                        "first_cap", "defer", "skip_levels", "pilot", "last_level", "race_order",
+                                        "level_wait", NULL};
     static const char *const modes[] = {"bernstein", "ratio", NULL};
+    static const char *const orders[] = {"position", "ranked", NULL};
+    static const char *const waits[] = {"leader", "all", NULL};
     const json_t *o = def->options;
-    const char *mode;
+    const char *mode, *order, *wait;
     long long max_failures, min_instances, pilot;
     double dflt_kappa0 = fmin(fmax(def->r_min, 0.01), def->r_max);
     int rc = bd_opt_known(o, known, err);
@@ -366,12 +416,20 @@ static int read_options(caps_race *p, const bd_study_def *def, long long *n_samp
         rc = bd_opt_number(o, "skip_levels", 0, 0, 1, &p->skip, err);
     if (!rc)
         rc = bd_opt_int(o, "pilot", 5, 1, 1000, &pilot, err);
+    if (!rc)
+        rc = bd_opt_number(o, "last_level", 1, 1e-9, 1, &p->last_level, err);
+    if (!rc)
+        rc = bd_opt_string(o, "race_order", "position", orders, &order, err);
+    if (!rc)
+        rc = bd_opt_string(o, "level_wait", "leader", waits, &wait, err);
     if (!rc && p->defer > 0 && p->defer <= 1)
         rc = bd_err_set(err, BD_EINVAL, "scheduler.options.defer", "defer must be 0 (off) or above 1");
     if (rc)
         return rc;
     if (strcmp(mode, "bernstein") == 0)
         p->ratio = 0;
+    p->ranked = strcmp(order, "ranked") == 0;
+    p->wait_all = strcmp(wait, "all") == 0;
     p->min_instances = (int64_t)min_instances;
     p->pilot = (int64_t)pilot;
     p->max_failures = (int)max_failures;
@@ -492,8 +550,10 @@ static int is_deferred(const caps_race *p, size_t i)
 }
 
 /* The next run over all configs: the smallest position, ties to the
- * leader, then the earlier config; deferred configs only when no other
- * config has a run and the level is the last. -1 if none. */
+ * leader, then the earlier config (race_order "ranked", at the last level
+ * after a full level below it: the leader's runs, then those of the first
+ * challenger in rank_order that has one); deferred configs only when no
+ * other config has a run and the level is the last. -1 if none. */
 static long pick(const caps_race *p, int64_t *pos, double *cap)
 {
     long best = -1;
@@ -502,18 +562,20 @@ static long pick(const caps_race *p, int64_t *pos, double *cap)
     for (int pass = 0; pass < 2 && best < 0; pass++) {
         if (pass == 1 && (p->defer <= 0 || p->theta < p->kappa))
             break;
-    for (size_t n = 0; n < p->n_racers; n++) {
-        size_t i = n == 0 ? p->leader : (n <= p->leader ? n - 1 : n);
-        int64_t k;
-        double c;
-        if (is_deferred(p, i) != pass)
-            continue;
-        if (candidate(p, i, &k, &c) && k < best_pos) {
-            best = (long)i;
-            best_pos = k;
-            best_cap = c;
+        for (size_t n = 0; n <= p->n_racers; n++) {
+            size_t i = n == 0 ? p->leader : p->rank_order ? p->rank_order[n - 1] : n - 1;
+            int64_t k;
+            double c;
+            if ((n > 0 && i == p->leader) || is_deferred(p, i) != pass)
+                continue;
+            if (candidate(p, i, &k, &c) && k < best_pos) {
+                best = (long)i;
+                best_pos = k;
+                best_cap = c;
+                if (p->rank_order)
+                    break; /* ranked: the first racer in the order that has a run */
+            }
         }
-    }
     }
     *pos = best_pos;
     *cap = best_cap;
@@ -809,6 +871,49 @@ static void raise_level(caps_race *p, double theta)
     recompare_all(p);
 }
 
+typedef struct cr_key {
+    double mean;
+    size_t index;
+} cr_key;
+
+static int key_cmp(const void *a, const void *b)
+{
+    const cr_key *x = a, *y = b;
+    if (x->mean != y->mean)
+        return x->mean < y->mean ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Option race_order "ranked": the level below kappa is over, every racer
+ * has its exact theta-capped values on the instances it was handed (or
+ * lower bounds where it was never a contender); rank_order lists the
+ * racers by that mean (ties by index). At kappa the challengers then run
+ * one after another in that order instead of instance by instance, so the
+ * leader meets its strongest rivals first and a better one takes the lead
+ * as soon as its own runs at kappa are done (issue 15's sat11-indu: with
+ * all 18 solvers within 22% of the best, the instance-by-instance race at
+ * kappa promotes a challenger only once every challenger has reached the
+ * last instance). */
+static void rank_racers(caps_race *p)
+{
+    size_t n = p->n_racers;
+    cr_key *keys = bd_xmalloc(n * sizeof *keys);
+    double worst = p->kappa * p->par;
+    for (size_t i = 0; i < n; i++) {
+        cr_racer *r = &p->racers[i];
+        double sum = (double)(p->n_instances - r->done) * worst;
+        for (int64_t k = 0; k < r->done; k++)
+            sum += r->cells[k].timed_out || r->cells[k].gave_up ? worst : r->cells[k].rt;
+        r->level_mean = sum / (double)p->n_instances;
+        keys[i] = (cr_key){.mean = r->level_mean, .index = i};
+    }
+    qsort(keys, n, sizeof *keys, key_cmp);
+    p->rank_order = bd_xrealloc(p->rank_order, n * sizeof *p->rank_order);
+    for (size_t i = 0; i < n; i++)
+        p->rank_order[i] = keys[i].index;
+    free(keys);
+}
+
 /* Option skip_levels: once the leader has finished its first
  * min_instances runs of the first level, the levels are dropped (theta
  * jumps to kappa) if at most that share of them timed out at theta. Why:
@@ -841,8 +946,15 @@ static void maybe_level_up(caps_race *p)
 {
     int64_t pos;
     double cap;
-    while (p->theta < p->kappa && !p->racers[p->leader].in_flight && all_issued(p) && pick(p, &pos, &cap) < 0)
-        raise_level(p, 2 * p->theta >= p->kappa * (1 - 1e-12) ? p->kappa : 2 * p->theta);
+    while (p->theta < p->kappa && !p->racers[p->leader].in_flight && (!p->wait_all || !p->running) &&
+           all_issued(p) && pick(p, &pos, &cap) < 0) {
+        double next = 2 * p->theta;
+        if (next >= p->kappa * (1 - 1e-12) || next > p->last_level * p->kappa * (1 + 1e-12))
+            next = p->kappa;
+        if (next >= p->kappa && p->ranked)
+            rank_racers(p);
+        raise_level(p, next);
+    }
 }
 
 /* A run ended: COMPLETED with a value or a timeout (ok = 1), or failed,
@@ -1011,6 +1123,10 @@ static int cr_describe(const bd_sched *s, json_t **out)
                      (json_int_t)p->created, "running", (json_int_t)p->running, "leader", (json_int_t)p->leader,
                      "leader_changes", (json_int_t)p->leader_changes, "seconds", p->seconds, "alive",
                      (json_int_t)alive, "racers_total", (json_int_t)n, "racers", racers);
+    json_object_set_new(*out, "last_level", json_real(p->last_level));
+    json_object_set_new(*out, "race_order", json_string(p->ranked ? "ranked" : "position"));
+    json_object_set_new(*out, "level_wait", json_string(p->wait_all ? "all" : "leader"));
+    json_object_set_new(*out, "ranked", json_boolean(p->rank_order != NULL));
     const cr_racer *l = &p->racers[p->leader];
     if (l->done >= 1)
         json_object_set_new(*out, "incumbent",
@@ -1035,6 +1151,7 @@ static void cr_destroy(bd_sched *s)
     }
     free(p->racers);
     free(p->order);
+    free(p->rank_order);
     free(p);
 }
 
@@ -1050,6 +1167,12 @@ static void caps_race_new_study_defaults(const bd_study_def *def, json_t *option
         json_object_set_new(options, "defer", json_real(1.3));
     if (!json_object_get(options, "skip_levels"))
         json_object_set_new(options, "skip_levels", json_real(0.5));
+    if (!json_object_get(options, "last_level"))
+        json_object_set_new(options, "last_level", json_real(0.0625));
+    if (!json_object_get(options, "race_order"))
+        json_object_set_new(options, "race_order", json_string("ranked"));
+    if (!json_object_get(options, "level_wait"))
+        json_object_set_new(options, "level_wait", json_string("all"));
 }
 
 const struct bd_sched_ops bd_sched_caps_race = {

@@ -10,12 +10,14 @@ only their pairing is new.
 
 Two figures:
 - in-process: bd_spc_replay's mean wall time per decision (suggest and the two
-  observe calls of its run), the scheduler code alone, for each --methods;
+  observe calls of its run), the scheduler code alone, for each --methods,
+  and its mean CPU time (the figure to read on a busy machine);
 - through the daemon: the latency of POST /v1/studies/{id}/suggest (and of
   complete) over HTTP for spc's default options, median and p99, plus a GET of
   the study and its size in bytes (describe lists the 64 most active testers).
 
-Run it alone on the machine (it is a timing):
+Run it alone on the machine (it is a timing); the load average before and
+after is recorded with the figures:
     /usr/bin/python3 tests/bench/spc_decision_cost.py --banditd build/banditd
 """
 
@@ -110,15 +112,19 @@ def main():
                                              "bd_spc_replay")
     m = Enlarged(spc_replay.Matrix(args.scenario, [spc_replay.DATA, spc_replay.OWN_DATA]), args.configs,
                  args.instances)
-    result = {"matrix": m.name, "when": time.strftime("%Y-%m-%d %H:%M:%S"), "in_process": {}}
+    result = {"matrix": m.name, "when": time.strftime("%Y-%m-%d %H:%M:%S"), "horizon": args.horizon,
+              "loadavg_before": [round(x, 2) for x in os.getloadavg()], "in_process": {}}
     for method in args.methods.split(","):
         scheduler, options = spc_replay.SCHEDULER_METHODS[method]
         r = spc_replay.run_inprocess(replayer, m, 0, args.horizon * m.naive_total, scheduler, options, points=50)
-        result["in_process"][method] = {"decisions": r["runs"], "us_per_decision": round(r["decision_us"], 2)}
-        print("%s in-process: %d decisions, %.2f us each" % (method, r["runs"], r["decision_us"]), flush=True)
+        result["in_process"][method] = {"decisions": r["runs"], "us_per_decision": round(r["decision_us"], 2),
+                                        "cpu_us_per_decision": round(r["decision_cpu_us"], 2)}
+        print("%s in-process: %d decisions, %.2f us each (%.2f us of CPU time)" % (
+            method, r["runs"], r["decision_us"], r["decision_cpu_us"]), flush=True)
     if args.daemon_decisions > 0:
         result["daemon"] = through_daemon(args.banditd, m, args.daemon_decisions)
         print("daemon: %s" % json.dumps(result["daemon"]), flush=True)
+    result["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]  # a busy machine slows every figure
     if args.out:
         with open(args.out, "a") as f:
             f.write(json.dumps(result) + "\n")

@@ -16,12 +16,14 @@
  * The instances are declared in that order (shuffle_instances off), later
  * passes of the stream reshuffled by the scheduler from the seed.
  * Output: one JSON object {"runs", "cpu", "trace": [[cpu, solver], ...],
- * "decision_us"}: the incumbent (describe()'s) sampled at n_checkpoints
+ * "decision_us", "decision_cpu_us"}: the incumbent (describe()'s) sampled at n_checkpoints
  * log-spaced CPU times up to the horizon, and the mean wall time of one
  * decision (suggest + the two observe calls of its run; describe excluded).
  * With an argument (a path), every run is also written there, one line
  * each: "solver_index position cap timeout charged_cpu" (spc_diagnose.py
- * reads it to say where the CPU went). */
+ * reads it to say where the CPU went). With a second argument (a path),
+ * the scheduler's describe() at the end of the replay is written there
+ * (the racers' state at the horizon, for spc_diagnose.py --final). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -50,6 +52,15 @@ static double now_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* This thread's CPU time: on a shared machine the wall time of a decision
+ * counts the time other processes held the core too. */
+static double cpu_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
@@ -126,13 +137,13 @@ int main(int argc, char **argv)
     if (r.ops->create(&r.def, &r.s, &err))
         die(err.message);
 
-    double lo = fmax(1.0, horizon * 1e-6), cpu = 0, decision_us = 0;
+    double lo = fmax(1.0, horizon * 1e-6), cpu = 0, decision_us = 0, decision_cpu = 0;
     int next_cp = 0;
     long runs = 0;
     printf("{\"trace\": [");
     int first = 1;
     while (cpu < horizon) {
-        double started = now_us();
+        double started = now_us(), started_cpu = cpu_us();
         bd_suggest_ctx ctx = {.trials_created = r.next_trial, .worker = "replay"};
         bd_suggestion s = {0};
         bd_rng_seed(&ctx.rng, seed, (uint64_t)r.next_trial);
@@ -155,6 +166,7 @@ int main(int argc, char **argv)
         json_decref(s.config);
         json_decref(s.extra);
         decision_us += now_us() - started;
+        decision_cpu += cpu_us() - started_cpu;
         cpu += timeout ? cap : v;
         runs++;
         if (runlog)
@@ -168,7 +180,14 @@ int main(int argc, char **argv)
     }
     if (cpu < horizon && runs) /* the scheduler is done early: its last answer holds to the horizon */
         print_incumbent(&r, cpu, first);
-    printf("], \"runs\": %ld, \"cpu\": %.3f, \"decision_us\": %.3f}\n", runs, cpu, runs ? decision_us / (double)runs : 0.0);
+    if (argc > 2) {
+        json_t *d = NULL;
+        if (r.ops->describe(r.s, &d) || json_dump_file(d, argv[2], JSON_COMPACT))
+            die("cannot write the final describe()");
+        json_decref(d);
+    }
+    printf("], \"runs\": %ld, \"cpu\": %.3f, \"decision_us\": %.3f, \"decision_cpu_us\": %.3f}\n", runs, cpu,
+           runs ? decision_us / (double)runs : 0.0, runs ? decision_cpu / (double)runs : 0.0);
     r.ops->destroy(r.s);
     bd_space_free(space);
     json_decref(params);

@@ -72,8 +72,10 @@ SCHEDULER_METHODS = {
     "spc_last_step": ("spc", {"lcb": "last_step", "stream": "cycle"}),
     "spc_once": ("spc", {"lcb": "current", "stream": "once"}),
     # the successor (server/sched/caps_race.c) with new studies' defaults
-    # (caps_race_new_study_defaults; a stored study without them runs cap_factor 1, no defer, no skip)
-    "caps_race": ("caps_race", {"cap_factor": 2, "defer": 1.3, "skip_levels": 0.5}),
+    # (caps_race_new_study_defaults; a stored study without them runs cap_factor 1, no defer, no skip,
+    # every doubling level, the instance-by-instance order at kappa and level_wait "leader")
+    "caps_race": ("caps_race", {"cap_factor": 2, "defer": 1.3, "skip_levels": 0.5, "last_level": 0.0625,
+                                "race_order": "ranked", "level_wait": "all"}),
 }
 
 
@@ -218,22 +220,24 @@ def run_daemon(client, m, seed, horizon, scheduler, options):
     return out
 
 
-def run_inprocess(binary, m, seed, horizon, scheduler, options, points=POINTS, runlog=None):
+def run_inprocess(binary, m, seed, horizon, scheduler, options, points=POINTS, runlog=None, final=None):
     """The same scheduler code driven in-process by bd_spc_replay (fast).
-    runlog: a path where bd_spc_replay writes every run (spc_diagnose.py)."""
+    runlog: a path where bd_spc_replay writes every run (spc_diagnose.py);
+    final: a path for the scheduler's describe() at the end (needs runlog)."""
     order = m.order(seed)
     lines = ["%d %d %r %r %d %d %s" % (len(m.solvers), len(m.instances), m.cutoff, horizon, points, seed, scheduler),
              json.dumps(full_options(m, scheduler, options))]
     lines += m.solvers
     for c in range(len(m.solvers)):
         lines.append(" ".join("-1" if math.isinf(m.rt[c][j]) else repr(m.rt[c][j]) for j in order))
-    out = subprocess.run([binary] + ([runlog] if runlog else []), input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+    args = [binary] + ([runlog] if runlog else []) + ([final] if runlog and final else [])
+    out = subprocess.run(args, input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
     r = json.loads(out.stdout)
     trace = Trace(m, horizon, points)
     index = {s: k for k, s in enumerate(m.solvers)}
     trace.samples = [(cpu, None if s is None else index[s]) for cpu, s in r["trace"]]
     res = trace.result()
-    res.update(runs=r["runs"], cpu=r["cpu"], decision_us=r["decision_us"])
+    res.update(runs=r["runs"], cpu=r["cpu"], decision_us=r["decision_us"], decision_cpu_us=r["decision_cpu_us"])
     return res
 
 

@@ -6,7 +6,9 @@
  * bad studies; issue 15's rules (the pilot that drops the cap levels, the
  * deferral of configs far behind) with fixed vectors, beside the forms
  * before them (skip_levels 0, defer 0, cap_factor 1) pinned in the older
- * run-by-run tests. */
+ * run-by-run tests; the last level below kappa, the ranked race at kappa
+ * and the level that waits for every run (issue 15's sat11-indu rules)
+ * beside their older forms. */
 #include <criterion/criterion.h>
 
 #include "sched_harness.h"
@@ -341,6 +343,12 @@ Test(caps_race, the_incumbent_is_the_best_config_of_a_runtime_matrix)
     check_finds_the_best(4, 0, "{}");
     check_finds_the_best(3, 7, "{\"max_failures\": 5}");
     check_finds_the_best(2, 5, "{\"first_cap\": 10, \"eliminate\": \"ratio\", \"min_instances\": 5}");
+    /* issue 15's sat11 rules with the levels kept (skip_levels 0) */
+    static const char *ranked = "{\"cap_factor\": 2, \"defer\": 1.3, \"skip_levels\": 0, \"last_level\": 0.0625, "
+                                "\"race_order\": \"ranked\", \"level_wait\": \"all\"}";
+    check_finds_the_best(1, 0, ranked);
+    check_finds_the_best(4, 0, ranked);
+    check_finds_the_best(3, 7, ranked);
 }
 
 Test(caps_race, several_workers_never_wait_while_a_run_is_available)
@@ -411,15 +419,15 @@ Test(caps_race, the_instance_order_is_a_seeded_permutation)
     hn_close(&h);
 }
 
-Test(caps_race, replay_after_restart_gives_identical_next_runs)
+static void check_replay(const char *options, int runs, int ranked)
 {
     hn h;
-    open_race(&h, SOLVERS8, 40, "{}");
+    open_race(&h, SOLVERS8, 40, options);
     bd_rng order;
     bd_rng_seed(&order, 5, 5);
     int64_t running[3];
     int n = 0;
-    for (int i = 0; i < 200; i++) {
+    for (int i = 0; i < runs; i++) {
         while (n < 3) {
             int64_t id;
             if (hn_suggest(&h, n, &id) != BD_SUGGEST_TRIAL)
@@ -435,10 +443,21 @@ Test(caps_race, replay_after_restart_gives_identical_next_runs)
             run_from(&h, running[pick], m8);
         running[pick] = running[--n];
     }
+    json_t *d = hn_describe(&h);
+    cr_assert_eq(json_is_true(json_object_get(d, "ranked")), ranked, "the ranked order is (not) in use");
+    json_decref(d);
     bd_sched *rebuilt = hn_replay(&h);
     cr_assert(hn_same_next(&h, rebuilt, 30), "the replayed scheduler differs");
     bd_sched_caps_race.destroy(rebuilt);
     hn_close(&h);
+}
+
+Test(caps_race, replay_after_restart_gives_identical_next_runs)
+{
+    check_replay("{}", 200, 0);
+    /* at kappa in the ranked order (built from the events as they replay) */
+    check_replay("{\"cap_factor\": 2, \"skip_levels\": 0, \"first_cap\": 2.5, \"last_level\": 0.25, "
+                 "\"race_order\": \"ranked\", \"level_wait\": \"all\"}", 400, 1);
 }
 
 Test(caps_race, a_large_space_races_a_seeded_sample)
@@ -683,6 +702,9 @@ Test(caps_race, new_studies_get_issue_15s_rules_and_stored_ones_keep_theirs)
     cr_assert_float_eq(json_number_value(json_object_get(o, "cap_factor")), 2, EPS);
     cr_assert_float_eq(json_number_value(json_object_get(o, "skip_levels")), 0.5, EPS);
     cr_assert_float_eq(json_number_value(json_object_get(o, "defer")), 0, EPS, "the user's value is kept");
+    cr_assert_float_eq(json_number_value(json_object_get(o, "last_level")), 0.0625, EPS);
+    cr_assert_str_eq(json_string_value(json_object_get(o, "race_order")), "ranked");
+    cr_assert_str_eq(json_string_value(json_object_get(o, "level_wait")), "all");
     json_decref(o);
     static const char *two = "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]";
     /* without options: no pilot (s1 runs instance 0 second) and challengers
@@ -693,5 +715,104 @@ Test(caps_race, new_studies_get_issue_15s_rules_and_stored_ones_keep_theirs)
     open_race(&h, two, 3, "{\"shuffle_instances\": false, \"first_cap\": 1}");
     follow(&h, old, 2, fast, 3);
     cr_assert_float_eq(describe_number(&h, "cap"), 1, EPS, "no level was skipped");
+    json_t *d = hn_describe(&h);
+    cr_assert_float_eq(json_number_value(json_object_get(d, "last_level")), 1, EPS, "every doubling level");
+    cr_assert_str_eq(json_string_value(json_object_get(d, "race_order")), "position");
+    cr_assert_str_eq(json_string_value(json_object_get(d, "level_wait")), "leader");
+    json_decref(d);
     hn_close(&h);
+}
+
+Test(caps_race, the_levels_stop_at_last_level_and_challengers_race_ranked_at_kappa)
+{
+    /* kappa 8, kappa0 0.5, first_cap 1, cap_factor 2, last_level 0.25 (the
+     * levels 1 and 2, then 8: 4 > 0.25 * 8), race_order ranked, level_wait
+     * all (new studies' forms of them); s0 = {0.5, 5}, s1 = {4, 1.8},
+     * s2 = {1.5, 3}; the best is s2 (4.5 against 5.5 and 5.8).
+     * level 1:  s0, s1, s2 on instance 0 at 1 (s0 0.5; s1 and s2 time out
+     *           at the level's cap: exact 1), then on instance 1 (all time out)
+     * level 2:  s0 re-runs instance 1 at 2 (times out): s1 and s2 become
+     *           contenders (e-sum 0.5 - 1 < 0) and re-run instance 0 at 2:
+     *           s1 times out (e-sum 0.5), s2 takes 1.5 (e-sum 0); the level
+     *           ends when that run has ended (level_wait all)
+     * ranks (timeouts counted at kappa): s0 (0.5 + 8) / 2 = 4.25,
+     *           s2 (1.5 + 8) / 2 = 4.75, s1 (8 + 8) / 2 = 8
+     * kappa:    s0 re-runs instance 1 at 8 -> 5 (both are contenders now);
+     *           s2 first (ranked): instance 1 at 8 -> 3: exact everywhere
+     *           and 4.5 < 5.5, it leads; s0 is eliminated (e-sum 1 at m = N);
+     *           s1 re-runs instance 0 at 8 -> 4: e-sum 2.5 - 2 > 0 with its
+     *           other value a lower bound: eliminated (W = 0 at m = N). */
+    static const char *three = "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\", \"s2\"]}]";
+    static const double rt[3 * 2] = {0.5, 5, 4, 1.8, 1.5, 3};
+    static const cr_want want[] = {{0, 0, 1}, {1, 0, 1}, {2, 0, 1}, {0, 1, 1}, {1, 1, 1}, {2, 1, 1},
+                                   {0, 1, 2}, {1, 0, 2}, {2, 0, 2}, {0, 1, 8}, {2, 1, 8}, {1, 0, 8}};
+    static const char *opts = "{\"shuffle_instances\": false, \"first_cap\": 1, \"cap_factor\": 2, \"defer\": 0, "
+                              "\"skip_levels\": 0, \"last_level\": 0.25, \"race_order\": \"ranked\", \"level_wait\": \"all\"}";
+    hn h;
+    char *names = hn_instance_names(2);
+    cr_assert_eq(hn_open_instances(&h, &bd_sched_caps_race, three, opts, 0.5, 8, 0, names), 0, "%s", h.err.message);
+    follow(&h, want, 9, rt, 2);
+    json_t *d = hn_describe(&h);
+    cr_assert_float_eq(json_number_value(json_object_get(d, "cap")), 8, EPS, "from the level 2 straight to kappa");
+    cr_assert(json_is_true(json_object_get(d, "ranked")));
+    cr_assert_str_eq(json_string_value(json_object_get(d, "race_order")), "ranked");
+    json_decref(d);
+    follow(&h, want + 9, 3, rt, 2);
+    int64_t id;
+    cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_DONE);
+    d = hn_describe(&h);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(d, "incumbent"), "config"),
+                                                       "solver")),
+                     "s2");
+    cr_assert_eq(json_integer_value(json_object_get(d, "levels")), 2);
+    json_decref(d);
+    hn_close(&h);
+    /* race_order position (the form before): at kappa instance by instance:
+     * s1's instance 0 (the smallest position) and 1 before s2's instance 1,
+     * and s2 leads one run later. */
+    static const cr_want position[] = {{0, 1, 8}, {1, 0, 8}, {1, 1, 8}, {2, 1, 8}};
+    static const char *opts_pos = "{\"shuffle_instances\": false, \"first_cap\": 1, \"cap_factor\": 2, \"defer\": 0, "
+                                  "\"skip_levels\": 0, \"last_level\": 0.25, \"level_wait\": \"all\"}";
+    cr_assert_eq(hn_open_instances(&h, &bd_sched_caps_race, three, opts_pos, 0.5, 8, 0, names), 0, "%s", h.err.message);
+    follow(&h, want, 9, rt, 2);
+    follow(&h, position, 4, rt, 2);
+    cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_DONE);
+    hn_close(&h);
+    /* level_wait: s2 = {1.5, 0.9} solves instance 1 at level 1, so its
+     * re-run of instance 0 at 2 is the level's last run. With "all" the
+     * level waits for it (a second worker WAITs; it ends at 1.5 and s2
+     * leads with 2.4 < 2.5 before the cap rises); with "leader" (the form
+     * before) the cap rises to 8 as it starts and the leader s0 re-runs
+     * instance 1 at 8 at once. */
+    static const double rt2[3 * 2] = {0.5, 5, 4, 1.8, 1.5, 0.9};
+    static const char *opts_wait = "{\"shuffle_instances\": false, \"first_cap\": 1, \"cap_factor\": 2, \"defer\": 0, "
+                                   "\"skip_levels\": 0, \"last_level\": 0.25, \"race_order\": \"ranked\", \"level_wait\": \"%s\"}";
+    for (int all = 0; all < 2; all++) {
+        char o[512];
+        snprintf(o, sizeof o, opts_wait, all ? "all" : "leader");
+        cr_assert_eq(hn_open_instances(&h, &bd_sched_caps_race, three, o, 0.5, 8, 0, names), 0, "%s", h.err.message);
+        follow(&h, want, 8, rt2, 2);
+        int64_t last, next;
+        cr_assert_eq(hn_suggest(&h, 0, &last), BD_SUGGEST_TRIAL);
+        cr_assert_eq(hn_solver_of(hn_get(&h, last)), 2);
+        cr_assert_float_eq(hn_get(&h, last)->budget, 2, EPS);
+        cr_assert_float_eq(describe_number(&h, "cap"), all ? 2 : 8, EPS, "level_wait %s", all ? "all" : "leader");
+        cr_assert_eq(hn_suggest(&h, 0, &next), all ? BD_SUGGEST_WAIT : BD_SUGGEST_TRIAL);
+        hn_complete(&h, last, 1.5);
+        d = hn_describe(&h);
+        cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(d, "incumbent"), "config"),
+                                                           "solver")),
+                         "s2");
+        cr_assert_float_eq(json_number_value(json_object_get(d, "cap")), 8, EPS);
+        json_decref(d);
+        hn_close(&h);
+    }
+    /* last_level 1 (the form before): after the level 2 comes the level 4 */
+    static const char *opts_all = "{\"shuffle_instances\": false, \"first_cap\": 1, \"cap_factor\": 2, \"defer\": 0, "
+                                  "\"skip_levels\": 0, \"race_order\": \"ranked\", \"level_wait\": \"all\"}";
+    cr_assert_eq(hn_open_instances(&h, &bd_sched_caps_race, three, opts_all, 0.5, 8, 0, names), 0, "%s", h.err.message);
+    follow(&h, want, 9, rt, 2);
+    cr_assert_float_eq(describe_number(&h, "cap"), 4, EPS);
+    hn_close(&h);
+    free(names);
 }
