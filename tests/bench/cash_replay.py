@@ -69,6 +69,12 @@ BANDITD_METHODS = {
     "rb_random": ("rising_bandits", {"inner": "random"}),
     "rb_gp_ei": ("rising_bandits", {"allocation": "ei"}),
     "rb_random_ei": ("rising_bandits", {"allocation": "ei", "inner": "random"}),
+    # issue 15, 2026-11-27: the arms' own TPE (Optuna 3.1's defaults on the arm's sub-space), Thompson allocation
+    "rb_tpe": ("rising_bandits", {"inner": "tpe"}),
+    "rb_tpe_ts": ("rising_bandits", {"inner": "tpe", "allocation": "thompson"}),
+    "rb_gp_ts": ("rising_bandits", {"allocation": "thompson"}),
+    "rb_random_ts": ("rising_bandits", {"inner": "random", "allocation": "thompson"}),
+    "uniform_tpe": ("rising_bandits", {"inner": "tpe", "window": "T"}),
     # the paper-exact rule (the defaults before 2026-11-25): Inequality 9 alone, a failed pull not retried
     "rb_gp_paper": ("rising_bandits", {"upper_bound": "paper", "max_retries": 0}),
     "rb_random_paper": ("rising_bandits", {"inner": "random", "upper_bound": "paper", "max_retries": 0}),
@@ -91,7 +97,8 @@ JOINT_DROP_40 = ("liblinear_svc.tol", "libsvm_svc.tol", "logistic_regression.tol
                  "extra_trees.min_samples_split", "gradient_boosting.min_samples_split",
                  "random_forest.min_samples_split")
 JOINT_MAX = 100
-RISING = ("rb_gp", "rb_random", "rb_gp_ei", "rb_random_ei", "rb_gp_paper", "rb_random_paper", "uniform", "uniform_random")
+RISING = ("rb_gp", "rb_random", "rb_gp_ei", "rb_random_ei", "rb_gp_paper", "rb_random_paper", "uniform", "uniform_random",
+          "rb_tpe", "rb_tpe_ts", "rb_gp_ts", "rb_random_ts", "uniform_tpe")
 
 
 class Param:
