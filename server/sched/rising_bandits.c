@@ -21,6 +21,14 @@
  *   rebuilds the arm's model (once per arm in replayed() after a replay).
  *   Each arm's refits draw from (study seed ^ salt ^ arm index, s).
  * - "random": bd_space_sample over the sub-space.
+ * - "tpe" (not in the paper, which uses SMAC): proposer.h's TPE on the
+ *   arm's sub-space with Optuna 3.1's single-fidelity defaults (10 random
+ *   pulls of the arm first, gamma 0.1 capped at 25, 24 candidates, prior
+ *   weight 1, univariate, no cost model), fitted on the arm's COMPLETED
+ *   pulls in arrival order (n_init does not apply). Why: on the MindWare
+ *   replay the GP exhausts the records near its incumbent, while Optuna's
+ *   TPE over the joint space, whose per-arm model is this one, ranked
+ *   first (tests/bench/README-cash.md).
  *
  * Reward (rising_bound.h): the trial's value mapped into [0, 1] with
  * objective.bounds, or a maximised value taken as already in [0, 1]; a
@@ -121,17 +129,33 @@
  * of 41 datasets (default 37 and 39): it concentrates, and loses to
  * uniform on the datasets where the arms are close. Hence an option.
  *
+ * Allocation "thompson" (option `allocation`, not in the paper). Pulls go
+ * to each surviving arm about in proportion to its probability of holding
+ * the best final reward, as TPE's density model concentrates on the best
+ * arm without committing, instead of round robin. No rounds: every
+ * surviving arm first gets window + 1 pulls (fewest first), then each
+ * suggest draws one final reward per surviving arm from the tail model
+ * of the record-tail bound at sigma's point estimate (bd_rising_tail_sample:
+ * the best of h more draws, h the study's pulls left, clipped to the arm's
+ * bounds [l, u]; uniform on [l, u] for an arm without spread), in arm
+ * order from the suggestion's stream, and the largest draw is pulled.
+ * Every result may eliminate (dated by the pulls finished, phase
+ * "thompson"); an arm that is not pulled keeps its horizon. As h falls
+ * to 0 at T, the draws fall to l and the last pulls go to the leader.
+ * Measured: see the MEASURED note below and tests/bench/README-cash.md.
+ *
  * State changes only in observe(): CREATED names the arm through
  * config[arm_parameter]; the finishing events update y, the bounds and the
  * round. Everything is a function of the events (bo_model's purity rule
  * covers the GPs), so a replay proposes the same next pulls.
  *
- * Options: arm_parameter (see Arms), inner ("gp_ucb" | "random"), n_init
- * (3), multiplier and delta (as gp_ucb), window (7), elimination
- * ("non_strict" | "strict"), cost_aware (false), halve_horizon (false, only
- * with cost_aware), upper_bound ("paper" | "tail"; absent: "paper", and
- * new studies are stored with "tail"), tail (5, 1..1000, only with
- * upper_bound "tail" or allocation "ei"), allocation ("rounds" | "ei"),
+ * Options: arm_parameter (see Arms), inner ("gp_ucb" | "random" | "tpe"),
+ * n_init (3; not with "tpe"), multiplier and delta (as gp_ucb), window
+ * (7), elimination ("non_strict" | "strict"), cost_aware (false),
+ * halve_horizon (false, only with cost_aware), upper_bound ("paper" |
+ * "tail"; absent: "paper", and new studies are stored with "tail"), tail
+ * (5, 1..1000, only with upper_bound "tail" or allocation "ei" or
+ * "thompson"), allocation ("rounds" | "ei" | "thompson"),
  * max_retries (0..100; absent: 0, new studies are
  * stored with 2). The paper-exact rule is {"upper_bound": "paper",
  * "max_retries": 0}. Unknown keys are rejected. The study must declare
@@ -139,7 +163,7 @@
  * limits.seconds for cost_aware.
  *
  * describe(): {round (in last_arm and done: the last one played), phase
- * (rounds | last_arm | done), window, T, pulls, inner, elimination,
+ * (rounds | ei | thompson | last_arm | done), allocation, window, T, pulls, inner, elimination,
  * cost_aware, upper_bound, tail (with "tail"), max_retries, arms: [{arm,
  * pulls (counted: retried attempts excluded), running, best_reward (null
  * before a finished pull), growth_rate (null before C + 1), lower, upper,
