@@ -970,8 +970,11 @@ static void rb_destroy(bd_sched *s)
 
 /* New studies bound an arm by the record tail too and re-offer a failed
  * pull twice (tests/bench/README-cash.md: the best arm eliminated in ~35% of
- * the paper rule's runs). Stored studies without the options keep the
- * paper's bound and count a failed pull as one without improvement. */
+ * the paper rule's runs), and since 2026-11-27 give each arm Optuna's TPE
+ * and allocate by Thompson draws (README-cash.md, "Inner TPE and Thompson
+ * allocation"). Stored studies without the options keep the paper's bound,
+ * count a failed pull as one without improvement, run GP-UCB in rounds. A
+ * study that sets a GP option (n_init, multiplier, delta) keeps the GP. */
 static void rb_new_study_defaults(const bd_study_def *def, json_t *options)
 {
     (void)def;
@@ -979,6 +982,11 @@ static void rb_new_study_defaults(const bd_study_def *def, json_t *options)
         json_object_set_new(options, "upper_bound", json_string("tail"));
     if (!json_object_get(options, "max_retries"))
         json_object_set_new(options, "max_retries", json_integer(2));
+    if (!json_object_get(options, "inner") && !json_object_get(options, "n_init") &&
+        !json_object_get(options, "multiplier") && !json_object_get(options, "delta"))
+        json_object_set_new(options, "inner", json_string("tpe"));
+    if (!json_object_get(options, "allocation"))
+        json_object_set_new(options, "allocation", json_string("thompson"));
 }
 
 const struct bd_sched_ops bd_sched_rising_bandits = {
