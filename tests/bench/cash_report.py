@@ -188,7 +188,7 @@ def table(key, by_ds, oracle_arm):
             LABEL[m], avg[m], sd, min(per_seed), max(per_seed), gap, hit, n_ds))
 
     pairs = [("rb_gp", "uniform"), ("rb_random", "uniform_random"), ("rb_gp_paper", "uniform"),
-             ("rb_random_paper", "uniform_random"), ("rb_tpe", "uniform_tpe"), ("rb_tpe_ts", "uniform_tpe"),
+             ("rb_random_paper", "uniform_random"), ("rb_tpe", "uniform_tpe"), ("rb_tpe_ts", "uniform_tpe"), ("rb_tpe_ts", "uniform"),
              ("rb_gp_ts", "uniform"), ("rb_random_ts", "uniform_random"), ("rb_gp_ei", "uniform"),
              ("rb_random_ei", "uniform_random")]
     if "uniform_random" not in methods:
