@@ -142,7 +142,15 @@
  * Every result may eliminate (dated by the pulls finished, phase
  * "thompson"); an arm that is not pulled keeps its horizon. As h falls
  * to 0 at T, the draws fall to l and the last pulls go to the leader.
- * Measured: see the MEASURED note below and tests/bench/README-cash.md.
+ * Measured with inner "tpe" (the new studies' pair), MindWare replay, 41
+ * datasets x 20 seeds, T = 200 (tests/bench/README-cash.md, "Inner TPE
+ * and Thompson allocation"): every best arm eliminated in 6.6% of runs
+ * with nearest records (GP-UCB in rounds: 12.0%), 5.5% shuffled (7.2%);
+ * >= uniform of the same inner on 90.2% and 95.1% of the datasets; mean
+ * gap to the dataset's best 0.0019 and 0.0013 (0.0027, 0.0017). Against
+ * Optuna's TPE over the joint space (seeds 0-2): average rank 2.38 vs 2.50
+ * nearest, but 2.47 vs 2.41 shuffled: 5-7 arms still draw pulls at T in
+ * most runs, where TPE commits harder to one arm.
  *
  * State changes only in observe(): CREATED names the arm through
  * config[arm_parameter]; the finishing events update y, the bounds and the
@@ -158,7 +166,9 @@
  * "thompson"), allocation ("rounds" | "ei" | "thompson"),
  * max_retries (0..100; absent: 0, new studies are
  * stored with 2). The paper-exact rule is {"upper_bound": "paper",
- * "max_retries": 0}. Unknown keys are rejected. The study must declare
+ * "max_retries": 0, "inner": "gp_ucb", "allocation": "rounds"}; absent
+ * inner and allocation mean "gp_ucb" and "rounds", and new studies are
+ * stored with "tpe" (unless they set a GP option) and "thompson". Unknown keys are rejected. The study must declare
  * limits.trials, objective.bounds for a minimised objective, and
  * limits.seconds for cost_aware.
  *
