@@ -154,8 +154,10 @@ METHODS = {
     # the cost-aware variant: horizon = time left / the arm's mean trial time
     "rising_bandits": ("rising_bandits", {"cost_aware": True}),
     # an arm is only ever eliminated after window + 1 finished pulls, which no
-    # arm can reach: the rounds pull every arm in turn, each with its own GP-UCB
-    "uniform": ("rising_bandits", {"cost_aware": True, "window": MAX_TRIALS}),
+    # arm can reach: the rounds pull every arm in turn, each with the inner
+    # optimizer a new rising_bandits study gets (GP-UCB until 2026-11-27, TPE
+    # since); "allocation": "rounds" keeps the rounds whatever the default
+    "uniform": ("rising_bandits", {"cost_aware": True, "window": MAX_TRIALS, "allocation": "rounds"}),
     "gp_ucb": ("gp_ucb", {}),
 }
 

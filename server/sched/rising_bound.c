@@ -75,6 +75,23 @@ double bd_rising_tail_ei(double y, double Y, double sigma, size_t k_used, size_t
     return s / (double)n * exp(-fmax(Y - y, 0.0) / s);
 }
 
+double bd_rising_tail_sample(double y, double upper, double sigma, size_t n, double h, double u01)
+{
+    if (upper < y)
+        upper = y;
+    if (!(h > 0))
+        return y;
+    if (!(sigma > 0) || n == 0)
+        return y + u01 * (upper - y);
+    if (isinf(h))
+        return upper;
+    /* 1 - u^(1/h) without cancellation for large h: -expm1(ln(u) / h). */
+    double q = (double)n * -expm1(log(u01) / h);
+    if (!(q < 1.0))
+        return y; /* no draw of the h beats y */
+    return fmin(y - sigma * log(q), upper);
+}
+
 /* The surviving arm other than j with the largest lower bound (ties: the
  * lower index), or n when there is none. */
 static size_t best_other(size_t n, const bd_rising_bound *b, const int *alive, size_t j)

@@ -59,6 +59,19 @@ double bd_rising_tail_upper(double y, double sigma, size_t k_used, size_t n, dou
  * is largest. */
 double bd_rising_tail_ei(double y, double Y, double sigma, size_t k_used, size_t n);
 
+/* A Thompson draw of an arm's final reward (rising_bandits' allocation
+ * "thompson"), on the same tail model at its point estimate sigma: the best
+ * of h more draws, each exceeding y + x with probability (1/n) exp(-x /
+ * sigma), has P(rise <= x) = (1 - exp(-x / sigma) / n)^h for x >= 0, so
+ * for u01 in [0, 1) the inverse is
+ *   rise = max(0, -sigma ln(n (1 - u01^(1/h)))).
+ * Returns min(y + rise, upper), upper being the arm's bound u (so a draw
+ * lies in [l, u], as the bounds assert). Without a tail (sigma NAN or not
+ * > 0, n 0) the draw is uniform on [y, upper]: nothing says where between
+ * the bounds the final reward falls. h not > 0 gives y; an infinite h
+ * gives upper. */
+double bd_rising_tail_sample(double y, double upper, double sigma, size_t n, double h, double u01);
+
 /* One arm's bounds on its final reward. */
 typedef struct bd_rising_bound {
     double lower; /* l = y(t) */

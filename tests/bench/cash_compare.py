@@ -8,7 +8,10 @@ best over seeds is >= uniform's, and the mean gap to the dataset's best.
         [--stored tests/bench/results/cash_bandits_runs.jsonl.gz]
 
 The candidate's nearest-form method is compared with rb_gp and uniform, its
-shuffle-form method with rb_random and uniform_random (the stored runs' names)."""
+shuffle-form method with rb_random and uniform_random (the stored runs' names).
+A uniform method in the candidate file (uniform_tpe: round robin with the same
+inner optimizer) replaces the stored one for the candidates of that form whose
+inner optimizer it shares (rb_tpe*), and is not a candidate itself."""
 
 import argparse
 import collections
@@ -45,8 +48,13 @@ def main():
     args = ap.parse_args()
     cand, stored = read(args.candidate), read(args.stored)
     for (oracle, method), runs in sorted(cand.items()):
+        if method.startswith("uniform"):
+            continue
         base_name, unif_name = BASE[oracle]
-        base, unif = stored[(oracle, base_name)], stored[(oracle, unif_name)]
+        if method.startswith("rb_tpe") and (oracle, "uniform_tpe") in cand:
+            unif_name = "uniform_tpe"
+        base = stored[(oracle, base_name)]
+        unif = cand[(oracle, unif_name)] if (oracle, unif_name) in cand else stored[(oracle, unif_name)]
         keys = sorted(k for k in runs if k in base and k in unif)
         if not keys:
             raise SystemExit("cash_compare: no stored runs share %s's (dataset, seed) pairs" % method)

@@ -65,15 +65,26 @@ ARM_PARAM = "algorithm"
 
 # method -> (scheduler, options); "T" in an option is replaced by the budget.
 BANDITD_METHODS = {
-    "rb_gp": ("rising_bandits", {}),                        # new-study defaults: inner gp_ucb, window 7, tail bound
-    "rb_random": ("rising_bandits", {"inner": "random"}),
-    "rb_gp_ei": ("rising_bandits", {"allocation": "ei"}),
+    # Every rising_bandits method names its inner optimizer and allocation, so that it means the same
+    # whatever a new study's defaults are (since 2026-11-27: inner tpe, allocation thompson, tail bound).
+    "rb_gp": ("rising_bandits", {"inner": "gp_ucb", "allocation": "rounds"}),  # the defaults of 2026-11-25
+    "rb_random": ("rising_bandits", {"inner": "random", "allocation": "rounds"}),
+    "rb_gp_ei": ("rising_bandits", {"inner": "gp_ucb", "allocation": "ei"}),
     "rb_random_ei": ("rising_bandits", {"allocation": "ei", "inner": "random"}),
+    # issue 15, 2026-11-27: the arms' own TPE (Optuna 3.1's defaults on the arm's sub-space), Thompson allocation
+    "rb_tpe": ("rising_bandits", {"inner": "tpe", "allocation": "rounds"}),
+    "rb_tpe_ts": ("rising_bandits", {"inner": "tpe", "allocation": "thompson"}),  # = {}, the new defaults
+    "rb_gp_ts": ("rising_bandits", {"inner": "gp_ucb", "allocation": "thompson"}),
+    "rb_random_ts": ("rising_bandits", {"inner": "random", "allocation": "thompson"}),
     # the paper-exact rule (the defaults before 2026-11-25): Inequality 9 alone, a failed pull not retried
-    "rb_gp_paper": ("rising_bandits", {"upper_bound": "paper", "max_retries": 0}),
-    "rb_random_paper": ("rising_bandits", {"inner": "random", "upper_bound": "paper", "max_retries": 0}),
-    "uniform": ("rising_bandits", {"window": "T"}),          # no arm ever fills the window: round robin
-    "uniform_random": ("rising_bandits", {"inner": "random", "window": "T"}),
+    "rb_gp_paper": ("rising_bandits", {"inner": "gp_ucb", "allocation": "rounds", "upper_bound": "paper",
+                                       "max_retries": 0}),
+    "rb_random_paper": ("rising_bandits", {"inner": "random", "allocation": "rounds", "upper_bound": "paper",
+                                           "max_retries": 0}),
+    # no arm ever fills the window: round robin
+    "uniform": ("rising_bandits", {"inner": "gp_ucb", "allocation": "rounds", "window": "T"}),
+    "uniform_random": ("rising_bandits", {"inner": "random", "allocation": "rounds", "window": "T"}),
+    "uniform_tpe": ("rising_bandits", {"inner": "tpe", "allocation": "rounds", "window": "T"}),
     "gp_ucb": ("gp_ucb", {}),                                # over the JOINT_KEEP sub-space, see below
     "random": ("random", {}),
     "oracle_arm": ("gp_ucb", {}),                            # the best arm alone, see run_oracle_arm
@@ -91,7 +102,8 @@ JOINT_DROP_40 = ("liblinear_svc.tol", "libsvm_svc.tol", "logistic_regression.tol
                  "extra_trees.min_samples_split", "gradient_boosting.min_samples_split",
                  "random_forest.min_samples_split")
 JOINT_MAX = 100
-RISING = ("rb_gp", "rb_random", "rb_gp_ei", "rb_random_ei", "rb_gp_paper", "rb_random_paper", "uniform", "uniform_random")
+RISING = ("rb_gp", "rb_random", "rb_gp_ei", "rb_random_ei", "rb_gp_paper", "rb_random_paper", "uniform", "uniform_random",
+          "rb_tpe", "rb_tpe_ts", "rb_gp_ts", "rb_random_ts", "uniform_tpe")
 
 
 class Param:

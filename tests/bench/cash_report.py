@@ -3,7 +3,8 @@
 lines that cash_replay.py wrote.
 
     /usr/bin/python3 tests/bench/cash_report.py runs.jsonl [more.jsonl ...] \\
-        --md tests/bench/results/cash.md --png tests/bench/results/cash_anytime.png
+        --md tests/bench/results/cash.md --png tests/bench/results/cash_anytime.png \\
+        [--methods rb_gp,tpe,...]   # only these methods' runs: ranks among them
 
 Ranks: per (oracle, T, dataset, seed) the methods are ranked on the best
 balanced accuracy they reached (1 = best, ties share the mean rank); the
@@ -38,16 +39,30 @@ LABEL = {
     "gp_ucb": "joint gp_ucb (all 50 parameters)",
     "random": "random search",
     "tpe": "Optuna 3.1 TPE",
+    "rb_tpe": "rising_bandits (TPE inner)",
+    "rb_tpe_ts": "rising_bandits (TPE inner, Thompson allocation)",
+    "rb_gp_ts": "rising_bandits (GP-UCB inner, Thompson allocation)",
+    "rb_random_ts": "rising_bandits (random inner, Thompson allocation)",
+    "rb_gp_ei": "rising_bandits (GP-UCB inner, EI allocation)",
+    "rb_random_ei": "rising_bandits (random inner, EI allocation)",
+    "uniform_tpe": "uniform (round robin, TPE inner)",
 }
-ORDER = ["rb_gp", "rb_random", "rb_gp_paper", "rb_random_paper", "uniform", "uniform_random", "gp_ucb", "random", "tpe"]
+ORDER = ["rb_tpe_ts", "rb_tpe", "rb_gp_ts", "rb_random_ts", "rb_gp_ei", "rb_random_ei", "rb_gp", "rb_random",
+         "rb_gp_paper", "rb_random_paper", "uniform_tpe", "uniform", "uniform_random", "gp_ucb", "random", "tpe"]
 SHORT = {"rb_gp": "RB-GP", "rb_random": "RB-rand", "rb_gp_paper": "RBp-GP", "rb_random_paper": "RBp-rand", "uniform": "unif-GP", "uniform_random": "unif-rand",
-         "gp_ucb": "jointGP", "random": "random", "tpe": "TPE"}
+         "gp_ucb": "jointGP", "random": "random", "tpe": "TPE", "rb_tpe": "RB-TPE", "rb_tpe_ts": "RB-TPE-TS",
+         "rb_gp_ts": "RB-GP-TS", "rb_random_ts": "RB-rand-TS", "rb_gp_ei": "RB-GP-EI", "rb_random_ei": "RB-rand-EI",
+         "uniform_tpe": "unif-TPE"}
 ARM_SHORT = {"adaboost": "ada", "extra_trees": "et", "gradient_boosting": "gb", "k_nearest_neighbors": "knn",
              "liblinear_svc": "lsvc", "libsvm_svc": "svc", "lightgbm": "lgbm", "logistic_regression": "lr",
              "random_forest": "rf"}
-RISING = ("rb_gp", "rb_random", "rb_gp_paper", "rb_random_paper")
+RISING = ("rb_tpe_ts", "rb_tpe", "rb_gp_ts", "rb_random_ts", "rb_gp_ei", "rb_random_ei", "rb_gp", "rb_random",
+          "rb_gp_paper", "rb_random_paper")
+# allocations without rounds: eliminated_round is the count of finished pulls, not a round
+NO_ROUNDS = ("rb_tpe_ts", "rb_gp_ts", "rb_random_ts", "rb_gp_ei", "rb_random_ei")
 COLOR = {"rb_gp": "C0", "rb_random": "C1", "rb_gp_paper": "C6", "rb_random_paper": "C7", "uniform": "C2", "uniform_random": "C2", "gp_ucb": "C3", "random": "C4",
-         "tpe": "C5"}
+         "tpe": "C5", "rb_tpe": "C8", "rb_tpe_ts": "C9", "rb_gp_ts": "C0", "rb_random_ts": "C1", "rb_gp_ei": "C6",
+         "rb_random_ei": "C7", "uniform_tpe": "C2"}
 EPS = 1e-12
 BOOT = 2000  # bootstrap resamples of the datasets (seeded): the 95% intervals
 
@@ -61,13 +76,15 @@ def boot_ci(datasets, stat, seed=0):
     return vals[int(0.025 * BOOT)], vals[min(BOOT - 1, int(0.975 * BOOT))]
 
 
-def load(paths):
+def load(paths, keep=None):
     runs = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))  # (oracle, T) -> ds -> method -> seed
     oracle_arm = defaultdict(dict)  # (oracle, ds) -> seed -> run
     for p in paths:
         with (gzip.open(p, "rt") if p.endswith(".gz") else open(p)) as f:
             for line in f:
                 r = json.loads(line)
+                if keep is not None and r["method"] not in keep:
+                    continue
                 if r["method"] == "oracle_arm":
                     oracle_arm[(r["oracle"], r["dataset"])][r["seed"]] = r
                 else:
@@ -106,14 +123,17 @@ def mean(xs):
     return sum(xs) / len(xs) if xs else math.nan
 
 
-def elimination_pulls(state):
+def elimination_pulls(state, rounds=True):
     """arm -> the global pull after which it was eliminated (rounds are barriers: at the end of round r,
-    sum over arms of min(pulls, r) pulls were made). Also checks pulls == eliminated_round."""
+    sum over arms of min(pulls, r) pulls were made). Also checks pulls == eliminated_round. Without rounds
+    (rounds False: allocation "ei" or "thompson") eliminated_round is already that pull."""
     arms = state["arms"]
     out, bad = {}, []
     for a in arms:
         r = a.get("eliminated_round")
-        if r:
+        if r and not rounds:
+            out[a["arm"]] = r
+        elif r:
             if a["pulls"] != r:
                 bad.append("%s: %d pulls, eliminated in round %d" % (a["arm"], a["pulls"], r))
             out[a["arm"]] = sum(min(b["pulls"], r) for b in arms)
@@ -168,7 +188,9 @@ def table(key, by_ds, oracle_arm):
             LABEL[m], avg[m], sd, min(per_seed), max(per_seed), gap, hit, n_ds))
 
     pairs = [("rb_gp", "uniform"), ("rb_random", "uniform_random"), ("rb_gp_paper", "uniform"),
-             ("rb_random_paper", "uniform_random")]
+             ("rb_random_paper", "uniform_random"), ("rb_tpe", "uniform_tpe"), ("rb_tpe_ts", "uniform_tpe"), ("rb_tpe_ts", "uniform"),
+             ("rb_gp_ts", "uniform"), ("rb_random_ts", "uniform_random"), ("rb_gp_ei", "uniform"),
+             ("rb_random_ei", "uniform_random")]
     if "uniform_random" not in methods:
         pairs += [("rb_random", "uniform"), ("rb_random_paper", "uniform")]
     for rb, un in pairs:
@@ -230,7 +252,7 @@ def table(key, by_ds, oracle_arm):
         elim_pulls, bad = [], []
         per_arm = defaultdict(list)
         for r in rs:
-            ep, b = elimination_pulls(r["state"])
+            ep, b = elimination_pulls(r["state"], rb not in NO_ROUNDS)
             bad.extend(b)
             survivors = [a["arm"] for a in r["state"]["arms"] if not a.get("eliminated_round")]
             if not set(survivors) & set(r["best_arms"]):
@@ -271,7 +293,7 @@ def table(key, by_ds, oracle_arm):
             for a in arms_sorted:
                 got = []
                 for s in seeds:
-                    ep, _ = elimination_pulls(by_ds[d][rb][s]["state"])
+                    ep, _ = elimination_pulls(by_ds[d][rb][s]["state"], rb not in NO_ROUNDS)
                     if a in ep:
                         got.append(ep[a])
                 c = "—" if not got else "%.0f" % statistics.median(got)
@@ -365,8 +387,16 @@ def plot(runs, path):
 
 
 def main():
+    # --methods a,b,...: only those methods' runs are read, so the ranks are among them alone
+    import argparse
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--methods")
+    args, rest = ap.parse_known_args()
+    sys.argv = sys.argv[:1] + rest
+    keep = set(m for m in args.methods.split(",") if m) if args.methods else None
     # load gives (runs, oracle_arm): the report needs both, the plot the runs.
-    report_main(__doc__, load, lambda loaded: report(*loaded), lambda loaded, png: plot(loaded[0], png))
+    report_main(__doc__, lambda paths: load(paths, keep), lambda loaded: report(*loaded),
+                lambda loaded, png: plot(loaded[0], png))
 
 
 if __name__ == "__main__":

@@ -162,7 +162,7 @@ class Bdctl(bdtest.DaemonTestCase):
             bdtest.expect(self.d.request("POST", "/v1/trials/%d/complete" % t["id"], {"value": acc}), 200)
         arms = {a["arm"]: a for a in self.study(rb["id"])["scheduler"]["state"]["arms"]}
         out = self.ok("show", rb["id"])
-        self.assertRegex(out, r"phase (rounds|last_arm), round \d+, pulls 8 / T 30")
+        self.assertRegex(out, r"phase (rounds|thompson|last_arm), round \d+, pulls 8 / T 30")
         self.assertRegex(out, r"\n\s+arm\s+pulls\s+running\s+best\s+growth\s+lower\s+upper\s+eliminated\n")
         for name, a in arms.items():
             row = [ln.split() for ln in out.splitlines() if ln.split()[:1] == [name]]

@@ -108,18 +108,28 @@ class NewDefaults(bdtest.DaemonTestCase):
         self.assertEqual(again["id"], aged)
 
     def test_rising_bandits_new_studies_get_the_tail_bound_and_retries(self):
-        """Issue 15: new rising_bandits studies are stored with upper_bound "tail" and max_retries 2;
-        one stored without them (every study before) keeps the paper's bound and no retries."""
+        """Issue 15: new rising_bandits studies are stored with upper_bound "tail", max_retries 2,
+        allocation "thompson" and, unless the study names an inner optimizer or a GP option, inner
+        "tpe"; one stored without them (every study before) keeps the paper's bound, no retries,
+        GP-UCB (or its named inner) and the rounds."""
         cash = {"name": unique_name("rb"),
                 "parameters": [{"name": "algo", "type": "categorical", "choices": ["svm", "rf"]},
                                {"name": "C", "type": "float", "low": 0.1, "high": 10, "when": {"algo": ["svm"]}}],
                 "objective": {"metric": "acc", "goal": "maximize"}, "limits": {"trials": 20},
                 "scheduler": {"name": "rising_bandits", "options": {"inner": "random"}}, "seed": 3}
         sid = self.create(cash)["id"]
-        self.assertEqual(self.stored_options(sid), {"inner": "random", "upper_bound": "tail", "max_retries": 2})
+        self.assertEqual(self.stored_options(sid), {"inner": "random", "upper_bound": "tail", "max_retries": 2,
+                                                    "allocation": "thompson"})
         kept = self.create(dict(cash, name=unique_name("rb"),
                                 scheduler={"name": "rising_bandits", "options": {"upper_bound": "paper"}}))["id"]
-        self.assertEqual(self.stored_options(kept), {"upper_bound": "paper", "max_retries": 2})
+        self.assertEqual(self.stored_options(kept), {"upper_bound": "paper", "max_retries": 2, "inner": "tpe",
+                                                     "allocation": "thompson"})
+        gp = self.create(dict(cash, name=unique_name("rb"),
+                              scheduler={"name": "rising_bandits", "options": {"n_init": 2}}))["id"]
+        self.assertEqual(self.stored_options(gp), {"n_init": 2, "upper_bound": "tail", "max_retries": 2,
+                                                   "allocation": "thompson"})
+        state = expect(self.d.request("GET", "/v1/studies/%d" % kept), 200, "GET")["scheduler"]["state"]
+        self.assertEqual((state["inner"], state["allocation"], state["phase"]), ("tpe", "thompson", "thompson"))
         self.d.stop()
         ((text,),) = self.d.sql("SELECT definition FROM studies WHERE id = ?", (sid,))
         definition = json.loads(text)
@@ -127,7 +137,8 @@ class NewDefaults(bdtest.DaemonTestCase):
         self.d.sql("UPDATE studies SET definition = ? WHERE id = ?", (json.dumps(definition), sid))
         self.d.start()
         state = expect(self.d.request("GET", "/v1/studies/%d" % sid), 200, "GET")["scheduler"]["state"]
-        self.assertEqual((state["upper_bound"], state["max_retries"]), ("paper", 0))
+        self.assertEqual((state["upper_bound"], state["max_retries"], state["inner"], state["allocation"]),
+                         ("paper", 0, "random", "rounds"))
 
 
 if __name__ == "__main__":

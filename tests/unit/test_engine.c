@@ -476,6 +476,20 @@ Test(engine, replay_of_rising_bandits_gives_the_same_arms_and_suggestions)
                  24);
 }
 
+/* The same with each arm's TPE and the Thompson allocation (the defaults of
+ * new studies since 2026-11-27): the arm chosen at suggest is stored in the
+ * CREATED config, the TPE state is the arms' results in order. */
+Test(engine, replay_of_rising_bandits_with_tpe_and_thompson_gives_the_same_suggestions)
+{
+    check_replay("{\"name\": \"rbt\", \"parameters\": [{\"name\": \"algo\", \"type\": \"categorical\", "
+                 "\"choices\": [\"svm\", \"knn\", \"nb\"]}, {\"name\": \"C\", \"type\": \"float\", \"low\": 0.01, "
+                 "\"high\": 100, \"log\": true, \"when\": {\"algo\": [\"svm\"]}}, {\"name\": \"k\", \"type\": "
+                 "\"int\", \"low\": 1, \"high\": 30, \"when\": {\"algo\": [\"knn\"]}}], \"objective\": {\"goal\": "
+                 "\"maximize\"}, \"limits\": {\"trials\": 60}, \"scheduler\": {\"name\": \"rising_bandits\", "
+                 "\"options\": {\"inner\": \"tpe\", \"allocation\": \"thompson\", \"window\": 2}}, \"seed\": 5}",
+                 40);
+}
+
 /* And with a model-based scheduler: GP-UCB's fitted hyperparameters and
  * its model are rebuilt from the events alone (one fit in replayed()). */
 Test(engine, replay_of_gp_ucb_gives_the_same_model_and_suggestions)

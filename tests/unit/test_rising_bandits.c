@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 
 #include "sched_harness.h"
+#include "server/sched/proposer.h"
 #include "server/sched/rising_bound.h"
 
 extern const struct bd_sched_ops bd_sched_rising_bandits;
@@ -152,6 +153,40 @@ Test(rising_bound, tail_ei_vectors)
     cr_expect_eq(bd_rising_tail_ei(.5, .8, NAN, 4, 10), 0.0);
     cr_expect_eq(bd_rising_tail_ei(.5, .8, .2, 4, 0), 0.0);
     cr_expect_eq(bd_rising_tail_ei(.5, .8, .2, 0, 10), 0.0);
+}
+
+/* The Thompson draw: rise = -sigma ln(n (1 - u^(1/h))), clipped to [0, upper - y]. */
+Test(rising_bound, tail_sample_vectors)
+{
+    /* q = 10 (1 - .5^(1/100)) = .0690751, rise = .1 x 2.672561 */
+    cr_expect_float_eq(bd_rising_tail_sample(.5, .9, .1, 10, 100, .5), 0.7672561747591753, 1e-13);
+    cr_expect_float_eq(bd_rising_tail_sample(.5, .9, .1, 10, 100, .01), 0.5798342954709198, 1e-13);
+    cr_expect_float_eq(bd_rising_tail_sample(.5, .6, .02, 4, 20, .9), 0.5772487619260188, 1e-13);
+    cr_expect_eq(bd_rising_tail_sample(.5, .9, .1, 100, 10, .5), .5, "q = 6.7 >= 1: no draw beats y");
+    cr_expect_eq(bd_rising_tail_sample(.5, .9, .1, 10, 100, 0.0), .5);
+    cr_expect_eq(bd_rising_tail_sample(.5, .9, .1, 10, 100, .999), .9, "capped at the upper bound");
+    cr_expect_float_eq(bd_rising_tail_sample(.5, .9, NAN, 10, 100, .25), .6, EPS, "no tail: uniform on [l, u]");
+    cr_expect_float_eq(bd_rising_tail_sample(.5, .9, 0.0, 10, 100, .25), .6, EPS);
+    cr_expect_eq(bd_rising_tail_sample(.5, .9, .1, 10, 0, .7), .5, "no pulls left: y");
+    cr_expect_eq(bd_rising_tail_sample(.5, .9, .1, 10, INFINITY, .7), .9);
+    cr_expect_eq(bd_rising_tail_sample(.5, .4, .1, 10, 100, .7), .5, "an upper below y is y");
+}
+
+/* Inverse transform: over the grid u = (i + 1/2)/N the share of draws at or
+ * below y + x is the model's P(rise <= x) = (1 - exp(-x/sigma)/n)^h, to 1/N. */
+Test(rising_bound, tail_sample_follows_the_tail_model)
+{
+    const int N = 20000;
+    const double y = .6, sigma = .03, h = 120;
+    const size_t n = 15;
+    const double xs[] = {0.0, .01, .03, .06, .1};
+    for (size_t j = 0; j < sizeof xs / sizeof *xs; j++) {
+        int below = 0;
+        for (int i = 0; i < N; i++)
+            below += bd_rising_tail_sample(y, 1.0, sigma, n, h, (i + .5) / N) <= y + xs[j] + 1e-12;
+        double want = pow(1 - exp(-xs[j] / sigma) / (double)n, h);
+        cr_expect(fabs((double)below / N - want) <= 1.5 / N, "x = %g: %g vs %g", xs[j], (double)below / N, want);
+    }
 }
 
 /* ------------------------------------------------------------- the scheduler */
@@ -566,7 +601,9 @@ Test(rising_bandits, study_limits_and_options_are_checked)
     expect_rejected(cash3, "{\"windw\": 3}", &accuracy30, "scheduler.options.windw");
     expect_rejected(cash3, "{\"window\": 0}", &accuracy30, "scheduler.options.window");
     expect_rejected(cash3, "{\"elimination\": \"lenient\"}", &accuracy30, "scheduler.options.elimination");
-    expect_rejected(cash3, "{\"inner\": \"tpe\"}", &accuracy30, "scheduler.options.inner");
+    expect_rejected(cash3, "{\"inner\": \"smac\"}", &accuracy30, "scheduler.options.inner");
+    expect_rejected(cash3, "{\"inner\": \"tpe\", \"n_init\": 3}", &accuracy30, "scheduler.options.n_init");
+    expect_rejected(cash3, "{\"allocation\": \"softmax\"}", &accuracy30, "scheduler.options.allocation");
     expect_rejected(cash3, "{\"n_init\": 0}", &accuracy30, "scheduler.options.n_init");
     expect_rejected(cash3, "{\"upper_bound\": \"loose\"}", &accuracy30, "scheduler.options.upper_bound");
     expect_rejected(cash3, "{\"upper_bound\": \"tail\", \"tail\": 0}", &accuracy30, "scheduler.options.tail");
@@ -1003,5 +1040,116 @@ Test(rising_bandits, ei_allocation_pulls_where_the_next_record_is_likeliest)
     cr_expect_eq(num(arm_state(d, "a"), "pulls"), 8);
     cr_expect_eq(num(arm_state(d, "c"), "pulls"), 4);
     json_decref(d);
+    hn_close(&h);
+}
+
+/* Allocation "thompson": window + 1 pulls each, fewest first, no rounds;
+ * then each pull goes to the largest of one bd_rising_tail_sample per
+ * surviving arm, drawn in arm order from the suggestion's stream (the
+ * harness seeds it from (study seed, trials so far)), over the arm's l, u
+ * and tail scale as describe() shows them, n its rewards, h the study's
+ * pulls left. The test redraws them and checks every choice. */
+Test(rising_bandits, thompson_allocation_pulls_the_arm_of_the_largest_draw)
+{
+    hn h;
+    study st = {.maximize = 1, .T = 40};
+    open_ok(&h, cash3, "{\"inner\": \"random\", \"window\": 2, \"allocation\": \"thompson\"}", &st);
+    static const char *const first[] = {"a", "b", "c", "a", "b", "c", "a", "b", "c"};
+    for (int i = 0; i < 9; i++) {
+        int64_t id = pull(&h);
+        cr_expect_str_eq(arm_name(&h, id), first[i], "pull %d", i + 1);
+        cr_expect_null(json_object_get(hn_get(&h, id)->extra, "round"), "no rounds");
+        hn_complete(&h, id, -value_of(&h, id, spread));
+    }
+    json_t *d = hn_describe(&h);
+    cr_expect_str_eq(json_string_value(json_object_get(d, "allocation")), "thompson");
+    cr_expect_str_eq(json_string_value(json_object_get(d, "phase")), "thompson");
+    expect_eliminated(d, "c", 9, "a"); /* flat .30: sigma 0, u = l = .30 < .75 */
+    json_decref(d);
+    int n_a = 0, n_b = 0;
+    for (int i = 9; i < 40; i++) {
+        d = hn_describe(&h);
+        bd_rng rng;
+        bd_rng_seed(&rng, h.def.seed, (uint64_t)h.n_trials);
+        double left = num(d, "T") - num(d, "pulls"), best = -1;
+        const char *want = NULL;
+        for (const char *const *k = (const char *const[]){"a", "b", "c", NULL}; *k; k++) {
+            json_t *a = arm_state(d, *k);
+            if (!json_is_null(json_object_get(a, "eliminated_round")))
+                continue;
+            double v = bd_rising_tail_sample(num(a, "lower"), num(a, "upper"), num(a, "tail_scale"),
+                                             (size_t)num(a, "pulls"), left, bd_rng_uniform(&rng));
+            if (!want || v > best) {
+                want = *k;
+                best = v;
+            }
+        }
+        json_decref(d);
+        int64_t id = pull(&h);
+        cr_expect_str_eq(arm_name(&h, id), want, "pull %d", i + 1);
+        n_a += arm_name(&h, id)[0] == 'a';
+        n_b += arm_name(&h, id)[0] == 'b';
+        hn_complete(&h, id, -value_of(&h, id, spread));
+    }
+    /* a rises to .83 and leads; b (best .70, spread) keeps some pulls */
+    cr_expect_gt(n_a, n_b);
+    cr_expect_gt(n_b, 0);
+    cr_expect_eq(n_a + n_b, 31);
+    bd_sched *r = hn_replay(&h);
+    cr_expect(hn_same_next(&h, r, 1), "replay differs");
+    RB->destroy(r);
+    hn_close(&h);
+}
+
+/* Inner "tpe": an arm's proposal is exactly proposer.h's TPE (Optuna 3.1's
+ * defaults, no cost model) fitted on the arm's own results over its
+ * sub-space, with the suggestion's stream; checked once the arm has more
+ * results than TPE's 10 random startup pulls. */
+Test(rising_bandits, tpe_inner_is_the_proposer_on_the_arms_sub_space)
+{
+    hn h;
+    study st = {.maximize = 1, .T = 60};
+    open_ok(&h, cash2, "{\"inner\": \"tpe\", \"window\": 30}", &st);
+    bd_space *sub = NULL;
+    bd_err err;
+    json_t *choice = json_string("a");
+    cr_assert_eq(bd_space_subspace(h.space, "algo", choice, &sub, &err), 0);
+    bd_study_def d = h.def;
+    d.space = sub;
+    json_t *o = json_pack("{s:s, s:b}", "sampler", "tpe", "cost_aware", 0);
+    d.options = o;
+    bd_proposer *p = NULL;
+    cr_assert_eq(bd_proposer_create(&d, "tpe", 0, &p, &err), 0);
+    int checked = 0;
+    for (int i = 0; i < 30; i++) {
+        bd_rng rng;
+        bd_rng_seed(&rng, h.def.seed, (uint64_t)h.n_trials);
+        json_t *want = bd_proposer_propose(p, &rng);
+        int64_t id = pull(&h);
+        hn_trial *t = hn_get(&h, id);
+        json_t *x = json_object_get(t->config, arm_name(&h, id)[0] == 'a' ? "xa" : "xb");
+        double loss = (json_number_value(x) - .3) * (json_number_value(x) - .3);
+        if (arm_name(&h, id)[0] == 'a') {
+            json_t *got = json_copy(t->config);
+            json_object_del(got, "algo");
+            cr_expect(json_equal(got, want), "pull %d of a is not the proposer's", i / 2 + 1);
+            checked += i / 2 >= 10; /* past TPE's startup: a fitted proposal */
+            bd_proposer_add(p, t->config_id, got, t->budget, -(1 - loss), NAN, NAN);
+            json_decref(got);
+        }
+        json_decref(want);
+        hn_complete(&h, id, -(1 - loss));
+    }
+    cr_expect_eq(checked, 5);
+    json_t *desc = hn_describe(&h);
+    cr_expect_str_eq(json_string_value(json_object_get(desc, "inner")), "tpe");
+    json_decref(desc);
+    bd_sched *r = hn_replay(&h);
+    cr_expect(hn_same_next(&h, r, 3), "replay differs");
+    RB->destroy(r);
+    bd_proposer_free(p);
+    json_decref(o);
+    json_decref(choice);
+    bd_space_free(sub);
     hn_close(&h);
 }
