@@ -3,9 +3,9 @@
 The export of a study's trials (GET /v1/studies/{id}/trials.csv) is streamed a
 page of trials at a time, and each page is a storage query, which can wait
 behind a commit or the replay of a large study. The test daemon
-(banditd-test) makes every page take BANDITD_TEST_CSV_PAGE_MS (600 ms here),
+(banditd-test) makes every page take BANDITD_TEST_CSV_PAGE_MS (800 ms here),
 and runs one polling thread (--threads 1), which serves every connection:
-had the pages been read on it, each would stall every other client for 600
+had the pages been read on it, each would stall every other client for 800
 ms. They are read by the request handler threads while the export's
 connection is suspended, so /healthz and a suggest to another study answer
 at once meanwhile, and the export is still complete and in order.
@@ -15,7 +15,7 @@ study is evicted (its definition freed) while its pages are still read, so
 the export keeps its own copy of the parameter names (the second test; under
 AddressSanitizer, reading the freed definition would abort).
 
-The bound (every probe under 300 ms) is a functional check with a wide
+The bound (every probe under 500 ms) is a functional check with a wide
 margin, not a benchmark: on a quiet machine a probe takes about a millisecond.
 """
 
@@ -28,7 +28,7 @@ import unittest
 import bdtest
 from bdtest import check_status
 
-PAGE_MS = 600
+PAGE_MS = 800
 TRIALS = 2500  # three pages of BD_CSV_PAGE (1,000) trials, the header aside
 
 
@@ -69,7 +69,7 @@ class CsvStreamOffPollingThread(bdtest.DaemonTestCase):
         self.assertEqual(result["status"], 200)
         # the export really was slow (three delayed pages), so the probes ran beside it
         self.assertGreaterEqual(result["seconds"], 3 * PAGE_MS / 1000.0 * 0.9)
-        self.assertLess(max(probes), 0.3, "a probe waited for a CSV page: %s" % sorted(probes)[-5:])
+        self.assertLess(max(probes), 0.5, "a probe waited for a CSV page: %s" % sorted(probes)[-5:])
         self.assertGreaterEqual(len(probes), 10)
         rows = list(csv.DictReader(io.StringIO(result["text"])))
         self.assertEqual([int(r["trial_id"]) for r in rows], sorted(ids))
