@@ -24,6 +24,7 @@ Prints one JSON line at the end. Python standard library only; exit 1 if
 the daemon dies."""
 
 import argparse
+import collections
 import http.client
 import json
 import os
@@ -102,7 +103,7 @@ def fill(d, sid, target, threads, have=0):
     made = [have]
     ended = []
     lock = threading.Lock()
-    errors = [0]
+    errors = collections.Counter()  # by HTTP status (429: a busy study's backpressure)
 
     def work(i):
         c = d.client(timeout=120)
@@ -113,7 +114,8 @@ def fill(d, sid, target, threads, have=0):
                     break
             st, body, _ = c.request("POST", "/v1/studies/%d/suggest" % sid, {"count": 50, "worker": "w%d" % i})
             if st != 200:
-                errors[0] += 1
+                with lock:
+                    errors[str(st)] += 1
                 time.sleep(0.1)
                 continue
             if body.get("done"):
@@ -121,7 +123,9 @@ def fill(d, sid, target, threads, have=0):
                 break
             for t in body["trials"]:
                 st, _, _ = c.request("POST", "/v1/trials/%d/complete" % t["id"], {"value": rng.random()})
-                errors[0] += st != 200
+                if st != 200:
+                    with lock:
+                        errors[str(st)] += 1
             with lock:
                 made[0] += len(body["trials"])
         c.close()
@@ -140,7 +144,7 @@ def fill(d, sid, target, threads, have=0):
         w.join()
     if ended:
         raise SystemExit("the study ended at %d trials" % ended[0])
-    return made[0], time.monotonic() - t0, errors[0]
+    return made[0], time.monotonic() - t0, dict(errors)
 
 
 def main():
@@ -166,7 +170,7 @@ def main():
         out["suggest_at_1k"] = suggest_latency(d, sid)
         made, secs, errors = fill(d, sid, a.trials, a.threads, have + 200)
         out["fill"] = {"trials": made, "seconds": round(secs, 1), "errors": errors}
-        print("filled %d trials in %.0f s (errors %d)" % (made, secs, errors), flush=True)
+        print("filled %d trials in %.0f s (errors by status: %s)" % (made, secs, errors or "none"), flush=True)
         out["suggest_at_end"] = suggest_latency(d, sid)
         out["rss_end_mb"] = round(rss_mb(d.proc.pid), 1)
         c = d.client(timeout=600)
