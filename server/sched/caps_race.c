@@ -213,13 +213,17 @@
  * Cost: suggest and status scan the configs (O(n), plus the positions of a
  * config with a re-run pending; ranked: up to the first config in the
  * order with a run); observe is O(n) too (every event checks whether the
- * level can rise), and a change of leader or of level, and every re-run of
- * the leader's lower bounds (recompare_all), costs O(total runs): with
- * 1,000 configs x 600 instances that pass dominates once the levels
- * re-run (spc_decision_cost.py: 9.1 us of CPU per decision to 0.01 of
- * naive, 10.7 us to 0.03; to 0.1 it did not end in 10 minutes, 69% of
- * the time in catch_up). Ranking once: O(total runs + n log n). Memory: one
- * cell per run. */
+ * level can rise), and a change of leader or of level costs O(total runs)
+ * (recompare_all). A re-run of the leader's lower bounds costs O(n) with
+ * option `compare` "incremental" (new studies' default since issue 15's
+ * follow-up; leader_value_changed) and O(total runs) with "recount", the
+ * form before, which a stored study without the option keeps: with 1,000
+ * configs x 600 instances the recount took 69% of the CPU once the levels
+ * re-ran, and a replay to 0.1 of naive did not end in 10 minutes;
+ * incremental, the whole race (1.9 million decisions) takes 11.0 us of CPU
+ * per decision, and the same runs as the recount on every development
+ * matrix and seed (spc_decision_cost.py, README-spc.md). Ranking once:
+ * O(total runs + n log n). Memory: one cell per run. */
 #include "sched.h"
 
 #include <math.h>
@@ -294,6 +298,7 @@ typedef struct caps_race {
     double last_level;    /* option last_level: the largest cap below kappa a level runs at, a share of kappa (1: every doubling) */
     int ranked;           /* option race_order = "ranked" */
     int wait_all;         /* option level_wait = "all": a level ends when nothing runs */
+    int incremental;      /* option compare = "incremental": a leader's re-run updates the compared sums in place */
     size_t *rank_order;   /* ranked: the racers by their mean at the level below kappa, leader first (NULL until then) */
     int64_t n_instances;
     int64_t *order;       /* pi (NULL without shuffle) */
@@ -378,12 +383,13 @@ static int read_options(caps_race *p, const bd_study_def *def, long long *n_samp
     static const char *const known[] = {"configs", "n_configs", "kappa0", "cap_factor", "delta",
                                         "par",     "max_failures", "shuffle_instances", "eliminate", "ratio", "min_instances",
                                         "first_cap", "defer", "skip_levels", "pilot", "last_level", "race_order",
-                                        "level_wait", NULL};
+                                        "level_wait", "compare", NULL};
     static const char *const modes[] = {"bernstein", "ratio", NULL};
     static const char *const orders[] = {"position", "ranked", NULL};
     static const char *const waits[] = {"leader", "all", NULL};
+    static const char *const compares[] = {"recount", "incremental", NULL};
     const json_t *o = def->options;
-    const char *mode, *order, *wait;
+    const char *mode, *order, *wait, *compare;
     long long max_failures, min_instances, pilot;
     double dflt_kappa0 = fmin(fmax(def->r_min, 0.01), def->r_max);
     int rc = bd_opt_known(o, known, err);
@@ -422,6 +428,8 @@ static int read_options(caps_race *p, const bd_study_def *def, long long *n_samp
         rc = bd_opt_string(o, "race_order", "position", orders, &order, err);
     if (!rc)
         rc = bd_opt_string(o, "level_wait", "leader", waits, &wait, err);
+    if (!rc)
+        rc = bd_opt_string(o, "compare", "recount", compares, &compare, err);
     if (!rc && p->defer > 0 && p->defer <= 1)
         rc = bd_err_set(err, BD_EINVAL, "scheduler.options.defer", "defer must be 0 (off) or above 1");
     if (rc)
@@ -430,6 +438,7 @@ static int read_options(caps_race *p, const bd_study_def *def, long long *n_samp
         p->ratio = 0;
     p->ranked = strcmp(order, "ranked") == 0;
     p->wait_all = strcmp(wait, "all") == 0;
+    p->incremental = strcmp(compare, "incremental") == 0;
     p->min_instances = (int64_t)min_instances;
     p->pilot = (int64_t)pilot;
     p->max_failures = (int)max_failures;
@@ -740,6 +749,51 @@ static void recompare_all(caps_race *p)
         maybe_promote(p, i);
 }
 
+/* Option compare "incremental": the leader's value at position k rose from
+ * a_old to a_new (a re-run of one of its lower bounds at the level's cap).
+ * Only the term of position k changes in each challenger's compared sums
+ * (2), so they are updated in place: O(configs) per re-run, where
+ * recompare_all recounts every compared prefix, O(configs x instances)
+ * per re-run (on 1,000 configs x 600 instances that recount took 69% of
+ * the CPU and a replay to 0.1 of naive did not end in 10 minutes). The
+ * sums are the same up to rounding, which is why it is an option: a stored
+ * study keeps the recount it was created with. The maxima cannot be
+ * updated downwards: a challenger whose amax was a_old, with a_new below
+ * it (a re-run faster than the cap it timed out at, from a noisy solver),
+ * is recounted. Eliminated configs get the zeroed sums a recount gives
+ * them; then, as after a recount, the tests and promotions. */
+static void leader_value_changed(caps_race *p, int64_t k, double a_old, double a_new)
+{
+    for (size_t j = 0; j < p->n_racers; j++) {
+        cr_racer *r = &p->racers[j];
+        if (j == p->leader)
+            continue;
+        if (!r->alive) {
+            r->cmp = 0;
+            r->se = r->se2 = r->sa = r->vmax = r->amax = r->sv = r->sac = 0;
+            continue;
+        }
+        if (k < r->cmp) {
+            if (a_new < a_old && a_old >= r->amax) {
+                r->cmp = 0;
+                r->se = r->se2 = r->sa = r->vmax = r->amax = r->sv = r->sac = 0;
+            } else {
+                const cr_cell *c = &r->cells[k];
+                double v = c->val, e_old = v - a_old, e_new = v - a_new;
+                r->se += e_new - e_old;
+                r->se2 += e_new * e_new - e_old * e_old;
+                r->sa += a_new - a_old;
+                r->sac += c->state == CR_LOWER ? fmin(a_new, v) - fmin(a_old, v) : a_new - a_old;
+                r->amax = fmax(r->amax, a_new);
+            }
+        }
+        catch_up(p, j);
+        test_elimination(p, j);
+    }
+    for (size_t i = 0; i < p->n_racers; i++)
+        maybe_promote(p, i);
+}
+
 /* Challenger i takes the lead when it has exact values on the leader's
  * whole prefix, nothing in flight, and a strictly smaller sum. */
 static void maybe_promote(caps_race *p, size_t i)
@@ -799,7 +853,9 @@ static void settle(caps_race *p, size_t i, int64_t k)
         advance_low_from(r);
         if (k < r->done)
             r->sum += val - old;
-        if (i == p->leader) {
+        if (i == p->leader && p->incremental) {
+            leader_value_changed(p, k, old, val);
+        } else if (i == p->leader) {
             recompare_all(p);
         } else if (k < r->cmp) {
             double a = p->racers[p->leader].cells[k].val;
@@ -1126,6 +1182,7 @@ static int cr_describe(const bd_sched *s, json_t **out)
     json_object_set_new(*out, "last_level", json_real(p->last_level));
     json_object_set_new(*out, "race_order", json_string(p->ranked ? "ranked" : "position"));
     json_object_set_new(*out, "level_wait", json_string(p->wait_all ? "all" : "leader"));
+    json_object_set_new(*out, "compare", json_string(p->incremental ? "incremental" : "recount"));
     json_object_set_new(*out, "ranked", json_boolean(p->rank_order != NULL));
     const cr_racer *l = &p->racers[p->leader];
     if (l->done >= 1)
@@ -1173,6 +1230,8 @@ static void caps_race_new_study_defaults(const bd_study_def *def, json_t *option
         json_object_set_new(options, "race_order", json_string("ranked"));
     if (!json_object_get(options, "level_wait"))
         json_object_set_new(options, "level_wait", json_string("all"));
+    if (!json_object_get(options, "compare"))
+        json_object_set_new(options, "compare", json_string("incremental"));
 }
 
 const struct bd_sched_ops bd_sched_caps_race = {

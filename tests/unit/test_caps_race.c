@@ -705,6 +705,7 @@ Test(caps_race, new_studies_get_issue_15s_rules_and_stored_ones_keep_theirs)
     cr_assert_float_eq(json_number_value(json_object_get(o, "last_level")), 0.0625, EPS);
     cr_assert_str_eq(json_string_value(json_object_get(o, "race_order")), "ranked");
     cr_assert_str_eq(json_string_value(json_object_get(o, "level_wait")), "all");
+    cr_assert_str_eq(json_string_value(json_object_get(o, "compare")), "incremental");
     json_decref(o);
     static const char *two = "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]";
     /* without options: no pilot (s1 runs instance 0 second) and challengers
@@ -719,6 +720,7 @@ Test(caps_race, new_studies_get_issue_15s_rules_and_stored_ones_keep_theirs)
     cr_assert_float_eq(json_number_value(json_object_get(d, "last_level")), 1, EPS, "every doubling level");
     cr_assert_str_eq(json_string_value(json_object_get(d, "race_order")), "position");
     cr_assert_str_eq(json_string_value(json_object_get(d, "level_wait")), "leader");
+    cr_assert_str_eq(json_string_value(json_object_get(d, "compare")), "recount");
     json_decref(d);
     hn_close(&h);
 }
@@ -815,4 +817,134 @@ Test(caps_race, the_levels_stop_at_last_level_and_challengers_race_ranked_at_kap
     cr_assert_float_eq(describe_number(&h, "cap"), 4, EPS);
     hn_close(&h);
     free(names);
+}
+
+/* ------------------------------------------ compare "incremental" */
+
+/* Runtimes in eighths (every sum of them is exact in a double), and a
+ * solver that is noisy on repeats: a re-run of a (config, instance) takes
+ * half its first time, so a lower bound's re-run can end below the cap it
+ * timed out at (the case where a maximum cannot be updated in place). */
+static double m_dyadic(int c, int j)
+{
+    static const double base[8] = {3, 2, 2.5, 6, 1.5, 1, 4, 1.25};
+    return base[c] * (double)(1 + (c * 37 + j * 11) % 29) / 8.0;
+}
+
+typedef struct repeat_log {
+    int runs[8][40];
+    int repeats;
+} repeat_log;
+
+/* The leader s0 times out at the first cap 0.5 on instance 3 only: its
+ * one largest value there, until the re-run at the next level ends at
+ * 0.375 (half of 0.75), below it. */
+static double m_unique_max(int c, int j)
+{
+    if (c == 0)
+        return j == 3 ? 0.75 : 0.125;
+    return (double)(1 + (c * 5 + j * 3) % 7) / 8.0;
+}
+
+static void run_noisy(hn *h, int64_t id, repeat_log *log, matrix_fn m)
+{
+    hn_trial *t = hn_get(h, id);
+    int c = hn_solver_of(t), j = (int)t->instance;
+    double rt = m(c, j) * (log->runs[c][j]++ ? 0.5 : 1);
+    log->repeats += log->runs[c][j] > 1;
+    if (rt > t->budget)
+        hn_complete_timeout(h, id);
+    else
+        hn_complete(h, id, rt);
+}
+
+/* describe()'s gap and width of every racer (they read every compared sum
+ * and maximum) are the same in a and b. */
+static void check_same_sums(hn *a, hn *b, const char *options, long steps)
+{
+    json_t *da = hn_describe(a), *db = hn_describe(b);
+    json_t *xa = json_object_get(da, "racers"), *xb = json_object_get(db, "racers");
+    cr_assert_eq(json_array_size(xa), json_array_size(xb));
+    for (size_t i = 0; i < json_array_size(xa); i++) {
+        json_t *ra = json_array_get(xa, i), *rb = json_array_get(xb, i);
+        cr_assert(json_equal(json_object_get(ra, "racer"), json_object_get(rb, "racer")) &&
+                      json_equal(json_object_get(ra, "gap"), json_object_get(rb, "gap")) &&
+                      json_equal(json_object_get(ra, "width"), json_object_get(rb, "width")) &&
+                      json_equal(json_object_get(ra, "compared"), json_object_get(rb, "compared")),
+                  "%s, run %ld: racer %zu's compared sums differ", options, steps, i);
+    }
+    json_decref(da);
+    json_decref(db);
+}
+
+/* The same study with compare "recount" and "incremental", driven in
+ * lockstep by `workers` workers ending in one seeded order: the same runs,
+ * caps and incumbent, run by run, to the end of the race. */
+static void check_incremental_is_recount(const char *options, int workers, matrix_fn m)
+{
+    char recount[512], incremental[512];
+    snprintf(recount, sizeof recount, "{%s\"compare\": \"recount\"}", options);
+    snprintf(incremental, sizeof incremental, "{%s\"compare\": \"incremental\"}", options);
+    hn a, b;
+    open_race(&a, SOLVERS8, 40, recount);
+    open_race(&b, SOLVERS8, 40, incremental);
+    repeat_log la = {0}, lb = {0};
+    bd_rng order;
+    bd_rng_seed(&order, 3, 9);
+    int64_t ra[8], rb[8];
+    int n = 0;
+    long steps = 0;
+    for (;;) {
+        while (n < workers) {
+            int64_t ia, ib;
+            int ca = hn_suggest(&a, n, &ia), cb = hn_suggest(&b, n, &ib);
+            cr_assert_eq(ca, cb, "%s, run %ld: the two forms answer differently", options, steps);
+            if (ca != BD_SUGGEST_TRIAL)
+                break;
+            const hn_trial *ta = hn_get(&a, ia), *tb = hn_get(&b, ib);
+            cr_assert_eq(hn_solver_of(ta), hn_solver_of(tb), "%s, run %ld", options, steps);
+            cr_assert_eq(ta->instance, tb->instance, "%s, run %ld", options, steps);
+            cr_assert_eq(ta->budget, tb->budget, "%s, run %ld", options, steps);
+            ra[n] = ia;
+            rb[n++] = ib;
+            steps++;
+        }
+        if (!n)
+            break;
+        int pick = (int)bd_rng_below(&order, (uint64_t)n);
+        run_noisy(&a, ra[pick], &la, m);
+        run_noisy(&b, rb[pick], &lb, m);
+        check_same_sums(&a, &b, options, steps);
+        ra[pick] = ra[--n];
+        rb[pick] = rb[n];
+    }
+    cr_assert(la.repeats > 0, "%s: the levels re-ran lower bounds", options);
+    json_t *da = hn_describe(&a), *db = hn_describe(&b);
+    cr_assert_eq(json_integer_value(json_object_get(da, "leader")), json_integer_value(json_object_get(db, "leader")));
+    cr_assert_eq(json_integer_value(json_object_get(da, "leader_changes")),
+                 json_integer_value(json_object_get(db, "leader_changes")));
+    cr_assert_eq(json_integer_value(json_object_get(da, "alive")), json_integer_value(json_object_get(db, "alive")));
+    cr_assert_str_eq(json_string_value(json_object_get(db, "compare")), "incremental");
+    json_decref(da);
+    json_decref(db);
+    hn_close(&a);
+    hn_close(&b);
+}
+
+Test(caps_race, compare_incremental_makes_the_runs_of_the_recount)
+{
+    /* every doubling level (each re-runs the leader's lower bounds) */
+    check_incremental_is_recount("\"first_cap\": 0.5, ", 1, m_dyadic);
+    check_incremental_is_recount("\"first_cap\": 0.5, ", 3, m_dyadic);
+    /* the leader's largest value falls: the maxima are recounted */
+    check_incremental_is_recount("\"first_cap\": 0.5, \"shuffle_instances\": false, ", 1, m_unique_max);
+    check_incremental_is_recount("\"first_cap\": 0.5, \"shuffle_instances\": false, \"skip_levels\": 0.5, ", 4,
+                                 m_unique_max);
+    /* new studies' rules with the levels kept */
+    check_incremental_is_recount("\"cap_factor\": 2, \"defer\": 1.3, \"skip_levels\": 0, \"last_level\": 0.25, "
+                                 "\"race_order\": \"ranked\", \"level_wait\": \"all\", \"first_cap\": 0.5, ",
+                                 1, m_dyadic);
+    check_incremental_is_recount("\"cap_factor\": 2, \"defer\": 1.3, \"skip_levels\": 0, \"race_order\": \"ranked\", "
+                                 "\"level_wait\": \"all\", \"first_cap\": 0.5, ",
+                                 4, m_dyadic);
 }
