@@ -13,8 +13,9 @@ Two figures:
   observe calls of its run), the scheduler code alone, for each --methods,
   and its mean CPU time (the figure to read on a busy machine);
 - through the daemon: the latency of POST /v1/studies/{id}/suggest (and of
-  complete) over HTTP for spc's default options, median and p99, plus a GET of
-  the study and its size in bytes (describe lists the 64 most active testers).
+  complete) over HTTP for spc's default options (--daemon-method: another
+  method), median and p99, plus a GET of the study and its size in bytes
+  (describe lists the 64 most active testers, caps_race's 64 racers).
 
 Run it alone on the machine (it is a timing); the load average before and
 after is recorded with the figures:
@@ -57,11 +58,11 @@ class Enlarged:
         return spc_replay.Matrix.top(self, share)
 
 
-def through_daemon(banditd, m, decisions):
+def through_daemon(banditd, m, decisions, method):
     daemon = Daemon(banditd)
     try:
         client = Client(daemon.url, daemon.token, timeout=120)
-        scheduler, options = spc_replay.SCHEDULER_METHODS["spc"]
+        scheduler, options = spc_replay.SCHEDULER_METHODS[method]
         study = client.call("POST", "/v1/studies", {
             "name": "decision-cost",
             "parameters": [{"name": "solver", "type": "categorical", "choices": m.solvers}],
@@ -88,7 +89,7 @@ def through_daemon(banditd, m, decisions):
         got = client.call("GET", "/v1/studies/%d" % sid)
         get_ms = (time.perf_counter() - t0) * 1e3
         return {"decisions": len(complete_ms),
-                "suggest_ms_median": statistics.median(suggest_ms),
+                "method": method, "suggest_ms_median": statistics.median(suggest_ms),
                 "suggest_ms_p99": sorted(suggest_ms)[int(0.99 * (len(suggest_ms) - 1))],
                 "complete_ms_median": statistics.median(complete_ms),
                 "get_study_ms": get_ms, "get_study_bytes": len(json.dumps(got))}
@@ -106,6 +107,7 @@ def main():
     ap.add_argument("--methods", default="spc,spc_cycle")
     ap.add_argument("--horizon", type=float, default=0.01, help="fraction of the naive total CPU time")
     ap.add_argument("--daemon-decisions", type=int, default=5000)
+    ap.add_argument("--daemon-method", default="spc", help="the method of the daemon's figure (spc_replay's names)")
     ap.add_argument("--out", help="append the figures as one JSON line")
     args = ap.parse_args()
     replayer = args.replayer or os.path.join(os.path.dirname(os.path.abspath(args.banditd)), "tests", "bench",
@@ -122,7 +124,7 @@ def main():
         print("%s in-process: %d decisions, %.2f us each (%.2f us of CPU time)" % (
             method, r["runs"], r["decision_us"], r["decision_cpu_us"]), flush=True)
     if args.daemon_decisions > 0:
-        result["daemon"] = through_daemon(args.banditd, m, args.daemon_decisions)
+        result["daemon"] = through_daemon(args.banditd, m, args.daemon_decisions, args.daemon_method)
         print("daemon: %s" % json.dumps(result["daemon"]), flush=True)
     result["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]  # a busy machine slows every figure
     if args.out:
