@@ -1,7 +1,13 @@
 /* engine.c: the engine's lifecycle (open: storage, the first admin, the
  * index of studies; close), the lease reaper thread, health and the
  * figures of /metrics. The top of the engine: it calls the other engine
- * files and none of them calls it (server/README.md). */
+ * files and none of them calls it (server/README.md), except for the
+ * accessors at the end, which read a field and call nothing.
+ *
+ * struct bd_engine is defined here only. It holds what no other file
+ * writes (the store, the options, the reaper) and the parts other files
+ * own: the registry of studies (engine_registry.c) and the auth caches
+ * (engine_auth.c), each private to its file. */
 #include "engine_internal.h"
 #include "log.h"
 
@@ -12,6 +18,29 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+struct bd_engine {
+    bd_store *store;
+    bd_registry *registry;          /* every live study, the cache, ids, cluster membership */
+    bd_auth_cache *auth;            /* valid tokens and users */
+    double default_lease;
+
+    pthread_t reaper;
+    int reaper_running;
+    int reaper_stop;
+    atomic_int closing;             /* bd_engine_close began: a sweep stops between trials */
+    double reaper_interval;
+    pthread_mutex_t reaper_mu;
+    pthread_cond_t reaper_cv;
+
+    char *first_admin_token;        /* set when this open created the admin */
+    bd_user_slots user_slots;       /* each user's requests in costly studies (admission.h) */
+
+    int64_t max_studies;            /* default quotas of a user (engine.h bd_engine_opts) */
+    int64_t max_definition_bytes;
+
+    _Atomic double last_probe;      /* bd_monotonic() of the latest storage probe */
+};
 
 /* ------------------------------------------------------------------ reaper */
 
@@ -61,8 +90,8 @@ static void *reaper_main(void *arg)
          * rebuilt and a probe write tells when the disk works again,
          * without waiting for a request. */
         (void)bd_engine_healthy(e);
-        if (e->cluster) {
-            if (bd_store_cluster_heartbeat(e->store, e->daemon_id, &err) || check_clock(e, 0, &err))
+        if (bd_engine_cluster(e)) {
+            if (bd_store_cluster_heartbeat(e->store, bd_engine_daemon_id(e), &err) || check_clock(e, 0, &err))
                 bd_log(BD_LOG_ERROR, "cluster heartbeat failed: %s", err.message);
             bd_engine_drop_idle_owned(e);
         }
@@ -134,23 +163,16 @@ int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
     bd_engine *e = bd_xcalloc(1, sizeof *e);
     bd_store_opts so = {.sync = opts->sync_full ? BD_SYNC_FULL : BD_SYNC_NORMAL};
     /* SQLite serves one daemon: an advertised URL means nothing there. */
-    e->cluster = opts->advertise_url && is_db_url(opts->db_path);
-    so.cluster = e->cluster;
-    e->owner_lease = opts->ownership_lease_seconds > 0 ? opts->ownership_lease_seconds : 2.0;
-    pthread_mutex_init(&e->ids_mu, NULL);
+    so.cluster = opts->advertise_url && is_db_url(opts->db_path);
+    e->registry = bd_registry_new(opts, so.cluster);
+    e->auth = bd_auth_cache_new(so.cluster);
     char *token_path = NULL;
     int rc;
-    pthread_rwlock_init(&e->studies_lock, NULL);
-    pthread_mutex_init(&e->auth_mu, NULL);
     pthread_mutex_init(&e->reaper_mu, NULL);
     pthread_cond_init(&e->reaper_cv, NULL);
-    pthread_mutex_init(&e->recover_mu, NULL);
     /* Distinct users with costly requests at once: at most one per handler
      * thread, and the handlers are at most a few thousand (config.c). */
     bd_user_slots_init(&e->user_slots, opts->user_concurrency > 0 ? opts->user_concurrency : 16, 4096);
-    pthread_mutex_init(&e->cache_mu, NULL);
-    e->cache_budget = opts->study_cache_bytes > 0 ? opts->study_cache_bytes : BD_DEFAULT_STUDY_CACHE_BYTES;
-    e->hot_seconds = opts->study_hot_seconds > 0 ? opts->study_hot_seconds : opts->study_hot_seconds < 0 ? 0 : 5.0;
     e->max_studies = opts->max_studies > 0 ? opts->max_studies : BD_DEFAULT_MAX_STUDIES;
     e->max_definition_bytes = opts->max_definition_bytes > 0 ? opts->max_definition_bytes
                                                              : BD_DEFAULT_MAX_DEFINITION_BYTES;
@@ -180,23 +202,12 @@ int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
         token_path = bd_xmalloc(strlen(opts->db_path) + 16);
         sprintf(token_path, "%s.admin-token", opts->db_path);
     }
-    if ((rc = bd_engine_bootstrap_admin(e, token_path, opts->admin_token_file, err)))
+    if ((rc = bd_engine_bootstrap_admin(e, token_path, opts->admin_token_file, &e->first_admin_token, err)))
         goto out;
-    if (e->cluster) {
-        /* Ids come in blocks from PostgreSQL (bd_engine_claim_study takes
-         * them): peers write at the same time, so no stored maximum is the
-         * next free id. The ends at 0 make the first claim take blocks. */
-        if ((rc = bd_store_cluster_join(e->store, opts->advertise_url, &e->daemon_id, err)) ||
-            (rc = check_clock(e, 1, err)))
-            goto out;
-        e->trial_ids_end = e->event_ids_end = 0;
-    } else {
-        int64_t next_trial, next_event;
-        if ((rc = bd_store_next_ids(e->store, &next_trial, &next_event, err)))
-            goto out;
-        atomic_store(&e->next_trial_id, next_trial);
-        atomic_store(&e->next_event_id, next_event);
-    }
+    /* In cluster mode this joins the cluster (ids then come in blocks). */
+    if ((rc = bd_engine_ids_start(e, opts->advertise_url, err)) ||
+        (bd_engine_cluster(e) && (rc = check_clock(e, 1, err))))
+        goto out;
     /* No lock: no request can arrive before open returns. No study is
      * loaded (replayed) here: only its id and owner, and its trial counts. */
     load_ctx lc = {e, err};
@@ -232,21 +243,15 @@ void bd_engine_close(bd_engine *e)
         pthread_mutex_unlock(&e->reaper_mu);
         pthread_join(e->reaper, NULL);
     }
-    if (e->cluster && e->daemon_id && e->store) /* peers take its studies at once */
-        bd_store_cluster_leave(e->store, e->daemon_id);
-    for (size_t i = 0; i < e->studies_cap; i++)
-        bd_study_free(e->studies[i]);
-    free(e->studies);
+    if (bd_engine_cluster(e) && bd_engine_daemon_id(e) && e->store) /* peers take its studies at once */
+        bd_store_cluster_leave(e->store, bd_engine_daemon_id(e));
+    bd_registry_free(e->registry);
     bd_store_close(e->store);
-    pthread_mutex_destroy(&e->ids_mu);
     free(e->first_admin_token);
-    pthread_rwlock_destroy(&e->studies_lock);
-    pthread_mutex_destroy(&e->auth_mu);
+    bd_auth_cache_free(e->auth);
     pthread_mutex_destroy(&e->reaper_mu);
     pthread_cond_destroy(&e->reaper_cv);
-    pthread_mutex_destroy(&e->recover_mu);
     bd_user_slots_destroy(&e->user_slots);
-    pthread_mutex_destroy(&e->cache_mu);
     free(e);
 }
 
@@ -279,26 +284,52 @@ const char *bd_engine_first_admin_token(const bd_engine *e)
 void bd_engine_stats_get(bd_engine *e, bd_engine_stats *out)
 {
     memset(out, 0, sizeof *out);
-    /* No study mutex: a study busy in a slow scheduler call must not hold up
-     * /metrics. The counts are atomics, so a figure may be one event old. */
-    pthread_rwlock_rdlock(&e->studies_lock);
-    for (size_t i = 0; i < e->studies_cap; i++) {
-        study_rt *st = e->studies[i];
-        if (!st || st->deleted)
-            continue;
-        out->studies++;
-        out->studies_owned += atomic_load(&st->lease_held) != 0;
-        for (int s = 0; s < BD_TRIAL_NSTATES; s++)
-            out->trials[s] += st->counts[s];
-    }
-    pthread_rwlock_unlock(&e->studies_lock);
-    pthread_mutex_lock(&e->cache_mu);
-    out->studies_loaded = e->studies_loaded;
-    out->cache_bytes = (int64_t)e->cache_used;
-    out->cache_budget = (int64_t)e->cache_budget;
-    pthread_mutex_unlock(&e->cache_mu);
-    out->study_loads = (int64_t)atomic_load(&e->study_loads);
-    out->study_evictions = (int64_t)atomic_load(&e->study_evictions);
+    bd_engine_registry_stats(e, out);
     out->storage_writable = bd_store_writable(e->store);
     out->storage_failures = (int64_t)bd_store_failures(e->store);
+}
+
+/* --------------------------------------------------------------- accessors
+ * For the files below (engine_internal.h). Each reads one field and calls
+ * nothing, so calling one never runs code above the caller (the layering
+ * check, test_engine_layering.py, requires that of them). */
+
+bd_store *bd_engine_store(bd_engine *e)
+{
+    return e->store;
+}
+
+bd_registry *bd_engine_registry(bd_engine *e)
+{
+    return e->registry;
+}
+
+bd_auth_cache *bd_engine_auth_cache(bd_engine *e)
+{
+    return e->auth;
+}
+
+double bd_engine_default_lease(bd_engine *e)
+{
+    return e->default_lease;
+}
+
+bd_user_slots *bd_engine_user_slots(bd_engine *e)
+{
+    return &e->user_slots;
+}
+
+int64_t bd_engine_default_max_studies(bd_engine *e)
+{
+    return e->max_studies;
+}
+
+int64_t bd_engine_default_max_definition_bytes(bd_engine *e)
+{
+    return e->max_definition_bytes;
+}
+
+int bd_engine_closing(bd_engine *e)
+{
+    return atomic_load(&e->closing);
 }

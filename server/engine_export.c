@@ -180,8 +180,8 @@ int bd_engine_csv_next(bd_csv_export *x, const char **text, size_t *len, bd_err 
             return bd_err_set(err, BD_ENOTFOUND, NULL, "study %lld was deleted during the export",
                               (long long)x->st->id);
         int64_t before = x->after;
-        int rc = bd_store_trial_each_with_steps(x->e->store, x->st->id, x->state, x->instance, x->after, BD_CSV_PAGE,
-                                                add_row, x, err);
+        int rc = bd_store_trial_each_with_steps(bd_engine_store(x->e), x->st->id, x->state, x->instance, x->after,
+                                                BD_CSV_PAGE, add_row, x, err);
         if (rc < 0)
             return rc;
         x->done = x->after == before; /* a page without a row: nothing is left */

@@ -118,7 +118,7 @@ int bd_engine_history(bd_engine *e, const bd_caller *who, int64_t study_id, int6
     bd_engine_unlock_study(e, st);
 
     improvements g = {.records = {.maximize = maximize}};
-    rc = bd_store_trial_each(e->store, study_id, -1, -1, 0, 0, gather, &g, err);
+    rc = bd_store_trial_each(bd_engine_store(e), study_id, -1, -1, 0, 0, gather, &g, err);
     bd_history_point *p = NULL;
     spending sp = {.g = &g};
     if (rc == 0) {
@@ -137,7 +137,7 @@ int bd_engine_history(bd_engine *e, const bd_caller *who, int64_t study_id, int6
         for (size_t i = 0; i < g.n_resumed; i++)
             sp.budgets[i] = NAN;
         sp.charge = bd_xcalloc(sp.n_points ? sp.n_points : 1, sizeof *sp.charge);
-        rc = bd_store_trial_each(e->store, study_id, -1, -1, 0, 0, spend, &sp, err);
+        rc = bd_store_trial_each(bd_engine_store(e), study_id, -1, -1, 0, 0, spend, &sp, err);
         if (rc == PASS_DONE)
             rc = 0;
         bd_history_settle(p, sp.n_points, sp.charge);

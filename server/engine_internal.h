@@ -2,6 +2,18 @@
  * the layout and the one direction calls go). Not for use outside
  * server/engine*.c and their unit tests.
  *
+ * Who owns what: each piece of the engine's state is defined in, and
+ * written by, one file only; the others reach it through the functions
+ * below, grouped by the file that defines them.
+ * - engine.c: struct bd_engine (the store, the options, the lease reaper,
+ *   the first admin's token, the per-user slots of admission.h) and
+ *   pointers to the two parts below. Its accessors read one field each and
+ *   call nothing.
+ * - engine_registry.c: struct bd_registry: every live study, the cache of
+ *   loaded studies, recovery after a failed commit, trial and event ids,
+ *   and the cluster membership (daemon id, ownership lease).
+ * - engine_auth.c: struct bd_auth_cache: the valid tokens and the users.
+ *
  * Locking: studies_lock guards the registry array (pointers are stable and
  * study_rt structs live until bd_engine_close). A study's mu is held around
  * every scheduler call; the storage lock is held only for SQL. A study
@@ -9,7 +21,8 @@
  * (events get their ids first, from the engine's counters, so observe()
  * sees them), the writes gathered in a bd_write_plan go to storage in one
  * short transaction, and the mu is released before waiting for the group
- * commit. Lock order: study mu -> store lock. */
+ * commit. Lock order: study mu -> store lock (engine_registry.c and
+ * engine_auth.c state the order of their own locks). */
 #ifndef BD_ENGINE_INTERNAL_H
 #define BD_ENGINE_INTERNAL_H
 
@@ -22,79 +35,49 @@
 #include "engine.h"
 #include "study.h"
 
-/* The auth caches are direct-mapped by id with a fixed number of slots, so
- * their memory never depends on an id a client sent (a token id is read
- * before the token is checked). A miss only costs a storage read. */
-#define BD_AUTH_CACHE_SLOTS 1024
+typedef struct bd_registry bd_registry;     /* engine_registry.c */
+typedef struct bd_auth_cache bd_auth_cache; /* engine_auth.c */
 
-typedef struct token_entry {
-    int64_t token_id;               /* 0 = empty slot; only valid tokens are cached */
-    int64_t user_id;
-    uint8_t hash[BD_TOKEN_HASH_BYTES];
-    double cached_at;               /* bd_monotonic() when read from storage (cluster mode expiry) */
-} token_entry;
+/* ================================================ engine.c
+ * The accessors of struct bd_engine. Each reads one field and calls
+ * nothing. Pointers are borrowed, valid until bd_engine_close. */
 
-/* Cluster mode: a peer may revoke a token or change a user, and only its
- * own cache hears of it; a cached entry is trusted this long (seconds),
- * so a revocation through any daemon holds everywhere within it. */
-#define BD_AUTH_CLUSTER_TTL 0.5
-
-struct bd_engine {
-    bd_store *store;
-    double default_lease;
-    pthread_rwlock_t studies_lock;
-    study_rt **studies;             /* indexed by study id; NULL for unused ids */
-    size_t studies_cap;
-
-    pthread_mutex_t auth_mu;        /* guards the four fields below */
-    token_entry tokens[BD_AUTH_CACHE_SLOTS]; /* slot = token id % slots */
-    bd_user users[BD_AUTH_CACHE_SLOTS];      /* slot = user id % slots; id 0 = empty */
-    double users_at[BD_AUTH_CACHE_SLOTS];    /* bd_monotonic() when each users[] slot was read */
-    uint64_t revocations;           /* bumped by every revocation and quota change: a storage read that
-                                       began before one must not fill the cache */
-
-    pthread_t reaper;
-    int reaper_running;
-    int reaper_stop;
-    atomic_int closing;             /* bd_engine_close began: a sweep stops between trials */
-    double reaper_interval;
-    pthread_mutex_t reaper_mu;
-    pthread_cond_t reaper_cv;
-
-    char *first_admin_token;        /* set when this open created the admin */
-    bd_user_slots user_slots;       /* each user's requests in costly studies (admission.h) */
-    pthread_mutex_t cache_mu;       /* guards the list below and cache_used */
-    study_rt *lru_head, *lru_tail;  /* loaded studies, most recently used first */
-    _Atomic size_t cache_used;      /* estimated bytes of loaded studies (changed under cache_mu,
-                                       read without it as a hint) */
-    size_t cache_budget;            /* the most kept */
-    double hot_seconds;             /* a study used this recently is never evicted (engine.h) */
-    int64_t studies_loaded;
-    _Atomic uint64_t study_loads, study_evictions;
-
-    int64_t max_studies;            /* default quotas of a user (engine.h bd_engine_opts) */
-    int64_t max_definition_bytes;
-
-    _Atomic uint64_t recovered_failures; /* the store's failure count the last recovery covered */
-    pthread_mutex_t recover_mu;     /* one recovery at a time */
-    _Atomic double last_probe;      /* bd_monotonic() of the latest storage probe */
-
-    _Atomic int64_t next_trial_id;  /* ids handed out before their transaction, so */
-    _Atomic int64_t next_event_id;  /* schedulers see them (gaps after a rollback are fine) */
-
-    /* Cluster mode (several daemons on one PostgreSQL database): */
-    int cluster;                    /* 1: studies are served under ownership leases */
-    int64_t daemon_id;              /* this member's row in the daemons table */
-    double owner_lease;             /* seconds a study's lease lasts after its latest use */
-    pthread_mutex_t ids_mu;         /* one id-block refill at a time; guards the two ends */
-    int64_t trial_ids_end;          /* the current blocks of ids (store.h bd_store_id_block) end here */
-    int64_t event_ids_end;
-};
+bd_store *bd_engine_store(bd_engine *e);
+bd_registry *bd_engine_registry(bd_engine *e);
+bd_auth_cache *bd_engine_auth_cache(bd_engine *e);
+/* The lease of a study whose definition sets none (seconds). */
+double bd_engine_default_lease(bd_engine *e);
+/* Each user's requests in costly studies (admission.h). */
+bd_user_slots *bd_engine_user_slots(bd_engine *e);
+/* A user's quotas when the admin set none of their own (bd_engine_opts). */
+int64_t bd_engine_default_max_studies(bd_engine *e);
+int64_t bd_engine_default_max_definition_bytes(bd_engine *e);
+/* 1 once bd_engine_close began: a long sweep stops between trials. */
+int bd_engine_closing(bd_engine *e);
 
 /* ================================================ engine_registry.c
  * Every live study (a study_rt each, pointers stable until close), the
  * cache that builds a study's spec and scheduler on first use and drops
- * them when idle, study locks behind their gates, and recovery. */
+ * them when idle, study locks behind their gates, recovery, ids, and the
+ * cluster membership. */
+
+/* New (bd_registry_free), empty; sizes and leases from opts, cluster 1 to
+ * serve studies under ownership leases. */
+bd_registry *bd_registry_new(const bd_engine_opts *opts, int cluster);
+/* Frees every study and the registry. NULL-safe. */
+void bd_registry_free(bd_registry *r);
+/* Before the first request: in cluster mode joins the cluster as
+ * advertise_url (ids then come in blocks, taken by the first claim); else
+ * continues the stored trial and event ids. */
+int bd_engine_ids_start(bd_engine *e, const char *advertise_url, bd_err *err) BD_MUST_CHECK;
+/* 1 in cluster mode (several daemons on one PostgreSQL database). */
+int bd_engine_cluster(bd_engine *e);
+/* Cluster mode: this member's row in the daemons table (0 before it joined). */
+int64_t bd_engine_daemon_id(bd_engine *e);
+/* Cluster mode: seconds a study's lease lasts after its latest use. */
+double bd_engine_owner_lease(bd_engine *e);
+/* Adds the figures of the studies and the cache to *out (/metrics). */
+void bd_engine_registry_stats(bd_engine *e, bd_engine_stats *out);
 
 /* Borrowed pointer to the study if it exists, is not deleted and belongs to
  * user_id (0 = any user); else NULL. Never loads it. */
@@ -215,6 +198,11 @@ int bd_engine_durable(bd_engine *e, uint64_t ticket, bd_err *err) BD_MUST_CHECK;
 /* ================================================ engine_auth.c
  * The caches of valid tokens and of users. */
 
+/* New (bd_auth_cache_free), empty; with cluster 1 its entries expire (a
+ * peer's revocation is never heard of). */
+bd_auth_cache *bd_auth_cache_new(int cluster);
+void bd_auth_cache_free(bd_auth_cache *a); /* NULL-safe */
+
 int bd_engine_user_name(bd_engine *e, int64_t user_id, char name[64]);
 /* Fills *out from the cache or storage. */
 int bd_engine_user_get(bd_engine *e, int64_t user_id, bd_user *out, bd_err *err) BD_MUST_CHECK;
@@ -222,15 +210,16 @@ int bd_engine_user_get(bd_engine *e, int64_t user_id, bd_user *out, bd_err *err)
 void bd_engine_user_changed(bd_engine *e, int64_t user_id);
 /* Drops token_id from the cache after its revocation (committed). */
 void bd_engine_token_revoked(bd_engine *e, int64_t token_id);
-/* Empties the auth caches; auth_mu held. */
+/* Empties the auth caches (takes their lock: call holding none of it). */
 void bd_engine_auth_forget(bd_engine *e);
 
 /* ================================================ engine_users.c */
 
 /* Creates the admin user and its token on an empty database: the token read
  * from supplied_path if not NULL, else a new one written to token_path (if
- * not NULL). */
-int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, const char *supplied_path,
+ * not NULL). *first_token is then set to a new copy of the token (caller
+ * frees), else left alone. */
+int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, const char *supplied_path, char **first_token,
                               bd_err *err) BD_MUST_CHECK;
 /* BD_EQUOTA (field "limits.studies" or "limits.definition_bytes") when one
  * more study of definition_bytes would pass user_id's quotas; call inside

@@ -3,7 +3,9 @@
  * when idle (--study-cache-mb), the study locks behind their admission
  * gates (admission.h), and the recovery that rebuilds the loaded studies
  * after a failed group commit. Calls study.c, engine_auth.c and storage;
- * nothing here calls a file that calls it. */
+ * nothing here calls a file that calls it. This file owns that state, and
+ * the ids and the cluster membership the studies are served under (struct
+ * bd_registry, defined here only; the engine holds a pointer to it). */
 #include "engine_internal.h"
 #include "log.h"
 
@@ -12,6 +14,127 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* Lock order: recover_mu -> studies_lock -> every study's mu -> the auth
+ * cache's (recovery); studies_lock -> a study's mu by trylock (the idle
+ * sweep); a study's mu -> cache_mu (a load, an unload), and cache_mu -> a
+ * study's mu only by trylock (cache_trim); a study's mu -> ids_mu -> the
+ * store's lock (a refill). */
+struct bd_registry {
+    pthread_rwlock_t studies_lock;
+    study_rt **studies;             /* indexed by study id; NULL for unused ids */
+    size_t studies_cap;
+
+    pthread_mutex_t cache_mu;       /* guards the list below and cache_used */
+    study_rt *lru_head, *lru_tail;  /* loaded studies, most recently used first */
+    _Atomic size_t cache_used;      /* estimated bytes of loaded studies (changed under cache_mu,
+                                       read without it as a hint) */
+    size_t cache_budget;            /* the most kept */
+    double hot_seconds;             /* a study used this recently is never evicted (engine.h) */
+    int64_t studies_loaded;
+    _Atomic uint64_t study_loads, study_evictions;
+
+    _Atomic uint64_t recovered_failures; /* the store's failure count the last recovery covered */
+    pthread_mutex_t recover_mu;     /* one recovery at a time */
+
+    _Atomic int64_t next_trial_id;  /* ids handed out before their transaction, so */
+    _Atomic int64_t next_event_id;  /* schedulers see them (gaps after a rollback are fine) */
+
+    /* Cluster mode (several daemons on one PostgreSQL database): */
+    int cluster;                    /* 1: studies are served under ownership leases */
+    int64_t daemon_id;              /* this member's row in the daemons table */
+    double owner_lease;             /* seconds a study's lease lasts after its latest use */
+    pthread_mutex_t ids_mu;         /* one id-block refill at a time; guards the two ends */
+    int64_t trial_ids_end;          /* the current blocks of ids (store.h bd_store_id_block) end here */
+    int64_t event_ids_end;
+};
+
+bd_registry *bd_registry_new(const bd_engine_opts *opts, int cluster)
+{
+    bd_registry *r = bd_xcalloc(1, sizeof *r);
+    r->cluster = cluster;
+    r->owner_lease = opts->ownership_lease_seconds > 0 ? opts->ownership_lease_seconds : 2.0;
+    pthread_mutex_init(&r->ids_mu, NULL);
+    pthread_rwlock_init(&r->studies_lock, NULL);
+    pthread_mutex_init(&r->recover_mu, NULL);
+    pthread_mutex_init(&r->cache_mu, NULL);
+    r->cache_budget = opts->study_cache_bytes > 0 ? opts->study_cache_bytes : BD_DEFAULT_STUDY_CACHE_BYTES;
+    r->hot_seconds = opts->study_hot_seconds > 0 ? opts->study_hot_seconds : opts->study_hot_seconds < 0 ? 0 : 5.0;
+    return r;
+}
+
+void bd_registry_free(bd_registry *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->studies_cap; i++)
+        bd_study_free(r->studies[i]);
+    free(r->studies);
+    pthread_mutex_destroy(&r->ids_mu);
+    pthread_rwlock_destroy(&r->studies_lock);
+    pthread_mutex_destroy(&r->recover_mu);
+    pthread_mutex_destroy(&r->cache_mu);
+    free(r);
+}
+
+int bd_engine_ids_start(bd_engine *e, const char *advertise_url, bd_err *err)
+{
+    bd_registry *r = bd_engine_registry(e);
+    if (r->cluster) {
+        /* Ids come in blocks from PostgreSQL (bd_engine_claim_study takes
+         * them): peers write at the same time, so no stored maximum is the
+         * next free id. The ends at 0 make the first claim take blocks. */
+        r->trial_ids_end = r->event_ids_end = 0;
+        return bd_store_cluster_join(bd_engine_store(e), advertise_url, &r->daemon_id, err);
+    }
+    int64_t next_trial, next_event;
+    int rc = bd_store_next_ids(bd_engine_store(e), &next_trial, &next_event, err);
+    if (rc)
+        return rc;
+    atomic_store(&r->next_trial_id, next_trial);
+    atomic_store(&r->next_event_id, next_event);
+    return 0;
+}
+
+int bd_engine_cluster(bd_engine *e)
+{
+    return bd_engine_registry(e)->cluster;
+}
+
+int64_t bd_engine_daemon_id(bd_engine *e)
+{
+    return bd_engine_registry(e)->daemon_id;
+}
+
+double bd_engine_owner_lease(bd_engine *e)
+{
+    return bd_engine_registry(e)->owner_lease;
+}
+
+void bd_engine_registry_stats(bd_engine *e, bd_engine_stats *out)
+{
+    bd_registry *r = bd_engine_registry(e);
+    /* No study mutex: a study busy in a slow scheduler call must not hold up
+     * /metrics. The counts are atomics, so a figure may be one event old. */
+    pthread_rwlock_rdlock(&r->studies_lock);
+    for (size_t i = 0; i < r->studies_cap; i++) {
+        study_rt *st = r->studies[i];
+        if (!st || st->deleted)
+            continue;
+        out->studies++;
+        out->studies_owned += atomic_load(&st->lease_held) != 0;
+        for (int s = 0; s < BD_TRIAL_NSTATES; s++)
+            out->trials[s] += st->counts[s];
+    }
+    pthread_rwlock_unlock(&r->studies_lock);
+    pthread_mutex_lock(&r->cache_mu);
+    out->studies_loaded = r->studies_loaded;
+    out->cache_bytes = (int64_t)r->cache_used;
+    out->cache_budget = (int64_t)r->cache_budget;
+    pthread_mutex_unlock(&r->cache_mu);
+    out->study_loads = (int64_t)atomic_load(&r->study_loads);
+    out->study_evictions = (int64_t)atomic_load(&r->study_evictions);
+}
 
 static int ensure_loaded(bd_engine *e, study_rt *st, bd_err *err);
 static void cache_trim(bd_engine *e);
@@ -24,7 +147,7 @@ static study_rt *index_from_storage(bd_engine *e, int64_t study_id)
     bd_study_row row = {0};
     bd_err err;
     study_rt *st = NULL;
-    if (bd_store_study_get(e->store, study_id, &row, &err) == 0) {
+    if (bd_store_study_get(bd_engine_store(e), study_id, &row, &err) == 0) {
         study_rt *fresh = bd_xcalloc(1, sizeof *fresh);
         pthread_mutex_init(&fresh->mu, NULL);
         fresh->id = row.id;
@@ -46,9 +169,10 @@ static study_rt *index_from_storage(bd_engine *e, int64_t study_id)
  * run out meanwhile, and a peer may have taken the study. st->mu held. */
 static int load_claimed(bd_engine *e, study_rt *st, bd_err *err)
 {
+    bd_registry *r = bd_engine_registry(e);
     double t0 = bd_monotonic();
     int rc = ensure_loaded(e, st, err);
-    if (rc || !e->cluster || bd_monotonic() - t0 < e->owner_lease / 2)
+    if (rc || !r->cluster || bd_monotonic() - t0 < r->owner_lease / 2)
         return rc;
     if ((rc = bd_engine_claim_study(e, st, 0, err)) == 0 && !st->loaded) /* moved meanwhile: replay again */
         rc = ensure_loaded(e, st, err);
@@ -60,12 +184,13 @@ static int load_claimed(bd_engine *e, study_rt *st, bd_err *err)
 
 study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id)
 {
+    bd_registry *r = bd_engine_registry(e);
     study_rt *st = NULL;
-    pthread_rwlock_rdlock(&e->studies_lock);
-    if (study_id > 0 && (size_t)study_id < e->studies_cap)
-        st = e->studies[study_id];
-    pthread_rwlock_unlock(&e->studies_lock);
-    if (!st && e->cluster && study_id > 0)
+    pthread_rwlock_rdlock(&r->studies_lock);
+    if (study_id > 0 && (size_t)study_id < r->studies_cap)
+        st = r->studies[study_id];
+    pthread_rwlock_unlock(&r->studies_lock);
+    if (!st && r->cluster && study_id > 0)
         st = index_from_storage(e, study_id);
     /* deleted is read without st->mu here; callers re-check it under the lock. */
     if (!st || (user_id && st->user_id != user_id))
@@ -75,6 +200,7 @@ study_rt *bd_engine_study(bd_engine *e, int64_t study_id, int64_t user_id)
 
 int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
 {
+    bd_registry *r = bd_engine_registry(e);
     bd_engine_recover_if_needed(e);
     /* Ownership first: another user's study answers 404 like a missing one,
      * never 429, so a busy gate tells nothing about other users. */
@@ -82,18 +208,18 @@ int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, s
     bd_gate_ticket ticket;
     int rc;
     if (st) {
-        if ((rc = bd_gate_enter(&st->gate, &e->user_slots, who->user_id, bd_monotonic(), &ticket, err)))
+        if ((rc = bd_gate_enter(&st->gate, bd_engine_user_slots(e), who->user_id, bd_monotonic(), &ticket, err)))
             return rc;
         pthread_mutex_lock(&st->mu);
-        if (e->cluster && !st->deleted && (rc = bd_engine_claim_study(e, st, 1, err)) != 0 && rc != BD_ENOTFOUND) {
+        if (r->cluster && !st->deleted && (rc = bd_engine_claim_study(e, st, 1, err)) != 0 && rc != BD_ENOTFOUND) {
             pthread_mutex_unlock(&st->mu);
-            bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
+            bd_gate_cancel(&st->gate, bd_engine_user_slots(e), &ticket);
             return rc;
         }
         if (!st->deleted) {
             if ((rc = load_claimed(e, st, err)) != 0) {
                 pthread_mutex_unlock(&st->mu);
-                bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
+                bd_gate_cancel(&st->gate, bd_engine_user_slots(e), &ticket);
                 return rc;
             }
             bd_gate_locked(&st->gate, &ticket, bd_monotonic());
@@ -101,13 +227,14 @@ int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, s
             return 0;
         }
         pthread_mutex_unlock(&st->mu);
-        bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
+        bd_gate_cancel(&st->gate, bd_engine_user_slots(e), &ticket);
     }
     return bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id);
 }
 
 int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
 {
+    bd_registry *r = bd_engine_registry(e);
     bd_engine_recover_if_needed(e);
     study_rt *st = bd_engine_study(e, study_id, who->user_id);
     bd_gate_ticket ticket = {0};
@@ -117,19 +244,19 @@ int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_i
         return bd_err_set(err, BD_EBUSY, "study", "study %lld is busy", (long long)study_id);
     atomic_fetch_add(&st->gate.queued, 1); /* no user slot: the caller is the daemon itself */
     if (pthread_mutex_trylock(&st->mu) != 0) {
-        bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
+        bd_gate_cancel(&st->gate, bd_engine_user_slots(e), &ticket);
         return bd_err_set(err, BD_EBUSY, "study", "study %lld is busy", (long long)study_id);
     }
     /* The daemon's own work (the lease reaper) never takes a study a peer
      * serves: that peer's reaper sweeps it. */
-    int rc = st->deleted ? BD_ENOTFOUND : e->cluster ? bd_engine_claim_study(e, st, 0, err) : 0;
+    int rc = st->deleted ? BD_ENOTFOUND : r->cluster ? bd_engine_claim_study(e, st, 0, err) : 0;
     if (rc == BD_ENOTFOUND || (!rc && st->deleted))
         rc = bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id);
     if (!rc)
         rc = load_claimed(e, st, err);
     if (rc) {
         pthread_mutex_unlock(&st->mu);
-        bd_gate_cancel(&st->gate, &e->user_slots, &ticket);
+        bd_gate_cancel(&st->gate, bd_engine_user_slots(e), &ticket);
         return rc;
     }
     bd_gate_locked(&st->gate, &ticket, bd_monotonic());
@@ -139,22 +266,24 @@ int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_i
 
 void bd_engine_cache_trim_if_over(bd_engine *e)
 {
-    if (atomic_load_explicit(&e->cache_used, memory_order_relaxed) > e->cache_budget)
+    bd_registry *r = bd_engine_registry(e);
+    if (atomic_load_explicit(&r->cache_used, memory_order_relaxed) > r->cache_budget)
         cache_trim(e);
 }
 
 void bd_engine_unlock_study(bd_engine *e, study_rt *st)
 {
+    bd_registry *r = bd_engine_registry(e);
     /* cache_bytes changes under st->mu only (trims trylock it), so this
      * read needs no cache_mu; the lock is taken when a suggest grew it. */
     size_t now_bytes = st->loaded ? estimate_bytes(st->definition_bytes, st->trials_created) : 0;
     if (st->loaded && now_bytes != st->cache_bytes) { /* its scheduler grew with its trials */
-        pthread_mutex_lock(&e->cache_mu);
-        atomic_fetch_add(&e->cache_used, now_bytes - st->cache_bytes); /* unsigned wrap-around subtracts */
+        pthread_mutex_lock(&r->cache_mu);
+        atomic_fetch_add(&r->cache_used, now_bytes - st->cache_bytes); /* unsigned wrap-around subtracts */
         st->cache_bytes = now_bytes;
-        pthread_mutex_unlock(&e->cache_mu);
+        pthread_mutex_unlock(&r->cache_mu);
     }
-    bd_gate_leave(&st->gate, &e->user_slots, bd_monotonic());
+    bd_gate_leave(&st->gate, bd_engine_user_slots(e), bd_monotonic());
     pthread_mutex_unlock(&st->mu);
     bd_engine_cache_trim_if_over(e);
 }
@@ -162,32 +291,34 @@ void bd_engine_unlock_study(bd_engine *e, study_rt *st)
 /* Takes a new block of trial (events 0) or event ids; ids_mu held. */
 static int refill_ids(bd_engine *e, int events, bd_err *err)
 {
+    bd_registry *r = bd_engine_registry(e);
     int64_t first, count;
-    int rc = bd_store_id_block(e->store, &first, &count, err);
+    int rc = bd_store_id_block(bd_engine_store(e), &first, &count, err);
     if (rc)
         return rc;
-    atomic_store(events ? &e->next_event_id : &e->next_trial_id, first);
-    *(events ? &e->event_ids_end : &e->trial_ids_end) = first + count;
+    atomic_store(events ? &r->next_event_id : &r->next_trial_id, first);
+    *(events ? &r->event_ids_end : &r->trial_ids_end) = first + count;
     return 0;
 }
 
 int64_t bd_engine_take_id(bd_engine *e, int events, bd_write_plan *p)
 {
-    _Atomic int64_t *next = events ? &e->next_event_id : &e->next_trial_id;
-    if (!e->cluster) /* one daemon: the counter has no end */
+    bd_registry *r = bd_engine_registry(e);
+    _Atomic int64_t *next = events ? &r->next_event_id : &r->next_trial_id;
+    if (!r->cluster) /* one daemon: the counter has no end */
         return atomic_fetch_add(next, 1);
     /* Under the mutex, not a bare fetch_add: ids taken past the end by
      * racing threads would collide with the next block when it follows the
      * current one. A request takes a few ids; the mutex is never held
      * across anything but the rare refill. */
-    pthread_mutex_lock(&e->ids_mu);
+    pthread_mutex_lock(&r->ids_mu);
     int64_t id = 0;
     bd_err err;
-    if (atomic_load(next) < *(events ? &e->event_ids_end : &e->trial_ids_end) || refill_ids(e, events, &err) == 0)
+    if (atomic_load(next) < *(events ? &r->event_ids_end : &r->trial_ids_end) || refill_ids(e, events, &err) == 0)
         id = atomic_fetch_add(next, 1);
     else
         p->ids_failed = 1;
-    pthread_mutex_unlock(&e->ids_mu);
+    pthread_mutex_unlock(&r->ids_mu);
     if (!id)
         bd_log(BD_LOG_ERROR, "cluster: no block of %s ids: %s", events ? "event" : "trial", err.message);
     return id;
@@ -200,14 +331,15 @@ int64_t bd_engine_take_id(bd_engine *e, int events, bd_write_plan *p)
 
 int bd_engine_claim_study(bd_engine *e, study_rt *st, int wait, bd_err *err)
 {
+    bd_registry *r = bd_engine_registry(e);
     int64_t token = 0;
-    double until = bd_monotonic() + fmin(e->owner_lease + 0.5, CLAIM_WAIT_MAX);
+    double until = bd_monotonic() + fmin(r->owner_lease + 0.5, CLAIM_WAIT_MAX);
     int rc;
     /* A live peer's lease is waited out rather than stolen: taking it
      * would cost both daemons a replay per request and make routing
      * meaningless. BD_EBUSY also comes from lock_timeout, when a peer's
      * open batch holds the lease row (its fence). */
-    while ((rc = bd_store_owner_acquire(e->store, st->id, e->daemon_id, e->owner_lease, 0, &token, err)) ==
+    while ((rc = bd_store_owner_acquire(bd_engine_store(e), st->id, r->daemon_id, r->owner_lease, 0, &token, err)) ==
                BD_EBUSY &&
            wait && bd_monotonic() < until) {
         struct timespec pause = {0, CLAIM_POLL_NS};
@@ -217,7 +349,7 @@ int bd_engine_claim_study(bd_engine *e, study_rt *st, int wait, bd_err *err)
         rc = bd_err_set(err, BD_EMOVED, "study",
                         "study %lld is served by another daemon; retry (or send its requests there)",
                         (long long)st->id);
-        err->retry_after = (int)ceil(e->owner_lease);
+        err->retry_after = (int)ceil(r->owner_lease);
     }
     if (rc == BD_ENOTFOUND) { /* deleted through a peer */
         st->deleted = 1;
@@ -237,10 +369,10 @@ int bd_engine_claim_study(bd_engine *e, study_rt *st, int wait, bd_err *err)
      * owner handed out, so the study's events stay in order. Otherwise
      * bd_engine_take_id refills a block when it is used up. */
     if (moved) {
-        pthread_mutex_lock(&e->ids_mu);
+        pthread_mutex_lock(&r->ids_mu);
         if (!(rc = refill_ids(e, 0, err)))
             rc = refill_ids(e, 1, err);
-        pthread_mutex_unlock(&e->ids_mu);
+        pthread_mutex_unlock(&r->ids_mu);
     }
     if (rc) /* without fresh ids the study cannot be served: the next request claims again */
         bd_engine_study_disown(e, st, 1);
@@ -249,23 +381,25 @@ int bd_engine_claim_study(bd_engine *e, study_rt *st, int wait, bd_err *err)
 
 void bd_engine_study_disown(bd_engine *e, study_rt *st, int release)
 {
+    bd_registry *r = bd_engine_registry(e);
     int64_t token = atomic_exchange(&st->owner_token, 0);
     atomic_store(&st->lease_held, 0);
     bd_engine_study_unload(e, st);
     if (release && token)
-        bd_store_owner_release(e->store, st->id, e->daemon_id, token);
+        bd_store_owner_release(bd_engine_store(e), st->id, r->daemon_id, token);
 }
 
 void bd_engine_drop_idle_owned(bd_engine *e)
 {
+    bd_registry *r = bd_engine_registry(e);
     double now = bd_monotonic();
-    pthread_rwlock_rdlock(&e->studies_lock);
-    for (size_t i = 0; i < e->studies_cap; i++) {
-        study_rt *st = e->studies[i];
+    pthread_rwlock_rdlock(&r->studies_lock);
+    for (size_t i = 0; i < r->studies_cap; i++) {
+        study_rt *st = r->studies[i];
         /* Busy or recently used studies stay; a trylock never waits for a
          * scheduler (lock order: studies_lock -> study mu, as recovery). */
         if (!st || !atomic_load(&st->lease_held) ||
-            now - atomic_load_explicit(&st->last_used, memory_order_relaxed) < e->owner_lease ||
+            now - atomic_load_explicit(&st->last_used, memory_order_relaxed) < r->owner_lease ||
             atomic_load(&st->gate.queued) > 0 || pthread_mutex_trylock(&st->mu) != 0)
             continue;
         if (!st->dirty) {
@@ -273,33 +407,34 @@ void bd_engine_drop_idle_owned(bd_engine *e)
              * peer took it meanwhile the next claim gets the same token and
              * serves from memory (no replay). The cache evicts it if need be. */
             atomic_store(&st->lease_held, 0);
-            bd_store_owner_release(e->store, st->id, e->daemon_id, atomic_load(&st->owner_token));
+            bd_store_owner_release(bd_engine_store(e), st->id, r->daemon_id, atomic_load(&st->owner_token));
         }
         pthread_mutex_unlock(&st->mu);
     }
-    pthread_rwlock_unlock(&e->studies_lock);
+    pthread_rwlock_unlock(&r->studies_lock);
 }
 
 study_rt *bd_engine_study_register(bd_engine *e, study_rt *st)
 {
-    pthread_rwlock_wrlock(&e->studies_lock);
-    if ((size_t)st->id >= e->studies_cap) {
-        size_t cap = e->studies_cap ? e->studies_cap : 64;
+    bd_registry *r = bd_engine_registry(e);
+    pthread_rwlock_wrlock(&r->studies_lock);
+    if ((size_t)st->id >= r->studies_cap) {
+        size_t cap = r->studies_cap ? r->studies_cap : 64;
         while (cap <= (size_t)st->id)
             cap *= 2;
-        e->studies = bd_xrealloc(e->studies, cap * sizeof *e->studies);
-        memset(e->studies + e->studies_cap, 0, (cap - e->studies_cap) * sizeof *e->studies);
-        e->studies_cap = cap;
+        r->studies = bd_xrealloc(r->studies, cap * sizeof *r->studies);
+        memset(r->studies + r->studies_cap, 0, (cap - r->studies_cap) * sizeof *r->studies);
+        r->studies_cap = cap;
     }
     /* Insert if absent, in this one locked section: in cluster mode two
      * first requests (index_from_storage), or a request and the study's
      * creator, may race for one slot. Two copies of one study would both
      * pass the fence (same daemon, same token) and hand out the same rung
      * slot twice; the first copy stays the only one. */
-    study_rt *winner = e->studies[st->id];
+    study_rt *winner = r->studies[st->id];
     if (!winner)
-        winner = e->studies[st->id] = st;
-    pthread_rwlock_unlock(&e->studies_lock);
+        winner = r->studies[st->id] = st;
+    pthread_rwlock_unlock(&r->studies_lock);
     return winner;
 }
 
@@ -316,52 +451,53 @@ static size_t estimate_bytes(size_t definition_bytes, int64_t trials)
     return 4096 + 24 * definition_bytes + 256 * (size_t)(trials > 0 ? trials : 0);
 }
 
-static void lru_unlink(bd_engine *e, study_rt *st)
+static void lru_unlink(bd_registry *r, study_rt *st)
 {
     if (st->lru_prev)
         st->lru_prev->lru_next = st->lru_next;
     else
-        e->lru_head = st->lru_next;
+        r->lru_head = st->lru_next;
     if (st->lru_next)
         st->lru_next->lru_prev = st->lru_prev;
     else
-        e->lru_tail = st->lru_prev;
+        r->lru_tail = st->lru_prev;
     st->lru_prev = st->lru_next = NULL;
 }
 
-static void lru_push_front(bd_engine *e, study_rt *st)
+static void lru_push_front(bd_registry *r, study_rt *st)
 {
     st->lru_prev = NULL;
-    st->lru_next = e->lru_head;
-    if (e->lru_head)
-        e->lru_head->lru_prev = st;
+    st->lru_next = r->lru_head;
+    if (r->lru_head)
+        r->lru_head->lru_prev = st;
     else
-        e->lru_tail = st;
-    e->lru_head = st;
+        r->lru_tail = st;
+    r->lru_head = st;
 }
 
 void bd_engine_study_cached(bd_engine *e, study_rt *st, size_t definition_bytes)
 {
+    bd_registry *r = bd_engine_registry(e);
     st->loaded = 1;
     st->definition_bytes = definition_bytes;
     /* an enqueued config: ~64 bytes of JSON nodes per value */
     st->cache_bytes = estimate_bytes(definition_bytes, st->trials_created) +
                       64 * st->n_queued * (st->spec.def.space ? bd_space_size(st->spec.def.space) : 0);
-    pthread_mutex_lock(&e->cache_mu);
-    lru_push_front(e, st);
-    e->cache_used += st->cache_bytes;
-    e->studies_loaded++;
-    pthread_mutex_unlock(&e->cache_mu);
+    pthread_mutex_lock(&r->cache_mu);
+    lru_push_front(r, st);
+    r->cache_used += st->cache_bytes;
+    r->studies_loaded++;
+    pthread_mutex_unlock(&r->cache_mu);
 }
 
 /* Frees spec and sched; st->mu held, cache_mu held. */
-static void unload_locked(bd_engine *e, study_rt *st)
+static void unload_locked(bd_registry *r, study_rt *st)
 {
     if (!st->loaded)
         return;
-    lru_unlink(e, st);
-    e->cache_used -= st->cache_bytes;
-    e->studies_loaded--;
+    lru_unlink(r, st);
+    r->cache_used -= st->cache_bytes;
+    r->studies_loaded--;
     st->cache_bytes = 0;
     st->loaded = 0;
     if (st->sched)
@@ -374,9 +510,10 @@ static void unload_locked(bd_engine *e, study_rt *st)
 
 void bd_engine_study_unload(bd_engine *e, study_rt *st)
 {
-    pthread_mutex_lock(&e->cache_mu);
-    unload_locked(e, st);
-    pthread_mutex_unlock(&e->cache_mu);
+    bd_registry *r = bd_engine_registry(e);
+    pthread_mutex_lock(&r->cache_mu);
+    unload_locked(r, st);
+    pthread_mutex_unlock(&r->cache_mu);
 }
 
 /* The most studies one trim looks at: the least recently used may all be
@@ -395,28 +532,29 @@ void bd_engine_study_unload(bd_engine *e, study_rt *st)
  * study to the front, clearing the bit, instead of evicting it. */
 static void cache_trim(bd_engine *e)
 {
+    bd_registry *r = bd_engine_registry(e);
     size_t before;
     double now = bd_monotonic();
-    pthread_mutex_lock(&e->cache_mu);
-    before = e->cache_used;
-    study_rt *c = e->lru_tail;
-    for (int tried = 0; c && e->cache_used > e->cache_budget && tried < TRIM_CANDIDATES; tried++) {
+    pthread_mutex_lock(&r->cache_mu);
+    before = r->cache_used;
+    study_rt *c = r->lru_tail;
+    for (int tried = 0; c && r->cache_used > r->cache_budget && tried < TRIM_CANDIDATES; tried++) {
         study_rt *prev = c->lru_prev;
         if (atomic_exchange_explicit(&c->referenced, 0, memory_order_relaxed)) {
-            lru_unlink(e, c); /* a second chance */
-            lru_push_front(e, c);
-        } else if (now - atomic_load_explicit(&c->last_used, memory_order_relaxed) >= e->hot_seconds &&
+            lru_unlink(r, c); /* a second chance */
+            lru_push_front(r, c);
+        } else if (now - atomic_load_explicit(&c->last_used, memory_order_relaxed) >= r->hot_seconds &&
                    atomic_load(&c->gate.queued) == 0 && pthread_mutex_trylock(&c->mu) == 0) {
             if (!c->dirty) {
-                unload_locked(e, c);
-                atomic_fetch_add(&e->study_evictions, 1);
+                unload_locked(r, c);
+                atomic_fetch_add(&r->study_evictions, 1);
             }
             pthread_mutex_unlock(&c->mu);
         }
         c = prev;
     }
-    size_t freed = before - e->cache_used;
-    pthread_mutex_unlock(&e->cache_mu);
+    size_t freed = before - r->cache_used;
+    pthread_mutex_unlock(&r->cache_mu);
     /* glibc keeps what a large study freed in its arena; give it back now
      * rather than at the reaper's next trim, or a run of large studies
      * holds many times the budget in RSS meanwhile. */
@@ -428,6 +566,7 @@ static void cache_trim(bd_engine *e)
  * marks it most recently used when they are built; st->mu held. */
 static int ensure_loaded(bd_engine *e, study_rt *st, bd_err *err)
 {
+    bd_registry *r = bd_engine_registry(e);
     atomic_store_explicit(&st->last_used, bd_monotonic(), memory_order_relaxed);
     if (st->loaded) { /* the common case: no lock beyond st->mu */
         atomic_store_explicit(&st->referenced, 1, memory_order_relaxed);
@@ -435,19 +574,19 @@ static int ensure_loaded(bd_engine *e, study_rt *st, bd_err *err)
     }
     bd_study_row row = {0};
     json_t *def = NULL;
-    int rc = bd_store_study_get(e->store, st->id, &row, err);
+    int rc = bd_store_study_get(bd_engine_store(e), st->id, &row, err);
     if (rc == BD_ENOTFOUND) /* deleted by a request whose commit failed, before recovery */
         rc = bd_err_set(err, BD_ESTORAGE, NULL, "study %lld is missing from storage", (long long)st->id);
     if (!rc && !(def = json_loads(row.definition, 0, NULL)))
         rc = bd_err_set(err, BD_EINTERNAL, NULL, "study %lld: stored definition is not JSON", (long long)st->id);
     if (!rc)
-        rc = bd_study_spec_parse(def, e->default_lease, &st->spec, err);
+        rc = bd_study_spec_parse(def, bd_engine_default_lease(e), &st->spec, err);
     if (!rc) {
         st->spec.def.id = st->id;
         bd_study_set_meta(st, row.paused, row.metadata);
         row.metadata = NULL; /* stolen */
         bd_engine_user_name(e, st->user_id, st->owner);
-        if ((rc = bd_study_replay(st, e->store, err)) != 0) {
+        if ((rc = bd_study_replay(st, bd_engine_store(e), err)) != 0) {
             if (st->sched)
                 st->sched->ops->destroy(st->sched);
             st->sched = NULL;
@@ -456,7 +595,7 @@ static int ensure_loaded(bd_engine *e, study_rt *st, bd_err *err)
     }
     if (!rc) {
         bd_engine_study_cached(e, st, strlen(row.definition));
-        atomic_fetch_add(&e->study_loads, 1);
+        atomic_fetch_add(&r->study_loads, 1);
     }
     json_decref(def);
     bd_store_study_row_clear(&row);
@@ -470,7 +609,7 @@ static void recover_study(bd_engine *e, study_rt *st)
 {
     bd_study_row row = {0};
     bd_err err;
-    int rc = bd_store_study_get(e->store, st->id, &row, &err);
+    int rc = bd_store_study_get(bd_engine_store(e), st->id, &row, &err);
     if (!rc && st->loaded) { /* a pause or metadata change in the failed commit did not happen */
         bd_study_set_meta(st, row.paused, row.metadata);
         row.metadata = NULL;
@@ -484,38 +623,37 @@ static void recover_study(bd_engine *e, study_rt *st)
     st->deleted = 0; /* a delete in the failed commit did not happen */
     if (!rc && !st->loaded) /* nothing built to rebuild; its counts come from before the failure */
         return;
-    if (rc || bd_study_replay(st, e->store, &err))
+    if (rc || bd_study_replay(st, bd_engine_store(e), &err))
         bd_log(BD_LOG_ERROR, "study %lld could not be rebuilt: %s", (long long)st->id, err.message);
 }
 
 void bd_engine_recover_if_needed(bd_engine *e)
 {
-    uint64_t failures = bd_store_failures(e->store);
-    if (failures == atomic_load(&e->recovered_failures)) /* the common case: one atomic read */
+    bd_registry *r = bd_engine_registry(e);
+    uint64_t failures = bd_store_failures(bd_engine_store(e));
+    if (failures == atomic_load(&r->recovered_failures)) /* the common case: one atomic read */
         return;
-    pthread_mutex_lock(&e->recover_mu);
-    if (failures != atomic_load(&e->recovered_failures)) {
+    pthread_mutex_lock(&r->recover_mu);
+    if (failures != atomic_load(&r->recovered_failures)) {
         /* Every study is locked first, so no request sees a half-rebuilt
          * engine. A batch failing while we rebuild raises the count, so the
          * store stays closed and the next request recovers again. */
-        pthread_rwlock_rdlock(&e->studies_lock);
-        for (size_t i = 0; i < e->studies_cap; i++)
-            if (e->studies[i])
-                pthread_mutex_lock(&e->studies[i]->mu);
-        failures = bd_store_failures(e->store);
-        for (size_t i = 0; i < e->studies_cap; i++)
-            if (e->studies[i])
-                recover_study(e, e->studies[i]);
-        pthread_mutex_lock(&e->auth_mu);
+        pthread_rwlock_rdlock(&r->studies_lock);
+        for (size_t i = 0; i < r->studies_cap; i++)
+            if (r->studies[i])
+                pthread_mutex_lock(&r->studies[i]->mu);
+        failures = bd_store_failures(bd_engine_store(e));
+        for (size_t i = 0; i < r->studies_cap; i++)
+            if (r->studies[i])
+                recover_study(e, r->studies[i]);
         bd_engine_auth_forget(e);
-        pthread_mutex_unlock(&e->auth_mu);
-        atomic_store(&e->recovered_failures, failures);
-        bd_store_recovered(e->store, failures);
-        for (size_t i = 0; i < e->studies_cap; i++)
-            if (e->studies[i])
-                pthread_mutex_unlock(&e->studies[i]->mu);
-        pthread_rwlock_unlock(&e->studies_lock);
+        atomic_store(&r->recovered_failures, failures);
+        bd_store_recovered(bd_engine_store(e), failures);
+        for (size_t i = 0; i < r->studies_cap; i++)
+            if (r->studies[i])
+                pthread_mutex_unlock(&r->studies[i]->mu);
+        pthread_rwlock_unlock(&r->studies_lock);
         bd_log(BD_LOG_WARN, "recovered every study from storage after a failed commit");
     }
-    pthread_mutex_unlock(&e->recover_mu);
+    pthread_mutex_unlock(&r->recover_mu);
 }

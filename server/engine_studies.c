@@ -88,7 +88,7 @@ static int load_existing(bd_engine *e, study_rt *st, const bd_study_spec *spec, 
     }
     json_decref(mine);
     if (!rc)
-        *out = bd_study_json(st, e->store);
+        *out = bd_study_json(st, bd_engine_store(e));
     return rc;
 }
 
@@ -137,7 +137,7 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
     if ((rc = parse_if_exists(body, &def, &mode, &metadata, err)))
         goto out;
     bd_study_set_meta(st, 0, metadata); /* "load" leaves the existing study's metadata as it is */
-    if ((rc = bd_study_spec_parse(def, e->default_lease, &st->spec, err)))
+    if ((rc = bd_study_spec_parse(def, bd_engine_default_lease(e), &st->spec, err)))
         goto out;
     const struct bd_sched_ops *ops = bd_study_spec_sched(&st->spec);
     if (ops->new_study_defaults) /* options is the object inside spec.normalized, which is what gets stored */
@@ -152,20 +152,21 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
      * lookup and the insert one step against a concurrent create through
      * this daemon; in cluster mode the user's lock (held to the commit)
      * does the same against its peers, for the name and the quotas. */
-    if ((rc = bd_store_lock_user(e->store, req->caller->user_id, err))) {
-        bd_store_rollback(e->store);
+    if ((rc = bd_store_lock_user(bd_engine_store(e), req->caller->user_id, err))) {
+        bd_store_rollback(bd_engine_store(e));
         goto out;
     }
     if (mode != 2) {
         named_ctx found = {0};
-        rc = bd_store_study_page(e->store, req->caller->user_id, st->spec.def.name, 0, 1, first_named, &found, err);
+        rc = bd_store_study_page(bd_engine_store(e), req->caller->user_id, st->spec.def.name, 0, 1, first_named, &found,
+                                 err);
         rc = rc == 1 ? 0 : rc;
         if (!rc && found.id && mode == 0)
             rc = bd_err_set(err, BD_ECONFLICT, "name",
                             "study %lld already has this name (\"if_exists\": \"load\" answers it, "
                             "\"create\" makes another)", (long long)found.id);
         if (rc || found.id) {
-            bd_store_rollback(e->store);
+            bd_store_rollback(bd_engine_store(e));
             /* The registry's lock and the study's mutex are taken only now that
              * the store lock is released: recovery takes them before it. */
             study_rt *old = rc ? NULL : bd_engine_study(e, found.id, req->caller->user_id);
@@ -199,16 +200,16 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
     size_t definition_bytes = strlen(row.definition);
     rc = bd_engine_check_quota(e, st->user_id, definition_bytes, err);
     if (!rc)
-        rc = bd_store_study_insert(e->store, &row, &st->id, err);
+        rc = bd_store_study_insert(bd_engine_store(e), &row, &st->id, err);
     free(row.definition);
     if (!rc) {
         st->spec.def.id = st->id;
-        answer = bd_study_json(st, e->store);
+        answer = bd_study_json(st, bd_engine_store(e));
     }
     if ((rc = bd_engine_txn_end(e, req, rc, answer, err)))
         goto out;
     bd_engine_study_cached(e, st, definition_bytes);
-    if (e->cluster) {
+    if (bd_engine_cluster(e)) {
         /* Its creator serves it first; if the lease cannot be taken now,
          * the next request claims it (and replays it). */
         bd_err ignored;
@@ -258,7 +259,7 @@ static int add_study(const bd_study_row *row, void *arg)
     }
     if (rc) /* busy: the page is refused whole rather than missing a study */
         return rc;
-    json_array_append_new(c->list, bd_study_json(st, c->e->store));
+    json_array_append_new(c->list, bd_study_json(st, bd_engine_store(c->e)));
     bd_engine_unlock_study(c->e, st);
     return 0;
 }
@@ -272,7 +273,7 @@ int bd_engine_list_studies(bd_engine *e, const bd_caller *who, const bd_study_qu
     /* The caller's own studies from the store's index (user, id): the page
      * costs its length, however many studies other users have. */
     page_ctx c = {.e = e, .who = who, .list = json_array(), .err = err};
-    int rc = bd_store_study_page(e->store, who->user_id, q->name, q->after, q->limit, add_study, &c, err);
+    int rc = bd_store_study_page(bd_engine_store(e), who->user_id, q->name, q->after, q->limit, add_study, &c, err);
     if (rc) {
         json_decref(c.list);
         return rc;
@@ -288,7 +289,7 @@ int bd_engine_get_study(bd_engine *e, const bd_caller *who, int64_t study_id, js
     int rc = bd_engine_lock_study(e, who, study_id, &st, err);
     if (rc)
         return rc;
-    *out = bd_study_json(st, e->store);
+    *out = bd_study_json(st, bd_engine_store(e));
     bd_engine_unlock_study(e, st);
     return 0;
 }
@@ -302,14 +303,14 @@ int bd_engine_delete_study(bd_engine *e, const bd_request *req, int64_t study_id
         bd_err ignored;
         int hit = bd_engine_txn_begin(e, req, out, &ignored);
         if (hit == 0)
-            bd_store_rollback(e->store); /* nothing stored under the key */
+            bd_store_rollback(bd_engine_store(e)); /* nothing stored under the key */
         return hit == 1 ? 0 : rc;
     }
     if (rc)
         return rc;
     json_t *answer = json_pack("{s:b, s:I}", "deleted", 1, "id", (json_int_t)study_id);
     if ((rc = bd_engine_txn_begin(e, req, out, err)) == 0) {
-        rc = bd_store_study_delete(e->store, study_id, err);
+        rc = bd_store_study_delete(bd_engine_store(e), study_id, err);
         if ((rc = bd_engine_txn_end(e, req, rc, answer, err)) == 0) {
             st->deleted = 1;
             bd_engine_study_unload(e, st);
@@ -383,7 +384,7 @@ static double budget_of(bd_engine *e, const bd_write_plan *plan, int64_t id)
     for (size_t i = 0; i < plan->n_inserts; i++)
         if (plan->inserts[i].id == id)
             return plan->inserts[i].budget;
-    double budget = bd_store_trial_get(e->store, id, &t, &err) == 0 ? t.budget : 0;
+    double budget = bd_store_trial_get(bd_engine_store(e), id, &t, &err) == 0 ? t.budget : 0;
     bd_store_trial_row_clear(&t);
     return budget;
 }

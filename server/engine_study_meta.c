@@ -21,7 +21,7 @@ static int pause_op(bd_engine *e, study_rt *st, void *arg, bd_write_plan *plan, 
         plan->write_paused = 1;
         plan->paused = paused;
     }
-    *answer = bd_study_json(st, e->store);
+    *answer = bd_study_json(st, bd_engine_store(e));
     return 0;
 }
 
@@ -50,7 +50,7 @@ static int metadata_op(bd_engine *e, study_rt *st, void *arg, bd_write_plan *pla
     st->meta_dirty = 1;
     plan->write_metadata = 1;
     plan->metadata = st->metadata;
-    *answer = bd_study_json(st, e->store);
+    *answer = bd_study_json(st, bd_engine_store(e));
     return 0;
 }
 

@@ -38,7 +38,7 @@ static int run_trial_op(bd_engine *e, study_rt *st, void *arg, bd_write_plan *pl
 {
     trial_op_call *c = arg;
     bd_store_trial_row_clear(&c->t); /* a cluster retry (BD_EMOVED) reads it again */
-    int rc = bd_store_trial_get(e->store, c->trial_id, &c->t, err);
+    int rc = bd_store_trial_get(bd_engine_store(e), c->trial_id, &c->t, err);
     return rc ? rc : c->op(e, st, &c->t, c->args, plan, answer, err);
 }
 
@@ -48,7 +48,7 @@ static int with_trial(bd_engine *e, const bd_request *req, int64_t trial_id, int
                       const void *args, json_t **out, bd_err *err)
 {
     trial_op_call c = {.trial_id = trial_id, .op = op, .args = args};
-    int rc = bd_store_trial_get(e->store, trial_id, &c.t, err);
+    int rc = bd_store_trial_get(bd_engine_store(e), trial_id, &c.t, err);
     if (rc)
         return rc == BD_ENOTFOUND ? no_trial(trial_id, err) : rc;
     int64_t study_id = c.t.study_id; /* a trial never changes study, so this read needs no lock */
@@ -372,7 +372,7 @@ int bd_engine_get_trial(bd_engine *e, const bd_caller *who, int64_t trial_id, js
     bd_trial_row t = {0};
     study_rt *st;
     bd_err ignored;
-    int rc = bd_store_trial_get(e->store, trial_id, &t, err);
+    int rc = bd_store_trial_get(bd_engine_store(e), trial_id, &t, err);
     if (rc)
         return rc == BD_ENOTFOUND ? no_trial(trial_id, err) : rc;
     if (bd_engine_lock_study(e, who, t.study_id, &st, &ignored)) {
@@ -382,7 +382,7 @@ int bd_engine_get_trial(bd_engine *e, const bd_caller *who, int64_t trial_id, js
     json_t *answer = bd_study_trial_json(st, &t);
     bd_engine_unlock_study(e, st);
     json_t *measurements = json_array();
-    rc = bd_store_event_each_of_trial(e->store, trial_id, add_measurement, measurements, err);
+    rc = bd_store_event_each_of_trial(bd_engine_store(e), trial_id, add_measurement, measurements, err);
     json_object_set_new(answer, "measurements", measurements);
     bd_store_trial_row_clear(&t);
     if (rc) {
@@ -413,7 +413,7 @@ static int add_trial(const bd_trial_row *row, void *arg)
     json_t *t = bd_trial_json(c->resource_integer, row);
     if (c->with_measurements) {
         json_t *m = json_array();
-        int rc = bd_store_event_each_of_trial(c->e->store, row->id, add_measurement, m, c->err);
+        int rc = bd_store_event_each_of_trial(bd_engine_store(c->e), row->id, add_measurement, m, c->err);
         json_object_set_new(t, "measurements", m);
         if (rc) {
             json_decref(t);
@@ -465,10 +465,11 @@ int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, 
     bd_engine_unlock_study(e, st);
     st = NULL;
     if (q->best_first)
-        rc = bd_store_trial_each_best(e->store, study_id, maximize, q->instance, q->limit, add_trial,
-                                      &c, err);
+        rc =
+            bd_store_trial_each_best(bd_engine_store(e), study_id, maximize, q->instance, q->limit, add_trial, &c, err);
     else
-        rc = bd_store_trial_each(e->store, study_id, st_filter, q->instance, q->after, q->limit, add_trial, &c, err);
+        rc = bd_store_trial_each(bd_engine_store(e), study_id, st_filter, q->instance, q->after, q->limit, add_trial,
+                                 &c, err);
     if (rc == 1 && c.full)
         rc = 0;
     if (rc) {
@@ -520,9 +521,9 @@ static int expire_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *ar
 int bd_engine_expire_leases(bd_engine *e, double now, int *expired, bd_err *err)
 {
     expired_list l = {0};
-    int rc = bd_store_trial_each_expired(e->store, now, collect_expired, &l, err);
+    int rc = bd_store_trial_each_expired(bd_engine_store(e), now, collect_expired, &l, err);
     int n = 0;
-    for (size_t i = 0; !rc && i < l.n && !atomic_load(&e->closing); i++) {
+    for (size_t i = 0; !rc && i < l.n && !bd_engine_closing(e); i++) {
         study_rt *st = bd_engine_study(e, l.study_ids[i], 0);
         if (!st)
             continue;

@@ -62,23 +62,23 @@ static int apply_plan(bd_engine *e, int64_t study_id, const bd_write_plan *p, bd
 {
     int rc = 0;
     for (size_t i = 0; !rc && i < p->n_inserts; i++)
-        rc = bd_store_trial_insert(e->store, &p->inserts[i], NULL, err);
+        rc = bd_store_trial_insert(bd_engine_store(e), &p->inserts[i], NULL, err);
     for (size_t i = 0; !rc && i < p->n_events; i++)
-        rc = bd_store_event_append(e->store, &p->events[i], NULL, err);
+        rc = bd_store_event_append(bd_engine_store(e), &p->events[i], NULL, err);
     if (!rc && p->finish)
-        rc = bd_store_trial_finish(e->store, p->finish, err);
+        rc = bd_store_trial_finish(bd_engine_store(e), p->finish, err);
     if (!rc && p->lease_trial)
-        rc = bd_store_trial_set_lease(e->store, p->lease_trial, p->lease_until, err);
+        rc = bd_store_trial_set_lease(bd_engine_store(e), p->lease_trial, p->lease_until, err);
     if (!rc && p->dequeued)
-        rc = bd_store_enqueue_pop(e->store, p->study_id, p->dequeued, err);
+        rc = bd_store_enqueue_pop(bd_engine_store(e), p->study_id, p->dequeued, err);
     if (!rc && p->enqueue)
-        rc = bd_store_enqueue_push(e->store, p->study_id, p->enqueue, bd_now(), err);
+        rc = bd_store_enqueue_push(bd_engine_store(e), p->study_id, p->enqueue, bd_now(), err);
     if (!rc && p->write_paused)
-        rc = bd_store_study_set_paused(e->store, study_id, p->paused, err);
+        rc = bd_store_study_set_paused(bd_engine_store(e), study_id, p->paused, err);
     if (!rc && p->write_metadata)
-        rc = bd_store_study_set_metadata(e->store, study_id, p->metadata, err);
+        rc = bd_store_study_set_metadata(bd_engine_store(e), study_id, p->metadata, err);
     if (!rc && p->attrs_trial)
-        rc = bd_store_trial_set_user_attrs(e->store, p->attrs_trial, p->user_attrs, err);
+        rc = bd_store_trial_set_user_attrs(bd_engine_store(e), p->attrs_trial, p->user_attrs, err);
     return rc;
 }
 
@@ -88,7 +88,7 @@ int bd_engine_durable(bd_engine *e, uint64_t ticket, bd_err *err)
 {
     /* A failed batch poisons the store; bd_engine_recover_if_needed sees it
      * through bd_store_failures, before the next request touches a study. */
-    return bd_store_wait(e->store, ticket, err);
+    return bd_store_wait(bd_engine_store(e), ticket, err);
 }
 
 /* Looks req's key up. 1: answered before (*fingerprint_out and *response
@@ -99,7 +99,7 @@ static int idem_lookup(bd_engine *e, const bd_request *req, char **response, bd_
     *response = NULL;
     if (!req || !req->idem_key)
         return 0;
-    int rc = bd_store_idem_get(e->store, req->caller->user_id, req->idem_key, &fingerprint, response, err);
+    int rc = bd_store_idem_get(bd_engine_store(e), req->caller->user_id, req->idem_key, &fingerprint, response, err);
     if (rc == BD_ENOTFOUND) {
         bd_err_clear(err);
         return 0;
@@ -119,7 +119,7 @@ static int idem_lookup(bd_engine *e, const bd_request *req, char **response, bd_
  * belong to a group commit still in flight. */
 static int answer_when_durable(bd_engine *e, char *response, json_t **out, bd_err *err)
 {
-    int rc = bd_engine_durable(e, bd_store_current_ticket(e->store), err);
+    int rc = bd_engine_durable(e, bd_store_current_ticket(bd_engine_store(e)), err);
     if (!rc) {
         *out = json_loads(response, 0, NULL);
         rc = *out ? 1 : bd_err_set(err, BD_EINTERNAL, NULL, "stored idempotent response is not JSON");
@@ -131,15 +131,15 @@ static int answer_when_durable(bd_engine *e, char *response, json_t **out, bd_er
 int bd_engine_txn_begin(bd_engine *e, const bd_request *req, json_t **out, bd_err *err)
 {
     char *response;
-    int rc = bd_store_begin(e->store, err);
+    int rc = bd_store_begin(bd_engine_store(e), err);
     if (rc)
         return rc;
     if ((rc = idem_lookup(e, req, &response, err)) <= 0) {
         if (rc)
-            bd_store_rollback(e->store);
+            bd_store_rollback(bd_engine_store(e));
         return rc;
     }
-    bd_store_rollback(e->store); /* nothing was written */
+    bd_store_rollback(bd_engine_store(e)); /* nothing was written */
     return answer_when_durable(e, response, out, err);
 }
 
@@ -159,8 +159,8 @@ static int remember_answer(bd_engine *e, const bd_request *req, const json_t *an
     if (!req || !req->idem_key)
         return 0;
     char *text = json_dumps(answer, JSON_COMPACT);
-    int rc = bd_store_idem_put(e->store, req->caller->user_id, req->idem_key, req->fingerprint ? req->fingerprint : "",
-                               text, bd_now(), err);
+    int rc = bd_store_idem_put(bd_engine_store(e), req->caller->user_id, req->idem_key,
+                               req->fingerprint ? req->fingerprint : "", text, bd_now(), err);
     free(text);
     /* The key was free when this request looked it up, but a request to
      * another study (its own lock) took it meanwhile. */
@@ -173,10 +173,10 @@ int bd_engine_txn_end(bd_engine *e, const bd_request *req, int rc, const json_t 
 {
     uint64_t ticket;
     if (rc || (rc = remember_answer(e, req, answer, err))) {
-        bd_store_rollback(e->store);
+        bd_store_rollback(bd_engine_store(e));
         return rc;
     }
-    if ((rc = bd_store_release(e->store, &ticket, err)))
+    if ((rc = bd_store_release(bd_engine_store(e), &ticket, err)))
         return rc;
     return bd_engine_durable(e, ticket, err);
 }
@@ -190,19 +190,20 @@ int bd_engine_study_commit(bd_engine *e, study_rt *st, const bd_request *req, in
     if (rc == 0 && nothing_to_write) {
         /* The answer may still rest on earlier requests' released work:
          * answer once that is on disk. */
-        *ticket = bd_store_current_ticket(e->store);
+        *ticket = bd_store_current_ticket(bd_engine_store(e));
         return 0;
     }
     if (rc == 0 && plan->ids_failed)
         rc = bd_err_set(err, BD_ESTORAGE, NULL, "storage: no block of new ids could be taken; retry");
-    if (rc == 0 && (rc = bd_store_begin(e->store, err)) == 0) {
+    if (rc == 0 && (rc = bd_store_begin(bd_engine_store(e), err)) == 0) {
         /* Cluster mode: the fence, in the writes' own transaction. */
-        if ((!e->cluster || (rc = bd_store_owner_renew(e->store, st->id, e->daemon_id, atomic_load(&st->owner_token),
-                                                       e->owner_lease, err)) == 0) &&
+        if ((!bd_engine_cluster(e) ||
+             (rc = bd_store_owner_renew(bd_engine_store(e), st->id, bd_engine_daemon_id(e),
+                                        atomic_load(&st->owner_token), bd_engine_owner_lease(e), err)) == 0) &&
             (rc = apply_plan(e, st->id, plan, err)) == 0 && (rc = remember_answer(e, req, answer, err)) == 0)
-            rc = bd_store_release(e->store, ticket, err);
+            rc = bd_store_release(bd_engine_store(e), ticket, err);
         else
-            bd_store_rollback(e->store);
+            bd_store_rollback(bd_engine_store(e));
     }
     if (rc == BD_EMOVED) { /* a peer took the study: what this daemon decided never happened */
         bd_engine_study_disown(e, st, 0);
@@ -211,14 +212,14 @@ int bd_engine_study_commit(bd_engine *e, study_rt *st, const bd_request *req, in
     }
     if (rc && st->dirty) {
         bd_err reload_err;
-        if (bd_study_replay(st, e->store, &reload_err))
+        if (bd_study_replay(st, bd_engine_store(e), &reload_err))
             bd_log(BD_LOG_ERROR, "study %lld could not be rebuilt after a failed request: %s",
                    (long long)st->id, reload_err.message);
     }
     st->dirty = 0;
     if (rc && st->meta_dirty) {
         bd_err reload_err;
-        if (bd_study_reload_meta(st, e->store, &reload_err))
+        if (bd_study_reload_meta(st, bd_engine_store(e), &reload_err))
             bd_log(BD_LOG_ERROR, "study %lld's pause and metadata could not be reread after a failed request: %s",
                    (long long)st->id, reload_err.message);
     }

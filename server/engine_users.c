@@ -22,7 +22,7 @@ static int mint_token(bd_engine *e, int64_t user_id, char *token, size_t n, int6
     char secret[BD_TOKEN_SECRET_HEX + 1];
     uint8_t hash[BD_TOKEN_HASH_BYTES];
     bd_auth_new_secret(secret, hash);
-    int rc = bd_store_token_add(e->store, user_id, hash, bd_now(), token_id, err);
+    int rc = bd_store_token_add(bd_engine_store(e), user_id, hash, bd_now(), token_id, err);
     if (!rc)
         bd_auth_format_token(*token_id, secret, token, n);
     memset(secret, 0, sizeof secret);
@@ -196,24 +196,25 @@ out:
     return rc;
 }
 
-int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, const char *supplied_path, bd_err *err)
+int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, const char *supplied_path, char **first_token,
+                              bd_err *err)
 {
     int64_t users, user_id, token_id, supplied_id = 0;
     char token[BD_TOKEN_MAX_LEN];
     uint8_t hash[BD_TOKEN_HASH_BYTES];
-    int rc = bd_store_begin(e->store, err);
+    int rc = bd_store_begin(bd_engine_store(e), err);
     if (rc)
         return rc;
-    if ((rc = bd_store_user_count(e->store, &users, err)) || users > 0)
+    if ((rc = bd_store_user_count(bd_engine_store(e), &users, err)) || users > 0)
         goto out;
-    if ((rc = bd_store_user_create(e->store, "admin", 1, bd_now(), &user_id, err)))
+    if ((rc = bd_store_user_create(bd_engine_store(e), "admin", 1, bd_now(), &user_id, err)))
         goto out;
     if (supplied_path) {
         /* The store numbers tokens itself (1 on an empty database, also after
          * a start that crashed before its commit), so the id the operator
          * wrote must be the one it gives: the token then works verbatim. */
         if ((rc = read_supplied_token(supplied_path, token, &supplied_id, hash, err)) ||
-            (rc = bd_store_token_add(e->store, user_id, hash, bd_now(), &token_id, err)))
+            (rc = bd_store_token_add(bd_engine_store(e), user_id, hash, bd_now(), &token_id, err)))
             goto out;
         if (token_id != supplied_id) {
             rc = bd_err_set(err, BD_EINVAL, NULL,
@@ -231,14 +232,14 @@ int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, const char *
         if (token_path && (rc = write_secret_file(token_path, token, err)))
             goto out;
     }
-    e->first_admin_token = bd_xstrdup(token);
+    *first_token = bd_xstrdup(token);
 out:
     memset(token, 0, sizeof token);
     if (rc || users > 0) {
-        bd_store_rollback(e->store);
+        bd_store_rollback(bd_engine_store(e));
         return rc;
     }
-    return bd_store_commit(e->store, err);
+    return bd_store_commit(bd_engine_store(e), err);
 }
 
 static int valid_user_name(const char *s)
@@ -279,7 +280,7 @@ int bd_engine_create_user(bd_engine *e, const bd_request *req, const json_t *bod
     u.is_admin = admin && json_is_true(admin);
     u.created_at = bd_now();
     snprintf(u.name, sizeof u.name, "%s", json_string_value(name));
-    rc = bd_store_user_create(e->store, u.name, u.is_admin, u.created_at, &u.id, err);
+    rc = bd_store_user_create(bd_engine_store(e), u.name, u.is_admin, u.created_at, &u.id, err);
     if (rc == BD_ECONFLICT)
         bd_err_set(err, rc, "name", "a user named \"%s\" already exists", u.name);
     json_t *answer = rc ? NULL : user_json(&u);
@@ -297,7 +298,7 @@ int bd_engine_create_token(bd_engine *e, const bd_request *req, const char *user
     bd_user u;
     int64_t token_id;
     char token[BD_TOKEN_MAX_LEN];
-    int rc = bd_store_user_by_name(e->store, user_name, &u, err);
+    int rc = bd_store_user_by_name(bd_engine_store(e), user_name, &u, err);
     if (rc == BD_ENOTFOUND || (!rc && !req->caller->is_admin && u.id != req->caller->user_id))
         return bd_err_set(err, BD_ENOTFOUND, NULL, "no user named \"%s\"", user_name);
     if (rc)
@@ -333,7 +334,7 @@ int bd_engine_revoke_token(bd_engine *e, const bd_request *req, int64_t token_id
     bd_engine_recover_if_needed(e);
     uint8_t hash[BD_TOKEN_HASH_BYTES];
     int64_t owner;
-    int rc = bd_store_token_get(e->store, token_id, hash, &owner, err);
+    int rc = bd_store_token_get(bd_engine_store(e), token_id, hash, &owner, err);
     if (rc == BD_ENOTFOUND || (!rc && !req->caller->is_admin && owner != req->caller->user_id))
         return bd_err_set(err, BD_ENOTFOUND, NULL, "no token %lld", (long long)token_id);
     if (rc)
@@ -341,7 +342,7 @@ int bd_engine_revoke_token(bd_engine *e, const bd_request *req, int64_t token_id
     if ((rc = bd_engine_txn_begin(e, req, out, err)))
         return rc > 0 ? 0 : rc;
     json_t *answer = json_pack("{s:b, s:I}", "revoked", 1, "token_id", (json_int_t)token_id);
-    rc = bd_store_token_revoke(e->store, token_id, err);
+    rc = bd_store_token_revoke(bd_engine_store(e), token_id, err);
     if ((rc = bd_engine_txn_end(e, req, rc, answer, err))) {
         json_decref(answer);
         return rc;
@@ -353,10 +354,10 @@ int bd_engine_revoke_token(bd_engine *e, const bd_request *req, int64_t token_id
 
 /* ------------------------------------------------------------------ quotas */
 
-static void effective_limits(const bd_engine *e, const bd_user *u, int64_t *studies, int64_t *bytes)
+static void effective_limits(bd_engine *e, const bd_user *u, int64_t *studies, int64_t *bytes)
 {
-    *studies = u->max_studies >= 0 ? u->max_studies : e->max_studies;
-    *bytes = u->max_definition_bytes >= 0 ? u->max_definition_bytes : e->max_definition_bytes;
+    *studies = u->max_studies >= 0 ? u->max_studies : bd_engine_default_max_studies(e);
+    *bytes = u->max_definition_bytes >= 0 ? u->max_definition_bytes : bd_engine_default_max_definition_bytes(e);
 }
 
 static json_t *limits_json(bd_engine *e, const bd_user *u)
@@ -364,7 +365,7 @@ static json_t *limits_json(bd_engine *e, const bd_user *u)
     int64_t studies, bytes;
     effective_limits(e, u, &studies, &bytes);
     return json_pack("{s:I, s:I, s:i}", "studies", (json_int_t)studies, "definition_bytes", (json_int_t)bytes,
-                     "slow_requests", e->user_slots.max_per_user);
+                     "slow_requests", bd_engine_user_slots(e)->max_per_user);
 }
 
 int bd_engine_check_quota(bd_engine *e, int64_t user_id, size_t definition_bytes, bd_err *err)
@@ -373,7 +374,7 @@ int bd_engine_check_quota(bd_engine *e, int64_t user_id, size_t definition_bytes
     int64_t max_studies, max_bytes, studies, bytes;
     int rc = bd_engine_user_get(e, user_id, &u, err);
     if (!rc)
-        rc = bd_store_user_usage(e->store, user_id, &studies, &bytes, err);
+        rc = bd_store_user_usage(bd_engine_store(e), user_id, &studies, &bytes, err);
     if (rc)
         return rc;
     effective_limits(e, &u, &max_studies, &max_bytes);
@@ -395,7 +396,7 @@ int bd_engine_me(bd_engine *e, const bd_caller *who, json_t **out, bd_err *err)
     int64_t studies, bytes;
     int rc = bd_engine_user_get(e, who->user_id, &u, err);
     if (!rc)
-        rc = bd_store_user_usage(e->store, who->user_id, &studies, &bytes, err);
+        rc = bd_store_user_usage(bd_engine_store(e), who->user_id, &studies, &bytes, err);
     if (rc)
         return rc;
     *out = user_json(&u);
@@ -403,7 +404,7 @@ int bd_engine_me(bd_engine *e, const bd_caller *who, json_t **out, bd_err *err)
     json_object_set_new(*out, "usage",
                         json_pack("{s:I, s:I, s:i}", "studies", (json_int_t)studies, "definition_bytes",
                                   (json_int_t)bytes, "slow_requests",
-                                  bd_user_slots_count(&e->user_slots, who->user_id)));
+                                  bd_user_slots_count(bd_engine_user_slots(e), who->user_id)));
     return 0;
 }
 
@@ -442,14 +443,14 @@ int bd_engine_set_user_limits(bd_engine *e, const bd_request *req, const char *u
         return bd_err_set(err, BD_EINVAL, "limits", "must be an object of studies and definition_bytes");
     if ((rc = bd_json_reject_unknown(limits, "limits", known_limits, err)))
         return rc;
-    if ((rc = bd_store_user_by_name(e->store, user_name, &u, err)))
+    if ((rc = bd_store_user_by_name(bd_engine_store(e), user_name, &u, err)))
         return rc == BD_ENOTFOUND ? bd_err_set(err, BD_ENOTFOUND, NULL, "no user named \"%s\"", user_name) : rc;
     if ((rc = limit_member(limits, "studies", &u.max_studies, err)) ||
         (rc = limit_member(limits, "definition_bytes", &u.max_definition_bytes, err)))
         return rc;
     if ((rc = bd_engine_txn_begin(e, req, out, err)))
         return rc > 0 ? 0 : rc;
-    rc = bd_store_user_set_limits(e->store, u.id, u.max_studies, u.max_definition_bytes, err);
+    rc = bd_store_user_set_limits(bd_engine_store(e), u.id, u.max_studies, u.max_definition_bytes, err);
     json_t *answer = NULL;
     if (!rc) {
         answer = user_json(&u);

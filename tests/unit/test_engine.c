@@ -382,7 +382,7 @@ Test(engine, failed_group_commit_is_not_acknowledged_and_the_study_is_rebuilt)
     json_decref(a);
     bd_err err = {0};
 
-    bd_store_fail_next_commit(e->store);
+    bd_store_fail_next_commit(bd_engine_store(e));
     cr_expect_eq(report(e, &admin, trial, "complete", "{\"value\": 0.5}", &err), BD_ESTORAGE);
 
     json_t *s = NULL, *t = NULL;
@@ -704,7 +704,7 @@ Test(engine, a_failed_commit_undoes_a_pause_and_a_metadata_change)
     bd_err err = {0};
     cr_assert_eq(patch_metadata(e, &admin, study, "{\"metadata\": {\"a\": 1}}", &err), 0, "%s", err.message);
 
-    bd_store_fail_next_commit(e->store);
+    bd_store_fail_next_commit(bd_engine_store(e));
     cr_expect_eq(set_paused(e, &admin, study, 1, &err), BD_ESTORAGE);
     json_t *s = get_study(e, &admin, study);
     cr_expect(json_is_false(json_object_get(s, "paused")), "the pause was not stored, so it did not happen");
@@ -714,7 +714,7 @@ Test(engine, a_failed_commit_undoes_a_pause_and_a_metadata_change)
     cr_expect_eq(json_array_size(json_object_get(a, "trials")), 1, "suggest still hands out trials");
     json_decref(a);
 
-    bd_store_fail_next_commit(e->store);
+    bd_store_fail_next_commit(bd_engine_store(e));
     cr_expect_eq(patch_metadata(e, &admin, study, "{\"metadata\": {\"a\": null, \"b\": 2}}", &err), BD_ESTORAGE);
     s = get_study(e, &admin, study);
     json_t *want = must_parse("{\"a\": 1}");
