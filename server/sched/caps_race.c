@@ -105,6 +105,10 @@
  * the instances every surviving config has run at the current level; its
  * value is its theta-capped mean over its instances (exact PAR-par at the
  * last level; below it a lower bound of its PAR mean), its budget theta.
+ * With option `incumbent` "upper" (new studies' default since issue 15's
+ * follow-up; incumbent_of) the answer below kappa is instead the config
+ * with the least upper bound of its PAR mean on those instances (every
+ * timeout counted at kappa * par); the race itself is the same.
  *
  * Configs: the option `configs` (a list of configs of the space), else the
  * choices of a space of one categorical parameter (an ASlib scenario's
@@ -299,6 +303,7 @@ typedef struct caps_race {
     int ranked;           /* option race_order = "ranked" */
     int wait_all;         /* option level_wait = "all": a level ends when nothing runs */
     int incremental;      /* option compare = "incremental": a leader's re-run updates the compared sums in place */
+    int upper_incumbent;  /* option incumbent = "upper": below kappa, the least upper bound of the PAR mean */
     size_t *rank_order;   /* ranked: the racers by their mean at the level below kappa, leader first (NULL until then) */
     int64_t n_instances;
     int64_t *order;       /* pi (NULL without shuffle) */
@@ -383,13 +388,14 @@ static int read_options(caps_race *p, const bd_study_def *def, long long *n_samp
     static const char *const known[] = {"configs", "n_configs", "kappa0", "cap_factor", "delta",
                                         "par",     "max_failures", "shuffle_instances", "eliminate", "ratio", "min_instances",
                                         "first_cap", "defer", "skip_levels", "pilot", "last_level", "race_order",
-                                        "level_wait", "compare", NULL};
+                                        "level_wait", "compare", "incumbent", NULL};
     static const char *const modes[] = {"bernstein", "ratio", NULL};
     static const char *const orders[] = {"position", "ranked", NULL};
     static const char *const waits[] = {"leader", "all", NULL};
     static const char *const compares[] = {"recount", "incremental", NULL};
+    static const char *const incumbents[] = {"leader", "upper", NULL};
     const json_t *o = def->options;
-    const char *mode, *order, *wait, *compare;
+    const char *mode, *order, *wait, *compare, *incumbent;
     long long max_failures, min_instances, pilot;
     double dflt_kappa0 = fmin(fmax(def->r_min, 0.01), def->r_max);
     int rc = bd_opt_known(o, known, err);
@@ -430,6 +436,8 @@ static int read_options(caps_race *p, const bd_study_def *def, long long *n_samp
         rc = bd_opt_string(o, "level_wait", "leader", waits, &wait, err);
     if (!rc)
         rc = bd_opt_string(o, "compare", "recount", compares, &compare, err);
+    if (!rc)
+        rc = bd_opt_string(o, "incumbent", "leader", incumbents, &incumbent, err);
     if (!rc && p->defer > 0 && p->defer <= 1)
         rc = bd_err_set(err, BD_EINVAL, "scheduler.options.defer", "defer must be 0 (off) or above 1");
     if (rc)
@@ -439,6 +447,7 @@ static int read_options(caps_race *p, const bd_study_def *def, long long *n_samp
     p->ranked = strcmp(order, "ranked") == 0;
     p->wait_all = strcmp(wait, "all") == 0;
     p->incremental = strcmp(compare, "incremental") == 0;
+    p->upper_incumbent = strcmp(incumbent, "upper") == 0;
     p->min_instances = (int64_t)min_instances;
     p->pilot = (int64_t)pilot;
     p->max_failures = (int)max_failures;
@@ -1156,6 +1165,46 @@ static int rank_cmp(const void *a, const void *b)
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
+/* Option incumbent "upper": below kappa the anytime answer is the config
+ * with the least upper bound of its PAR mean on the instances every config
+ * alive has finished (a run solved counts its runtime, any timeout kappa *
+ * par; ties: the leader, then the lower index). Why: the leader of a level
+ * is the best theta-capped mean, which rewards solving the easy instances
+ * fast and says nothing of the hard ones; on ASlib's sat18-exp the best
+ * capped mean at kappa / 64 is the worst of the 37 solvers by PAR, the least
+ * upper bound the 16th (at kappa / 16: 16th and 1st). At kappa the leader's
+ * values are exact PAR, and it is the answer. Costs O(configs x instances)
+ * per describe(), nothing per decision. */
+static size_t incumbent_of(const caps_race *p)
+{
+    if (!p->upper_incumbent || p->theta >= p->kappa)
+        return p->leader;
+    int64_t m = INT64_MAX;
+    for (size_t i = 0; i < p->n_racers; i++)
+        if (p->racers[i].alive && p->racers[i].done < m)
+            m = p->racers[i].done;
+    if (m < 1 || m == INT64_MAX)
+        return p->leader;
+    size_t best = p->leader;
+    double best_ub = INFINITY;
+    for (size_t n = 0; n <= p->n_racers; n++) {
+        size_t i = n == 0 ? p->leader : n - 1; /* the leader first: it wins ties */
+        const cr_racer *r = &p->racers[i];
+        if ((n > 0 && i == p->leader) || !r->alive)
+            continue;
+        double ub = 0;
+        for (int64_t k = 0; k < m; k++) {
+            const cr_cell *c = &r->cells[k];
+            ub += c->timed_out || c->gave_up ? p->kappa * p->par : c->rt;
+        }
+        if (ub < best_ub) {
+            best_ub = ub;
+            best = i;
+        }
+    }
+    return best;
+}
+
 static int cr_describe(const bd_sched *s, json_t **out)
 {
     const caps_race *p = (const caps_race *)s;
@@ -1184,7 +1233,8 @@ static int cr_describe(const bd_sched *s, json_t **out)
     json_object_set_new(*out, "level_wait", json_string(p->wait_all ? "all" : "leader"));
     json_object_set_new(*out, "compare", json_string(p->incremental ? "incremental" : "recount"));
     json_object_set_new(*out, "ranked", json_boolean(p->rank_order != NULL));
-    const cr_racer *l = &p->racers[p->leader];
+    const cr_racer *l = &p->racers[incumbent_of(p)];
+    json_object_set_new(*out, "incumbent_rule", json_string(p->upper_incumbent ? "upper" : "leader"));
     if (l->done >= 1)
         json_object_set_new(*out, "incumbent",
                             json_pack("{s:I, s:I, s:O, s:f, s:f, s:I, s:I}", "trial_id", (json_int_t)l->config_id,
@@ -1232,6 +1282,8 @@ static void caps_race_new_study_defaults(const bd_study_def *def, json_t *option
         json_object_set_new(options, "level_wait", json_string("all"));
     if (!json_object_get(options, "compare"))
         json_object_set_new(options, "compare", json_string("incremental"));
+    if (!json_object_get(options, "incumbent"))
+        json_object_set_new(options, "incumbent", json_string("upper"));
 }
 
 const struct bd_sched_ops bd_sched_caps_race = {

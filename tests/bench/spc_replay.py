@@ -73,14 +73,20 @@ SCHEDULER_METHODS = {
     "spc_once": ("spc", {"lcb": "current", "stream": "once"}),
     # the successor (server/sched/caps_race.c) with new studies' defaults
     # (caps_race_new_study_defaults; a stored study without them runs cap_factor 1, no defer, no skip,
-    # every doubling level, the instance-by-instance order at kappa, level_wait "leader" and compare
-    # "recount")
+    # every doubling level, the instance-by-instance order at kappa, level_wait "leader", compare
+    # "recount" and incumbent "leader")
     "caps_race": ("caps_race", {"cap_factor": 2, "defer": 1.3, "skip_levels": 0.5, "last_level": 0.0625,
-                                "race_order": "ranked", "level_wait": "all", "compare": "incremental"}),
-    # the same before compare "incremental": every re-run of the leader's lower bounds recounts every
+                                "race_order": "ranked", "level_wait": "all", "compare": "incremental",
+                                "incumbent": "upper"}),
+    # the same before incumbent "upper": the anytime answer below kappa is the leader (best capped mean)
+    "caps_race_leader": ("caps_race", {"cap_factor": 2, "defer": 1.3, "skip_levels": 0.5, "last_level": 0.0625,
+                                       "race_order": "ranked", "level_wait": "all", "compare": "incremental",
+                                       "incumbent": "leader"}),
+    # and before compare "incremental": every re-run of the leader's lower bounds recounts every
     # compared sum (same runs up to rounding; O(configs x instances) per re-run)
     "caps_race_recount": ("caps_race", {"cap_factor": 2, "defer": 1.3, "skip_levels": 0.5, "last_level": 0.0625,
-                                        "race_order": "ranked", "level_wait": "all", "compare": "recount"}),
+                                        "race_order": "ranked", "level_wait": "all", "compare": "recount",
+                                        "incumbent": "leader"}),
 }
 
 

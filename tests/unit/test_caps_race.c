@@ -706,6 +706,7 @@ Test(caps_race, new_studies_get_issue_15s_rules_and_stored_ones_keep_theirs)
     cr_assert_str_eq(json_string_value(json_object_get(o, "race_order")), "ranked");
     cr_assert_str_eq(json_string_value(json_object_get(o, "level_wait")), "all");
     cr_assert_str_eq(json_string_value(json_object_get(o, "compare")), "incremental");
+    cr_assert_str_eq(json_string_value(json_object_get(o, "incumbent")), "upper");
     json_decref(o);
     static const char *two = "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]";
     /* without options: no pilot (s1 runs instance 0 second) and challengers
@@ -721,6 +722,7 @@ Test(caps_race, new_studies_get_issue_15s_rules_and_stored_ones_keep_theirs)
     cr_assert_str_eq(json_string_value(json_object_get(d, "race_order")), "position");
     cr_assert_str_eq(json_string_value(json_object_get(d, "level_wait")), "leader");
     cr_assert_str_eq(json_string_value(json_object_get(d, "compare")), "recount");
+    cr_assert_str_eq(json_string_value(json_object_get(d, "incumbent_rule")), "leader");
     json_decref(d);
     hn_close(&h);
 }
@@ -947,4 +949,62 @@ Test(caps_race, compare_incremental_makes_the_runs_of_the_recount)
     check_incremental_is_recount("\"cap_factor\": 2, \"defer\": 1.3, \"skip_levels\": 0, \"race_order\": \"ranked\", "
                                  "\"level_wait\": \"all\", \"first_cap\": 0.5, ",
                                  4, m_dyadic);
+}
+
+/* ------------------------------------------------ incumbent "upper" */
+
+static const char *incumbent_solver(hn *h)
+{
+    static char name[16];
+    json_t *d = hn_describe(h);
+    const char *s = json_string_value(json_object_get(json_object_get(json_object_get(d, "incumbent"), "config"),
+                                                      "solver"));
+    snprintf(name, sizeof name, "%s", s ? s : "none");
+    json_decref(d);
+    return name;
+}
+
+Test(caps_race, below_kappa_incumbent_upper_answers_the_least_upper_bound_of_the_par_mean)
+{
+    /* kappa 8, kappa0 0.5, first_cap 1, cap_factor 2, no pilot (skip_levels
+     * 0), instances in order. s0 = {0.5, 0.5, 9}, s1 = {0.9, 0.9, 0.95}.
+     * Level 1: s0 leads on the capped sums (0.5 + 0.5 + 1 = 2 against
+     * 0.9 + 0.9 + 0.95 = 2.75), but times out on instance 2, which s1
+     * solves: upper bounds of the PAR mean (a timeout counts 8) 9 against
+     * 2.75. At kappa s0's timeout is exact PAR (8) and s1 leads: both
+     * rules then answer s1. */
+    static const char *two = "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]";
+    static const double rt[2 * 3] = {0.5, 0.5, 9, 0.9, 0.9, 0.95};
+    static const cr_want level1[] = {{0, 0, 1}, {1, 0, 1}, {0, 1, 1}, {1, 1, 1}, {0, 2, 1}, {1, 2, 1}};
+    static const char *opts = "{\"shuffle_instances\": false, \"first_cap\": 1, \"cap_factor\": 2, \"skip_levels\": 0, "
+                              "\"incumbent\": \"%s\"}";
+    char *names = hn_instance_names(3);
+    for (int upper = 0; upper < 2; upper++) {
+        hn h;
+        char o[256];
+        snprintf(o, sizeof o, opts, upper ? "upper" : "leader");
+        cr_assert_eq(hn_open_instances(&h, &bd_sched_caps_race, two, o, 0.5, 8, 0, names), 0, "%s", h.err.message);
+        follow(&h, level1, 6, rt, 3);
+        cr_assert(describe_number(&h, "cap") < 8, "still below kappa");
+        cr_assert_str_eq(incumbent_solver(&h), upper ? "s1" : "s0", "incumbent %s below kappa",
+                         upper ? "upper" : "leader");
+        json_t *d = hn_describe(&h);
+        cr_assert_str_eq(json_string_value(json_object_get(d, "incumbent_rule")), upper ? "upper" : "leader");
+        json_decref(d);
+        int64_t id;
+        int rc;
+        while ((rc = hn_suggest(&h, 0, &id)) == BD_SUGGEST_TRIAL) {
+            hn_trial *t = hn_get(&h, id);
+            double v = rt[hn_solver_of(t) * 3 + (int)t->instance];
+            if (v > t->budget)
+                hn_complete_timeout(&h, id);
+            else
+                hn_complete(&h, id, v);
+        }
+        cr_assert_eq(rc, BD_SUGGEST_DONE);
+        cr_assert_float_eq(describe_number(&h, "cap"), 8, EPS);
+        cr_assert_str_eq(incumbent_solver(&h), "s1", "the exact best at kappa");
+        hn_close(&h);
+    }
+    free(names);
 }
