@@ -114,8 +114,8 @@ typedef struct asha_sched {
 
 static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
-    static const char *const known[] = {"eta",       "r_min", "s", "brackets", "max_trials", "promotion",
-                                        "promotion_fraction", BD_PROPOSER_OPTIONS, NULL};
+    static const char *const known[] = {
+        "eta", "r_min", "s", "brackets", "max_trials", "promotion", "promotion_fraction", BD_PROPOSER_OPTIONS, NULL};
     static const char *const promotions[] = {"current", "predicted", NULL};
     static const char *const fractions[] = {"eta", "reliability", NULL};
     const char *promotion, *fraction;
@@ -377,8 +377,7 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
          * step beyond the trial's budget (a batch count, say) is left out, and
          * the curve is then the rung results alone. */
         if ((a->predicted || a->reliability) && (t = bd_idmap_get(&a->trials, ev->trial_id)) && t->running &&
-            isfinite(ev->loss) &&
-            ev->step > 0 && ev->step <= ev->budget)
+            isfinite(ev->loss) && ev->step > 0 && ev->step <= ev->budget)
             curve_add(t->cfg, ev->step, ev->loss);
         break;
     }
