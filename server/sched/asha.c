@@ -32,6 +32,32 @@
  * a result enters its rung, as in the paper; the top rung always holds the
  * measured loss. A config keeps at most ASHA_CURVE_MAX points.
  *
+ * Option "promotion_fraction" (default "eta", the paper: a rung's
+ * candidates are its top floor(n/eta)). "reliability" sizes each rung's cut
+ * by how much of its ranking is signal, with the reliability coefficient of
+ * classical test theory (Spearman 1904; Lord and Novick 1968): a measured
+ * loss is the config's true loss plus noise, so of the variance V_k of the
+ * losses measured in rung k (its finite results) a share
+ *     rho_k = 1 - sigma^2 / V_k   (clamped to [0, 1])
+ * is signal, sigma^2 being the study's measurement noise: the pooled
+ * residual variance of every config's curve (measurements and rung
+ * results) about its own pow3 fit, sum of squares over degrees of freedom
+ * (server/model/curve.h, bd_curve_residual; curves of four points or more).
+ * Rung k keeps the top eta^-rho_k of its results as candidates: 1/eta when
+ * the ranking is all signal, all of them when it is all noise, where a cut
+ * would drop configs at random. Passing a config on costs no repeated
+ * epochs (a promotion resumes from the rung's checkpoint), only the epochs
+ * up to the next rung, where it is ranked again. Until the study has a
+ * noise estimate and a rung two finite losses, the rung keeps 1/eta. The
+ * shares change with every result (rung.h, bd_rung_set_keep); promotions
+ * made stand. Why (tests/bench/README-mf.md): on the SGD table the rungs at
+ * 3 and 9 epochs rank the configs that passed rung 0 no better than chance
+ * (Spearman with the final error -0.16 and +0.08 among them), the
+ * oscillation of SGD's curves being as large as their differences, and
+ * ASHA cut the configs that end best there, last of their rung. Related:
+ * PASHA (Bohdal et al., 2023) ranks softly, with a tolerance estimated
+ * from the curves' noise, to decide when to stop growing its budgets.
+ *
  * A trial that fails, expires or is stopped leaves no result: its config is
  * simply not in that rung (and is never offered again); a promotion stays
  * counted as done, so the same config is not promoted twice. A diverged
