@@ -641,6 +641,30 @@ Test(asha, promotion_fraction_eta_is_the_old_behaviour)
     hn_close(&b);
 }
 
+/* New studies are stored with "promotion": "predicted" and
+ * "promotion_fraction": "reliability"; what the body names is kept. A
+ * stored study without the options is created with the paper's rules
+ * (describe says so), so it replays as it ran. */
+Test(asha, new_study_defaults_and_stored_studies)
+{
+    json_t *o = json_object();
+    ASHA->new_study_defaults(NULL, o);
+    cr_expect_str_eq(json_string_value(json_object_get(o, "promotion")), "predicted");
+    cr_expect_str_eq(json_string_value(json_object_get(o, "promotion_fraction")), "reliability");
+    json_decref(o);
+    o = json_pack("{s:s}", "promotion_fraction", "eta");
+    ASHA->new_study_defaults(NULL, o);
+    cr_expect_str_eq(json_string_value(json_object_get(o, "promotion_fraction")), "eta");
+    json_decref(o);
+    hn h;
+    open_ok(&h, "{\"promotion\": \"predicted\"}", 1, 27, 1); /* as stored before "promotion_fraction" */
+    json_t *d = hn_describe(&h);
+    cr_expect_str_eq(json_string_value(json_object_get(d, "promotion_fraction")), "eta");
+    cr_expect_null(json_object_get(d, "noise_variance"));
+    json_decref(d);
+    hn_close(&h);
+}
+
 Test(asha, options_are_validated)
 {
     static const struct {
