@@ -58,8 +58,8 @@ LABEL = {
     "bo_bos_logei_cost_sobol": "bo_bos, LogEI per second, n_init d+1 Sobol",
 }
 PEER = "tpe"
-DEFAULT_ASHA = "asha_pred"  # what a new asha study runs (asha_new_study_defaults)
-PLOTTED = ["tpe", "tpe_hyperband", "random", "bd_tpe", "gp_ucb", "hyperband", "bohb", "asha", "asha_pred"]
+DEFAULT_ASHA = "asha_rel"  # what a new asha study runs (asha_new_study_defaults)
+PLOTTED = ["tpe", "tpe_hyperband", "random", "bd_tpe", "gp_ucb", "hyperband", "bohb", "asha", "asha_pred", "asha_rel"]
 _tables = {}
 
 
