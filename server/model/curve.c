@@ -5,19 +5,12 @@
 
 #define GRID 32 /* values of c, evenly spaced in log c */
 
-double bd_curve_predict(const double *step, const double *loss, size_t n, double target)
+/* The least-squares pow3 fit over the finite points (m of them, m >= 1):
+ * the c of the grid with the least squared error, its a, b and that error. */
+static void fit_pow3(const double *step, const double *loss, size_t n, size_t m, double *a_out, double *b_out,
+                     double *c_out, double *sse_out)
 {
-    size_t m = 0;
-    double last = INFINITY, t_last = 0;
-    for (size_t i = 0; i < n; i++)
-        if (isfinite(loss[i]) && step[i] > 0) {
-            m++;
-            last = loss[i];
-            t_last = step[i];
-        }
-    if (m < 3 || !(target > t_last))
-        return last;
-    double best_sse = INFINITY, best_pred = last, best_at_last = last;
+    double best_sse = INFINITY;
     for (int g = 0; g < GRID; g++) {
         double c = BD_CURVE_C_MIN * pow(BD_CURVE_C_MAX / BD_CURVE_C_MIN, (double)g / (GRID - 1));
         /* least squares of y on x = t^-c */
@@ -44,11 +37,53 @@ double bd_curve_predict(const double *step, const double *loss, size_t n, double
         }
         if (sse < best_sse) {
             best_sse = sse;
-            best_pred = a + b * pow(target, -c);
-            best_at_last = a + b * pow(t_last, -c);
+            *a_out = a;
+            *b_out = b;
+            *c_out = c;
         }
     }
+    *sse_out = best_sse;
+}
+
+static size_t finite_points(const double *step, const double *loss, size_t n, double *last, double *t_last)
+{
+    size_t m = 0;
+    *last = INFINITY;
+    *t_last = 0;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(loss[i]) && step[i] > 0) {
+            m++;
+            *last = loss[i];
+            *t_last = step[i];
+        }
+    return m;
+}
+
+double bd_curve_predict(const double *step, const double *loss, size_t n, double target)
+{
+    double last, t_last, a = 0, b = 0, c = 1, sse;
+    size_t m = finite_points(step, loss, n, &last, &t_last);
+    if (m < 3 || !(target > t_last))
+        return last;
+    fit_pow3(step, loss, n, m, &a, &b, &c, &sse);
+    if (!isfinite(sse)) /* no grid point gave a finite error (losses near DBL_MAX) */
+        return last;
     /* Never above where the curve stands now (its fit there, or its last point). */
-    double now = fmin(best_at_last, last);
-    return fmin(best_pred, now);
+    double now = fmin(a + b * pow(t_last, -c), last);
+    return fmin(a + b * pow(target, -c), now);
+}
+
+size_t bd_curve_residual(const double *step, const double *loss, size_t n, double *sse)
+{
+    double last, t_last, a = 0, b = 0, c = 1;
+    size_t m = finite_points(step, loss, n, &last, &t_last);
+    *sse = 0;
+    if (m <= 3)
+        return 0;
+    fit_pow3(step, loss, n, m, &a, &b, &c, sse);
+    if (!isfinite(*sse)) {
+        *sse = 0;
+        return 0;
+    }
+    return m - 3;
 }

@@ -33,4 +33,11 @@
  * finite loss (+INFINITY if none). */
 double bd_curve_predict(const double *step, const double *loss, size_t n, double target);
 
+/* The same fit's residual sum of squares, in *sse, and its degrees of
+ * freedom (the finite points less the three parameters a, b, c), returned;
+ * 0 (and *sse = 0) with fewer than four finite points. sse / dof estimates
+ * the variance of a measurement about the curve's trend: the noise that a
+ * ranking by one measurement carries (asha.c, "promotion_fraction"). */
+size_t bd_curve_residual(const double *step, const double *loss, size_t n, double *sse);
+
 #endif

@@ -9,6 +9,7 @@
  * pushes at most two cand entries, so all work is O(log n) amortized. */
 #include "rung.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -132,6 +133,25 @@ static void enter_top(bd_rung *r, bd_rung_entry *e)
         heap_push(&r->cand, 0, e);
 }
 
+/* Moves entries between top and rest until |top| is the kept share of
+ * count. An add changes the target by at most one; bd_rung_set_keep may
+ * change it by many, each move O(log n). */
+static void rebalance(bd_rung *r)
+{
+    /* keep 0 is the paper's floor(count/eta), in integers, bit for bit */
+    size_t k = r->keep > 0 ? (size_t)floor((double)r->count * r->keep + 1e-9) : r->count / r->eta;
+    if (k > r->count)
+        k = r->count;
+    while (r->top.n > k) {
+        bd_rung_entry *out = heap_pop(&r->top, 1);
+        out->in_top = 0;
+        heap_push(&r->rest, 0, out);
+    }
+    while (r->top.n < k && r->rest.n)
+        enter_top(r, heap_pop(&r->rest, 0));
+    settle(r);
+}
+
 void bd_rung_init(bd_rung *r, unsigned eta)
 {
     *r = (bd_rung){.eta = eta};
@@ -166,16 +186,15 @@ bd_rung_entry *bd_rung_add(bd_rung *r, int64_t config_id, int64_t trial_id, doub
         enter_top(r, e);
     else
         heap_push(&r->rest, 0, e);
-    size_t k = r->count / r->eta;
-    while (r->top.n > k) {
-        bd_rung_entry *out = heap_pop(&r->top, 1);
-        out->in_top = 0;
-        heap_push(&r->rest, 0, out);
-    }
-    while (r->top.n < k && r->rest.n)
-        enter_top(r, heap_pop(&r->rest, 0));
-    settle(r);
+    rebalance(r);
     return e;
+}
+
+void bd_rung_set_keep(bd_rung *r, double keep)
+{
+    assert(keep == 0 || (keep >= 1.0 / r->eta - 1e-12 && keep <= 1));
+    r->keep = keep;
+    rebalance(r);
 }
 
 const bd_rung_entry *bd_rung_candidate(const bd_rung *r)

@@ -45,10 +45,12 @@ typedef struct bd_rung_heap {
 } bd_rung_heap;
 
 /* Invariants: every entry of top ranks before every entry of rest;
- * |top| == floor(count/eta); cand holds every unpromoted in_top entry (plus
+ * |top| == floor(count/eta), or floor(count * keep) once keep is set;
+ * cand holds every unpromoted in_top entry (plus
  * stale ones below the root, dropped lazily) and its root is always valid. */
 typedef struct bd_rung {
     unsigned eta;
+    double keep;  /* share of the results that are candidates; 0: 1/eta (the paper) */
     size_t count; /* results added */
     size_t n_promoted;
     bd_rung_heap top;          /* the best floor(count/eta); worst of them at the root */
@@ -68,6 +70,11 @@ bd_rung_entry *bd_rung_add(bd_rung *r, int64_t config_id, int64_t trial_id, doub
 /* The best unpromoted entry among the top floor(count/eta), or NULL
  * (borrowed). Pure: asking twice gives the same answer. */
 const bd_rung_entry *bd_rung_candidate(const bd_rung *r);
+/* Sets the share of the results kept as candidates, keep in [1/eta, 1]
+ * (0: back to floor(count/eta)), and rebalances: entries that leave the top
+ * stop being candidates; promotions already made stand. O(m log n) for m
+ * entries moved. */
+void bd_rung_set_keep(bd_rung *r, double keep);
 /* Marks e (an entry of r) promoted. Idempotent. */
 void bd_rung_promote(bd_rung *r, bd_rung_entry *e);
 

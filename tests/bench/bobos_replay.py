@@ -55,7 +55,8 @@ BANDITD_METHODS = {
     # Every option that a new study's defaults would fill in is spelled out,
     # so that a run measures the same method whatever the defaults are.
     "hyperband": ("hyperband", {"eta": 3, "iterations": 0, "sampler": "random"}),
-    "asha": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "current"}),
+    "asha": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "current",
+                      "promotion_fraction": "eta"}),
     # issue 14: TPE alone, TPE as the sampler of Hyperband (BOHB) and ASHA,
     # ASHA's hedged brackets and its promotion by predicted final loss
     "bd_tpe": ("tpe", {}),
@@ -63,11 +64,14 @@ BANDITD_METHODS = {
     "bd_tpe_mv": ("tpe", {"multivariate": True, "cost_aware": False}),
     "bohb": ("hyperband", {"eta": 3, "iterations": 0, "sampler": "tpe"}),
     "bohb_nocost": ("hyperband", {"eta": 3, "iterations": 0, "sampler": "tpe", "cost_aware": False}),
-    "asha_tpe": ("asha", {"eta": 3, "sampler": "tpe", "brackets": 1, "promotion": "current"}),
+    "asha_tpe": ("asha", {"eta": 3, "sampler": "tpe", "brackets": 1, "promotion": "current",
+                          "promotion_fraction": "eta"}),
     "asha_tpe_nocost": ("asha", {"eta": 3, "sampler": "tpe", "brackets": 1, "promotion": "current",
-                                 "cost_aware": False}),
-    "asha_hb": ("asha", {"eta": 3, "sampler": "random", "brackets": 4, "promotion": "current"}),
-    "asha_pred": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "predicted"}),
+                                 "cost_aware": False, "promotion_fraction": "eta"}),
+    "asha_hb": ("asha", {"eta": 3, "sampler": "random", "brackets": 4, "promotion": "current",
+                         "promotion_fraction": "eta"}),
+    "asha_pred": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "predicted",
+                           "promotion_fraction": "eta"}),
     # issue 14, the GP: expected improvement per predicted second
     # (cost_aware) and shorter or space-filling starts. "n_init": "2d" /
     # "d+1" is resolved per table (d parameters; gp_ucb's old default is
@@ -82,11 +86,12 @@ BANDITD_METHODS = {
                                        "initial": "sobol"}),
     # the GP as the sampler of Hyperband and ASHA (option "sampler": "gp")
     "hb_gp": ("hyperband", {"eta": 3, "iterations": 0, "sampler": "gp", "cost_aware": True}),
-    "asha_gp": ("asha", {"eta": 3, "sampler": "gp", "brackets": 1, "promotion": "current", "cost_aware": True}),
+    "asha_gp": ("asha", {"eta": 3, "sampler": "gp", "brackets": 1, "promotion": "current", "cost_aware": True,
+                         "promotion_fraction": "eta"}),
     "asha_pred_gp": ("asha", {"eta": 3, "sampler": "gp", "brackets": 1, "promotion": "predicted",
-                              "cost_aware": True}),
+                              "cost_aware": True, "promotion_fraction": "eta"}),
     "asha_pred_tpe": ("asha", {"eta": 3, "sampler": "tpe", "brackets": 1, "promotion": "predicted",
-                               "cost_aware": True}),
+                               "cost_aware": True, "promotion_fraction": "eta"}),
     "gp_logei_q": ("gp_ucb", {"acquisition": "logei", "cost_aware": False, "n_init": "2d", "initial": "random",
                               "warp": "quantile"}),
     "gp_logei_cost_half": ("gp_ucb", {"acquisition": "logei", "cost_aware": True, "cost_exponent": 0.5, "n_init": "2d",
@@ -104,6 +109,12 @@ BANDITD_METHODS = {
                                             "n_init": 6, "initial": "random", "warp": "quantile"}),
     "bo_bos_logei_cost_sobol": ("bo_bos", {"acquisition": "logei", "cost_aware": True, "n_init": "d+1",
                                            "initial": "sobol"}),
+    # issue 14, ASHA's cut by the reliability of the rung's ranking
+    # (asha.c, "promotion_fraction": "reliability")
+    "asha_rel": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "predicted",
+                          "promotion_fraction": "reliability"}),
+    "asha_cur_rel": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "current",
+                              "promotion_fraction": "reliability"}),
 }
 
 

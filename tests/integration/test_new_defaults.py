@@ -1,11 +1,14 @@
 """A default that changes is written into a new study's stored definition
 (issue 14), so that a study stored before the change keeps its meaning:
-- a new asha study without "promotion" is stored with "predicted"; what the
-  body names is kept;
+- a new asha study without "promotion" is stored with "predicted", and
+  without "promotion_fraction" with "reliability"; what the body names is kept;
 - a study stored without the option (as every asha study before this
   change) is rebuilt on restart with the old meaning ("current"), and its
   next suggestions equal those of a twin study created with "promotion":
-  "current" spelled out;
+  "current" spelled out; one stored with "predicted" but without
+  "promotion_fraction" (as stored before that option) runs "eta": its
+  suggestions on noisy curves equal an "eta" twin's and differ from a
+  "reliability" twin's;
 - "if_exists": "load" with the same body finds the stored study (an option
   the body does not give follows the stored one), both ways.
 The old definition is made by editing the stored JSON (Daemon.sql: sqlite3 or psql)
@@ -53,8 +56,10 @@ class NewDefaults(bdtest.DaemonTestCase):
     def test_a_new_study_stores_the_new_default(self):
         sid = self.create(body())["id"]
         self.assertEqual(self.stored_options(sid).get("promotion"), "predicted")
-        sid = self.create(body({"promotion": "current"}))["id"]
+        self.assertEqual(self.stored_options(sid).get("promotion_fraction"), "reliability")
+        sid = self.create(body({"promotion": "current", "promotion_fraction": "eta"}))["id"]
         self.assertEqual(self.stored_options(sid).get("promotion"), "current")
+        self.assertEqual(self.stored_options(sid).get("promotion_fraction"), "eta")
         for sched in ("hyperband", "gp_ucb", "random"):  # no default of theirs changed: nothing added
             b = dict(body(), name=unique_name(sched), scheduler={"name": sched, "options": {}})
             if sched != "hyperband":
@@ -67,7 +72,7 @@ class NewDefaults(bdtest.DaemonTestCase):
         again = expect(self.d.request("POST", "/v1/studies", dict(b, if_exists="load")), 200, "load")
         self.assertEqual(again["id"], first["id"])
 
-    def drive(self, sid, n):
+    def drive(self, sid, n, curve=loss):
         """n suggest/complete steps, one measurement per epoch; returns (config, budget) of each trial."""
         out, reached = [], {}
         for _ in range(n):
@@ -79,22 +84,23 @@ class NewDefaults(bdtest.DaemonTestCase):
             start = reached.get(t.get("resume_from"), 0)
             for e in range(start + 1, int(t["budget"]) + 1):
                 expect(self.d.request("POST", "/v1/trials/%d/measurements" % t["id"],
-                                      {"step": e, "value": loss(t["config"], e)}), 200, "measure")
+                                      {"step": e, "value": curve(t["config"], e)}), 200, "measure")
             reached[t["id"]] = int(t["budget"])
             expect(self.d.request("POST", "/v1/trials/%d/complete" % t["id"],
-                                  {"value": loss(t["config"], t["budget"])}), 200, "complete")
+                                  {"value": curve(t["config"], t["budget"])}), 200, "complete")
         return out
 
     def test_a_study_stored_without_the_option_keeps_its_old_meaning(self):
         name = unique_name("old")
         aged = self.create(body(name=name))["id"]
-        twin = self.create(body({"promotion": "current"}))["id"]
+        twin = self.create(body({"promotion": "current", "promotion_fraction": "eta"}))["id"]
         new = self.create(body({"promotion": "predicted"}))["id"]
-        # as an earlier release stored it: without the option new studies get
+        # as an earlier release stored it: without the options new studies get
         self.d.stop()
         ((text,),) = self.d.sql("SELECT definition FROM studies WHERE id = ?", (aged,))
         definition = json.loads(text)
         del definition["scheduler"]["options"]["promotion"]
+        del definition["scheduler"]["options"]["promotion_fraction"]
         self.d.sql("UPDATE studies SET definition = ? WHERE id = ?", (json.dumps(definition), aged))
         self.d.start()
         self.assertNotIn("promotion", self.stored_options(aged), "the stored definition gained the option")
@@ -106,6 +112,25 @@ class NewDefaults(bdtest.DaemonTestCase):
         again = expect(self.d.request("POST", "/v1/studies", dict(body(name=name), if_exists="load")), 200,
                        "load the old study by its original body")
         self.assertEqual(again["id"], aged)
+
+    def test_a_study_stored_without_promotion_fraction_keeps_eta(self):
+        def noisy(config, epoch):  # the curves above with a zigzag of +-0.03: rankings partly noise
+            return loss(config, epoch) + (0.03 if epoch % 2 else -0.03)
+        name = unique_name("old")
+        aged = self.create(body(name=name))["id"]
+        eta = self.create(body({"promotion": "predicted", "promotion_fraction": "eta"}))["id"]
+        rel = self.create(body({"promotion": "predicted", "promotion_fraction": "reliability"}))["id"]
+        self.d.stop()
+        ((text,),) = self.d.sql("SELECT definition FROM studies WHERE id = ?", (aged,))
+        definition = json.loads(text)
+        del definition["scheduler"]["options"]["promotion_fraction"]  # as stored before the option
+        self.d.sql("UPDATE studies SET definition = ? WHERE id = ?", (json.dumps(definition), aged))
+        self.d.start()
+        state = expect(self.d.request("GET", "/v1/studies/%d" % aged), 200, "GET")["scheduler"]["state"]
+        self.assertEqual((state["promotion"], state["promotion_fraction"]), ("predicted", "eta"))
+        runs = {sid: self.drive(sid, 80, noisy) for sid in (aged, eta, rel)}
+        self.assertEqual(runs[aged], runs[eta], "a study stored without the option behaves unlike \"eta\"")
+        self.assertNotEqual(runs[rel], runs[eta], "the test's curves do not tell the two rules apart")
 
     def test_rising_bandits_new_studies_get_the_tail_bound_and_retries(self):
         """Issue 15: new rising_bandits studies are stored with upper_bound "tail", max_retries 2,

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "sched_harness.h"
+#include "server/model/curve.h"
 #include "server/sched/rung.h"
 
 extern const struct bd_sched_ops bd_sched_asha;
@@ -90,6 +91,66 @@ Test(asha, rung_index_matches_a_brute_force_ranking)
         }
         bd_rung_free(&r);
     }
+}
+
+/* bd_rung_set_keep: the candidates are the best unpromoted among the top
+ * floor(count * keep) (floor(count/eta) at keep 0), whatever the order of
+ * adds, promotions and changes of keep. */
+Test(asha, rung_keep_share_matches_a_brute_force_ranking)
+{
+    static const double keeps[] = {0, 0.5, 1.0 / 3, 0.7, 1};
+    bd_rng rng;
+    bd_rng_seed(&rng, 3, 4);
+    bd_rung r;
+    bd_rung_init(&r, 3);
+    enum { N = 120 };
+    bd_rung_entry *e[N];
+    double loss[N], keep = 0;
+    int promoted[N] = {0};
+    for (int i = 0; i < N; i++) {
+        loss[i] = bd_rng_below(&rng, 12) == 0 ? INFINITY : (double)bd_rng_below(&rng, 40);
+        e[i] = bd_rung_add(&r, i + 1, i + 1, loss[i]);
+        if (bd_rng_below(&rng, 4) == 0) {
+            keep = keeps[bd_rng_below(&rng, 5)];
+            bd_rung_set_keep(&r, keep);
+        }
+        int k = keep > 0 ? (int)floor((i + 1) * keep + 1e-9) : (i + 1) / 3, want = -1;
+        for (int rank = 0; rank < k && want < 0; rank++)
+            for (int j = 0; j <= i; j++) {
+                int better = 0;
+                for (int m = 0; m <= i; m++)
+                    better += bd_rank_before(loss[m], m + 1, loss[j], j + 1);
+                if (better == rank && !promoted[j])
+                    want = j;
+            }
+        const bd_rung_entry *c = bd_rung_candidate(&r);
+        if (want < 0) {
+            cr_assert_null(c, "keep %g after %d: candidate %lld, expected none", keep, i + 1,
+                           c ? (long long)c->config_id : 0LL);
+        } else {
+            cr_assert(c && c->config_id == want + 1, "keep %g after %d: candidate %lld, expected %d", keep, i + 1,
+                      c ? (long long)c->config_id : 0LL, want + 1);
+            if (bd_rng_below(&rng, 2)) {
+                bd_rung_promote(&r, e[want]);
+                promoted[want] = 1;
+            }
+        }
+    }
+    /* keep 1: every unpromoted result is a candidate, best first */
+    bd_rung_set_keep(&r, 1);
+    int left = 0;
+    for (int j = 0; j < N; j++)
+        left += !promoted[j];
+    double prev = -INFINITY;
+    for (int n = 0; n < left; n++) {
+        const bd_rung_entry *c = bd_rung_candidate(&r);
+        cr_assert(c, "candidate %d of %d missing", n + 1, left);
+        cr_assert_geq(c->loss, prev);
+        prev = c->loss;
+        bd_rung_promote(&r, (bd_rung_entry *)c);
+    }
+    cr_expect_null(bd_rung_candidate(&r));
+    bd_rung_free(&r);
 }
 
 /* Outcome: loss by config id from a table (ids 1..6), else x + 1/budget. */
@@ -470,6 +531,140 @@ Test(asha, predicted_promotion_prefers_the_late_bloomer)
     }
 }
 
+/* "promotion_fraction": "reliability", a fixed vector. Rungs at budgets 1,
+ * 3, 9 (eta 3). Config 1's curve c (nine epochs) is the study's only one of
+ * four or more points: it is best in rung 0 (c1, against c1 + 0.01 i for
+ * configs i = 1..8, variance V = 6.7e-5) and in rung 1 (c3, against
+ * c3 + 0.15 and + 0.30), so it is the one promoted to the top. Its pow3
+ * residual variance sigma^2 = sse / (9 - 3) gives rho = 1 - sigma^2 / V and
+ * rung 0 keeps 3^-rho of its nine results. A zigzag of +-0.05 about 0.40
+ * (noise far above V): rho = 0, rung 0 keeps all nine, and the next
+ * suggestions promote the six configs not yet promoted, best first, before
+ * any new config. An exact power law on the grid (c = 0.25: no noise):
+ * rho = 1, the paper's 1/eta, and the next suggestion is a new config. A
+ * zigzag of +-0.015: in between, checked against the formula. Rung 1's
+ * spread is large enough that it promotes no more in any pass. */
+Test(asha, reliability_keeps_what_the_noise_cannot_rank)
+{
+    for (int pass = 0; pass < 3; pass++) {
+        double c[9], amp = pass == 0 ? 0.05 : pass == 2 ? 0.015 : 0;
+        for (int i = 0; i < 9; i++)
+            c[i] = pass == 1 ? 0.2 + 0.3 * pow(i + 1, -0.25) : 0.40 + (i % 2 ? amp : -amp);
+        hn h;
+        open_ok(&h, "{\"promotion_fraction\": \"reliability\"}", 1, 9, 1);
+        h.check_pure = 1;
+        int64_t ids[9], to1[3], top;
+        double rung0[9], mean = 0, v = 0;
+        for (int i = 0; i < 9; i++) {
+            cr_assert_eq(hn_suggest(&h, 0, &ids[i]), BD_SUGGEST_TRIAL);
+            rung0[i] = c[0] + 0.01 * i;
+            hn_measure(&h, ids[i], 1, rung0[i]);
+            hn_complete(&h, ids[i], rung0[i]);
+            if (i % 3 == 2) {
+                cr_assert_eq(hn_suggest(&h, 0, &to1[i / 3]), BD_SUGGEST_TRIAL);
+                cr_assert_eq(hn_get(&h, to1[i / 3])->rung, 1);
+            }
+        }
+        cr_assert_eq(hn_get(&h, to1[0])->config_id, ids[0]);
+        for (int i = 0; i < 9; i++)
+            mean += rung0[i] / 9;
+        for (int i = 0; i < 9; i++)
+            v += (rung0[i] - mean) * (rung0[i] - mean) / 9;
+        for (int j = 0; j < 3; j++) {
+            hn_measure(&h, to1[j], 2, j ? c[2] + 0.15 * j : c[1]);
+            hn_measure(&h, to1[j], 3, c[2] + 0.15 * j);
+            hn_complete(&h, to1[j], c[2] + 0.15 * j);
+        }
+        cr_assert_eq(hn_suggest(&h, 0, &top), BD_SUGGEST_TRIAL);
+        cr_assert_eq(hn_get(&h, top)->rung, 2);
+        cr_assert_eq(hn_get(&h, top)->config_id, ids[0]);
+        for (int e = 4; e <= 9; e++)
+            hn_measure(&h, top, e, c[e - 1]);
+        hn_complete(&h, top, c[8]);
+        double steps[9], sse;
+        for (int i = 0; i < 9; i++)
+            steps[i] = i + 1;
+        size_t dof = bd_curve_residual(steps, c, 9, &sse);
+        cr_assert_eq(dof, 6);
+        double rho = fmax(0, 1 - sse / 6 / v), keep = rho < 1 ? pow(3, -rho) : 1.0 / 3;
+        double v1 = 2 * 0.15 * 0.15 / 3, rho1 = fmax(0, 1 - sse / 6 / v1);
+        cr_assert_eq((int)floor(3 * (rho1 < 1 ? pow(3, -rho1) : 1.0 / 3) + 1e-9), 1, "rung 1 would promote more");
+        json_t *d = hn_describe(&h);
+        json_t *r0 = json_array_get(json_object_get(json_array_get(json_object_get(d, "brackets"), 0), "rungs"), 0);
+        cr_expect_float_eq(json_real_value(json_object_get(r0, "keep")), keep, 1e-12, "pass %d: keep %g, want %g",
+                           pass, json_real_value(json_object_get(r0, "keep")), keep);
+        cr_expect_float_eq(json_real_value(json_object_get(d, "noise_variance")), sse / 6, 1e-15);
+        cr_expect_str_eq(json_string_value(json_object_get(d, "promotion_fraction")), "reliability");
+        json_decref(d);
+        /* the promotions out of rung 0 that the share allows: the configs
+         * ranked 4th .. floor(9 keep)-th (the first three went to rung 1) */
+        int more = (int)floor(9 * keep + 1e-9) - 3;
+        if (pass == 0)
+            cr_expect_eq(more, 6, "zigzag 0.05: rho %g", rho);
+        if (pass == 1)
+            cr_expect(sse / 6 < 1e-20 && more == 0, "an exact power law: noise %g", sse / 6);
+        if (pass == 2)
+            cr_expect(more > 0 && more < 6, "zigzag 0.015: rho %g, %d more promotions", rho, more);
+        for (int n = 0; n < more; n++) {
+            int64_t p;
+            cr_assert_eq(hn_suggest(&h, 0, &p), BD_SUGGEST_TRIAL);
+            cr_expect_eq(hn_get(&h, p)->rung, 1, "pass %d: suggestion %d is in rung %d", pass, n,
+                         hn_get(&h, p)->rung);
+            cr_expect_eq(hn_get(&h, p)->config_id, ids[3 + n], "pass %d: promotion %d", pass, n);
+        }
+        int64_t fresh;
+        cr_assert_eq(hn_suggest(&h, 0, &fresh), BD_SUGGEST_TRIAL);
+        cr_expect_eq(hn_get(&h, fresh)->rung, 0, "pass %d: after %d promotions a new config", pass, more);
+        bd_sched *r = hn_replay(&h);
+        cr_expect(hn_same_next(&h, r, 10), "replay differs");
+        ASHA->destroy(r);
+        hn_close(&h);
+    }
+}
+
+/* "promotion_fraction": "eta" is the paper's rule: the same decisions as
+ * a study without the option (a stored study keeps its behaviour). */
+Test(asha, promotion_fraction_eta_is_the_old_behaviour)
+{
+    hn a, b;
+    open_ok(&a, "{\"promotion\": \"predicted\"}", 1, 27, 1);
+    open_ok(&b, "{\"promotion\": \"predicted\", \"promotion_fraction\": \"eta\"}", 1, 27, 1);
+    a.check_pure = b.check_pure = 0;
+    cr_assert_eq(hn_run(&a, 3, HN_RANDOM, 400), HN_LIMIT);
+    cr_assert_eq(hn_run(&b, 3, HN_RANDOM, 400), HN_LIMIT);
+    cr_assert_eq(a.n_trials, b.n_trials);
+    for (size_t i = 0; i < a.n_trials; i++) {
+        cr_assert_eq(a.trials[i].config_id, b.trials[i].config_id, "trial %zu", i);
+        cr_assert_eq(a.trials[i].rung, b.trials[i].rung, "trial %zu", i);
+    }
+    hn_close(&a);
+    hn_close(&b);
+}
+
+/* New studies are stored with "promotion": "predicted" and
+ * "promotion_fraction": "reliability"; what the body names is kept. A
+ * stored study without the options is created with the paper's rules
+ * (describe says so), so it replays as it ran. */
+Test(asha, new_study_defaults_and_stored_studies)
+{
+    json_t *o = json_object();
+    ASHA->new_study_defaults(NULL, o);
+    cr_expect_str_eq(json_string_value(json_object_get(o, "promotion")), "predicted");
+    cr_expect_str_eq(json_string_value(json_object_get(o, "promotion_fraction")), "reliability");
+    json_decref(o);
+    o = json_pack("{s:s}", "promotion_fraction", "eta");
+    ASHA->new_study_defaults(NULL, o);
+    cr_expect_str_eq(json_string_value(json_object_get(o, "promotion_fraction")), "eta");
+    json_decref(o);
+    hn h;
+    open_ok(&h, "{\"promotion\": \"predicted\"}", 1, 27, 1); /* as stored before "promotion_fraction" */
+    json_t *d = hn_describe(&h);
+    cr_expect_str_eq(json_string_value(json_object_get(d, "promotion_fraction")), "eta");
+    cr_expect_null(json_object_get(d, "noise_variance"));
+    json_decref(d);
+    hn_close(&h);
+}
+
 Test(asha, options_are_validated)
 {
     static const struct {
@@ -484,6 +679,8 @@ Test(asha, options_are_validated)
         {"{\"max_trials\": -1}", "scheduler.options.max_trials"},
         {"{\"promotion\": \"final\"}", "scheduler.options.promotion"},
         {"{\"promotion\": true}", "scheduler.options.promotion"},
+        {"{\"promotion_fraction\": \"half\"}", "scheduler.options.promotion_fraction"},
+        {"{\"promotion_fraction\": 0.5}", "scheduler.options.promotion_fraction"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         hn h;
@@ -493,16 +690,29 @@ Test(asha, options_are_validated)
     }
 }
 
-Test(asha, scale_100k_trials)
+/* x + 1/budget plus noise of +-0.15 drawn from the trial id (a noisy
+ * curve: its rungs' rankings are partly noise) */
+static int noisy_loss(const hn *h, const hn_trial *t, void *ud, double *loss)
+{
+    (void)h;
+    (void)ud;
+    double u = (double)(((uint64_t)t->id * 2654435761u) % 1000) / 1000.0;
+    *loss = json_number_value(json_object_get(t->config, "x")) + 1.0 / t->budget + 0.3 * (u - 0.5);
+    return HN_COMPLETED;
+}
+
+/* Returns the largest share kept by a rung below the top (describe). */
+static double scale_run(const char *options, long long n, hn_outcome_fn outcome)
 {
     hn h;
-    open_ok(&h, "{\"brackets\": 2}", 1, 81, 1);
+    open_ok(&h, options, 1, 81, 1);
     h.check_pure = 0;
+    h.outcome = outcome;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    cr_assert_eq(hn_run(&h, 8, HN_RANDOM, 100000), HN_LIMIT);
+    cr_assert_eq(hn_run(&h, 8, HN_RANDOM, n), HN_LIMIT);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    fprintf(stderr, "asha: 100000 trials (2 brackets, 8 workers, random order) in %.3f s\n",
+    fprintf(stderr, "asha %s: %lld trials (8 workers, random order) in %.3f s\n", options, n,
             (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
     /* correctness: promotions resume the config's previous rung, a config
      * is promoted at most once out of each rung, and a rung promotes at most
@@ -530,5 +740,26 @@ Test(asha, scale_100k_trials)
         for (int k = 0; k + 1 < 5 - b; k++)
             cr_expect_leq(created[b][k + 1], completed[b][k], "bracket %d rung %d", b, k);
     cr_expect_gt(created[0][4], 0);
+    double keep_max = 0;
+    json_t *d = hn_describe(&h), *bracket, *rung;
+    size_t i, j;
+    json_array_foreach(json_object_get(d, "brackets"), i, bracket) json_array_foreach(json_object_get(bracket, "rungs"),
+                                                                                      j, rung)
+        keep_max = fmax(keep_max, json_number_value(json_object_get(rung, "keep")));
+    json_decref(d);
     hn_close(&h);
+    return keep_max;
+}
+
+Test(asha, scale_100k_trials)
+{
+    cr_expect_eq(scale_run("{\"brackets\": 2}", 100000, NULL), 0, "no kept shares without the option");
+}
+
+/* the rung invariants hold while the kept shares move with every result
+ * (a rung keeping everything still promotes each result at most once) */
+Test(asha, reliability_scale_20k_trials)
+{
+    double keep = scale_run("{\"brackets\": 2, \"promotion_fraction\": \"reliability\"}", 20000, noisy_loss);
+    cr_expect_gt(keep, 0.34, "the noise moved no rung's share above 1/3 (%g)", keep);
 }

@@ -58,3 +58,28 @@ Test(curve, too_few_points_or_no_extrapolation_give_the_last_point)
     const double z[3] = {0.5, 0.45, 0.4};
     cr_expect_eq(bd_curve_predict(t, z, 3, 3), 0.4, "target at the last step");
 }
+
+Test(curve, residual_is_the_noise_about_the_fit)
+{
+    /* an exact power law with c on the grid (c = BD_CURVE_C_MIN): no
+     * residual, 10 - 3 degrees of freedom */
+    double t[10], y[10], z[10], sse;
+    for (int i = 0; i < 10; i++) {
+        t[i] = i + 1;
+        y[i] = 0.2 + 0.3 * pow(t[i], -BD_CURVE_C_MIN);
+        z[i] = 0.4 + (i % 2 ? 0.02 : -0.02); /* a flat zigzag */
+    }
+    cr_expect_eq(bd_curve_residual(t, y, 10, &sse), 7);
+    cr_expect_lt(sse, 1e-20, "sse %g", sse);
+    /* the zigzag: at most its squared deviations from the mean (the flat
+     * fit, b = 0), 10 x 0.02^2, and a decreasing fit cannot absorb most of
+     * an alternating pattern */
+    cr_expect_eq(bd_curve_residual(t, z, 10, &sse), 7);
+    cr_expect_leq(sse, 10 * 0.0004 + 1e-12, "sse %g", sse);
+    cr_expect_gt(sse, 0.5 * 10 * 0.0004, "sse %g", sse);
+    /* fewer than four finite points: no estimate */
+    z[1] = NAN;
+    cr_expect_eq(bd_curve_residual(t, z, 4, &sse), 0);
+    cr_expect_eq(sse, 0);
+    cr_expect_eq(bd_curve_residual(t, z, 5, &sse), 1);
+}
