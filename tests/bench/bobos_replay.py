@@ -47,6 +47,7 @@ from replay_common import Client  # noqa: E402
 BANDITD_METHODS = {
     "bo_bos": ("bo_bos", {"acquisition": "ucb"}),
     "bo_bos_noint": ("bo_bos", {"acquisition": "ucb", "intermediate_epochs": []}),
+    "bo_bos_int10": ("bo_bos", {"acquisition": "ucb", "intermediate_epochs": [10]}),  # README-mf.md, BO-BOS
     "bo_bos_code": ("bo_bos", {"acquisition": "ucb", "gamma": 0.99, "multiplier": "code"}),
     "bo_bos_logei": ("bo_bos", {"acquisition": "logei"}),
     "gp_ucb": ("gp_ucb", {"acquisition": "ucb"}),
