@@ -676,6 +676,8 @@ static enum MHD_Result begin(bd_http_server *s, struct MHD_Connection *conn, con
     ctx->req.path = url;
     *con_cls = ctx;
     atomic_fetch_add_explicit(&s->in_flight, 1, memory_order_relaxed);
+    if (s->api.engine)
+        bd_engine_request_started(s->api.engine);
     ctx->late = atomic_load(&s->stopping);
     bd_api_route(&ctx->req);
 
@@ -824,6 +826,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     free(ctx);
     *con_cls = NULL;
     atomic_fetch_sub_explicit(&s->in_flight, 1, memory_order_relaxed);
+    if (s->api.engine)
+        bd_engine_request_ended(s->api.engine);
 }
 
 /* How many connections the descriptors this process may open allow, with

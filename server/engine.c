@@ -40,6 +40,7 @@ struct bd_engine {
     int64_t max_definition_bytes;
 
     _Atomic double last_probe;      /* bd_monotonic() of the latest storage probe */
+    atomic_int requests;            /* HTTP requests in progress (the store's busy hint) */
 };
 
 /* ------------------------------------------------------------------ reaper */
@@ -164,6 +165,7 @@ int bd_engine_open(const bd_engine_opts *opts, bd_engine **out, bd_err *err)
     bd_store_opts so = {.sync = opts->sync_full ? BD_SYNC_FULL : BD_SYNC_NORMAL};
     /* SQLite serves one daemon: an advertised URL means nothing there. */
     so.cluster = opts->advertise_url && is_db_url(opts->db_path);
+    so.busy = &e->requests; /* a commit waits for others to join only while there are others */
     e->registry = bd_registry_new(opts, so.cluster);
     e->auth = bd_auth_cache_new(so.cluster);
     char *token_path = NULL;
@@ -332,4 +334,14 @@ int64_t bd_engine_default_max_definition_bytes(bd_engine *e)
 int bd_engine_closing(bd_engine *e)
 {
     return atomic_load(&e->closing);
+}
+
+void bd_engine_request_started(bd_engine *e)
+{
+    atomic_fetch_add_explicit(&e->requests, 1, memory_order_relaxed);
+}
+
+void bd_engine_request_ended(bd_engine *e)
+{
+    atomic_fetch_sub_explicit(&e->requests, 1, memory_order_relaxed);
 }

@@ -230,6 +230,13 @@ typedef struct bd_engine_stats {
 } bd_engine_stats;
 void bd_engine_stats_get(bd_engine *e, bd_engine_stats *out);
 
+/* The HTTP layer counts its requests in progress here (from the first
+ * call to the answer): the store's group commit holds a batch open for
+ * others to join only while another request is in progress, so a lone
+ * client's commit does not wait (storage/sqlite_store.c, COMMIT_DELAY_US). */
+void bd_engine_request_started(bd_engine *e);
+void bd_engine_request_ended(bd_engine *e);
+
 /* 1 when the daemon can take writes; 0 while storage refuses them after a
  * failed commit (this call first tries to recover, so it also heals an idle
  * daemon). */

@@ -172,9 +172,11 @@ int bd_gc_wait(bd_gc *g, uint64_t ticket, bd_err *err)
         /* This waiter commits the batch, with whatever others released into
          * it while it was on its way here. */
         g->committing = 1;
-        if (g->commit_delay_us > 0) {
-            /* Hold the batch open a moment (mu released) so more requests
-             * join it; nothing signals delay_cv, the wait only times out. */
+        if (g->commit_delay_us > 0 && (!g->busy || atomic_load(g->busy) > 1)) {
+            /* Hold the batch open a moment (mu released) so the requests
+             * in progress join it; nothing signals delay_cv, the wait only
+             * times out. With no other request in progress nobody would
+             * join: commit at once. */
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             until.tv_nsec += g->commit_delay_us * 1000L;

@@ -66,11 +66,14 @@ typedef struct bd_gc {
     pthread_cond_t durable_cv;    /* signalled when a batch ends */
     pthread_cond_t delay_cv;      /* only timed out on: the commit delay */
     int commit_delay_us;          /* how long a committer holds its batch open for more to join */
+    const atomic_int *busy;       /* the caller's requests in progress (bd_store_opts.busy); NULL: unknown */
     struct bd_gc *held_next;      /* the owner thread's list of stores it holds a transaction on */
 } bd_gc;
 
-/* commit_delay_us: 0, or (a commit that costs a disk sync) how long the
- * committer waits, without the lock, for more requests to join its batch.
+/* commit_delay_us: 0, or how long the committer waits, without the lock,
+ * for more requests to join its batch; only while another request is in
+ * progress (g->busy > 1, set after init; with busy NULL, always): a lone
+ * client's request is committed at once.
  * BD_EINTERNAL if the mutex or conditions cannot be made. */
 int bd_gc_init(bd_gc *g, const bd_gc_ops *ops, void *conn, int commit_delay_us, bd_err *err) BD_MUST_CHECK;
 /* Ends an open batch (committing it) and a transaction this thread still

@@ -20,12 +20,19 @@
 
 #define BUSY_TIMEOUT_MS 5000
 #define SCAN_BATCH 256
-/* With synchronous=FULL a commit costs a disk sync, so the committer holds
- * its batch open this long (without the lock) for more requests to join:
- * one sync then covers all of them. loadgen, 32 workers, one study:
- * 6.2k calls/s without, 9.6k with 100 us (batches of ~4); 200 us and more
- * lose again. With NORMAL a commit is cheap and waiting only adds latency. */
-#define FULL_SYNC_COMMIT_DELAY_US 100
+/* The committer holds its batch open this long (without the lock) for the
+ * requests in progress to join it, when there are any (group_commit.h).
+ * With synchronous=FULL one disk sync then covers them all. With NORMAL
+ * there is no sync, but each commit appends every page it changed to the
+ * WAL, and a commit per request filled the WAL (and ran its checkpoints)
+ * several times as often: bd_loadgen, 32 workers, one study, daemon pinned
+ * to a core (tests/bench/README.md, 2026-11-27): NORMAL without a delay
+ * 10.7k calls/s, p99 30.5 ms (2-5% of the calls over 10 ms, inside the
+ * daemon by its own histogram); with 200 us about 14k, p99 4-5 ms; FULL
+ * 11.4k, p99 6.1 ms with 100 us (the delay before), about 12k, p99 5-6 ms
+ * with 200. 50 to 800 us were within 10% of each other. A lone client
+ * waits for nothing. */
+#define COMMIT_DELAY_US 200
 
 static const bd_gc_ops sqlite_gc_ops; /* the transactions' statements, below */
 
@@ -165,12 +172,12 @@ int bd_sqlite_open(const char *path, const bd_store_opts *opts, bd_store **out, 
     bd_sqlite *s = bd_xcalloc(1, sizeof *s);
     s->base.ops = &bd_sqlite_ops;
     s->base.gc = &s->gc;
-    int ret = bd_gc_init(&s->gc, &sqlite_gc_ops, s,
-                         opts && opts->sync == BD_SYNC_FULL ? FULL_SYNC_COMMIT_DELAY_US : 0, err);
+    int ret = bd_gc_init(&s->gc, &sqlite_gc_ops, s, COMMIT_DELAY_US, err);
     if (ret) {
         free(s);
         return ret;
     }
+    s->gc.busy = opts ? opts->busy : NULL;
     /* A new database is created here, private: SQLite would make it 0644
      * less the umask, and its -wal (and -shm) files take the database
      * file's mode. An existing file is left as it is; an error other than

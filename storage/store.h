@@ -52,6 +52,7 @@
 #ifndef BD_STORE_H
 #define BD_STORE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "../server/common.h"
@@ -67,6 +68,10 @@ typedef enum {
 typedef struct bd_store_opts {
     bd_sync_mode sync;
     int cluster; /* PostgreSQL: share the schema with peer daemons (cluster mode below) */
+    /* The caller's write requests in progress (the engine counts them): a
+     * committer holds its batch open for others to join only while another
+     * is in progress. NULL: always (group_commit.h). */
+    const atomic_int *busy;
 } bd_store_opts;
 
 /* Opens (creating if needed) the database at path and migrates its schema to
