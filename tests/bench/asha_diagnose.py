@@ -65,15 +65,12 @@ class Recorder(br.BanditdDriver):
         self.by_id = {}
 
     def ask(self, t, w):
-        ans = self.c.call("POST", "/v1/studies/%d/suggest" % self.sid, {"worker": "w%d" % w, "count": 1})
-        if not ans["trials"]:
+        job = super().ask(t, w)
+        if job is None:
             return None
-        tr = ans["trials"][0]
-        row = self.table.nearest(tr["config"])
-        e0 = self.reached.get(tr.get("resume_from"), 0) if tr.get("resume_from") is not None else 0
-        job = br.Job(row, e0, int(round(tr["budget"])), t, tr["id"])
-        rec = {"id": tr["id"], "row": row, "rung": (tr.get("scheduler") or {}).get("rung"), "e0": e0,
-               "budget": job.budget, "t0": t, "t1": None, "end_epoch": e0}
+        tr = self.last_trial
+        rec = {"id": tr["id"], "row": job.row, "rung": (tr.get("scheduler") or {}).get("rung"), "e0": job.e0,
+               "budget": job.budget, "t0": t, "t1": None, "end_epoch": job.e0}
         self.log.append(rec)
         self.by_id[tr["id"]] = rec
         self.now = t

@@ -240,7 +240,7 @@ class BanditdDriver:
         ans = self.c.call("POST", "/v1/studies/%d/suggest" % self.sid, {"worker": "w%d" % w, "count": 1})
         if not ans["trials"]:
             return None
-        tr = ans["trials"][0]
+        tr = self.last_trial = ans["trials"][0]  # the answer itself, for subclasses (asha_diagnose.py)
         row = self.table.nearest(tr["config"])
         e0 = self.reached.get(tr.get("resume_from"), 0) if tr.get("resume_from") is not None else 0
         budget = int(round(tr["budget"]))

@@ -49,7 +49,8 @@ Test(caps_race_bound, bernstein_serfling_vectors)
 
 #define CAP_MAX 10.0
 
-static const char *SOLVERS3 = "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\", \"s2\"]}]";
+static const char *SOLVERS3 =
+    "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\", \"s2\"]}]";
 
 static void open_race(hn *h, const char *solvers, int n_instances, const char *options)
 {
@@ -87,6 +88,12 @@ static json_t *racer_of(json_t *d, int index)
     return NULL;
 }
 
+/* The incumbent's solver in describe() d (borrowed from d), or NULL. */
+static const char *incumbent_solver_of(json_t *d)
+{
+    return json_string_value(json_object_get(json_object_get(json_object_get(d, "incumbent"), "config"), "solver"));
+}
+
 Test(caps_race, three_configs_race_run_by_run)
 {
     /* kappa = 10, kappa0 = 0.5, cap_factor 1, instances in their order:
@@ -105,7 +112,8 @@ Test(caps_race, three_configs_race_run_by_run)
         double cap;
     } want[] = {{0, 0, 10}, {1, 0, 4}, {2, 0, 1}, {1, 1, 10}, {0, 1, 3}, {2, 1, 3}, {1, 2, 10}, {0, 2, 2}, {2, 2, 2}};
     hn h;
-    open_race(&h, SOLVERS3, 3, "{\"cap_factor\": 1, \"defer\": 0, \"skip_levels\": 0, \"shuffle_instances\": false, \"first_cap\": 10}");
+    open_race(&h, SOLVERS3, 3,
+              "{\"cap_factor\": 1, \"defer\": 0, \"skip_levels\": 0, \"shuffle_instances\": false, \"first_cap\": 10}");
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         int64_t id;
         cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL, "run %zu", i + 1);
@@ -161,9 +169,7 @@ Test(caps_race, a_contender_is_verified_at_the_largest_cap_before_it_leads)
             hn_complete(&h, id, v);
     }
     json_t *d = hn_describe(&h);
-    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(d, "incumbent"), "config"),
-                                                       "solver")),
-                     "s1");
+    cr_assert_str_eq(incumbent_solver_of(d), "s1");
     cr_assert_float_eq(json_number_value(json_object_get(json_object_get(d, "incumbent"), "value")), 2, EPS);
     json_decref(d);
     int64_t id;
@@ -191,10 +197,13 @@ Test(caps_race, cap_levels_double_and_lower_bounds_are_re_run)
     } want[] = {{0, 0, 1}, {1, 0, 0.5}, {0, 1, 1}, {1, 1, 1}, {0, 1, 2}, {1, 0, 2}, {0, 1, 4}};
     hn h;
     char *names = hn_instance_names(2);
-    cr_assert_eq(hn_open_instances(&h, &bd_sched_caps_race,
-                                   "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]",
-                                   "{\"cap_factor\": 1, \"defer\": 0, \"skip_levels\": 0, \"shuffle_instances\": false, \"first_cap\": 1}", 0.5, 4, 0, names),
-                 0, "%s", h.err.message);
+    cr_assert_eq(
+        hn_open_instances(
+            &h, &bd_sched_caps_race,
+            "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]",
+            "{\"cap_factor\": 1, \"defer\": 0, \"skip_levels\": 0, \"shuffle_instances\": false, \"first_cap\": 1}",
+            0.5, 4, 0, names),
+        0, "%s", h.err.message);
     free(names);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         int64_t id;
@@ -457,7 +466,8 @@ Test(caps_race, replay_after_restart_gives_identical_next_runs)
     check_replay("{}", 200, 0);
     /* at kappa in the ranked order (built from the events as they replay) */
     check_replay("{\"cap_factor\": 2, \"skip_levels\": 0, \"first_cap\": 2.5, \"last_level\": 0.25, "
-                 "\"race_order\": \"ranked\", \"level_wait\": \"all\"}", 400, 1);
+                 "\"race_order\": \"ranked\", \"level_wait\": \"all\"}",
+                 400, 1);
 }
 
 Test(caps_race, a_large_space_races_a_seeded_sample)
@@ -486,7 +496,8 @@ Test(caps_race, a_large_space_races_a_seeded_sample)
     double best_x = INFINITY;
     json_t *rs = json_object_get(d, "racers");
     for (size_t i = 0; i < json_array_size(rs); i++)
-        best_x = fmin(best_x, json_number_value(json_object_get(json_object_get(json_array_get(rs, i), "config"), "x")));
+        best_x =
+            fmin(best_x, json_number_value(json_object_get(json_object_get(json_array_get(rs, i), "config"), "x")));
     cr_assert_float_eq(
         json_number_value(json_object_get(json_object_get(json_object_get(d, "incumbent"), "config"), "x")), best_x,
         EPS, "the smallest x is the fastest");
@@ -558,11 +569,13 @@ static double m_rerun(int c, int j)
 Test(caps_race, a_lower_bound_keeps_its_cap_while_its_re_run_is_out)
 {
     hn h;
-    cr_assert_eq(hn_open_instances(&h, &bd_sched_caps_race,
-                                   "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]",
-                                   "{\"cap_factor\": 1, \"defer\": 0, \"skip_levels\": 0, \"shuffle_instances\": false, \"first_cap\": 1}", 0.1, 2, 0,
-                                   "[\"a\", \"b\", \"c\"]"),
-                 0, "%s", h.err.message);
+    cr_assert_eq(
+        hn_open_instances(
+            &h, &bd_sched_caps_race,
+            "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\"]}]",
+            "{\"cap_factor\": 1, \"defer\": 0, \"skip_levels\": 0, \"shuffle_instances\": false, \"first_cap\": 1}",
+            0.1, 2, 0, "[\"a\", \"b\", \"c\"]"),
+        0, "%s", h.err.message);
     int64_t id;
     for (int i = 0; i < 4; i++) {
         cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
@@ -580,9 +593,7 @@ Test(caps_race, a_lower_bound_keeps_its_cap_while_its_re_run_is_out)
         run_from(&h, id, m_rerun);
     cr_assert_eq(answer, BD_SUGGEST_DONE);
     json_t *d = hn_describe(&h);
-    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(d, "incumbent"), "config"),
-                                                       "solver")),
-                     "s1", "the exact best at DONE");
+    cr_assert_str_eq(incumbent_solver_of(d), "s1", "the exact best at DONE");
     json_decref(d);
     hn_close(&h);
 }
@@ -629,7 +640,9 @@ Test(caps_race, the_pilot_drops_the_levels_when_most_runs_finish_below_the_first
     static const double fast[2 * 3] = {0.5, 0.8, 3, 0.4, 0.4, 0.4};
     static const cr_want skip[] = {{0, 0, 1}, {0, 1, 1}, {1, 0, 1}};
     hn h;
-    open_race(&h, two, 3, "{\"shuffle_instances\": false, \"first_cap\": 1, \"pilot\": 2, \"cap_factor\": 2, \"skip_levels\": 0.5}");
+    open_race(
+        &h, two, 3,
+        "{\"shuffle_instances\": false, \"first_cap\": 1, \"pilot\": 2, \"cap_factor\": 2, \"skip_levels\": 0.5}");
     follow(&h, skip, 2, fast, 3);
     cr_assert_float_eq(describe_number(&h, "cap"), CAP_MAX, EPS, "the levels are dropped");
     cr_assert_float_eq(describe_number(&h, "levels"), 1, EPS);
@@ -639,7 +652,9 @@ Test(caps_race, the_pilot_drops_the_levels_when_most_runs_finish_below_the_first
      * s1 runs instance 0 at min(1, 2 * 1). */
     static const double slow[2 * 3] = {3, 4, 0.5, 0.4, 0.4, 0.4};
     static const cr_want keep[] = {{0, 0, 1}, {0, 1, 1}, {1, 0, 1}};
-    open_race(&h, two, 3, "{\"shuffle_instances\": false, \"first_cap\": 1, \"pilot\": 2, \"cap_factor\": 2, \"skip_levels\": 0.5}");
+    open_race(
+        &h, two, 3,
+        "{\"shuffle_instances\": false, \"first_cap\": 1, \"pilot\": 2, \"cap_factor\": 2, \"skip_levels\": 0.5}");
     follow(&h, keep, 3, slow, 3);
     cr_assert_float_eq(describe_number(&h, "cap"), 1, EPS, "the levels stay");
     cr_assert_float_eq(describe_number(&h, "levels"), 0, EPS);
@@ -647,7 +662,8 @@ Test(caps_race, the_pilot_drops_the_levels_when_most_runs_finish_below_the_first
     /* skip_levels 0 (the form before issue 15): no pilot, s1 runs instance 0
      * second, is faster (0.4 < 0.5) and leads at once. */
     static const cr_want off[] = {{0, 0, 1}, {1, 0, 1}, {1, 1, 1}};
-    open_race(&h, two, 3, "{\"shuffle_instances\": false, \"first_cap\": 1, \"pilot\": 2, \"cap_factor\": 2, \"skip_levels\": 0}");
+    open_race(&h, two, 3,
+              "{\"shuffle_instances\": false, \"first_cap\": 1, \"pilot\": 2, \"cap_factor\": 2, \"skip_levels\": 0}");
     follow(&h, off, 3, fast, 3);
     cr_assert_float_eq(describe_number(&h, "cap"), 1, EPS);
     hn_close(&h);
@@ -663,11 +679,12 @@ Test(caps_race, a_config_far_behind_is_deferred_until_the_others_are_done)
      * s2 finishes first and is eliminated at m = N (e-sum 0.4 > 0, W = 0);
      * then s1 resumes: instances 2 and 3 at 2 s, e-sum 2 > 0: eliminated. */
     static const double rt[3 * 4] = {1, 1, 1, 1, 3, 3, 1, 1, 1.1, 1.1, 1.1, 1.1};
-    static const cr_want want[] = {{0, 0, 10}, {1, 0, 2}, {2, 0, 2}, {0, 1, 10}, {1, 1, 2}, {2, 1, 2},
+    static const cr_want want[] = {{0, 0, 10}, {1, 0, 2}, {2, 0, 2},  {0, 1, 10}, {1, 1, 2}, {2, 1, 2},
                                    {0, 2, 10}, {2, 2, 2}, {0, 3, 10}, {2, 3, 2},  {1, 2, 2}, {1, 3, 2}};
     hn h;
-    open_race(&h, SOLVERS3, 4,
-              "{\"shuffle_instances\": false, \"first_cap\": 10, \"min_instances\": 2, \"defer\": 1.3, \"cap_factor\": 2}");
+    open_race(
+        &h, SOLVERS3, 4,
+        "{\"shuffle_instances\": false, \"first_cap\": 10, \"min_instances\": 2, \"defer\": 1.3, \"cap_factor\": 2}");
     follow(&h, want, 5, rt, 4);
     json_t *d = hn_describe(&h);
     cr_assert(json_is_true(json_object_get(racer_of(d, 1), "deferred")), "s1 deferred after 2 instances");
@@ -677,18 +694,18 @@ Test(caps_race, a_config_far_behind_is_deferred_until_the_others_are_done)
     int64_t id;
     cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_DONE);
     d = hn_describe(&h);
-    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(d, "incumbent"), "config"),
-                                                       "solver")),
-                     "s0");
+    cr_assert_str_eq(incumbent_solver_of(d), "s0");
     cr_assert(json_is_false(json_object_get(racer_of(d, 1), "alive")));
     cr_assert(json_is_false(json_object_get(racer_of(d, 2), "alive")));
     cr_assert_float_eq(json_number_value(json_object_get(d, "seconds")), 4 + (2 + 2 + 1 + 1) + 4 * 1.1, EPS);
     json_decref(d);
     hn_close(&h);
     /* defer 0 (the form before issue 15): s1 runs instance 2 before s2 does. */
-    static const cr_want off[] = {{0, 0, 10}, {1, 0, 2}, {2, 0, 2}, {0, 1, 10}, {1, 1, 2}, {2, 1, 2}, {0, 2, 10}, {1, 2, 2}};
-    open_race(&h, SOLVERS3, 4,
-              "{\"shuffle_instances\": false, \"first_cap\": 10, \"min_instances\": 2, \"defer\": 0, \"cap_factor\": 2}");
+    static const cr_want off[] = {{0, 0, 10}, {1, 0, 2}, {2, 0, 2},  {0, 1, 10},
+                                  {1, 1, 2},  {2, 1, 2}, {0, 2, 10}, {1, 2, 2}};
+    open_race(
+        &h, SOLVERS3, 4,
+        "{\"shuffle_instances\": false, \"first_cap\": 10, \"min_instances\": 2, \"defer\": 0, \"cap_factor\": 2}");
     follow(&h, off, sizeof off / sizeof off[0], rt, 4);
     hn_close(&h);
 }
@@ -746,12 +763,14 @@ Test(caps_race, the_levels_stop_at_last_level_and_challengers_race_ranked_at_kap
      *           and 4.5 < 5.5, it leads; s0 is eliminated (e-sum 1 at m = N);
      *           s1 re-runs instance 0 at 8 -> 4: e-sum 2.5 - 2 > 0 with its
      *           other value a lower bound: eliminated (W = 0 at m = N). */
-    static const char *three = "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\", \"s2\"]}]";
+    static const char *three =
+        "[{\"name\": \"solver\", \"type\": \"categorical\", \"choices\": [\"s0\", \"s1\", \"s2\"]}]";
     static const double rt[3 * 2] = {0.5, 5, 4, 1.8, 1.5, 3};
     static const cr_want want[] = {{0, 0, 1}, {1, 0, 1}, {2, 0, 1}, {0, 1, 1}, {1, 1, 1}, {2, 1, 1},
                                    {0, 1, 2}, {1, 0, 2}, {2, 0, 2}, {0, 1, 8}, {2, 1, 8}, {1, 0, 8}};
-    static const char *opts = "{\"shuffle_instances\": false, \"first_cap\": 1, \"cap_factor\": 2, \"defer\": 0, "
-                              "\"skip_levels\": 0, \"last_level\": 0.25, \"race_order\": \"ranked\", \"level_wait\": \"all\"}";
+    static const char *opts =
+        "{\"shuffle_instances\": false, \"first_cap\": 1, \"cap_factor\": 2, \"defer\": 0, "
+        "\"skip_levels\": 0, \"last_level\": 0.25, \"race_order\": \"ranked\", \"level_wait\": \"all\"}";
     hn h;
     char *names = hn_instance_names(2);
     cr_assert_eq(hn_open_instances(&h, &bd_sched_caps_race, three, opts, 0.5, 8, 0, names), 0, "%s", h.err.message);
@@ -765,9 +784,7 @@ Test(caps_race, the_levels_stop_at_last_level_and_challengers_race_ranked_at_kap
     int64_t id;
     cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_DONE);
     d = hn_describe(&h);
-    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(d, "incumbent"), "config"),
-                                                       "solver")),
-                     "s2");
+    cr_assert_str_eq(incumbent_solver_of(d), "s2");
     cr_assert_eq(json_integer_value(json_object_get(d, "levels")), 2);
     json_decref(d);
     hn_close(&h);
@@ -789,8 +806,9 @@ Test(caps_race, the_levels_stop_at_last_level_and_challengers_race_ranked_at_kap
      * before) the cap rises to 8 as it starts and the leader s0 re-runs
      * instance 1 at 8 at once. */
     static const double rt2[3 * 2] = {0.5, 5, 4, 1.8, 1.5, 0.9};
-    static const char *opts_wait = "{\"shuffle_instances\": false, \"first_cap\": 1, \"cap_factor\": 2, \"defer\": 0, "
-                                   "\"skip_levels\": 0, \"last_level\": 0.25, \"race_order\": \"ranked\", \"level_wait\": \"%s\"}";
+    static const char *opts_wait =
+        "{\"shuffle_instances\": false, \"first_cap\": 1, \"cap_factor\": 2, \"defer\": 0, "
+        "\"skip_levels\": 0, \"last_level\": 0.25, \"race_order\": \"ranked\", \"level_wait\": \"%s\"}";
     for (int all = 0; all < 2; all++) {
         char o[512];
         snprintf(o, sizeof o, opts_wait, all ? "all" : "leader");
@@ -804,9 +822,7 @@ Test(caps_race, the_levels_stop_at_last_level_and_challengers_race_ranked_at_kap
         cr_assert_eq(hn_suggest(&h, 0, &next), all ? BD_SUGGEST_WAIT : BD_SUGGEST_TRIAL);
         hn_complete(&h, last, 1.5);
         d = hn_describe(&h);
-        cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(d, "incumbent"), "config"),
-                                                           "solver")),
-                         "s2");
+        cr_assert_str_eq(incumbent_solver_of(d), "s2");
         cr_assert_float_eq(json_number_value(json_object_get(d, "cap")), 8, EPS);
         json_decref(d);
         hn_close(&h);
@@ -957,8 +973,7 @@ static const char *incumbent_solver(hn *h)
 {
     static char name[16];
     json_t *d = hn_describe(h);
-    const char *s = json_string_value(json_object_get(json_object_get(json_object_get(d, "incumbent"), "config"),
-                                                      "solver"));
+    const char *s = incumbent_solver_of(d);
     snprintf(name, sizeof name, "%s", s ? s : "none");
     json_decref(d);
     return name;
