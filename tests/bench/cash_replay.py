@@ -73,9 +73,12 @@ BANDITD_METHODS = {
     "rb_random_ei": ("rising_bandits", {"allocation": "ei", "inner": "random"}),
     # issue 15, 2026-11-27: the arms' own TPE (Optuna 3.1's defaults on the arm's sub-space), Thompson allocation
     "rb_tpe": ("rising_bandits", {"inner": "tpe", "allocation": "rounds"}),
-    "rb_tpe_ts": ("rising_bandits", {"inner": "tpe", "allocation": "thompson"}),  # = {}, the new defaults
-    "rb_gp_ts": ("rising_bandits", {"inner": "gp_ucb", "allocation": "thompson"}),
-    "rb_random_ts": ("rising_bandits", {"inner": "random", "allocation": "thompson"}),
+    "rb_tpe_ts": ("rising_bandits", {"inner": "tpe", "allocation": "thompson", "draw_horizon": "left"}),
+    "rb_gp_ts": ("rising_bandits", {"inner": "gp_ucb", "allocation": "thompson", "draw_horizon": "left"}),
+    "rb_random_ts": ("rising_bandits", {"inner": "random", "allocation": "thompson", "draw_horizon": "left"}),
+    # the Thompson draws' horizon divided by the surviving arms (= {}, the new defaults since 2026-11-27)
+    "rb_tpe_share": ("rising_bandits", {"inner": "tpe", "allocation": "thompson", "draw_horizon": "share"}),
+    "rb_random_share": ("rising_bandits", {"inner": "random", "allocation": "thompson", "draw_horizon": "share"}),
     # the paper-exact rule (the defaults before 2026-11-25): Inequality 9 alone, a failed pull not retried
     "rb_gp_paper": ("rising_bandits", {"inner": "gp_ucb", "allocation": "rounds", "upper_bound": "paper",
                                        "max_retries": 0}),
@@ -103,7 +106,7 @@ JOINT_DROP_40 = ("liblinear_svc.tol", "libsvm_svc.tol", "logistic_regression.tol
                  "random_forest.min_samples_split")
 JOINT_MAX = 100
 RISING = ("rb_gp", "rb_random", "rb_gp_ei", "rb_random_ei", "rb_gp_paper", "rb_random_paper", "uniform", "uniform_random",
-          "rb_tpe", "rb_tpe_ts", "rb_gp_ts", "rb_random_ts", "uniform_tpe")
+          "rb_tpe", "rb_tpe_ts", "rb_gp_ts", "rb_random_ts", "uniform_tpe", "rb_tpe_share", "rb_random_share")
 
 
 class Param:

@@ -134,8 +134,8 @@ class NewDefaults(bdtest.DaemonTestCase):
 
     def test_rising_bandits_new_studies_get_the_tail_bound_and_retries(self):
         """Issue 15: new rising_bandits studies are stored with upper_bound "tail", max_retries 2,
-        allocation "thompson" and, unless the study names an inner optimizer or a GP option, inner
-        "tpe"; one stored without them (every study before) keeps the paper's bound, no retries,
+        allocation "thompson" with draw_horizon "share" and, unless the study names an inner optimizer
+        or a GP option, inner "tpe"; one stored without them (every study before) keeps the paper's bound, no retries,
         GP-UCB (or its named inner) and the rounds."""
         cash = {"name": unique_name("rb"),
                 "parameters": [{"name": "algo", "type": "categorical", "choices": ["svm", "rf"]},
@@ -144,17 +144,18 @@ class NewDefaults(bdtest.DaemonTestCase):
                 "scheduler": {"name": "rising_bandits", "options": {"inner": "random"}}, "seed": 3}
         sid = self.create(cash)["id"]
         self.assertEqual(self.stored_options(sid), {"inner": "random", "upper_bound": "tail", "max_retries": 2,
-                                                    "allocation": "thompson"})
+                                                    "allocation": "thompson", "draw_horizon": "share"})
         kept = self.create(dict(cash, name=unique_name("rb"),
                                 scheduler={"name": "rising_bandits", "options": {"upper_bound": "paper"}}))["id"]
         self.assertEqual(self.stored_options(kept), {"upper_bound": "paper", "max_retries": 2, "inner": "tpe",
-                                                     "allocation": "thompson"})
+                                                     "allocation": "thompson", "draw_horizon": "share"})
         gp = self.create(dict(cash, name=unique_name("rb"),
                               scheduler={"name": "rising_bandits", "options": {"n_init": 2}}))["id"]
         self.assertEqual(self.stored_options(gp), {"n_init": 2, "upper_bound": "tail", "max_retries": 2,
-                                                   "allocation": "thompson"})
+                                                   "allocation": "thompson", "draw_horizon": "share"})
         state = expect(self.d.request("GET", "/v1/studies/%d" % kept), 200, "GET")["scheduler"]["state"]
-        self.assertEqual((state["inner"], state["allocation"], state["phase"]), ("tpe", "thompson", "thompson"))
+        self.assertEqual((state["inner"], state["allocation"], state["draw_horizon"], state["phase"]),
+                         ("tpe", "thompson", "share", "thompson"))
         self.d.stop()
         ((text,),) = self.d.sql("SELECT definition FROM studies WHERE id = ?", (sid,))
         definition = json.loads(text)

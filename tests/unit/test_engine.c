@@ -486,7 +486,8 @@ Test(engine, replay_of_rising_bandits_with_tpe_and_thompson_gives_the_same_sugge
                  "\"high\": 100, \"log\": true, \"when\": {\"algo\": [\"svm\"]}}, {\"name\": \"k\", \"type\": "
                  "\"int\", \"low\": 1, \"high\": 30, \"when\": {\"algo\": [\"knn\"]}}], \"objective\": {\"goal\": "
                  "\"maximize\"}, \"limits\": {\"trials\": 60}, \"scheduler\": {\"name\": \"rising_bandits\", "
-                 "\"options\": {\"inner\": \"tpe\", \"allocation\": \"thompson\", \"window\": 2}}, \"seed\": 5}",
+                 "\"options\": {\"inner\": \"tpe\", \"allocation\": \"thompson\", \"draw_horizon\": \"share\", "
+                 "\"window\": 2}}, \"seed\": 5}",
                  40);
 }
 

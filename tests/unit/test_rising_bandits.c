@@ -1043,62 +1043,100 @@ Test(rising_bandits, ei_allocation_pulls_where_the_next_record_is_likeliest)
     hn_close(&h);
 }
 
+/* The arm a Thompson suggestion picks, redrawn from describe() d: one
+ * bd_rising_tail_sample per surviving arm, in arm order, from the
+ * suggestion's stream (the harness seeds it from (study seed, trials so
+ * far)), over the arm's l, u and tail scale, n its rewards, h the study's
+ * pulls left, divided by the surviving arms when share. */
+static const char *thompson_choice(const hn *h, json_t *d, int share)
+{
+    bd_rng rng;
+    bd_rng_seed(&rng, h->def.seed, (uint64_t)h->n_trials);
+    double left = num(d, "T") - num(d, "pulls"), best = -1, alive = 0;
+    const char *want = NULL;
+    for (const char *const *k = (const char *const[]){"a", "b", "c", NULL}; *k; k++)
+        alive += json_is_null(json_object_get(arm_state(d, *k), "eliminated_round"));
+    for (const char *const *k = (const char *const[]){"a", "b", "c", NULL}; *k; k++) {
+        json_t *a = arm_state(d, *k);
+        if (!json_is_null(json_object_get(a, "eliminated_round")))
+            continue;
+        double v = bd_rising_tail_sample(num(a, "lower"), num(a, "upper"), num(a, "tail_scale"),
+                                         (size_t)num(a, "pulls"), share ? left / alive : left, bd_rng_uniform(&rng));
+        if (!want || v > best) {
+            want = *k;
+            best = v;
+        }
+    }
+    return want;
+}
+
 /* Allocation "thompson": window + 1 pulls each, fewest first, no rounds;
- * then each pull goes to the largest of one bd_rising_tail_sample per
- * surviving arm, drawn in arm order from the suggestion's stream (the
- * harness seeds it from (study seed, trials so far)), over the arm's l, u
- * and tail scale as describe() shows them, n its rewards, h the study's
- * pulls left. The test redraws them and checks every choice. */
-Test(rising_bandits, thompson_allocation_pulls_the_arm_of_the_largest_draw)
+ * then each pull goes to the largest draw (thompson_choice), with the
+ * draw horizon of `draw` ("left" or "share"). The test redraws the draws
+ * and checks every choice, and counts the pulls where the other horizon
+ * would have chosen another arm. Returns that count. */
+static int check_thompson(const char *draw, int share, const table t)
 {
     hn h;
     study st = {.maximize = 1, .T = 40};
-    open_ok(&h, cash3, "{\"inner\": \"random\", \"window\": 2, \"allocation\": \"thompson\"}", &st);
+    char opts[160];
+    snprintf(opts, sizeof opts, "{\"inner\": \"random\", \"window\": 2, \"allocation\": \"thompson\"%s%s%s}",
+             draw ? ", \"draw_horizon\": \"" : "", draw ? draw : "", draw ? "\"" : "");
+    open_ok(&h, cash3, opts, &st);
     static const char *const first[] = {"a", "b", "c", "a", "b", "c", "a", "b", "c"};
     for (int i = 0; i < 9; i++) {
         int64_t id = pull(&h);
         cr_expect_str_eq(arm_name(&h, id), first[i], "pull %d", i + 1);
         cr_expect_null(json_object_get(hn_get(&h, id)->extra, "round"), "no rounds");
-        hn_complete(&h, id, -value_of(&h, id, spread));
+        hn_complete(&h, id, -value_of(&h, id, t));
     }
     json_t *d = hn_describe(&h);
     cr_expect_str_eq(json_string_value(json_object_get(d, "allocation")), "thompson");
     cr_expect_str_eq(json_string_value(json_object_get(d, "phase")), "thompson");
+    cr_expect_str_eq(json_string_value(json_object_get(d, "draw_horizon")), share ? "share" : "left");
     expect_eliminated(d, "c", 9, "a"); /* flat .30: sigma 0, u = l = .30 < .75 */
     json_decref(d);
-    int n_a = 0, n_b = 0;
+    int n_a = 0, n_b = 0, differ = 0;
     for (int i = 9; i < 40; i++) {
         d = hn_describe(&h);
-        bd_rng rng;
-        bd_rng_seed(&rng, h.def.seed, (uint64_t)h.n_trials);
-        double left = num(d, "T") - num(d, "pulls"), best = -1;
-        const char *want = NULL;
-        for (const char *const *k = (const char *const[]){"a", "b", "c", NULL}; *k; k++) {
-            json_t *a = arm_state(d, *k);
-            if (!json_is_null(json_object_get(a, "eliminated_round")))
-                continue;
-            double v = bd_rising_tail_sample(num(a, "lower"), num(a, "upper"), num(a, "tail_scale"),
-                                             (size_t)num(a, "pulls"), left, bd_rng_uniform(&rng));
-            if (!want || v > best) {
-                want = *k;
-                best = v;
-            }
-        }
+        const char *want = thompson_choice(&h, d, share), *other = thompson_choice(&h, d, !share);
+        differ += strcmp(want, other) != 0;
         json_decref(d);
         int64_t id = pull(&h);
         cr_expect_str_eq(arm_name(&h, id), want, "pull %d", i + 1);
         n_a += arm_name(&h, id)[0] == 'a';
         n_b += arm_name(&h, id)[0] == 'b';
-        hn_complete(&h, id, -value_of(&h, id, spread));
+        hn_complete(&h, id, -value_of(&h, id, t));
     }
-    /* a rises to .83 and leads; b (best .70, spread) keeps some pulls */
-    cr_expect_gt(n_a, n_b);
-    cr_expect_gt(n_b, 0);
+    cr_expect_gt(n_a, n_b, "a leads");
     cr_expect_eq(n_a + n_b, 31);
     bd_sched *r = hn_replay(&h);
     cr_expect(hn_same_next(&h, r, 1), "replay differs");
     RB->destroy(r);
     hn_close(&h);
+    return differ;
+}
+
+/* a rises slowly to .755; b's record (.74, its 4th pull) is close to it
+ * and b's rewards spread far wider, so the draws' horizon matters. */
+static const table close = {{.70, .71, .72, .73, .74, .745, .75, .755},
+                            {.50, .60, .30, .74, .35, .40, .45, .50},
+                            {.30, .30, .30, .30, .30, .30, .30, .30}};
+
+/* Without draw_horizon (every study stored before it): h the pulls left. */
+Test(rising_bandits, thompson_allocation_pulls_the_arm_of_the_largest_draw)
+{
+    check_thompson(NULL, 0, spread);
+    check_thompson("left", 0, spread);
+    check_thompson("left", 0, close);
+}
+
+/* draw_horizon "share" (new studies): h the pulls left over the surviving
+ * arms; on this study it picks another arm than "left" would at 4 of the
+ * 31 pulls after the first 9. */
+Test(rising_bandits, thompson_draw_horizon_share_divides_the_pulls_left_by_the_arms)
+{
+    cr_expect_gt(check_thompson("share", 1, close), 0, "the two horizons never chose differently here");
 }
 
 /* Inner "tpe": an arm's proposal is exactly proposer.h's TPE (Optuna 3.1's
