@@ -43,26 +43,28 @@ LABEL = {
     "rb_tpe_ts": "rising_bandits (TPE inner, Thompson allocation)",
     "rb_gp_ts": "rising_bandits (GP-UCB inner, Thompson allocation)",
     "rb_random_ts": "rising_bandits (random inner, Thompson allocation)",
+    "rb_tpe_share": "rising_bandits (TPE inner, Thompson, draw horizon share)",
+    "rb_random_share": "rising_bandits (random inner, Thompson, draw horizon share)",
     "rb_gp_ei": "rising_bandits (GP-UCB inner, EI allocation)",
     "rb_random_ei": "rising_bandits (random inner, EI allocation)",
     "uniform_tpe": "uniform (round robin, TPE inner)",
 }
-ORDER = ["rb_tpe_ts", "rb_tpe", "rb_gp_ts", "rb_random_ts", "rb_gp_ei", "rb_random_ei", "rb_gp", "rb_random",
+ORDER = ["rb_tpe_share", "rb_random_share", "rb_tpe_ts", "rb_tpe", "rb_gp_ts", "rb_random_ts", "rb_gp_ei", "rb_random_ei", "rb_gp", "rb_random",
          "rb_gp_paper", "rb_random_paper", "uniform_tpe", "uniform", "uniform_random", "gp_ucb", "random", "tpe"]
 SHORT = {"rb_gp": "RB-GP", "rb_random": "RB-rand", "rb_gp_paper": "RBp-GP", "rb_random_paper": "RBp-rand", "uniform": "unif-GP", "uniform_random": "unif-rand",
          "gp_ucb": "jointGP", "random": "random", "tpe": "TPE", "rb_tpe": "RB-TPE", "rb_tpe_ts": "RB-TPE-TS",
          "rb_gp_ts": "RB-GP-TS", "rb_random_ts": "RB-rand-TS", "rb_gp_ei": "RB-GP-EI", "rb_random_ei": "RB-rand-EI",
-         "uniform_tpe": "unif-TPE"}
+         "uniform_tpe": "unif-TPE", "rb_tpe_share": "RB-TPE-TSs", "rb_random_share": "RB-rand-TSs"}
 ARM_SHORT = {"adaboost": "ada", "extra_trees": "et", "gradient_boosting": "gb", "k_nearest_neighbors": "knn",
              "liblinear_svc": "lsvc", "libsvm_svc": "svc", "lightgbm": "lgbm", "logistic_regression": "lr",
              "random_forest": "rf"}
-RISING = ("rb_tpe_ts", "rb_tpe", "rb_gp_ts", "rb_random_ts", "rb_gp_ei", "rb_random_ei", "rb_gp", "rb_random",
+RISING = ("rb_tpe_share", "rb_random_share", "rb_tpe_ts", "rb_tpe", "rb_gp_ts", "rb_random_ts", "rb_gp_ei", "rb_random_ei", "rb_gp", "rb_random",
           "rb_gp_paper", "rb_random_paper")
 # allocations without rounds: eliminated_round is the count of finished pulls, not a round
-NO_ROUNDS = ("rb_tpe_ts", "rb_gp_ts", "rb_random_ts", "rb_gp_ei", "rb_random_ei")
+NO_ROUNDS = ("rb_tpe_share", "rb_random_share", "rb_tpe_ts", "rb_gp_ts", "rb_random_ts", "rb_gp_ei", "rb_random_ei")
 COLOR = {"rb_gp": "C0", "rb_random": "C1", "rb_gp_paper": "C6", "rb_random_paper": "C7", "uniform": "C2", "uniform_random": "C2", "gp_ucb": "C3", "random": "C4",
          "tpe": "C5", "rb_tpe": "C8", "rb_tpe_ts": "C9", "rb_gp_ts": "C0", "rb_random_ts": "C1", "rb_gp_ei": "C6",
-         "rb_random_ei": "C7", "uniform_tpe": "C2"}
+         "rb_random_ei": "C7", "uniform_tpe": "C2", "rb_tpe_share": "C9", "rb_random_share": "C1"}
 EPS = 1e-12
 BOOT = 2000  # bootstrap resamples of the datasets (seeded): the 95% intervals
 
@@ -76,7 +78,7 @@ def boot_ci(datasets, stat, seed=0):
     return vals[int(0.025 * BOOT)], vals[min(BOOT - 1, int(0.975 * BOOT))]
 
 
-def load(paths, keep=None):
+def load(paths, keep=None, trials=None):
     runs = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))  # (oracle, T) -> ds -> method -> seed
     oracle_arm = defaultdict(dict)  # (oracle, ds) -> seed -> run
     for p in paths:
@@ -84,6 +86,8 @@ def load(paths, keep=None):
             for line in f:
                 r = json.loads(line)
                 if keep is not None and r["method"] not in keep:
+                    continue
+                if trials is not None and r["trials"] not in trials:
                     continue
                 if r["method"] == "oracle_arm":
                     oracle_arm[(r["oracle"], r["dataset"])][r["seed"]] = r
@@ -189,6 +193,7 @@ def table(key, by_ds, oracle_arm):
 
     pairs = [("rb_gp", "uniform"), ("rb_random", "uniform_random"), ("rb_gp_paper", "uniform"),
              ("rb_random_paper", "uniform_random"), ("rb_tpe", "uniform_tpe"), ("rb_tpe_ts", "uniform_tpe"), ("rb_tpe_ts", "uniform"),
+             ("rb_tpe_share", "uniform_tpe"), ("rb_random_share", "uniform_random"),
              ("rb_gp_ts", "uniform"), ("rb_random_ts", "uniform_random"), ("rb_gp_ei", "uniform"),
              ("rb_random_ei", "uniform_random")]
     if "uniform_random" not in methods:
@@ -216,12 +221,20 @@ def table(key, by_ds, oracle_arm):
                 continue
             w = sum(1 for d in datasets for s in seeds if best[rb][d][s] > best[m][d][s] + EPS)
             lo = sum(1 for d in datasets for s in seeds if best[rb][d][s] < best[m][d][s] - EPS)
-            cells.append("%s %d / %d / %d" % (SHORT[m], w, n_ds * len(seeds) - w - lo, lo))
-        out.append("\n%s against each method, per (dataset, seed), wins / ties / losses: %s." % (
-            LABEL[rb], "; ".join(cells)))
+            # paired: the seeds share datasets, so the spread of the per-seed difference of average ranks
+            # says more than the two ranks' own spreads
+            diff = [mean([rank[rb][d][s] - rank[m][d][s] for d in datasets]) for s in seeds]
+            sd = statistics.stdev(diff) if len(diff) > 1 else 0.0
+            cells.append("%s %d / %d / %d, rank difference %+.3f ± %.3f (standard error %.3f), ahead in %d of %d "
+                         "seeds" % (SHORT[m], w, n_ds * len(seeds) - w - lo, lo, mean(diff), sd,
+                                    sd / math.sqrt(len(diff)), sum(1 for x in diff if x < 0), len(diff)))
+        out.append("\n%s against each method, per (dataset, seed), wins / ties / losses, and the per-seed difference "
+                   "of average ranks (its mean ± standard deviation over seeds; negative: ahead): %s." % (
+                       LABEL[rb], "; ".join(cells)))
     order = sorted(methods, key=lambda m: avg[m])
-    out.append("\nBest average rank: %s (%.2f); next %s (%.2f)." % (LABEL[order[0]], avg[order[0]],
-                                                                     LABEL[order[1]], avg[order[1]]))
+    if len(order) > 1:  # a section (form, T) can hold one method's runs alone
+        out.append("\nBest average rank: %s (%.2f); next %s (%.2f)." % (LABEL[order[0]], avg[order[0]],
+                                                                         LABEL[order[1]], avg[order[1]]))
 
     # per dataset
     out.append("\nPer dataset: the dataset's best balanced accuracy (the oracle) and its arm(s); each method's "
@@ -387,15 +400,18 @@ def plot(runs, path):
 
 
 def main():
-    # --methods a,b,...: only those methods' runs are read, so the ranks are among them alone
+    # --methods a,b,...: only those methods' runs are read, so the ranks are among them alone;
+    # --trials T,...: only runs of those budgets
     import argparse
     ap = argparse.ArgumentParser(add_help=False)
     ap.add_argument("--methods")
+    ap.add_argument("--trials")
     args, rest = ap.parse_known_args()
     sys.argv = sys.argv[:1] + rest
     keep = set(m for m in args.methods.split(",") if m) if args.methods else None
     # load gives (runs, oracle_arm): the report needs both, the plot the runs.
-    report_main(__doc__, lambda paths: load(paths, keep), lambda loaded: report(*loaded),
+    trials = set(int(t) for t in args.trials.split(",") if t) if args.trials else None
+    report_main(__doc__, lambda paths: load(paths, keep, trials), lambda loaded: report(*loaded),
                 lambda loaded, png: plot(loaded[0], png))
 
 
