@@ -1074,8 +1074,8 @@ static const char *thompson_choice(const hn *h, json_t *d, int share)
  * then each pull goes to the largest draw (thompson_choice), with the
  * draw horizon of `draw` ("left" or "share"). The test redraws the draws
  * and checks every choice, and counts the pulls where the other horizon
- * would have chosen another arm. Returns that count. */
-static int check_thompson(const char *draw, int share, const table t)
+ * would have chosen another arm. Returns that count; *n_b: b's pulls. */
+static int check_thompson(const char *draw, int share, const table t, int *n_b_out)
 {
     hn h;
     study st = {.maximize = 1, .T = 40};
@@ -1114,21 +1114,24 @@ static int check_thompson(const char *draw, int share, const table t)
     cr_expect(hn_same_next(&h, r, 1), "replay differs");
     RB->destroy(r);
     hn_close(&h);
+    *n_b_out = n_b;
     return differ;
 }
 
 /* a rises slowly to .755; b's record (.74, its 4th pull) is close to it
  * and b's rewards spread far wider, so the draws' horizon matters. */
-static const table close = {{.70, .71, .72, .73, .74, .745, .75, .755},
-                            {.50, .60, .30, .74, .35, .40, .45, .50},
-                            {.30, .30, .30, .30, .30, .30, .30, .30}};
+static const table near_record = {{.70, .71, .72, .73, .74, .745, .75, .755},
+                                  {.50, .60, .30, .74, .35, .40, .45, .50},
+                                  {.30, .30, .30, .30, .30, .30, .30, .30}};
 
 /* Without draw_horizon (every study stored before it): h the pulls left. */
 Test(rising_bandits, thompson_allocation_pulls_the_arm_of_the_largest_draw)
 {
-    check_thompson(NULL, 0, spread);
-    check_thompson("left", 0, spread);
-    check_thompson("left", 0, close);
+    int n_b;
+    check_thompson(NULL, 0, spread, &n_b);
+    cr_expect_gt(n_b, 0, "a rises to .83 and leads; b (best .70, spread) keeps some pulls");
+    check_thompson("left", 0, spread, &n_b);
+    check_thompson("left", 0, near_record, &n_b);
 }
 
 /* draw_horizon "share" (new studies): h the pulls left over the surviving
@@ -1136,7 +1139,8 @@ Test(rising_bandits, thompson_allocation_pulls_the_arm_of_the_largest_draw)
  * 31 pulls after the first 9. */
 Test(rising_bandits, thompson_draw_horizon_share_divides_the_pulls_left_by_the_arms)
 {
-    cr_expect_gt(check_thompson("share", 1, close), 0, "the two horizons never chose differently here");
+    int n_b;
+    cr_expect_eq(check_thompson("share", 1, near_record, &n_b), 4, "pulls where the two horizons choose differently");
 }
 
 /* Inner "tpe": an arm's proposal is exactly proposer.h's TPE (Optuna 3.1's
