@@ -48,6 +48,8 @@ BANDITD_METHODS = {
     "bo_bos": ("bo_bos", {"acquisition": "ucb"}),
     "bo_bos_noint": ("bo_bos", {"acquisition": "ucb", "intermediate_epochs": []}),
     "bo_bos_int10": ("bo_bos", {"acquisition": "ucb", "intermediate_epochs": [10]}),  # README-mf.md, BO-BOS
+    # the outer model without the stops (BOS decides from epoch 49 of 50 on): README-mf.md, BO-BOS
+    "bo_bos_nostop": ("bo_bos", {"acquisition": "ucb", "n0": 49}),
     "bo_bos_code": ("bo_bos", {"acquisition": "ucb", "gamma": 0.99, "multiplier": "code"}),
     "bo_bos_logei": ("bo_bos", {"acquisition": "logei"}),
     "gp_ucb": ("gp_ucb", {"acquisition": "ucb"}),

@@ -19,9 +19,9 @@ from collections import defaultdict
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import report_main  # noqa: E402
 
-ORDER = ["bo_bos", "bo_bos_noint", "bo_bos_code", "gp_ucb", "random", "hyperband", "asha", "tpe", "tpe_hyperband", "tpe_median"]
+ORDER = ["bo_bos", "bo_bos_noint", "bo_bos_code", "bo_bos_nostop", "gp_ucb", "random", "hyperband", "asha", "tpe", "tpe_hyperband", "tpe_median"]
 LABEL = {"bo_bos": "banditd bo_bos", "bo_bos_noint": "bo_bos, no intermediate obs.",
-         "bo_bos_code": "bo_bos, authors' code constants", "gp_ucb": "banditd gp_ucb", "random": "banditd random",
+         "bo_bos_code": "bo_bos, authors' code constants", "bo_bos_nostop": "bo_bos without stops (n0 49)", "gp_ucb": "banditd gp_ucb", "random": "banditd random",
          "hyperband": "banditd hyperband", "asha": "banditd asha", "tpe": "Optuna TPE",
          "tpe_hyperband": "Optuna TPE + HyperbandPruner", "tpe_median": "Optuna TPE + MedianPruner"}
 FRACTIONS = (0.125, 0.25, 0.5, 1.0)
