@@ -164,9 +164,9 @@
  * best arm eliminated in 3.4% of runs nearest and 3.8% shuffled (6.6%,
  * 5.5% with "left"), >= uniform on 37 and 38 of 41 datasets (37, 39),
  * mean gap 0.0017 and 0.0012 (0.0019, 0.0013); average rank against
- * Optuna's TPE over the joint space 1.98 vs 2.11 nearest, 2.08 vs 2.19
- * shuffled (seeds 0-14, ahead in 11 of 15 seeds of each; "left" was
- * level). README-cash.md, "The Thompson draws' horizon".
+ * Optuna's TPE over the joint space 1.99 vs 2.11 nearest, 2.08 vs 2.20
+ * shuffled (20 seeds, ahead in 14 and 15 of them; "left" was level).
+ * README-cash.md, "The Thompson draws' horizon".
  *
  * State changes only in observe(): CREATED names the arm through
  * config[arm_parameter]; the finishing events update y, the bounds and the
