@@ -342,8 +342,6 @@ static size_t active_rows(const double *x, size_t d, const size_t *all, size_t n
 }
 
 /* Draws n_candidates from l over the dimensions on[], keeps the one with the
- * largest log l - log g in out. */
-/* Draws n_candidates from l over the dimensions on[], keeps the one with the
  * largest log l - log g (minus the predicted log cost when log_cost is
  * given: the rows with a known cost, regressed with an estimator of their
  * own) in out. */
