@@ -5,6 +5,7 @@ lines that cash_replay.py wrote.
     /usr/bin/python3 tests/bench/cash_report.py runs.jsonl [more.jsonl ...] \\
         --md tests/bench/results/cash.md --png tests/bench/results/cash_anytime.png \\
         [--methods rb_gp,tpe,...]   # only these methods' runs: ranks among them
+        [--trials 200,...]          # only runs of these budgets T
 
 Ranks: per (oracle, T, dataset, seed) the methods are ranked on the best
 balanced accuracy they reached (1 = best, ties share the mean rank); the
@@ -12,7 +13,10 @@ oracle is not ranked (it is the dataset's best by definition and would tie
 for first everywhere). A method's average rank is taken over the datasets
 for each seed; the table gives its mean over seeds, the standard deviation
 over seeds and the [min, max] over seeds. Only (dataset, seed) blocks where
-every method of the table ran are used.
+every method of the table ran are used. Head to head, each rising_bandits
+method also gets the per-seed difference of its average rank and the
+other's (paired: both ranked on the same datasets), its mean, standard
+deviation and standard error over seeds.
 """
 
 import gzip
