@@ -68,7 +68,7 @@ typedef enum {
 typedef struct bd_store_opts {
     bd_sync_mode sync;
     int cluster; /* PostgreSQL: share the schema with peer daemons (cluster mode below) */
-    /* The caller's write requests in progress (the engine counts them): a
+    /* The caller's HTTP requests in progress, reads too (the engine counts them): a
      * committer holds its batch open for others to join only while another
      * is in progress. NULL: always (group_commit.h). */
     const atomic_int *busy;
