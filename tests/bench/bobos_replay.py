@@ -16,7 +16,8 @@ new epochs. Events are processed in simulated-time order, so each method
 sees the other workers' results exactly when they would have arrived.
 
 Recorded per run: every improvement of the best epoch-50 error among configs
-trained to 50 epochs (time, error), trials, full trainings, stopped trials,
+trained to 50 epochs (time, error), trials, full trainings (and the distinct
+table rows among them, full_rows), stopped trials,
 the epochs stopped trials did not train (saved) and the stopped trials whose
 row's epoch-50 error beat the best epoch-50 error known when they were
 stopped (wrongly stopped). Output: JSON lines, one per run.
@@ -153,10 +154,12 @@ class Record:
         self.saved = 0
         self.wrong = 0
         self.idle = 0
+        self.full_rows = set()  # distinct table rows trained to the end
 
     def trained_to_end(self, t, row):
         v = self.table.err[row][-1]
         self.full += 1
+        self.full_rows.add(row)
         if v < self.best:
             self.best = v
             self.points.append([t, v])
@@ -395,7 +398,7 @@ def main():
                                 "table": table_name, "method": method, "seed": seed, "workers": w,
                                 "horizon": horizon, "points": rec.points,
                                 "best": None if rec.best == math.inf else rec.best, "table_best": table.best,
-                                "trials": rec.trials, "full": rec.full, "stopped": rec.stopped,
+                                "trials": rec.trials, "full": rec.full, "full_rows": len(rec.full_rows), "stopped": rec.stopped,
                                 "diverged": rec.diverged, "epochs": rec.epochs, "saved": rec.saved,
                                 "wrong": rec.wrong, "idle": rec.idle, "wall_seconds": wall,
                                 "problems": getattr(driver, "problems", []),

@@ -9,6 +9,7 @@ Every statistic is over seeds of the same (table, W, method): median and
 quartiles [Q1, Q3]; "—" where fewer than half of the seeds have a value.
 """
 
+import gzip
 import json
 import math
 import statistics
@@ -75,8 +76,8 @@ def fmt_q(xs, digits=4, unit=""):
 
 def load(paths):
     runs = defaultdict(dict)  # (table, W) -> method -> seed -> run
-    for p in paths:
-        with open(p) as f:
+    for p in paths:  # JSON lines, gzipped when the name ends in .gz (the committed runs)
+        with (gzip.open(p, "rt") if p.endswith(".gz") else open(p)) as f:
             for line in f:
                 r = json.loads(line)
                 runs[(r["table"], r["workers"])].setdefault(r["method"], {})[r["seed"]] = r

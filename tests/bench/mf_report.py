@@ -16,6 +16,7 @@ horizon. Every statistic compares seeds of the same run.
 
 import math
 import os
+import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -80,6 +81,25 @@ def label(m):
     return LABEL.get(m, m)
 
 
+def ratio_interval(times, peer_times, resamples=2000):
+    """95% bootstrap interval of median(times) / median(peer_times), the
+    seeds of each method resampled on their own (a method's seed is its own
+    random stream, so seeds are not pairs). With 20 seeds the time to the
+    loose target is reached within a few trainings, by luck as much as by
+    design, and this interval is wide (README-mf.md, "How noisy the ratio
+    is"). None when a median is 0."""
+    rng = random.Random(14)  # the same interval on every run of the report
+    ratios = []
+    for _ in range(resamples):
+        a = quartiles([rng.choice(times) for _ in times])[1]
+        b = quartiles([rng.choice(peer_times) for _ in peer_times])[1]
+        if b == 0:
+            return None
+        ratios.append(math.inf if a == math.inf else 0.0 if b == math.inf else a / b)
+    ratios.sort()
+    return ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]
+
+
 def report(runs):
     out = ["Tables: %s." % ", ".join(
         "%s (%d configs x %d epochs; Spearman rank correlation of epoch-1 and final errors %.2f)"
@@ -93,19 +113,24 @@ def report(runs):
         out.append("\n### %s, W = %d, horizon %.0f simulated s, %d seeds\n" % (name, w, horizon, len(seeds)))
         out.append("Targets: within 0.01 of the table's best final error (%.4f), and the top 1%% of final "
                    "errors (%.4f). Time to each (simulated s), median [Q1, Q3], seeds that got there; "
-                   "the median's ratio to Optuna TPE's; seeds that got within 0.01 in at most half of "
+                   "the median's ratio to Optuna TPE's, with its 95%% bootstrap interval over seeds; "
+                   "seeds that got within 0.01 in at most half of "
                    "Optuna TPE's median time; best final error found at the horizon.\n" % (loose, strict))
         out.append("| method | within 0.01 | reached | / Optuna | <= 0.5x Optuna | top 1% | reached | best at horizon |")
         out.append("|---|---|---|---|---|---|---|---|")
-        peer_med = None
+        peer_med = peer_t1 = None
         if PEER in by_method:
-            peer_med = quartiles([first_time(by_method[PEER][s]["points"], loose) for s in seeds])[1]
+            peer_t1 = [first_time(by_method[PEER][s]["points"], loose) for s in seeds]
+            peer_med = quartiles(peer_t1)[1]
         for m in methods:
             rs = [by_method[m][s] for s in seeds]
             t1 = [first_time(r["points"], loose) for r in rs]
             t2 = [first_time(r["points"], strict) for r in rs]
             med = quartiles(t1)[1]
             ratio = "—" if peer_med in (None, 0, math.inf) or med == math.inf else "%.2f" % (med / peer_med)
+            interval = ratio_interval(t1, peer_t1) if ratio != "—" and m != PEER else None
+            if interval:
+                ratio += " [%s, %s]" % tuple("%.2f" % v if v != math.inf else "∞" for v in interval)
             half = "—" if peer_med in (None, math.inf) else "%d/%d" % (
                 sum(1 for t in t1 if t <= 0.5 * peer_med), len(seeds))
             out.append("| %s | %s | %d/%d | %s | %s | %s | %d/%d | %s |" % (
