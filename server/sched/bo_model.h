@@ -71,8 +71,9 @@ enum { BD_BO_WARP_NONE, BD_BO_WARP_QUANTILE };
  * improvements to expected improvement", NeurIPS 2023): EI vanishes
  * numerically away from the incumbent and its optimiser then sees a flat
  * surface; log EI keeps a gradient to follow. Running trials enter
- * through sigma as for UCB (the hallucinated model). UCB stays the
- * default: log EI did not measure better (tests/bench/README-mf.md). */
+ * through sigma as for UCB (the hallucinated model). New gp_ucb studies
+ * get log EI (gp_ucb.c, gp_new_study_defaults); bo_bos keeps UCB, its
+ * paper's outer loop. */
 
 /* Option "cost_aware" (false unless given: studies stored before it
  * existed replay unchanged): expected improvement per second (Snoek,

@@ -9,6 +9,8 @@
   "promotion_fraction" (as stored before that option) runs "eta": its
   suggestions on noisy curves equal an "eta" twin's and differ from a
   "reliability" twin's;
+- a new gp_ucb study is stored with "acquisition": "logei" (unless it names
+  UCB's options); one stored without it runs UCB, as its twin with "ucb";
 - "if_exists": "load" with the same body finds the stored study (an option
   the body does not give follows the stored one), both ways.
 The old definition is made by editing the stored JSON (Daemon.sql: sqlite3 or psql)
@@ -60,11 +62,38 @@ class NewDefaults(bdtest.DaemonTestCase):
         sid = self.create(body({"promotion": "current", "promotion_fraction": "eta"}))["id"]
         self.assertEqual(self.stored_options(sid).get("promotion"), "current")
         self.assertEqual(self.stored_options(sid).get("promotion_fraction"), "eta")
-        for sched in ("hyperband", "gp_ucb", "random"):  # no default of theirs changed: nothing added
+        for sched in ("hyperband", "random"):  # no default of theirs changed: nothing added
             b = dict(body(), name=unique_name(sched), scheduler={"name": sched, "options": {}})
             if sched != "hyperband":
                 b.pop("resource")
             self.assertEqual(self.stored_options(self.create(b)["id"]), {}, sched)
+
+    def gp_body(self, options):
+        b = dict(body(), name=unique_name("gp"), scheduler={"name": "gp_ucb", "options": options})
+        b.pop("resource")
+        return b
+
+    def test_gp_ucb_new_studies_get_log_ei_and_stored_ones_keep_ucb(self):
+        """Issue 14: a new gp_ucb study is stored with "acquisition": "logei" unless its body names the
+        acquisition or UCB's own options (multiplier, delta); one stored without it (every gp_ucb study
+        before) runs UCB: its suggestions equal those of a twin with "ucb" spelled out."""
+        new = self.create(self.gp_body({}))["id"]
+        self.assertEqual(self.stored_options(new), {"acquisition": "logei"})
+        for named in ({"acquisition": "ucb"}, {"multiplier": "code"}, {"delta": 0.05}):
+            self.assertEqual(self.stored_options(self.create(self.gp_body(named))["id"]), named, named)
+        aged = self.create(self.gp_body({}))["id"]
+        twin = self.create(self.gp_body({"acquisition": "ucb"}))["id"]
+        self.d.stop()
+        ((text,),) = self.d.sql("SELECT definition FROM studies WHERE id = ?", (aged,))
+        definition = json.loads(text)
+        definition["scheduler"]["options"] = {}  # as an earlier release stored it
+        self.d.sql("UPDATE studies SET definition = ? WHERE id = ?", (json.dumps(definition), aged))
+        self.d.start()
+        def final(config, epoch):
+            return loss(config, 27)
+        runs = {sid: self.drive(sid, 12, final) for sid in (aged, twin, new)}
+        self.assertEqual(runs[aged], runs[twin], "a gp_ucb study stored without the option behaves unlike UCB")
+        self.assertNotEqual(runs[new], runs[twin], "log EI and UCB made the same 12 suggestions")
 
     def test_load_finds_a_study_created_with_the_same_body(self):
         b = body()

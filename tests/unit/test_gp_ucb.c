@@ -339,3 +339,23 @@ Test(gp_ucb, survives_duplicate_configs_and_expired_trials)
     GP->destroy(r);
     hn_close(&h);
 }
+
+/* New studies get log EI (issue 14); a body naming the acquisition or
+ * UCB's own options keeps what it names, and a stored study without the
+ * option (every one before) is created with UCB by create() itself. */
+Test(gp_ucb, new_study_defaults_write_log_ei_unless_ucb_is_named)
+{
+    json_t *o = json_object();
+    GP->new_study_defaults(NULL, o);
+    cr_expect_str_eq(json_string_value(json_object_get(o, "acquisition")), "logei");
+    json_decref(o);
+    static const char *const named[] = {"{\"acquisition\": \"ucb\"}", "{\"multiplier\": \"code\"}", "{\"delta\": 0.05}"};
+    for (size_t i = 0; i < sizeof named / sizeof *named; i++) {
+        o = json_loads(named[i], 0, NULL);
+        json_t *before = json_deep_copy(o);
+        GP->new_study_defaults(NULL, o);
+        cr_expect(json_equal(o, before), "%s gained an option", named[i]);
+        json_decref(before);
+        json_decref(o);
+    }
+}
