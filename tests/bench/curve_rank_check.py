@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""curve_rank_check: does ranking configs by an extrapolated learning curve
+beat ranking them by their current loss? (issue 14, item 4; README-mf.md,
+"Ranking by the extrapolation, offline".)
+
+For each learning-curve table of tests/bench/curves/ and for the NAS-Bench-NLP
+curves of ../shared/data/curves (345 real RNN language-model trainings: a
+curve set no banditd default was tuned on), every config's curve is cut after
+k epochs and its final loss predicted two ways: its loss at epoch k (what
+ASHA's "current" promotion ranks by), and server/model/curve.c's pow3 fit
+extrapolated to the last epoch (what "predicted" ranks by; the fit is
+replicated here: least squares of a + b t^-c with b >= 0 over a grid of c in
+[0.25, 3], never above the curve's current level). Printed per (curve set, k):
+Spearman's rank correlation of each prediction with the final losses, and
+the share of the true top 1% and top 5% of final losses that the prediction
+puts in its top third (ASHA with eta 3 promotes a third) and of the top 5%
+in its top ninth (two rungs).
+
+This is a ranking of all configs at once, not ASHA's greedy promotions
+within a rung as results arrive; the end-to-end measure is bobos_replay.py.
+
+    /usr/bin/python3 tests/bench/curve_rank_check.py [--epochs 3,9,27]
+
+Python 3 standard library only.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from curve_table import TABLES, CurveTable, spearman  # noqa: E402
+
+NLP = os.path.join(HERE, "..", "..", "..", "shared", "data", "curves", "nasbench-nlp-wikitext2.jsonl")
+C_MIN, C_MAX, GRID = 0.25, 3.0, 32  # curve.h's BD_CURVE_C_MIN, BD_CURVE_C_MAX and curve.c's GRID
+C_VALUES = [C_MIN * (C_MAX / C_MIN) ** (g / (GRID - 1)) for g in range(GRID)]
+
+
+def pow3_predict(losses, target):
+    """curve.c's bd_curve_predict for the points (1, losses[0]) .. (n, losses[n-1])."""
+    n = len(losses)
+    if n < 3 or target <= n:
+        return losses[-1]
+    best = None
+    for c in C_VALUES:
+        xs = [(i + 1) ** -c for i in range(n)]
+        sx, sy = sum(xs), sum(losses)
+        var = sum(x * x for x in xs) - sx * sx / n
+        b = (sum(x * y for x, y in zip(xs, losses)) - sx * sy / n) / var if var > 1e-300 else 0.0
+        b = max(b, 0.0)
+        a = (sy - b * sx) / n
+        sse = sum((y - a - b * x) ** 2 for x, y in zip(xs, losses))
+        if best is None or sse < best[0]:
+            best = (sse, a, b, c)
+    _, a, b, c = best
+    now = min(a + b * n ** -c, losses[-1])
+    return min(a + b * target ** -c, now)
+
+
+def curve_sets():
+    for name in TABLES:
+        t = CurveTable(name)
+        yield name, [list(e) for e in t.err], t.epochs
+    if os.path.exists(NLP):
+        with open(NLP) as f:
+            runs = [json.loads(line) for line in f]
+        curves = [r["val_loss"] for r in runs if not r["diverged"] and len(r["val_loss"]) == 50]
+        yield "nasbench-nlp-wikitext2", curves, 50
+    else:
+        print("(no %s: the NAS-Bench-NLP curves are skipped)" % NLP)
+
+
+def share_in_top(prediction, true_top, fraction):
+    n = len(prediction)
+    kept = set(sorted(range(n), key=lambda i: (prediction[i], i))[:max(1, int(n * fraction))])
+    return len(kept & true_top) / len(true_top)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--epochs", default="3,9,27", help="where the curves are cut (ASHA's rungs with eta 3)")
+    args = ap.parse_args()
+    print("| curve set (configs) | epochs seen | rank by | Spearman with final | top 1% in top third | "
+          "top 5% in top third | top 5% in top ninth |")
+    print("|---|---|---|---|---|---|---|")
+    for name, curves, epochs in curve_sets():
+        finals = [c[epochs - 1] for c in curves]
+        order = sorted(range(len(curves)), key=lambda i: finals[i])
+        top1 = set(order[:max(2, math.ceil(0.01 * len(curves)))])
+        top5 = set(order[:max(2, math.ceil(0.05 * len(curves)))])
+        for k in (int(x) for x in args.epochs.split(",")):
+            for rule, predict in (("current loss", lambda c: c[k - 1]),
+                                  ("pow3 extrapolation", lambda c: pow3_predict(c[:k], epochs))):
+                p = [predict(c) for c in curves]
+                print("| %s (%d) | %d | %s | %.2f | %.2f | %.2f | %.2f |" % (
+                    name, len(curves), k, rule, spearman(p, finals), share_in_top(p, top1, 1 / 3),
+                    share_in_top(p, top5, 1 / 3), share_in_top(p, top5, 1 / 9)))
+
+
+if __name__ == "__main__":
+    main()
