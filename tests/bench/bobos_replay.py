@@ -119,6 +119,10 @@ BANDITD_METHODS = {
                           "promotion_fraction": "reliability"}),
     "asha_cur_rel": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "current",
                               "promotion_fraction": "reliability"}),
+    # and with the curve fits' asymptote kept at or above zero (asha.c, "asymptote"; README-mf.md,
+    # "A floor for the asymptote"); asha_rel above is the same with "asymptote": "free"
+    "asha_floor": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "predicted",
+                            "promotion_fraction": "reliability", "asymptote": "nonnegative"}),
 }
 
 

@@ -10,7 +10,9 @@ k epochs and its final loss predicted two ways: its loss at epoch k (what
 ASHA's "current" promotion ranks by), and server/model/curve.c's pow3 fit
 extrapolated to the last epoch (what "predicted" ranks by; the fit is
 replicated here: least squares of a + b t^-c with b >= 0 over a grid of c in
-[0.25, 3], never above the curve's current level). Printed per (curve set, k):
+[0.25, 3], never above the curve's current level), and the same fit with the
+asymptote a kept >= 0 for a positive curve (curve.h's BD_CURVE_FLOOR_ZERO, asha's
+"asymptote": "nonnegative"). Printed per (curve set, k):
 Spearman's rank correlation of each prediction with the final losses, and
 the share of the true top 1% and top 5% of final losses that the prediction
 puts in its top third (ASHA with eta 3 promotes a third) and of the top 5%
@@ -40,8 +42,9 @@ C_MIN, C_MAX, GRID = 0.25, 3.0, 32  # curve.h's BD_CURVE_C_MIN, BD_CURVE_C_MAX a
 C_VALUES = [C_MIN * (C_MAX / C_MIN) ** (g / (GRID - 1)) for g in range(GRID)]
 
 
-def pow3_predict(losses, target):
-    """curve.c's bd_curve_predict for the points (1, losses[0]) .. (n, losses[n-1])."""
+def pow3_predict(losses, target, floor_zero=False):
+    """curve.c's bd_curve_predict for the points (1, losses[0]) .. (n, losses[n-1]);
+    floor_zero: its flag BD_CURVE_FLOOR_ZERO (a positive curve's asymptote >= 0)."""
     n = len(losses)
     if n < 3 or target <= n:
         return losses[-1]
@@ -53,6 +56,8 @@ def pow3_predict(losses, target):
         b = (sum(x * y for x, y in zip(xs, losses)) - sx * sy / n) / var if var > 1e-300 else 0.0
         b = max(b, 0.0)
         a = (sy - b * sx) / n
+        if floor_zero and a < 0 and min(losses) > 0:
+            a, b = 0.0, sum(x * y for x, y in zip(xs, losses)) / sum(x * x for x in xs)
         sse = sum((y - a - b * x) ** 2 for x, y in zip(xs, losses))
         if best is None or sse < best[0]:
             best = (sse, a, b, c)
@@ -94,7 +99,8 @@ def main():
         top5 = set(order[:max(2, math.ceil(0.05 * len(curves)))])
         for k in (int(x) for x in args.epochs.split(",")):
             for rule, predict in (("current loss", lambda c: c[k - 1]),
-                                  ("pow3 extrapolation", lambda c: pow3_predict(c[:k], epochs))):
+                                  ("pow3 extrapolation", lambda c: pow3_predict(c[:k], epochs)),
+                                  ("pow3, asymptote >= 0", lambda c: pow3_predict(c[:k], epochs, True))):
                 p = [predict(c) for c in curves]
                 print("| %s (%d) | %d | %s | %.2f | %.2f | %.2f | %.2f |" % (
                     name, len(curves), k, rule, spearman(p, finals), share_in_top(p, top1, 1 / 3),

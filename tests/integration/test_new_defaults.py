@@ -1,7 +1,8 @@
 """A default that changes is written into a new study's stored definition
 (issue 14), so that a study stored before the change keeps its meaning:
-- a new asha study without "promotion" is stored with "predicted", and
-  without "promotion_fraction" with "reliability"; what the body names is kept;
+- a new asha study without "promotion" is stored with "predicted",
+  without "promotion_fraction" with "reliability", and without "asymptote"
+  with "nonnegative"; what the body names is kept;
 - a study stored without the option (as every asha study before this
   change) is rebuilt on restart with the old meaning ("current"), and its
   next suggestions equal those of a twin study created with "promotion":
@@ -59,9 +60,11 @@ class NewDefaults(bdtest.DaemonTestCase):
         sid = self.create(body())["id"]
         self.assertEqual(self.stored_options(sid).get("promotion"), "predicted")
         self.assertEqual(self.stored_options(sid).get("promotion_fraction"), "reliability")
-        sid = self.create(body({"promotion": "current", "promotion_fraction": "eta"}))["id"]
+        self.assertEqual(self.stored_options(sid).get("asymptote"), "nonnegative")
+        sid = self.create(body({"promotion": "current", "promotion_fraction": "eta", "asymptote": "free"}))["id"]
         self.assertEqual(self.stored_options(sid).get("promotion"), "current")
         self.assertEqual(self.stored_options(sid).get("promotion_fraction"), "eta")
+        self.assertEqual(self.stored_options(sid).get("asymptote"), "free")
         for sched in ("hyperband", "random"):  # no default of theirs changed: nothing added
             b = dict(body(), name=unique_name(sched), scheduler={"name": sched, "options": {}})
             if sched != "hyperband":
@@ -130,12 +133,15 @@ class NewDefaults(bdtest.DaemonTestCase):
         definition = json.loads(text)
         del definition["scheduler"]["options"]["promotion"]
         del definition["scheduler"]["options"]["promotion_fraction"]
+        del definition["scheduler"]["options"]["asymptote"]
         self.d.sql("UPDATE studies SET definition = ? WHERE id = ?", (json.dumps(definition), aged))
         self.d.start()
         self.assertNotIn("promotion", self.stored_options(aged), "the stored definition gained the option")
         rule = {sid: expect(self.d.request("GET", "/v1/studies/%d" % sid), 200, "GET")["scheduler"]["state"]
                 ["promotion"] for sid in (aged, twin, new)}
         self.assertEqual((rule[aged], rule[twin], rule[new]), ("current", "current", "predicted"))
+        state = expect(self.d.request("GET", "/v1/studies/%d" % aged), 200, "GET")["scheduler"]["state"]
+        self.assertEqual(state["asymptote"], "free", "a study stored before the option runs the free fit")
         self.assertEqual(self.drive(aged, 60), self.drive(twin, 60),
                          "a study stored without the option behaves unlike \"current\"")
         again = expect(self.d.request("POST", "/v1/studies", dict(body(name=name), if_exists="load")), 200,

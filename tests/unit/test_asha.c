@@ -584,7 +584,7 @@ Test(asha, reliability_keeps_what_the_noise_cannot_rank)
         double steps[9], sse;
         for (int i = 0; i < 9; i++)
             steps[i] = i + 1;
-        size_t dof = bd_curve_residual(steps, c, 9, &sse);
+        size_t dof = bd_curve_residual(steps, c, 9, 0, &sse);
         cr_assert_eq(dof, 6);
         double rho = fmax(0, 1 - sse / 6 / v), keep = rho < 1 ? pow(3, -rho) : 1.0 / 3;
         double v1 = 2 * 0.15 * 0.15 / 3, rho1 = fmax(0, 1 - sse / 6 / v1);
@@ -651,15 +651,18 @@ Test(asha, new_study_defaults_and_stored_studies)
     ASHA->new_study_defaults(NULL, o);
     cr_expect_str_eq(json_string_value(json_object_get(o, "promotion")), "predicted");
     cr_expect_str_eq(json_string_value(json_object_get(o, "promotion_fraction")), "reliability");
+    cr_expect_str_eq(json_string_value(json_object_get(o, "asymptote")), "nonnegative");
     json_decref(o);
-    o = json_pack("{s:s}", "promotion_fraction", "eta");
+    o = json_pack("{s:s, s:s}", "promotion_fraction", "eta", "asymptote", "free");
     ASHA->new_study_defaults(NULL, o);
     cr_expect_str_eq(json_string_value(json_object_get(o, "promotion_fraction")), "eta");
+    cr_expect_str_eq(json_string_value(json_object_get(o, "asymptote")), "free");
     json_decref(o);
     hn h;
     open_ok(&h, "{\"promotion\": \"predicted\"}", 1, 27, 1); /* as stored before "promotion_fraction" */
     json_t *d = hn_describe(&h);
     cr_expect_str_eq(json_string_value(json_object_get(d, "promotion_fraction")), "eta");
+    cr_expect_str_eq(json_string_value(json_object_get(d, "asymptote")), "free", "stored before the option");
     cr_expect_null(json_object_get(d, "noise_variance"));
     json_decref(d);
     hn_close(&h);
@@ -679,6 +682,8 @@ Test(asha, options_are_validated)
         {"{\"max_trials\": -1}", "scheduler.options.max_trials"},
         {"{\"promotion\": \"final\"}", "scheduler.options.promotion"},
         {"{\"promotion\": true}", "scheduler.options.promotion"},
+        {"{\"asymptote\": \"zero\"}", "scheduler.options.asymptote"},
+        {"{\"asymptote\": 0}", "scheduler.options.asymptote"},
         {"{\"promotion_fraction\": \"half\"}", "scheduler.options.promotion_fraction"},
         {"{\"promotion_fraction\": 0.5}", "scheduler.options.promotion_fraction"},
     };
