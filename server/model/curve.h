@@ -25,9 +25,9 @@
  * then slowly is fitted best, over all its points, by a low c and an
  * asymptote below zero, and the free fit then predicts negative error
  * rates for slowly falling mediocre configs, ranking them above the best
- * ones (tests/bench/README-mf.md, "Ranking by the extrapolation, offline":
- * none of mlp_digits' top 5% in the free fit's top ninth at 27 epochs of
- * 50, 73% with the floor). A curve with a point at or below zero keeps the
+ * ones (tests/bench/README-mf.md, "A floor for the asymptote": none of
+ * mlp_digits' top 5% in the free fit's top ninth at 27 epochs of 50, 73%
+ * with the floor). A curve with a point at or below zero keeps the
  * free fit: its scale has no known floor.
  *
  * Cost: O(n x grid) per prediction; deterministic. */
