@@ -88,9 +88,10 @@ BANDITD_METHODS = {
     "uniform": ("rising_bandits", {"inner": "gp_ucb", "allocation": "rounds", "window": "T"}),
     "uniform_random": ("rising_bandits", {"inner": "random", "allocation": "rounds", "window": "T"}),
     "uniform_tpe": ("rising_bandits", {"inner": "tpe", "allocation": "rounds", "window": "T"}),
-    "gp_ucb": ("gp_ucb", {}),                                # over the JOINT_KEEP sub-space, see below
+    # UCB spelled out: new gp_ucb studies get log EI (since 2026-11-27), the committed runs had UCB
+    "gp_ucb": ("gp_ucb", {"acquisition": "ucb"}),            # over the JOINT_KEEP sub-space, see below
     "random": ("random", {}),
-    "oracle_arm": ("gp_ucb", {}),                            # the best arm alone, see run_oracle_arm
+    "oracle_arm": ("gp_ucb", {"acquisition": "ucb"}),        # the best arm alone, see run_oracle_arm
 }
 OPTUNA_METHODS = ("tpe",)
 # Joint gp_ucb searches the whole conditional space (50 parameters with the
@@ -347,7 +348,8 @@ def run_oracle_arm(client, data, oracle, seed):
     if not params:
         raise SystemExit("%s: the best arm %s has no hyperparameters" % (data.name, arm))
     name = "cash-%s-oracle-%d-%d" % (data.name, seed, int(time.time() * 1e6))
-    sid = client.call("POST", "/v1/studies", study_body(data, name, "gp_ucb", {}, seed, n, params))["id"]
+    scheduler, options = BANDITD_METHODS["oracle_arm"]
+    sid = client.call("POST", "/v1/studies", study_body(data, name, scheduler, options, seed, n, params))["id"]
     problems = []
     while len(run.arms) < n:
         ans = client.call("POST", "/v1/studies/%d/suggest" % sid, {"worker": "w0", "count": 1})
