@@ -61,7 +61,8 @@ LABEL = {
 }
 PEER = "tpe"
 DEFAULT_ASHA = "asha_floor"  # what a new asha study runs (asha_new_study_defaults)
-PLOTTED = ["tpe", "tpe_hyperband", "random", "bd_tpe", "gp_ucb", "hyperband", "bohb", "asha", "asha_pred", "asha_rel", "asha_floor"]
+PLOTTED = ["tpe", "tpe_hyperband", "random", "bd_tpe", "gp_ucb", "hyperband", "bohb", "asha", "asha_pred", "asha_rel",
+           "asha_floor"]
 _tables = {}
 
 
