@@ -90,6 +90,7 @@ BANDITD_METHODS = {
     "uniform_tpe": ("rising_bandits", {"inner": "tpe", "allocation": "rounds", "window": "T"}),
     # UCB spelled out: new gp_ucb studies get log EI (since 2026-11-27), the committed runs had UCB
     "gp_ucb": ("gp_ucb", {"acquisition": "ucb"}),            # over the JOINT_KEEP sub-space, see below
+    "gp_logei": ("gp_ucb", {"acquisition": "logei"}),        # the same with log EI, new studies' default
     "random": ("random", {}),
     "oracle_arm": ("gp_ucb", {"acquisition": "ucb"}),        # the best arm alone, see run_oracle_arm
 }
@@ -304,7 +305,7 @@ def run_banditd(client, data, oracle, method, seed, trials):
     scheduler, options = BANDITD_METHODS[method]
     options = {k: (trials if v == "T" else v) for k, v in options.items()}
     name = "cash-%s-%s-%s-%d-%d-%d" % (data.name, oracle.mode, method, seed, trials, int(time.time() * 1e6))
-    params = data.joint_space() if method == "gp_ucb" else None
+    params = data.joint_space() if method in ("gp_ucb", "gp_logei") else None
     sid = client.call("POST", "/v1/studies", study_body(data, name, scheduler, options, seed, trials, params))["id"]
     run, problems = Run(), []
     while len(run.arms) < trials:
