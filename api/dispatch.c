@@ -54,6 +54,7 @@ static int prepare(const bd_api *api, bd_http_req *req, bd_http_resp *resp, bd_e
         req->ereq.caller = &req->caller;
         req->ereq.idem_key = req->idem_key;
         req->ereq.fingerprint = req->fingerprint;
+        req->ereq.defer_durable = req->defer_durable ? &req->durable_ticket : NULL;
     }
     return 0;
 }

@@ -100,6 +100,12 @@ typedef struct bd_http_req {
     int authenticated;
     json_t *json;    /* the parsed body (owned by the dispatcher), NULL for bodiless routes */
     bd_request ereq; /* caller, idempotency key and fingerprint for state changes */
+    /* Set by the server before dispatch: study operations do not wait until
+     * their writes are on disk, they leave the ticket to wait for in
+     * durable_ticket (0: nothing to wait for) and the server waits before
+     * it answers (bd_request.defer_durable). */
+    int defer_durable;
+    uint64_t durable_ticket;
     char fingerprint[BD_FINGERPRINT_MAX];
 } bd_http_req;
 

@@ -43,6 +43,7 @@
 #include "http.h"
 #include "metrics.h"
 #include "mhd_errors.h"
+#include "request_pool.h"
 #include "router.h"
 
 #define INLINE_BODY 1024  /* bodies this small need no second allocation */
@@ -94,15 +95,9 @@ struct bd_http_server {
     int sweeper_started;
     pthread_t sweeper;
 
-    /* Request handlers: a polling thread never runs a request itself (a
-     * slow scheduler call there would stall every connection the thread
-     * serves); it suspends the connection and queues the request here. */
-    pthread_mutex_t jobs_lock; /* guards the queue and handlers_stop */
-    pthread_cond_t jobs_cv;
-    struct request_ctx *jobs_head, *jobs_tail;
-    int handlers_stop;
-    int n_handlers;           /* started */
-    pthread_t *handlers;
+    /* The threads that run requests (request_pool.h): a polling thread
+     * suspends the connection and queues the request there. */
+    bd_pool *pool;
 };
 
 static int64_t now_ms(void)
@@ -120,9 +115,10 @@ typedef struct request_ctx {
     int late;     /* began after the stop did: answered 503 */
     int answered; /* a response is queued */
     struct MHD_Connection *conn;      /* while queued or handled */
-    struct request_ctx *next_job;     /* the handler queue */
+    bd_pool_job job;                  /* its place in the pool's queue */
     struct stream_cls *fill;          /* queued to fill this stream's next block, not to run the request */
     int handled;                      /* a handler filled resp and built mr; the connection was resumed */
+    int parked;                       /* its answer waited in the pool for its writes to reach the disk */
     bd_http_resp resp;                /* the handler's answer */
     struct MHD_Response *mr;          /* resp serialized by the handler (NULL: out of memory) */
     char inline_body[INLINE_BODY];
@@ -475,16 +471,34 @@ static enum MHD_Result answer(bd_http_server *s, struct MHD_Connection *conn, re
     return send_answer(s, conn, ctx, resp, make_response(s, ctx, resp));
 }
 
-/* ---- request handlers ---- */
+/* ---- request handlers: the pool's jobs ---- */
 
-/* Runs one request: dispatch, serialize, and give the connection back to
- * its polling thread, which then sends the answer (on_request). */
-static void handle(bd_http_server *s, request_ctx *ctx)
+/* Serializes ctx's answer and gives the connection back to its polling
+ * thread, which then sends it (on_request). */
+static void give_back(bd_http_server *s, request_ctx *ctx)
 {
-    bd_api_dispatch(&s->api, &ctx->req, &ctx->resp);
     ctx->mr = make_response(s, ctx, &ctx->resp);
     ctx->handled = 1;
     MHD_resume_connection(ctx->conn);
+}
+
+/* Runs one request; returns 0 when it was answered (ctx may be freed by
+ * its polling thread from then on), or the ticket its answer must wait
+ * for (request_pool.h: parked). A parked request no longer counts as one in
+ * progress for the group commit: it cannot join another batch. */
+static uint64_t handle(bd_http_server *s, request_ctx *ctx)
+{
+    ctx->req.defer_durable = 1;
+    ctx->req.durable_ticket = 0;
+    bd_api_dispatch(&s->api, &ctx->req, &ctx->resp);
+    uint64_t ticket = ctx->req.durable_ticket;
+    if (!ticket) {
+        give_back(s, ctx);
+        return 0;
+    }
+    ctx->parked = 1;
+    bd_engine_request_ended(s->api.engine);
+    return ticket;
 }
 
 /* A queued request that had not started when the stop's grace ended: it
@@ -493,13 +507,10 @@ static void handle(bd_http_server *s, request_ctx *ctx)
 static void refuse_late(bd_http_server *s, request_ctx *ctx)
 {
     bd_err err;
-    (void)s;
     bd_err_set(&err, BD_EUNAVAILABLE, NULL, "the server is shutting down; retry later");
     ctx->resp.close = 1;
     bd_api_error_response(&ctx->resp, &err);
-    ctx->mr = make_response(s, ctx, &ctx->resp);
-    ctx->handled = 1;
-    MHD_resume_connection(ctx->conn);
+    give_back(s, ctx);
 }
 
 /* Fills ctx's stream with its next block (past the stop's grace: cuts it
@@ -515,52 +526,54 @@ static void run_fill(request_ctx *ctx, int past_grace)
     MHD_resume_connection(ctx->conn);
 }
 
-static void *handler_main(void *arg)
+static request_ctx *ctx_of(bd_pool_job *job)
 {
-    bd_http_server *s = arg;
-    pthread_mutex_lock(&s->jobs_lock);
-    for (;;) {
-        while (!s->jobs_head && !s->handlers_stop)
-            pthread_cond_wait(&s->jobs_cv, &s->jobs_lock);
-        request_ctx *ctx = s->jobs_head;
-        if (!ctx) /* stopping and nothing left */
-            break;
-        s->jobs_head = ctx->next_job;
-        if (!s->jobs_head)
-            s->jobs_tail = NULL;
-        int past_grace = s->handlers_stop;
-        pthread_mutex_unlock(&s->jobs_lock);
-        if (ctx->fill)
-            run_fill(ctx, past_grace);
-        else if (past_grace)
-            refuse_late(s, ctx);
-        else
-            handle(s, ctx);
-        pthread_mutex_lock(&s->jobs_lock);
-    }
-    pthread_mutex_unlock(&s->jobs_lock);
-    return NULL;
+    return (request_ctx *)((char *)job - offsetof(request_ctx, job));
 }
+
+static void job_queued(void *cls, bd_pool_job *job)
+{
+    (void)cls;
+    MHD_suspend_connection(ctx_of(job)->conn);
+}
+
+static uint64_t job_run(void *cls, bd_pool_job *job, int past_grace)
+{
+    bd_http_server *s = cls;
+    request_ctx *ctx = ctx_of(job);
+    if (ctx->fill)
+        run_fill(ctx, past_grace);
+    else if (past_grace)
+        refuse_late(s, ctx);
+    else
+        return handle(s, ctx);
+    return 0;
+}
+
+static int job_durable(void *cls, uint64_t ticket, bd_err *err)
+{
+    bd_http_server *s = cls;
+    return bd_engine_durable(s->api.engine, ticket, err);
+}
+
+/* A parked request's writes are on disk: its answer goes out; or its batch
+ * failed: nothing of it was saved, and the answer says so. */
+static void job_done(void *cls, bd_pool_job *job, const bd_err *failed)
+{
+    bd_http_server *s = cls;
+    request_ctx *ctx = ctx_of(job);
+    if (failed)
+        bd_api_error_response(&ctx->resp, failed);
+    give_back(s, ctx);
+}
+
+static const bd_pool_ops pool_ops = {job_queued, job_run, job_durable, job_done};
 
 /* Suspends ctx's connection and queues the request for a handler; 0 once
  * the handlers are stopping (the caller then runs the request itself). */
 static int enqueue(bd_http_server *s, request_ctx *ctx)
 {
-    pthread_mutex_lock(&s->jobs_lock);
-    if (s->handlers_stop) {
-        pthread_mutex_unlock(&s->jobs_lock);
-        return 0;
-    }
-    MHD_suspend_connection(ctx->conn);
-    ctx->next_job = NULL;
-    if (s->jobs_tail)
-        s->jobs_tail->next_job = ctx;
-    else
-        s->jobs_head = ctx;
-    s->jobs_tail = ctx;
-    pthread_cond_signal(&s->jobs_cv);
-    pthread_mutex_unlock(&s->jobs_lock);
-    return 1;
+    return bd_pool_submit(s->pool, &ctx->job);
 }
 
 /* Queues the read of c's next block, as enqueue does a request (called from
@@ -572,33 +585,6 @@ static int enqueue_fill(bd_http_server *s, stream_cls *c)
     if (enqueue(s, c->rctx))
         return 1;
     c->rctx->fill = NULL;
-    return 0;
-}
-
-/* Lets the handlers finish what is running, answers what is still queued
- * 503, then joins them. Every suspended connection is resumed by then
- * (MHD_stop_daemon needs it). */
-static void stop_handlers(bd_http_server *s)
-{
-    pthread_mutex_lock(&s->jobs_lock);
-    s->handlers_stop = 1;
-    pthread_cond_broadcast(&s->jobs_cv);
-    pthread_mutex_unlock(&s->jobs_lock);
-    for (int i = 0; i < s->n_handlers; i++)
-        pthread_join(s->handlers[i], NULL);
-    free(s->handlers);
-    s->handlers = NULL;
-    s->n_handlers = 0;
-}
-
-static int start_handlers(bd_http_server *s, int n)
-{
-    s->handlers = bd_xcalloc((size_t)n, sizeof *s->handlers);
-    for (int i = 0; i < n; i++) {
-        if (pthread_create(&s->handlers[i], NULL, handler_main, s) != 0)
-            return -1;
-        s->n_handlers++;
-    }
     return 0;
 }
 
@@ -818,6 +804,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && bd_log_enabled(BD_LOG_DEBUG))
         bd_log(BD_LOG_DEBUG, "%s %s: connection ended early (reason %d)%s", ctx->req.method_name, ctx->req.path,
                (int)toe, ctx->answered ? "" : " before an answer");
+    int parked = ctx->parked;
     if (ctx->mr) /* handled, but the client left before the answer went out */
         MHD_destroy_response(ctx->mr);
     bd_http_resp_clear(&ctx->resp);
@@ -826,7 +813,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     free(ctx);
     *con_cls = NULL;
     atomic_fetch_sub_explicit(&s->in_flight, 1, memory_order_relaxed);
-    if (s->api.engine)
+    if (s->api.engine && !parked) /* a parked one ended when it was parked */
         bd_engine_request_ended(s->api.engine);
 }
 
@@ -911,10 +898,8 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
     pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
     pthread_cond_init(&s->wake, &cattr);
     pthread_condattr_destroy(&cattr);
-    pthread_mutex_init(&s->jobs_lock, NULL);
-    pthread_cond_init(&s->jobs_cv, NULL);
-    if (start_handlers(s, opts->handlers > 0 ? opts->handlers : DEFAULT_HANDLERS) != 0) {
-        stop_handlers(s);
+    s->pool = bd_pool_start(&pool_ops, s, opts->handlers > 0 ? opts->handlers : DEFAULT_HANDLERS);
+    if (!s->pool) {
         stop_sweeper(s);
         bd_metrics_free(s->api.metrics);
         free(s);
@@ -940,7 +925,7 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
     /* clang-format on */
     if (!s->daemon) {
         int e = errno;
-        stop_handlers(s);
+        bd_pool_stop(s->pool);
         stop_sweeper(s);
         bd_metrics_free(s->api.metrics);
         free(s);
@@ -949,7 +934,7 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
     }
     rc = pthread_create(&s->sweeper, NULL, sweeper_main, s);
     if (rc != 0) {
-        stop_handlers(s);
+        bd_pool_stop(s->pool);
         MHD_stop_daemon(s->daemon);
         stop_sweeper(s);
         bd_metrics_free(s->api.metrics);
@@ -1003,7 +988,7 @@ void bd_http_server_stop(bd_http_server *s, double grace_seconds)
     }
     if (atomic_load(&s->in_flight) > 0)
         bd_log(BD_LOG_WARN, "stopping with %d requests still in progress", atomic_load(&s->in_flight));
-    stop_handlers(s); /* they finish what they run and refuse what is queued */
+    bd_pool_stop(s->pool); /* it finishes what runs, refuses what is queued and answers what is parked */
     MHD_stop_daemon(s->daemon);
     stop_sweeper(s);
     bd_metrics_free(s->api.metrics);

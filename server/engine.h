@@ -88,7 +88,19 @@ typedef struct bd_request {
     const bd_caller *caller;
     const char *idem_key;    /* NULL when the request carried none */
     const char *fingerprint; /* identifies the request (method, path, body digest) */
+    /* NULL: a study operation returns once its writes are on disk. Else it
+     * returns once they are committed to the group commit's open batch,
+     * raising *defer_durable to the ticket to wait for; the caller then
+     * must not answer before bd_engine_durable(ticket) says they are on
+     * disk (the HTTP server waits for many requests' tickets at once). */
+    uint64_t *defer_durable;
 } bd_request;
+
+/* Waits until the group commit of ticket is on disk (committing the open
+ * batch when no other thread is). BD_ESTORAGE when that batch failed: then
+ * nothing of it was saved, and the engine rebuilds every study from storage
+ * before the next request (bd_engine_recover_if_needed). */
+int bd_engine_durable(bd_engine *e, uint64_t ticket, bd_err *err) BD_MUST_CHECK;
 
 /* ---- studies ---- */
 /* body: the study definition plus "if_exists": "error" (default) | "load" |

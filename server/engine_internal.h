@@ -190,10 +190,6 @@ int bd_engine_txn_begin(bd_engine *e, const bd_request *req, json_t **out, bd_er
  * answer under req's key (if any) and commits, waiting until it is on disk;
  * else rolls back. Returns the final rc. */
 int bd_engine_txn_end(bd_engine *e, const bd_request *req, int rc, const json_t *answer, bd_err *err) BD_MUST_CHECK;
-/* Waits until the group commit of ticket is on disk. On failure schedulers
- * may hold state that was never saved, so the engine is flagged to rebuild
- * every study before the next request (bd_engine_recover_if_needed). */
-int bd_engine_durable(bd_engine *e, uint64_t ticket, bd_err *err) BD_MUST_CHECK;
 
 /* ================================================ engine_auth.c
  * The caches of valid tokens and of users. */

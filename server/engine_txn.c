@@ -261,7 +261,10 @@ int bd_engine_study_op(bd_engine *e, const bd_request *req, int64_t study_id, in
         struct timespec pause = {0, (long)(1 + attempt) * (1000000L + (long)(rand_r(&seed) % 4000000))};
         nanosleep(&pause, NULL);
     }
-    if (!rc)
+    if (!rc && req && req->defer_durable) {
+        if (ticket > *req->defer_durable)
+            *req->defer_durable = ticket;
+    } else if (!rc)
         rc = bd_engine_durable(e, ticket, err);
     if (rc) {
         json_decref(answer);

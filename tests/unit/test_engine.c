@@ -404,6 +404,47 @@ Test(engine, failed_group_commit_is_not_acknowledged_and_the_study_is_rebuilt)
     bd_engine_close(e);
 }
 
+/* The HTTP server's path (bd_request.defer_durable): the operation returns
+ * before its commit, leaving the ticket; the answer may go out only once
+ * bd_engine_durable says so, and a failed batch keeps nothing of it. */
+Test(engine, a_deferred_request_leaves_its_ticket_and_a_failed_batch_keeps_nothing)
+{
+    bd_engine *e = open_engine(":memory:");
+    bd_caller admin = admin_of(e);
+    int64_t study = create_study(e, &admin, study_body);
+    json_t *a = suggest(e, &admin, study, NULL);
+    int64_t trial = first_trial(a);
+    json_decref(a);
+    bd_err err = {0};
+
+    uint64_t ticket = 0;
+    bd_request req = {.caller = &admin, .defer_durable = &ticket};
+    json_t *b = must_parse("{\"value\": 0.25, \"step\": 1}"), *out = NULL;
+    cr_assert_eq(bd_engine_measure(e, &req, trial, b, &out, &err), 0, "%s", err.message);
+    json_decref(out);
+    json_decref(b);
+    cr_assert_gt(ticket, 0, "a write leaves the ticket of its batch");
+    cr_expect_eq(bd_engine_durable(e, ticket, &err), 0, "%s", err.message);
+
+    uint64_t second = 0;
+    req.defer_durable = &second;
+    bd_store_fail_next_commit(bd_engine_store(e));
+    b = must_parse("{\"value\": 0.5}");
+    out = NULL;
+    cr_assert_eq(bd_engine_complete(e, &req, trial, b, &out, &err), 0, "deferred: the commit has not run yet");
+    json_decref(out);
+    json_decref(b);
+    cr_assert_gt(second, ticket);
+    cr_expect_eq(bd_engine_durable(e, second, &err), BD_ESTORAGE, "the batch failed: the answer must say so");
+
+    json_t *t = NULL;
+    cr_assert_eq(bd_engine_get_trial(e, &admin, trial, &t, &err), 0, "%s", err.message);
+    cr_expect_str_eq(json_string_value(json_object_get(t, "state")), "running", "the completion was not kept");
+    json_decref(t);
+    cr_expect_eq(report(e, &admin, trial, "complete", "{\"value\": 0.5}", &err), 0, "%s", err.message);
+    bd_engine_close(e);
+}
+
 /* Regression: a token id chosen by an unauthenticated client once sized the
  * token cache (bdt_100000000000_... asked for terabytes and aborted the
  * daemon). Huge, colliding and revoked ids must all answer BD_EAUTH with
