@@ -1,7 +1,9 @@
 /* request_pool.c: the threads that run requests (request_pool.h). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "request_pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -77,6 +79,17 @@ static void end_parked(bd_pool *p, bd_pool_job *list)
         int failed = p->ops->durable(p->cls, j->durable_ticket, &err);
         p->ops->finish(p->cls, j, failed ? &err : NULL);
     }
+}
+
+/* The cores this process may run on (its affinity mask: taskset, a
+ * container's cpuset), else the online ones. */
+static int usable_cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online > 0 ? (int)online : 1;
 }
 
 static void *thread_main(void *arg)
@@ -208,8 +221,7 @@ bd_pool *bd_pool_start(const bd_pool_ops *ops, void *cls, int threads)
     bd_pool *p = bd_xcalloc(1, sizeof *p);
     p->ops = ops;
     p->cls = cls;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    p->ready_target = cores > 0 ? (int)cores : 1;
+    p->ready_target = usable_cores();
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->work, NULL);
     pthread_condattr_t cattr;
