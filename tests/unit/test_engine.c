@@ -67,6 +67,16 @@ static int64_t first_trial(json_t *answer)
     return json_integer_value(json_object_get(json_array_get(json_object_get(answer, "trials"), 0), "id"));
 }
 
+/* A new study of study_body with one trial handed out; *trial gets its id. */
+static int64_t study_with_a_trial(bd_engine *e, const bd_caller *admin, int64_t *trial)
+{
+    int64_t study = create_study(e, admin, study_body);
+    json_t *a = suggest(e, admin, study, NULL);
+    *trial = first_trial(a);
+    json_decref(a);
+    return study;
+}
+
 static int report(bd_engine *e, const bd_caller *c, int64_t trial, const char *kind, const char *body, bd_err *err)
 {
     bd_request req = {.caller = c};
@@ -376,10 +386,7 @@ Test(engine, failed_group_commit_is_not_acknowledged_and_the_study_is_rebuilt)
 {
     bd_engine *e = open_engine(":memory:");
     bd_caller admin = admin_of(e);
-    int64_t study = create_study(e, &admin, study_body);
-    json_t *a = suggest(e, &admin, study, NULL);
-    int64_t trial = first_trial(a);
-    json_decref(a);
+    int64_t trial, study = study_with_a_trial(e, &admin, &trial);
     bd_err err = {0};
 
     bd_store_fail_next_commit(bd_engine_store(e));
@@ -411,10 +418,8 @@ Test(engine, a_deferred_request_leaves_its_ticket_and_a_failed_batch_keeps_nothi
 {
     bd_engine *e = open_engine(":memory:");
     bd_caller admin = admin_of(e);
-    int64_t study = create_study(e, &admin, study_body);
-    json_t *a = suggest(e, &admin, study, NULL);
-    int64_t trial = first_trial(a);
-    json_decref(a);
+    int64_t trial;
+    (void)study_with_a_trial(e, &admin, &trial);
     bd_err err = {0};
 
     uint64_t ticket = 0;
