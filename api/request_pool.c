@@ -25,7 +25,7 @@ struct bd_pool {
     pthread_cond_t watch; /* wakes the watchdog */
     bd_pool_job *head, *tail;
     bd_pool_job *parked_head, *parked_tail;
-    int ready_target; /* online cores: more ready threads than that cannot run at once */
+    int ready_target; /* cores the process may run on: more ready threads cannot run at once */
     int sleeping;     /* threads waiting on work */
     int waking;       /* of them, signalled and not yet running */
     int watch_idle;   /* the watchdog waits without a deadline */
@@ -37,11 +37,11 @@ struct bd_pool {
 };
 
 /* Threads that will take a queued job soon: awake between jobs, signalled,
- * or in a job begun less than BD_POOL_FRESH ago. */
+ * or in a job begun less than BD_POOL_FRESH ago (counted up to the target). */
 static int ready_threads(const bd_pool *p, double now)
 {
     int n = p->waking;
-    for (int i = 0; i < p->n_slots; i++)
+    for (int i = 0; i < p->n_slots && n < p->ready_target; i++)
         n += p->slots[i].state == SLOT_IDLE ||
              (p->slots[i].state == SLOT_RUNNING && now - p->slots[i].started < BD_POOL_FRESH);
     return n;
