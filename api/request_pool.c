@@ -25,10 +25,11 @@ struct bd_pool {
     pthread_cond_t watch; /* wakes the watchdog */
     bd_pool_job *head, *tail;
     bd_pool_job *parked_head, *parked_tail;
-    int ready_target; /* cores the process may run on: more ready threads cannot run at once */
-    int sleeping;     /* threads waiting on work */
-    int waking;       /* of them, signalled and not yet running */
-    int watch_idle;   /* the watchdog waits without a deadline */
+    double parked_since; /* when the oldest parked job was parked */
+    int ready_target;    /* cores the process may run on: more ready threads cannot run at once */
+    int sleeping;        /* threads waiting on work */
+    int waking;          /* of them, signalled and not yet running */
+    int watch_idle;      /* the watchdog waits without a deadline */
     int stopping;
     int n_slots;
     slot *slots;
@@ -99,7 +100,10 @@ static void *thread_main(void *arg)
     pthread_mutex_lock(&p->lock);
     for (;;) {
         bd_pool_job *job = p->head;
-        if (!job && p->parked_head) { /* no queued job would join their batch: commit it */
+        /* Commit the parked jobs' batch once no queued job could join it,
+         * or once the oldest has waited BD_POOL_STALE: jobs that keep
+         * coming must not hold the answers (and grow the batch) forever. */
+        if (p->parked_head && (!job || bd_monotonic() - p->parked_since >= BD_POOL_STALE)) {
             bd_pool_job *list = p->parked_head;
             p->parked_head = p->parked_tail = NULL;
             me->state = SLOT_RUNNING;
@@ -135,10 +139,12 @@ static void *thread_main(void *arg)
         if (ticket) {
             job->durable_ticket = ticket;
             job->next = NULL;
-            if (p->parked_tail)
+            if (p->parked_tail) {
                 p->parked_tail->next = job;
-            else
+            } else {
                 p->parked_head = job;
+                p->parked_since = bd_monotonic();
+            }
             p->parked_tail = job;
         }
     }

@@ -9,10 +9,11 @@
  * - Parking. A job whose answer is ready but whose writes are not yet on
  *   disk leaves its durability ticket in job->durable_ticket. Its thread
  *   does not wait for the commit: it parks the job and takes the next one.
- *   The thread that finds no job queued commits the batch for every parked
- *   job at once (ops->durable, the group commit) and ends them
- *   (ops->finish), so the answers go out together and no thread sleeps per
- *   request on the commit.
+ *   The next thread that finds no job queued, or finds the oldest parked
+ *   job parked BD_POOL_STALE ago, commits the batch for every parked job at once
+ *   (ops->durable, the group commit) and ends them (ops->finish), so the
+ *   answers go out together and no thread sleeps per request on the
+ *   commit.
  * - Few threads awake. A new job wakes a sleeping thread only when fewer
  *   threads are ready to take it than the machine has cores (ready: awake
  *   between jobs, or in a job begun less than BD_POOL_FRESH ago), or when
@@ -33,7 +34,9 @@
 #include "../server/common.h"
 
 #define BD_POOL_FRESH 0.001 /* seconds a job may run and its thread still count as ready */
-#define BD_POOL_STALE 0.002 /* seconds a queued job waits before a sleeping thread is woken anyway */
+#define BD_POOL_STALE                                                                                                  \
+    0.002 /* seconds a queued job waits before a sleeping thread is woken anyway, and a                                \
+             parked job before its batch is committed though jobs are queued */
 
 /* Embedded in the caller's record of a request. */
 typedef struct bd_pool_job {

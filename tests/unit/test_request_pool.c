@@ -15,7 +15,9 @@ typedef struct job {
     int id;
     uint64_t park_at; /* run parks the job with this ticket (0: done at once) */
     int block;        /* run waits until the test releases it */
+    long sleep_us;    /* run takes this long */
     int started, ran, past_grace, finished, failed;
+    int finished_after; /* jobs run when it ended */
 } job;
 
 typedef struct fixture {
@@ -51,6 +53,10 @@ static uint64_t run(void *cls, bd_pool_job *pj, int past_grace)
     f->order[f->n_ran++] = j->id;
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
+    if (j->sleep_us) {
+        struct timespec pause = {0, j->sleep_us * 1000};
+        nanosleep(&pause, NULL);
+    }
     uint64_t ticket = past_grace ? 0 : j->park_at;
     if (!ticket) {
         pthread_mutex_lock(&f->mu);
@@ -78,6 +84,7 @@ static void finish(void *cls, bd_pool_job *pj, const bd_err *failed)
     job *j = (job *)pj;
     pthread_mutex_lock(&f->mu);
     j->finished = 1;
+    j->finished_after = f->n_ran;
     j->failed = failed != NULL;
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
@@ -165,6 +172,29 @@ Test(request_pool, a_slow_job_does_not_hold_up_the_jobs_queued_behind_it)
     pthread_mutex_unlock(&fx.mu);
     cr_assert(wait_for(&slow.finished));
     cr_assert(wait_for(&slow2.finished));
+    bd_pool_stop(p);
+}
+
+Test(request_pool, a_parked_answer_does_not_wait_for_a_queue_that_never_empties)
+{
+    /* One thread, a parked job, then 100 jobs of 1 ms queued behind it: the
+     * queue stays full for 100 ms. The parked job's batch must be committed
+     * after BD_POOL_STALE (a few of them), not once the queue is empty. */
+    static job jobs[101];
+    memset(jobs, 0, sizeof jobs);
+    jobs[0].id = 0;
+    jobs[0].park_at = 9;
+    for (int i = 1; i <= 100; i++) {
+        jobs[i].id = i;
+        jobs[i].sleep_us = 1000;
+    }
+    bd_pool *p = bd_pool_start(&ops, &fx, 1);
+    for (int i = 0; i <= 100; i++)
+        cr_assert_eq(bd_pool_submit(p, &jobs[i].pj), 1);
+    cr_assert(wait_for(&jobs[0].finished));
+    cr_expect_lt(jobs[0].finished_after, 50, "the parked answer waited for %d of the 100 queued jobs",
+                 jobs[0].finished_after - 1);
+    cr_assert(wait_for(&jobs[100].finished));
     bd_pool_stop(p);
 }
 
