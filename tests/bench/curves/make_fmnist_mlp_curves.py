@@ -107,7 +107,8 @@ curve_file.py, shared with the other two table scripts.
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \\
         nice -n 19 /usr/bin/python3 tests/bench/curves/make_fmnist_mlp_curves.py
 
-Options: --configs 256 --epochs 50 --seed 20261123 --train-rows 2000
+Options: --configs 256 --epochs 50 --layers 1 (hidden layers of <hidden> units each;
+the fourth table, fmnist_mlp2, has 2) --seed 20261123 --train-rows 2000
 --val-rows 2000 --out PATH --stop-after SECONDS (finish the running config and
 stop, for a deadline) --compact --time-one (train the first --configs configs,
 print their seconds, write nothing; e.g. --time-one --configs 8) --summary
@@ -188,10 +189,10 @@ def finite(model):
             bool(np.isfinite(model.loss_)))
 
 
-def run_config(data, cfg, epochs, seed):
+def run_config(data, cfg, epochs, seed, layers=1):
     from sklearn.neural_network import MLPClassifier
     cid, hidden, lr, alpha, batch, momentum = cfg
-    model = MLPClassifier(hidden_layer_sizes=(hidden,), solver="sgd", learning_rate="constant",
+    model = MLPClassifier(hidden_layer_sizes=(hidden,) * layers, solver="sgd", learning_rate="constant",
                           learning_rate_init=lr, momentum=momentum, nesterovs_momentum=True,
                           alpha=alpha, batch_size=batch, shuffle=False, early_stopping=False,
                           random_state=config_seed(seed, cid))
@@ -257,6 +258,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--configs", type=int, default=256)
     ap.add_argument("--epochs", type=int, default=50)
+    ap.add_argument("--layers", type=int, default=1, help="hidden layers, each of <hidden> units")
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--train-rows", type=int, default=2000)
     ap.add_argument("--val-rows", type=int, default=2000)
@@ -288,7 +290,7 @@ def main():
     if args.time_one:
         for cfg in cfgs[:args.configs]:
             t = time.monotonic()
-            row = run_config(data, cfg, E, args.seed)
+            row = run_config(data, cfg, E, args.seed, args.layers)
             print("%s: err@1 %s final err %s%s, train %s s, eval %s s, wall %.1f s"
                   % (describe(cfg), row[NLEAD], row[NLEAD + E - 1], " DIVERGED@%d" % row[6] if row[6] else "",
                      row[NLEAD + 2 * E - 1], row[-1], time.monotonic() - t), flush=True)
@@ -308,7 +310,7 @@ def main():
                 args.stop_after, len(todo) - k + 1), flush=True)
             break
         t = time.monotonic()
-        row = run_config(data, cfg, E, args.seed)
+        row = run_config(data, cfg, E, args.seed, args.layers)
         with gzip.open(args.out, "at", newline="") as f:
             csv.writer(f, lineterminator="\n").writerow(row)
         done.add(cfg[0])
