@@ -15,6 +15,16 @@ import os
 HERE = os.path.dirname(os.path.abspath(__file__))
 CURVES = os.path.join(HERE, "curves")
 
+# The hyperparameters of make_fmnist_mlp_curves.py's tables (one or two hidden layers).
+FMNIST_MLP_PARAMS = [
+    ("hidden", "int", 16, 256, "hidden", float),
+    ("learning_rate_init", "float", 1e-4, 10 ** -0.5, "learning_rate_init", float),
+    ("alpha", "float", 1e-6, 1e-1, "alpha", float),
+    ("batch_size", "int", 16, 256, "batch_size", float),
+    # momentum near 1 matters on a log scale of 1 - momentum
+    ("one_minus_momentum", "float", 0.01, 0.5, "momentum", lambda s: 1.0 - float(s)),
+]
+
 # name -> (file, epochs, [(parameter, type, low, high, column, to_parameter)]);
 # every parameter is log-scaled, as in the scripts that made the tables; each
 # row has err_1 .. err_<epochs> and sec_1 .. sec_<epochs>.
@@ -33,24 +43,11 @@ TABLES = {
         ("one_minus_beta1", "float", 0.01, 0.5, "beta_1", lambda s: 1.0 - float(s)),
     ]),
     # SGD with Nesterov momentum on a Fashion-MNIST subset (issue 14): late bloomers
-    "fmnist_mlp": ("fmnist_mlp.csv.gz", 50, [
-        ("hidden", "int", 16, 256, "hidden", float),
-        ("learning_rate_init", "float", 1e-4, 10 ** -0.5, "learning_rate_init", float),
-        ("alpha", "float", 1e-6, 1e-1, "alpha", float),
-        ("batch_size", "int", 16, 256, "batch_size", float),
-        # momentum near 1 matters on a log scale of 1 - momentum
-        ("one_minus_momentum", "float", 0.01, 0.5, "momentum", lambda s: 1.0 - float(s)),
-    ]),
+    "fmnist_mlp": ("fmnist_mlp.csv.gz", 50, FMNIST_MLP_PARAMS),
     # The same network with two hidden layers, 30 epochs, another design and data split
     # (curves/README.md): made after every default was chosen, to check them on a table
     # none of them was tuned on.
-    "fmnist_mlp2": ("fmnist_mlp2.csv.gz", 30, [
-        ("hidden", "int", 16, 256, "hidden", float),
-        ("learning_rate_init", "float", 1e-4, 10 ** -0.5, "learning_rate_init", float),
-        ("alpha", "float", 1e-6, 1e-1, "alpha", float),
-        ("batch_size", "int", 16, 256, "batch_size", float),
-        ("one_minus_momentum", "float", 0.01, 0.5, "momentum", lambda s: 1.0 - float(s)),
-    ]),
+    "fmnist_mlp2": ("fmnist_mlp2.csv.gz", 30, FMNIST_MLP_PARAMS),
 }
 
 
