@@ -9,8 +9,7 @@
 #include "../../api/request_pool.h"
 
 typedef struct job {
-    bd_pool_job pj; /* first: the pool's record is the job's address */
-    int id;
+    bd_pool_job pj;   /* first: the pool's record is the job's address */
     uint64_t park_at; /* run parks the job with this ticket (0: done at once) */
     int block;        /* run waits until the test releases it */
     long sleep_us;    /* run takes this long */
@@ -122,7 +121,6 @@ Test(request_pool, every_job_runs_and_parked_ones_end_with_their_own_outcome)
     cr_assert_not_null(p);
     fx.failing = 7;
     for (int i = 0; i < 8; i++) {
-        jobs[i].id = i;
         jobs[i].park_at = i % 2 ? (uint64_t)(i + 1) : 0; /* tickets 2, 4, 6, 8 */
         if (i == 6)
             jobs[i].park_at = 7;
@@ -141,7 +139,7 @@ Test(request_pool, every_job_runs_and_parked_ones_end_with_their_own_outcome)
 
 Test(request_pool, a_job_parked_while_nothing_else_is_queued_is_committed_without_help)
 {
-    job one = {.id = 1, .park_at = 3};
+    job one = {.park_at = 3};
     bd_pool *p = bd_pool_start(&ops, &fx, 1);
     cr_assert_eq(bd_pool_submit(p, &one.pj), 1);
     cr_assert(wait_for(&one.finished), "a lone parked job must not wait for another request");
@@ -155,7 +153,7 @@ Test(request_pool, a_slow_job_does_not_hold_up_the_jobs_queued_behind_it)
     /* Both threads ready when the jobs arrive; the slow one blocks until the
      * quick one has run, which a pool that left the quick one queued behind
      * a thread stuck in a slow call would never do (wait_for then fails). */
-    job slow = {.id = 1, .block = 1}, slow2 = {.id = 2, .block = 1}, quick = {.id = 3};
+    job slow = {.block = 1}, slow2 = {.block = 1}, quick = {0};
     bd_pool *p = bd_pool_start(&ops, &fx, 8);
     cr_assert_eq(bd_pool_submit(p, &slow.pj), 1);
     cr_assert_eq(bd_pool_submit(p, &slow2.pj), 1);
@@ -179,12 +177,9 @@ Test(request_pool, a_parked_answer_does_not_wait_for_a_queue_that_never_empties)
      * after BD_POOL_STALE (a few of them), not once the queue is empty. */
     static job jobs[101];
     memset(jobs, 0, sizeof jobs);
-    jobs[0].id = 0;
     jobs[0].park_at = 9;
-    for (int i = 1; i <= 100; i++) {
-        jobs[i].id = i;
+    for (int i = 1; i <= 100; i++)
         jobs[i].sleep_us = 1000;
-    }
     bd_pool *p = bd_pool_start(&ops, &fx, 1);
     for (int i = 0; i <= 100; i++)
         cr_assert_eq(bd_pool_submit(p, &jobs[i].pj), 1);
@@ -207,7 +202,7 @@ Test(request_pool, stop_refuses_what_is_queued_and_ends_what_is_parked)
      * it. Once the stop has begun (a submit is refused), the first job is
      * let go: its parked answer must still go out, and the queued job is
      * run past the grace (refused), before the stop returns. */
-    job running = {.id = 1, .block = 1, .park_at = 5}, behind = {.id = 2, .park_at = 6};
+    job running = {.block = 1, .park_at = 5}, behind = {.park_at = 6};
     bd_pool *p = bd_pool_start(&ops, &fx, 1);
     cr_assert_eq(bd_pool_submit(p, &running.pj), 1);
     cr_assert_eq(bd_pool_submit(p, &behind.pj), 1);
@@ -220,7 +215,6 @@ Test(request_pool, stop_refuses_what_is_queued_and_ends_what_is_parked)
     for (int i = 0; i < 200 && !refused; i++) {
         struct timespec pause = {0, 1000 * 1000};
         nanosleep(&pause, NULL);
-        extra[i].id = 100 + i;
         refused = !bd_pool_submit(p, &extra[i].pj);
     }
     cr_assert(refused, "a submit after the stop began must be refused");

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""make_fmnist_mlp_curves: learning curves of a one-hidden-layer MLP trained by
+"""make_fmnist_mlp_curves: learning curves of an MLP (one hidden layer; two with
+--layers 2, the fourth table) trained by
 SGD with Nesterov momentum on a stratified subset of Fashion-MNIST, measured on
 real training (issue 14, item 6: a table with late bloomers), for a seeded
 scrambled Sobol design over 5 hyperparameters.
