@@ -17,7 +17,9 @@
 # BENCH_OPTUNA_RUNS (threads:32,threads:1,processes:2,processes:2:wal; Optuna's
 # figure is the best of them), BENCH_OPTUNA_DURATION (15),
 # BENCH_OPTUNA_PRUNER (nop), BENCH_SKIP_OPTUNA=1, BENCH_PIN=1 (the daemon on CPU 1 and
-# bd_loadgen on CPU 0, with taskset: each has a core of its own), BENCH_TMPDIR (/tmp; must be on
+# bd_loadgen on CPU 0, with taskset: each has a core of its own), BENCH_FLOOR=1 (also run
+# bd_http_floor, libmicrohttpd answering fixed JSON with no storage: the ceiling of any daemon
+# on these cores under this load), BENCH_TMPDIR (/tmp; must be on
 # disk), BENCH_STRICT=1 (exit 3 when a target is missed), BENCH_KEEP=1 (keep the
 # temporary directory with logs).
 #
@@ -30,6 +32,7 @@ BUILD=${1:-./build}
 HERE=$(cd "$(dirname "$0")" && pwd)
 BANDITD=$BUILD/banditd
 LOADGEN=$BUILD/tests/bench/bd_loadgen
+FLOOR=$BUILD/tests/bench/bd_http_floor
 PY=/usr/bin/python3
 WORKERS=${BENCH_WORKERS:-32}
 DURATION=${BENCH_DURATION:-20}
@@ -48,7 +51,9 @@ fi
 TARGET_CPS=5000
 TARGET_RATIO=50
 
-for f in "$BANDITD" "$LOADGEN"; do
+NEEDED=("$BANDITD" "$LOADGEN")
+[ "${BENCH_FLOOR:-0}" = 1 ] && NEEDED+=("$FLOOR")
+for f in "${NEEDED[@]}"; do
     if [ ! -x "$f" ]; then
         echo "run_load.sh: $f not found; build first: cmake --build $BUILD" >&2
         exit 1
@@ -162,6 +167,28 @@ bench() {
     echo
 }
 
+# bench_floor STUDIES: bd_http_floor (pinned as the daemon is) under the same bd_loadgen
+# run; output in $TMP/loadgen-floor-sSTUDIES.out.
+bench_floor() {
+    local studies=$1 rc out=$TMP/loadgen-floor-s$1.out
+    echo "=== bd_http_floor (libmicrohttpd alone, fixed answers): $WORKERS workers, ${DURATION} s"
+    PORT=$(free_port)
+    "${PIN_DAEMON[@]}" "$FLOOR" --listen "127.0.0.1:$PORT" 2>"$TMP/banditd-floor.log" &
+    DAEMON_PID=$!
+    for _ in $(seq 100); do
+        curl -fsS -o /dev/null "http://127.0.0.1:$PORT/healthz" 2>/dev/null && break
+        kill -0 "$DAEMON_PID" 2>/dev/null || daemon_failed floor "exited during start"
+        sleep 0.1
+    done
+    "${PIN_LOADGEN[@]}" "$LOADGEN" --url "127.0.0.1:$PORT" --token floor --workers "$WORKERS" \
+        --duration "$DURATION" --warmup "$WARMUP" --studies "$studies" >"$out"
+    rc=$?
+    cat "$out"
+    stop_daemon floor
+    [ "$rc" = 0 ] || LOADGEN_FAILED=1
+    echo
+}
+
 # run_optuna STUDIES: optuna_load.py's runs; output in $TMP/optuna-sSTUDIES.out.
 run_optuna() {
     local studies=$1 orc
@@ -184,6 +211,7 @@ LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 for studies in $STUDIES_LIST; do
     bench normal "$studies"
     bench full "$studies"
+    [ "${BENCH_FLOOR:-0}" = 1 ] && bench_floor "$studies"
     [ "${BENCH_SKIP_OPTUNA:-0}" = 1 ] || run_optuna "$studies"
 done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -218,6 +246,14 @@ for studies in $STUDIES_LIST; do
     nst="$studies stud$([ "$studies" = 1 ] && echo y || echo ies)"
     row "banditd --sync normal (WAL)$sfx" "$TMP/loadgen-normal-s$studies.out" "banditd --sync normal, $WORKERS workers, $nst"
     row "banditd --sync full (WAL)$sfx" "$TMP/loadgen-full-s$studies.out" "banditd --sync full, $WORKERS workers, $nst"
+    ffile=$TMP/loadgen-floor-s$studies.out
+    if [ -f "$ffile" ]; then
+        row "libmicrohttpd alone (bd_http_floor)$sfx" "$ffile" "bd_http_floor (libmicrohttpd alone), $nst"
+        for sync in normal full; do
+            MD_ROWS+=("ratio $sync / libmicrohttpd alone, $nst | $(awk -v c="$(field calls_per_s "$TMP/loadgen-$sync-s$studies.out")" \
+                -v f="$(field calls_per_s "$ffile")" 'BEGIN { printf "%.2f", c / f }') | | | | | ")
+        done
+    fi
     OCPS= SAME=
     ofile=$TMP/optuna-s$studies.out
     if [ -f "$ofile" ] && grep -q '^RESULT ' "$ofile"; then
