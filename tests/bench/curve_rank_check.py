@@ -12,7 +12,11 @@ extrapolated to the last epoch (what "predicted" ranks by; the fit is
 replicated here: least squares of a + b t^-c with b >= 0 over a grid of c in
 [0.25, 3], never above the curve's current level), and the same fit with the
 asymptote a kept >= 0 for a positive curve (curve.h's BD_CURVE_FLOOR_ZERO, asha's
-"asymptote": "nonnegative"). Printed per (curve set, k):
+"asymptote": "nonnegative"); and a model fitted across the configs instead of per
+curve (not in banditd; an offline try): least squares of the loss at epoch 3k on
+(1, loss at k, loss at k minus loss at k/3) over the third of configs best at k
+(those ASHA would have promoted, so whose next rung it would know), applied to all.
+Printed per (curve set, k):
 Spearman's rank correlation of each prediction with the final losses, and
 the share of the true top 1% and top 5% of final losses that the prediction
 puts in its top third (ASHA with eta 3 promotes a third) and of the top 5%
@@ -66,6 +70,41 @@ def pow3_predict(losses, target, floor_zero=False):
     return min(a + b * target ** -c, now)
 
 
+def solve(a, b):
+    """x with a x = b (Gaussian elimination with partial pivoting; a small and
+    well conditioned here)."""
+    d = len(b)
+    a = [row[:] for row in a]
+    b = b[:]
+    for i in range(d):
+        p = max(range(i, d), key=lambda r: abs(a[r][i]))
+        a[i], a[p], b[i], b[p] = a[p], a[i], b[p], b[i]
+        for r in range(i + 1, d):
+            f = a[r][i] / a[i][i]
+            for col in range(i, d):
+                a[r][col] -= f * a[i][col]
+            b[r] -= f * b[i]
+    x = [0.0] * d
+    for i in reversed(range(d)):
+        x[i] = (b[i] - sum(a[i][col] * x[col] for col in range(i + 1, d))) / a[i][i]
+    return x
+
+
+def across_configs(curves, k, epochs, eta=3):
+    """The loss at epoch eta*k predicted by a linear model over all configs:
+    features 1, the loss at k and its change since epoch k/eta; fitted on the
+    third of configs with the lowest loss at k (a small ridge keeps it solvable
+    when the change is 0 for all, at k = 1)."""
+    def features(c):
+        return [1.0, c[k - 1], c[k - 1] - c[max(1, math.ceil(k / eta)) - 1]]
+    later = min(eta * k, epochs)
+    train = sorted(range(len(curves)), key=lambda i: curves[i][k - 1])[:max(3, len(curves) // eta)]
+    xs = [features(curves[i]) for i in train]
+    gram = [[sum(x[i] * x[j] for x in xs) + (1e-9 if i == j else 0.0) for j in range(3)] for i in range(3)]
+    w = solve(gram, [sum(x[i] * curves[t][later - 1] for x, t in zip(xs, train)) for i in range(3)])
+    return [sum(a * b for a, b in zip(w, features(c))) for c in curves]
+
+
 def curve_sets():
     for name in TABLES:
         t = CurveTable(name)
@@ -98,10 +137,12 @@ def main():
         top1 = set(order[:max(2, math.ceil(0.01 * len(curves)))])
         top5 = set(order[:max(2, math.ceil(0.05 * len(curves)))])
         for k in (int(x) for x in args.epochs.split(",")):
-            for rule, predict in (("current loss", lambda c: c[k - 1]),
-                                  ("pow3 extrapolation", lambda c: pow3_predict(c[:k], epochs)),
-                                  ("pow3, asymptote >= 0", lambda c: pow3_predict(c[:k], epochs, True))):
-                p = [predict(c) for c in curves]
+            population = across_configs(curves, k, epochs)
+            for rule, predict in (("current loss", lambda i: curves[i][k - 1]),
+                                  ("pow3 extrapolation", lambda i: pow3_predict(curves[i][:k], epochs)),
+                                  ("pow3, asymptote >= 0", lambda i: pow3_predict(curves[i][:k], epochs, True)),
+                                  ("across configs", lambda i: population[i])):
+                p = [predict(i) for i in range(len(curves))]
                 print("| %s (%d) | %d | %s | %.2f | %.2f | %.2f | %.2f |" % (
                     name, len(curves), k, rule, spearman(p, finals), share_in_top(p, top1, 1 / 3),
                     share_in_top(p, top5, 1 / 3), share_in_top(p, top5, 1 / 9)))
