@@ -31,6 +31,20 @@
  * dropped for one that has flattened (late bloomers). Ranks are fixed when
  * a result enters its rung, as in the paper; the top rung always holds the
  * measured loss. A config keeps at most ASHA_CURVE_MAX points.
+ * "learned" (an option, not a default) ranks rung k >= 1 by a model fitted
+ * across the study's configs instead of per curve: least squares of the
+ * loss at rung k+1 on x = (1, loss at rung k, loss at rung k minus loss at
+ * rung k-1) over the configs of the bracket that have all three, so the
+ * weight of a config's last fall is learned from the configs that went on
+ * (near zero where falling curves do not end lower, large where they do).
+ * Until a rung's model has ASHA_LEARNED_MIN_PAIRS pairs, or when it finds
+ * no positive weight for the loss itself, the rung ranks by the current
+ * loss; rung 0 (no fall yet) always does. Each refit ranks the whole rung
+ * again (rung.h, bd_rung_rerank; refits as the pairs grow by an eighth
+ * after the first 64), so unlike "predicted" a rank is not fixed when its
+ * result arrives; promotions made stand. Offline it ranked configs by their
+ * final loss better than the current loss in 16 of 60 cells and worse in 9
+ * (tests/bench/README-mf.md, "A curve model fitted across configs").
  *
  * Option "promotion_fraction" (default "eta", the paper: a rung's
  * candidates are its top floor(n/eta); a new study is stored with
@@ -92,6 +106,7 @@ extern const struct bd_sched_ops bd_sched_asha;
 
 #define ASHA_MAX_RUNGS 64
 #define ASHA_CURVE_MAX 512 /* curve points kept per config ("promotion": "predicted") */
+#define ASHA_LEARNED_MIN_PAIRS 8 /* "learned": pairs a rung's model needs before it ranks */
 
 typedef struct asha_bracket {
     int s;
@@ -106,6 +121,11 @@ typedef struct asha_bracket {
     long long loss_n[ASHA_MAX_RUNGS];
     double loss_mean[ASHA_MAX_RUNGS], loss_m2[ASHA_MAX_RUNGS];
     double keep[ASHA_MAX_RUNGS]; /* 0: 1/eta */
+    /* "promotion": "learned": rung k's model, its normal equations kept as
+     * sums over the pairs (x at rung k, loss at rung k+1), and its weights */
+    double fit_xx[ASHA_MAX_RUNGS][3][3], fit_xy[ASHA_MAX_RUNGS][3], fit_w[ASHA_MAX_RUNGS][3];
+    long long fit_n[ASHA_MAX_RUNGS], fit_next[ASHA_MAX_RUNGS]; /* pairs; refit when fit_n reaches fit_next */
+    int fit_ready[ASHA_MAX_RUNGS];
 } asha_bracket;
 
 typedef struct asha_config {
@@ -119,6 +139,7 @@ typedef struct asha_config {
     size_t curve_n, curve_cap;
     double noise_sse; /* "reliability": its curve's pow3 residuals (its share of the study's noise) */
     size_t noise_dof;
+    double *rung_loss; /* "learned": its measured loss per rung of its bracket, NAN where none (owned) */
 } asha_config;
 
 typedef struct asha_trial {
@@ -138,6 +159,7 @@ typedef struct asha_sched {
     long long created;    /* CREATED events taken in: the round-robin counter */
     long long running;
     int predicted;   /* option promotion: "predicted" */
+    int learned;     /* option promotion: "learned" */
     int reliability; /* option promotion_fraction: "reliability" */
     unsigned curve;  /* option asymptote: the curve fits' flags (curve.h) */
     double noise_sse; /* sum of the configs' noise_sse */
@@ -154,7 +176,7 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     static const char *const known[] = {
         "eta",      "r_min", "s", "brackets", "max_trials", "promotion", "promotion_fraction",
         "asymptote", BD_PROPOSER_OPTIONS, NULL};
-    static const char *const promotions[] = {"current", "predicted", NULL};
+    static const char *const promotions[] = {"current", "predicted", "learned", NULL};
     static const char *const fractions[] = {"eta", "reliability", NULL};
     static const char *const asymptotes[] = {"free", "nonnegative", NULL};
     const char *promotion, *fraction, *asymptote;
@@ -181,6 +203,7 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     asha_sched *a = bd_xcalloc(1, sizeof *a);
     a->proposer = proposer;
     a->predicted = strcmp(promotion, "predicted") == 0;
+    a->learned = strcmp(promotion, "learned") == 0;
     a->reliability = strcmp(fraction, "reliability") == 0;
     a->curve = strcmp(asymptote, "nonnegative") == 0 ? BD_CURVE_FLOOR_ZERO : 0;
     a->base.ops = &bd_sched_asha;
@@ -325,10 +348,126 @@ static void curve_add(asha_config *cfg, double step, double loss)
     cfg->curve_loss[cfg->curve_n++] = loss;
 }
 
+/* "learned": cfg's features at rung k >= 1, 0 when it lacks a loss there. */
+static int learned_x(const asha_config *cfg, int k, double x[3])
+{
+    if (!cfg->rung_loss || k < 1 || !isfinite(cfg->rung_loss[k]) || !isfinite(cfg->rung_loss[k - 1]))
+        return 0;
+    x[0] = 1;
+    x[1] = cfg->rung_loss[k];
+    x[2] = cfg->rung_loss[k] - cfg->rung_loss[k - 1];
+    return 1;
+}
+
+/* What cfg's result in rung k ranks by under "learned". */
+static double learned_value(const asha_bracket *br, const asha_config *cfg, int k)
+{
+    double x[3];
+    if (!br->fit_ready[k] || !learned_x(cfg, k, x))
+        return cfg->rung_loss ? cfg->rung_loss[k] : NAN;
+    return br->fit_w[k][0] * x[0] + br->fit_w[k][1] * x[1] + br->fit_w[k][2] * x[2];
+}
+
+typedef struct rerank_ctx {
+    const asha_sched *a;
+    const asha_bracket *br;
+    int k;
+} rerank_ctx;
+
+static double rerank_value(const bd_rung_entry *e, void *cls)
+{
+    const rerank_ctx *c = cls;
+    const asha_config *cfg = bd_idmap_get(&c->a->configs, e->config_id);
+    return cfg ? learned_value(c->br, cfg, c->k) : e->loss;
+}
+
+/* Solves rung k's normal equations (a ridge of 1e-9 of their largest
+ * diagonal keeps them solvable when every fall is equal, as in a rung whose
+ * configs all came from one budget); 0 when they have no unique solution. */
+static int learned_solve(const asha_bracket *br, int k, double w[3])
+{
+    double m[3][4], diag = 0;
+    for (int i = 0; i < 3; i++)
+        diag = fmax(diag, br->fit_xx[k][i][i]);
+    for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < 3; j++)
+            m[i][j] = br->fit_xx[k][i][j] + (i == j ? 1e-9 * diag : 0);
+        m[i][3] = br->fit_xy[k][i];
+    }
+    for (int i = 0; i < 3; i++) {
+        int p = i;
+        for (int r = i + 1; r < 3; r++)
+            if (fabs(m[r][i]) > fabs(m[p][i]))
+                p = r;
+        if (!(fabs(m[p][i]) > 1e-300))
+            return 0;
+        for (int j = 0; j < 4; j++) {
+            double tmp = m[i][j];
+            m[i][j] = m[p][j];
+            m[p][j] = tmp;
+        }
+        for (int r = i + 1; r < 3; r++) {
+            double f = m[r][i] / m[i][i];
+            for (int j = i; j < 4; j++)
+                m[r][j] -= f * m[i][j];
+        }
+    }
+    for (int i = 2; i >= 0; i--) {
+        double v = m[i][3];
+        for (int j = i + 1; j < 3; j++)
+            v -= m[i][j] * w[j];
+        w[i] = v / m[i][i];
+    }
+    return isfinite(w[0]) && isfinite(w[1]) && isfinite(w[2]);
+}
+
+/* "learned": cfg has just completed rung k+1 with loss y; its pair (x at
+ * rung k, y) joins rung k's model, which is refitted on a schedule, and the
+ * rung is ranked again when its model changed. */
+static void learned_add_pair(asha_sched *a, asha_bracket *br, const asha_config *cfg, int k, double y)
+{
+    double x[3];
+    if (k < 1 || k + 1 >= br->nrungs || !isfinite(y) || !learned_x(cfg, k, x))
+        return;
+    for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < 3; j++)
+            br->fit_xx[k][i][j] += x[i] * x[j];
+        br->fit_xy[k][i] += x[i] * y;
+    }
+    long long n = ++br->fit_n[k];
+    if (n < ASHA_LEARNED_MIN_PAIRS || (n > 64 && n < br->fit_next[k]))
+        return;
+    br->fit_next[k] = n + n / 8;
+    double w[3];
+    int ready = learned_solve(br, k, w) && w[1] > 0;
+    if (!ready && !br->fit_ready[k])
+        return;
+    br->fit_ready[k] = ready;
+    if (ready)
+        memcpy(br->fit_w[k], w, sizeof w);
+    rerank_ctx c = {a, br, k};
+    bd_rung_rerank(&br->rungs[k], rerank_value, &c);
+}
+
+/* "learned": records cfg's measured loss in rung k (its first result there)
+ * and feeds rung k-1's model. */
+static void learned_record(asha_sched *a, asha_bracket *br, asha_config *cfg, int k, double loss)
+{
+    if (!cfg->rung_loss) {
+        cfg->rung_loss = bd_xcalloc((size_t)br->nrungs, sizeof *cfg->rung_loss);
+        for (int i = 0; i < br->nrungs; i++)
+            cfg->rung_loss[i] = NAN;
+    }
+    cfg->rung_loss[k] = isnan(loss) ? INFINITY : loss;
+    learned_add_pair(a, br, cfg, k - 1, loss);
+}
+
 /* What a completed trial ranks by in its rung (option promotion). */
 static double rank_value(asha_sched *a, asha_trial *t, const bd_event *ev)
 {
     const asha_bracket *br = &a->brackets[t->cfg->bracket];
+    if (a->learned && t->rung < br->nrungs - 1)
+        return learned_value(br, t->cfg, t->rung);
     if (!a->predicted || t->rung == br->nrungs - 1 || !isfinite(ev->loss))
         return ev->loss;
     curve_add(t->cfg, ev->budget, ev->loss); /* the result itself, unless measured already */
@@ -410,6 +549,8 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
     case BD_EV_COMPLETED:
         if ((t = end_trial(a, ev->trial_id)) && t->rung > t->cfg->entry_rung) {
             asha_bracket *br = &a->brackets[t->cfg->bracket];
+            if (a->learned)
+                learned_record(a, br, t->cfg, t->rung, ev->loss);
             t->cfg->entry = bd_rung_add(&br->rungs[t->rung], t->cfg->id, ev->trial_id, rank_value(a, t, ev));
             t->cfg->entry_rung = t->rung;
             /* a promotion resumes from the rung below (asha_suggest), so it trained the difference */
@@ -441,7 +582,7 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
     return 0;
 }
 
-static json_t *bracket_json(const asha_bracket *br, int reliability)
+static json_t *bracket_json(const asha_sched *a, const asha_bracket *br)
 {
     json_t *rungs = json_array();
     for (int k = 0; k < br->nrungs; k++) {
@@ -454,8 +595,14 @@ static json_t *bracket_json(const asha_bracket *br, int reliability)
                                  "created", (json_int_t)br->created[k], "running", (json_int_t)br->running[k],
                                  "completed", (json_int_t)r->count, "failed", (json_int_t)br->failed[k], "promoted",
                                  (json_int_t)r->n_promoted, "best", best);
-        if (reliability && k + 1 < br->nrungs) /* the share of its results the rung keeps as candidates */
+        if (a->reliability && k + 1 < br->nrungs) /* the share of its results the rung keeps as candidates */
             json_object_set_new(rung, "keep", json_real(br->keep[k] > 0 ? br->keep[k] : 1.0 / r->eta));
+        if (a->learned && k >= 1 && k + 1 < br->nrungs) /* its model: loss at k+1 ~ w . (1, loss, fall) */
+            json_object_set_new(rung, "model",
+                                json_pack("{s:I, s:o}", "pairs", (json_int_t)br->fit_n[k], "weights",
+                                          br->fit_ready[k] ? json_pack("[f, f, f]", br->fit_w[k][0],
+                                                                       br->fit_w[k][1], br->fit_w[k][2])
+                                                           : json_null()));
         json_array_append_new(rungs, rung);
     }
     return json_pack("{s:i, s:o}", "bracket", br->s, "rungs", rungs);
@@ -474,11 +621,12 @@ static int asha_describe(const bd_sched *sched, json_t **out)
     const asha_sched *a = (const asha_sched *)sched;
     json_t *list = json_array();
     for (int b = 0; b < a->n_brackets; b++)
-        json_array_append_new(list, bracket_json(&a->brackets[b], a->reliability));
+        json_array_append_new(list, bracket_json(a, &a->brackets[b]));
     *out = json_pack("{s:i, s:f, s:i, s:I, s:I, s:I, s:o, s:o}", "eta", (int)a->eta, "r_min", a->r_min, "s_max",
                      a->s_max, "max_trials", (json_int_t)a->max_trials, "created", (json_int_t)a->created, "running",
                      (json_int_t)a->running, "brackets", list, "model", bd_proposer_describe(a->proposer));
-    json_object_set_new(*out, "promotion", json_string(a->predicted ? "predicted" : "current"));
+    json_object_set_new(*out, "promotion",
+                        json_string(a->predicted ? "predicted" : a->learned ? "learned" : "current"));
     json_object_set_new(*out, "promotion_fraction", json_string(a->reliability ? "reliability" : "eta"));
     json_object_set_new(*out, "asymptote", json_string(a->curve & BD_CURVE_FLOOR_ZERO ? "nonnegative" : "free"));
     if (a->reliability)
@@ -501,6 +649,7 @@ static void asha_destroy(bd_sched *sched)
             json_decref(c->config);
             free(c->curve_step);
             free(c->curve_loss);
+            free(c->rung_loss);
             free(c);
         }
     }

@@ -210,3 +210,19 @@ void bd_rung_promote(bd_rung *r, bd_rung_entry *e)
     r->n_promoted++;
     settle(r);
 }
+
+void bd_rung_rerank(bd_rung *r, double (*value)(const bd_rung_entry *e, void *cls), void *cls)
+{
+    r->top.n = r->rest.n = r->cand.n = 0;
+    r->best = NULL;
+    for (size_t i = 0; i < r->count; i++) {
+        bd_rung_entry *e = r->all[i];
+        double v = value(e, cls);
+        e->loss = isnan(v) ? INFINITY : v;
+        e->in_top = 0;
+        if (!r->best || before(e, r->best))
+            r->best = e;
+        heap_push(&r->rest, 0, e);
+    }
+    rebalance(r);
+}

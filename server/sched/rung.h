@@ -75,6 +75,11 @@ const bd_rung_entry *bd_rung_candidate(const bd_rung *r);
  * stop being candidates; promotions already made stand. O(m log n) for m
  * entries moved. */
 void bd_rung_set_keep(bd_rung *r, double keep);
+/* Ranks every entry again by value(entry, cls) (NaN ranks last, as a
+ * diverged result), for a rule whose values all change at once (asha's
+ * "learned" promotion: a model refitted across configs); the top and the
+ * candidates follow, promotions already made stand. O(n log n). */
+void bd_rung_rerank(bd_rung *r, double (*value)(const bd_rung_entry *e, void *cls), void *cls);
 /* Marks e (an entry of r) promoted. Idempotent. */
 void bd_rung_promote(bd_rung *r, bd_rung_entry *e);
 

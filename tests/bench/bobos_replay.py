@@ -123,6 +123,10 @@ BANDITD_METHODS = {
     # "A floor for the asymptote"); asha_rel above is the same with "asymptote": "free"
     "asha_floor": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "predicted",
                             "promotion_fraction": "reliability", "asymptote": "nonnegative"}),
+    # ranked by a model fitted across configs (asha.c, "promotion": "learned"; README-mf.md,
+    # "A curve model fitted across configs"), with the default's cut and floor
+    "asha_learned": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "learned",
+                              "promotion_fraction": "reliability", "asymptote": "nonnegative"}),
 }
 
 

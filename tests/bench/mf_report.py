@@ -30,7 +30,7 @@ ORDER = ["tpe", "tpe_hyperband", "tpe_median", "random", "bd_tpe", "bd_tpe_nocos
          "gp_logei_cost_d1_q", "gp_logei_cost_sobol_q", "bo_bos", "bo_bos_logei", "bo_bos_logei_cost",
          "bo_bos_logei_cost_half_q", "bo_bos_logei_cost_sobol", "hyperband", "hb_gp", "bohb", "bohb_nocost", "asha", "asha_tpe",
          "asha_tpe_nocost", "asha_hb", "asha_pred", "asha_gp", "asha_pred_gp", "asha_pred_tpe",
-         "asha_rel", "asha_cur_rel", "asha_floor"]
+         "asha_rel", "asha_cur_rel", "asha_floor", "asha_learned"]
 LABEL = {
     "tpe": "Optuna TPE", "tpe_hyperband": "Optuna TPE + HyperbandPruner", "tpe_median": "Optuna TPE + MedianPruner",
     "random": "random", "bd_tpe": "tpe", "bd_tpe_nocost": "tpe, cost_aware false",
@@ -42,6 +42,7 @@ LABEL = {
     "asha_pred": "asha, promotion by predicted loss",
     "asha_rel": "asha, predicted loss, cut by rung reliability",
     "asha_cur_rel": "asha, current loss, cut by rung reliability",
+    "asha_learned": "asha, learned across configs, cut by rung reliability",
     "asha_floor": "asha, predicted loss (asymptote >= 0), cut by rung reliability",
     "gp_logei_d1": "gp_ucb, LogEI, n_init d+1", "gp_logei_sobol": "gp_ucb, LogEI, n_init d+1 Sobol",
     "gp_logei_cost": "gp_ucb, LogEI per second", "gp_logei_cost_d1": "gp_ucb, LogEI per second, n_init d+1",

@@ -768,3 +768,69 @@ Test(asha, reliability_scale_20k_trials)
     double keep = scale_run("{\"brackets\": 2, \"promotion_fraction\": \"reliability\"}", 20000, noisy_loss);
     cr_expect_gt(keep, 0.34, "the noise moved no rung's share above 1/3 (%g)", keep);
 }
+
+/* "promotion": "learned", a fixed vector. A config with x has loss a at
+ * budget 1, b at 3 and 2b - a at 9 (= b + its fall b - a: the configs that
+ * fell most from 1 to 3 end lowest), 2b - a - 0.01 at 27. Rungs at 1, 3, 9,
+ * 27 (eta 3). The loss at rung 2 is then exactly linear in rung 1's
+ * features (1, b, b - a): rung 1's model must find the weights (0, 1, 1),
+ * and the rung's best (what it ranks first) is the config with the least
+ * 2b - a, not the one with the least b. */
+static double learned_a(double x)
+{
+    double b = 0.4 + 0.2 * fmod(13 * x, 1);
+    return b + 0.3 * fmod(7 * x, 1);
+}
+
+static double learned_b(double x)
+{
+    return 0.4 + 0.2 * fmod(13 * x, 1);
+}
+
+static int learned_outcome(const hn *h, const hn_trial *t, void *ud, double *loss)
+{
+    (void)h;
+    (void)ud;
+    double x = json_number_value(json_object_get(t->config, "x")), a = learned_a(x), b = learned_b(x);
+    *loss = t->budget <= 1 ? a : t->budget <= 3 ? b : t->budget <= 9 ? 2 * b - a : 2 * b - a - 0.01;
+    return HN_COMPLETED;
+}
+
+Test(asha, learned_promotion_fits_the_weight_of_the_fall)
+{
+    hn h;
+    open_ok(&h, "{\"promotion\": \"learned\"}", 1, 27, 1);
+    h.outcome = learned_outcome;
+    hn_run(&h, 1, HN_FIFO, 400);
+    json_t *d = hn_describe(&h);
+    cr_expect_str_eq(json_string_value(json_object_get(d, "promotion")), "learned");
+    json_t *rungs = json_object_get(json_array_get(json_object_get(d, "brackets"), 0), "rungs");
+    json_t *rung1 = json_array_get(rungs, 1), *model = json_object_get(rung1, "model");
+    cr_assert(model, "rung 1 has no model");
+    cr_expect_geq(json_integer_value(json_object_get(model, "pairs")), 8);
+    json_t *w = json_object_get(model, "weights");
+    cr_assert(json_is_array(w), "rung 1's model is not ready");
+    static const double want[3] = {0, 1, 1};
+    for (size_t i = 0; i < 3; i++)
+        cr_expect(fabs(json_number_value(json_array_get(w, i)) - want[i]) < 1e-4, "weight %zu: %g, expected %g", i,
+                  json_number_value(json_array_get(w, i)), want[i]);
+    cr_expect_null(json_object_get(json_array_get(rungs, 0), "model"), "rung 0 has no fall to learn from");
+    /* the rung's best is the least predicted 2b - a among its configs */
+    double least = INFINITY, least_b = INFINITY;
+    for (size_t i = 0; i < h.n_trials; i++) {
+        const hn_trial *t = &h.trials[i];
+        if (t->rung != 1 || t->state != HN_COMPLETED)
+            continue;
+        double x = json_number_value(json_object_get(t->config, "x"));
+        least = fmin(least, 2 * learned_b(x) - learned_a(x));
+        least_b = fmin(least_b, learned_b(x));
+    }
+    double best = json_number_value(json_object_get(json_object_get(rung1, "best"), "loss"));
+    cr_expect(fabs(best - least) < 1e-6, "rung 1 ranks %g first, the least 2b - a is %g (least b %g)", best, least,
+              least_b);
+    json_decref(d);
+    bd_sched *r = hn_replay(&h);
+    cr_expect(hn_same_next(&h, r, 20), "replay differs");
+    ASHA->destroy(r);
+    hn_close(&h);
+}
