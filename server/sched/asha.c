@@ -105,7 +105,7 @@
 extern const struct bd_sched_ops bd_sched_asha;
 
 #define ASHA_MAX_RUNGS 64
-#define ASHA_CURVE_MAX 512 /* curve points kept per config ("promotion": "predicted") */
+#define ASHA_CURVE_MAX 512       /* curve points kept per config ("promotion": "predicted") */
 #define ASHA_LEARNED_MIN_PAIRS 8 /* "learned": pairs a rung's model needs before it ranks */
 
 typedef struct asha_bracket {
@@ -130,11 +130,11 @@ typedef struct asha_bracket {
 
 typedef struct asha_config {
     int64_t id;
-    json_t *config;       /* own reference */
-    int bracket;          /* index into brackets */
-    int top_rung;         /* highest rung with a trial */
-    int entry_rung;       /* rung of entry, -1 while none */
-    bd_rung_entry *entry; /* its result in its highest completed rung (borrowed from that rung) */
+    json_t *config;                  /* own reference */
+    int bracket;                     /* index into brackets */
+    int top_rung;                    /* highest rung with a trial */
+    int entry_rung;                  /* rung of entry, -1 while none */
+    bd_rung_entry *entry;            /* its result in its highest completed rung (borrowed from that rung) */
     double *curve_step, *curve_loss; /* "predicted": measurements so far, steps increasing (owned) */
     size_t curve_n, curve_cap;
     double noise_sse; /* "reliability": its curve's pow3 residuals (its share of the study's noise) */
@@ -158,24 +158,31 @@ typedef struct asha_sched {
     long long max_trials; /* 0 = unlimited */
     long long created;    /* CREATED events taken in: the round-robin counter */
     long long running;
-    int predicted;   /* option promotion: "predicted" */
-    int learned;     /* option promotion: "learned" */
-    int reliability; /* option promotion_fraction: "reliability" */
-    unsigned curve;  /* option asymptote: the curve fits' flags (curve.h) */
+    int predicted;    /* option promotion: "predicted" */
+    int learned;      /* option promotion: "learned" */
+    int reliability;  /* option promotion_fraction: "reliability" */
+    unsigned curve;   /* option asymptote: the curve fits' flags (curve.h) */
     double noise_sse; /* sum of the configs' noise_sse */
     size_t noise_dof; /* sum of their noise_dof */
     int n_brackets;
     asha_bracket *brackets;
-    bd_idmap configs; /* config_id -> asha_config (owned) */
-    bd_idmap trials;  /* trial_id -> asha_trial (owned) */
+    bd_idmap configs;      /* config_id -> asha_config (owned) */
+    bd_idmap trials;       /* trial_id -> asha_trial (owned) */
     bd_proposer *proposer; /* owned: where new configs come from; learns from every result */
 } asha_sched;
 
 static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
-    static const char *const known[] = {
-        "eta",      "r_min", "s", "brackets", "max_trials", "promotion", "promotion_fraction",
-        "asymptote", BD_PROPOSER_OPTIONS, NULL};
+    static const char *const known[] = {"eta",
+                                        "r_min",
+                                        "s",
+                                        "brackets",
+                                        "max_trials",
+                                        "promotion",
+                                        "promotion_fraction",
+                                        "asymptote",
+                                        BD_PROPOSER_OPTIONS,
+                                        NULL};
     static const char *const promotions[] = {"current", "predicted", "learned", NULL};
     static const char *const fractions[] = {"eta", "reliability", NULL};
     static const char *const asymptotes[] = {"free", "nonnegative", NULL};
@@ -555,8 +562,7 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
             t->cfg->entry_rung = t->rung;
             /* a promotion resumes from the rung below (asha_suggest), so it trained the difference */
             double units = br->budget[t->rung] - (t->rung ? br->budget[t->rung - 1] : 0);
-            bd_proposer_add(a->proposer, t->cfg->id, t->cfg->config, ev->budget, ev->loss, ev->elapsed_seconds,
-                            units);
+            bd_proposer_add(a->proposer, t->cfg->id, t->cfg->config, ev->budget, ev->loss, ev->elapsed_seconds, units);
             if (a->reliability)
                 update_reliability(a, t, ev);
         }
@@ -598,11 +604,11 @@ static json_t *bracket_json(const asha_sched *a, const asha_bracket *br)
         if (a->reliability && k + 1 < br->nrungs) /* the share of its results the rung keeps as candidates */
             json_object_set_new(rung, "keep", json_real(br->keep[k] > 0 ? br->keep[k] : 1.0 / r->eta));
         if (a->learned && k >= 1 && k + 1 < br->nrungs) /* its model: loss at k+1 ~ w . (1, loss, fall) */
-            json_object_set_new(rung, "model",
-                                json_pack("{s:I, s:o}", "pairs", (json_int_t)br->fit_n[k], "weights",
-                                          br->fit_ready[k] ? json_pack("[f, f, f]", br->fit_w[k][0],
-                                                                       br->fit_w[k][1], br->fit_w[k][2])
-                                                           : json_null()));
+            json_object_set_new(
+                rung, "model",
+                json_pack("{s:I, s:o}", "pairs", (json_int_t)br->fit_n[k], "weights",
+                          br->fit_ready[k] ? json_pack("[f, f, f]", br->fit_w[k][0], br->fit_w[k][1], br->fit_w[k][2])
+                                           : json_null()));
         json_array_append_new(rungs, rung);
     }
     return json_pack("{s:i, s:o}", "bracket", br->s, "rungs", rungs);
@@ -626,7 +632,9 @@ static int asha_describe(const bd_sched *sched, json_t **out)
                      a->s_max, "max_trials", (json_int_t)a->max_trials, "created", (json_int_t)a->created, "running",
                      (json_int_t)a->running, "brackets", list, "model", bd_proposer_describe(a->proposer));
     json_object_set_new(*out, "promotion",
-                        json_string(a->predicted ? "predicted" : a->learned ? "learned" : "current"));
+                        json_string(a->predicted ? "predicted"
+                                    : a->learned ? "learned"
+                                                 : "current"));
     json_object_set_new(*out, "promotion_fraction", json_string(a->reliability ? "reliability" : "eta"));
     json_object_set_new(*out, "asymptote", json_string(a->curve & BD_CURVE_FLOOR_ZERO ? "nonnegative" : "free"));
     if (a->reliability)
