@@ -173,16 +173,9 @@ typedef struct asha_sched {
 
 static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
-    static const char *const known[] = {"eta",
-                                        "r_min",
-                                        "s",
-                                        "brackets",
-                                        "max_trials",
-                                        "promotion",
-                                        "promotion_fraction",
-                                        "asymptote",
-                                        BD_PROPOSER_OPTIONS,
-                                        NULL};
+    static const char *const known[] = {
+        "eta",      "r_min", "s", "brackets", "max_trials", "promotion", "promotion_fraction",
+        "asymptote", BD_PROPOSER_OPTIONS, NULL};
     static const char *const promotions[] = {"current", "predicted", "learned", NULL};
     static const char *const fractions[] = {"eta", "reliability", NULL};
     static const char *const asymptotes[] = {"free", "nonnegative", NULL};
