@@ -12,6 +12,13 @@ the same for a stricter target, the table's top 1% of final errors; the
 ratio of the median to Optuna TPE's; and per seed, whether the method got
 there in at most half of Optuna TPE's median time. ∞: not reached by the
 horizon. Every statistic compares seeds of the same run.
+
+    /usr/bin/python3 tests/bench/mf_report.py --paired A,B runs.jsonl [...]
+
+prints instead, per (table, W), methods A and B over every seed both ran
+(a seed draws the same configs for both): each one's median time to both
+targets and its seeds that got there, and the seeds where A got there
+sooner / later than B.
 """
 
 import math
@@ -191,7 +198,35 @@ def plot(runs, path):
     fig.savefig(path, dpi=110)
 
 
+def paired(runs, a, b):
+    out = ["| table, W | seeds | target | %s: median (reached) | %s: median (reached) | %s sooner / later |"
+           % (a, b, a), "|---|---|---|---|---|---|"]
+    for (name, w), by_method in sorted(runs.items()):
+        if a not in by_method or b not in by_method:
+            continue
+        seeds = sorted(set(by_method[a]) & set(by_method[b]))
+        for target, what in zip(targets(name), ("within 0.01", "top 1%")):
+            ta = [first_time(by_method[a][s]["points"], target) for s in seeds]
+            tb = [first_time(by_method[b][s]["points"], target) for s in seeds]
+            cell = lambda ts: "%s (%d)" % (fmt_q(ts, 1).split(" [")[0], sum(t != math.inf for t in ts))
+            out.append("| %s, %d | %d | %s | %s | %s | %d / %d |" % (
+                name, w, len(seeds), what, cell(ta), cell(tb), sum(x < y for x, y in zip(ta, tb)),
+                sum(y < x for x, y in zip(ta, tb))))
+    return "\n".join(out) + "\n"
+
+
 def main():
+    if "--paired" in sys.argv:
+        import argparse
+        ap = argparse.ArgumentParser(description="mf_report --paired: two methods seed by seed")
+        ap.add_argument("--paired", required=True, help="A,B: two method names")
+        ap.add_argument("runs", nargs="+")
+        args = ap.parse_args()
+        names = args.paired.split(",")
+        if len(names) != 2:
+            ap.error("--paired takes two method names, A,B")
+        print(paired(load(args.runs), *names))
+        return
     report_main(__doc__, load, report, plot)
 
 
