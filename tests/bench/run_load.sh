@@ -175,11 +175,13 @@ bench_floor() {
     PORT=$(free_port)
     "${PIN_DAEMON[@]}" "$FLOOR" --listen "127.0.0.1:$PORT" 2>"$TMP/banditd-floor.log" &
     DAEMON_PID=$!
+    local up=0
     for _ in $(seq 100); do
-        curl -fsS -o /dev/null "http://127.0.0.1:$PORT/healthz" 2>/dev/null && break
+        curl -fsS -o /dev/null "http://127.0.0.1:$PORT/healthz" 2>/dev/null && { up=1; break; }
         kill -0 "$DAEMON_PID" 2>/dev/null || daemon_failed floor "exited during start"
         sleep 0.1
     done
+    [ "$up" = 1 ] || daemon_failed floor "did not answer /healthz within 10 s"
     "${PIN_LOADGEN[@]}" "$LOADGEN" --url "127.0.0.1:$PORT" --token floor --workers "$WORKERS" \
         --duration "$DURATION" --warmup "$WARMUP" --studies "$studies" >"$out"
     rc=$?
