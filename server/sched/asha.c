@@ -95,6 +95,8 @@
 #include "sched.h"
 #include "../json_util.h"
 
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_linalg.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,43 +385,33 @@ static double rerank_value(const bd_rung_entry *e, void *cls)
     return cfg ? learned_value(c->br, cfg, c->k) : e->loss;
 }
 
-/* Solves rung k's normal equations (a ridge of 1e-9 of their largest
- * diagonal keeps them solvable when every fall is equal, as in a rung whose
- * configs all came from one budget); 0 when they have no unique solution. */
+/* Solves rung k's normal equations by Cholesky (GSL; its error handler is
+ * off in the daemon, so a failure is a status; the sums are checked finite
+ * first, so a test under GSL's aborting default never meets one). A ridge
+ * of 1e-9 of their largest diagonal keeps them positive definite when
+ * every fall is equal, as in a rung whose configs all came from one
+ * budget; 0 when they still have no unique solution. */
 static int learned_solve(const asha_bracket *br, int k, double w[3])
 {
-    double m[3][4], diag = 0;
+    double m[9], diag = 0;
+    int finite = 1;
     for (int i = 0; i < 3; i++)
         diag = fmax(diag, br->fit_xx[k][i][i]);
     for (int i = 0; i < 3; i++) {
-        for (int j = 0; j < 3; j++)
-            m[i][j] = br->fit_xx[k][i][j] + (i == j ? 1e-9 * diag : 0);
-        m[i][3] = br->fit_xy[k][i];
-    }
-    for (int i = 0; i < 3; i++) {
-        int p = i;
-        for (int r = i + 1; r < 3; r++)
-            if (fabs(m[r][i]) > fabs(m[p][i]))
-                p = r;
-        if (!(fabs(m[p][i]) > 1e-300))
-            return 0;
-        for (int j = 0; j < 4; j++) {
-            double tmp = m[i][j];
-            m[i][j] = m[p][j];
-            m[p][j] = tmp;
+        for (int j = 0; j < 3; j++) {
+            m[3 * i + j] = br->fit_xx[k][i][j] + (i == j ? 1e-9 * diag : 0);
+            finite &= isfinite(m[3 * i + j]);
         }
-        for (int r = i + 1; r < 3; r++) {
-            double f = m[r][i] / m[i][i];
-            for (int j = i; j < 4; j++)
-                m[r][j] -= f * m[i][j];
-        }
+        finite &= isfinite(br->fit_xy[k][i]);
     }
-    for (int i = 2; i >= 0; i--) {
-        double v = m[i][3];
-        for (int j = i + 1; j < 3; j++)
-            v -= m[i][j] * w[j];
-        w[i] = v / m[i][i];
-    }
+    if (!finite || !(diag > 0)) /* losses so large their squares overflow: rank by the loss */
+        return 0;
+    gsl_matrix_view a = gsl_matrix_view_array(m, 3, 3);
+    gsl_vector_const_view b = gsl_vector_const_view_array(br->fit_xy[k], 3);
+    gsl_vector_view x = gsl_vector_view_array(w, 3);
+    if (gsl_linalg_cholesky_decomp1(&a.matrix) != GSL_SUCCESS ||
+        gsl_linalg_cholesky_solve(&a.matrix, &b.vector, &x.vector) != GSL_SUCCESS)
+        return 0;
     return isfinite(w[0]) && isfinite(w[1]) && isfinite(w[2]);
 }
 
