@@ -134,11 +134,11 @@ typedef struct asha_bracket {
 
 typedef struct asha_config {
     int64_t id;
-    json_t *config;                  /* own reference */
-    int bracket;                     /* index into brackets */
-    int top_rung;                    /* highest rung with a trial */
-    int entry_rung;                  /* rung of entry, -1 while none */
-    bd_rung_entry *entry;            /* its result in its highest completed rung (borrowed from that rung) */
+    json_t *config;       /* own reference */
+    int bracket;          /* index into brackets */
+    int top_rung;         /* highest rung with a trial */
+    int entry_rung;       /* rung of entry, -1 while none */
+    bd_rung_entry *entry; /* its result in its highest completed rung (borrowed from that rung) */
     double *curve_step, *curve_loss; /* "predicted": measurements so far, steps increasing (owned) */
     size_t curve_n, curve_cap;
     double noise_sse; /* "reliability": its curve's pow3 residuals (its share of the study's noise) */
@@ -162,16 +162,16 @@ typedef struct asha_sched {
     long long max_trials; /* 0 = unlimited */
     long long created;    /* CREATED events taken in: the round-robin counter */
     long long running;
-    int predicted;    /* option promotion: "predicted" */
-    int learned;      /* option promotion: "learned" */
-    int reliability;  /* option promotion_fraction: "reliability" */
-    unsigned curve;   /* option asymptote: the curve fits' flags (curve.h) */
+    int predicted;   /* option promotion: "predicted" */
+    int learned;     /* option promotion: "learned" */
+    int reliability; /* option promotion_fraction: "reliability" */
+    unsigned curve;  /* option asymptote: the curve fits' flags (curve.h) */
     double noise_sse; /* sum of the configs' noise_sse */
     size_t noise_dof; /* sum of their noise_dof */
     int n_brackets;
     asha_bracket *brackets;
-    bd_idmap configs;      /* config_id -> asha_config (owned) */
-    bd_idmap trials;       /* trial_id -> asha_trial (owned) */
+    bd_idmap configs; /* config_id -> asha_config (owned) */
+    bd_idmap trials;  /* trial_id -> asha_trial (owned) */
     bd_proposer *proposer; /* owned: where new configs come from; learns from every result */
 } asha_sched;
 
@@ -549,7 +549,8 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
             t->cfg->entry_rung = t->rung;
             /* a promotion resumes from the rung below (asha_suggest), so it trained the difference */
             double units = br->budget[t->rung] - (t->rung ? br->budget[t->rung - 1] : 0);
-            bd_proposer_add(a->proposer, t->cfg->id, t->cfg->config, ev->budget, ev->loss, ev->elapsed_seconds, units);
+            bd_proposer_add(a->proposer, t->cfg->id, t->cfg->config, ev->budget, ev->loss, ev->elapsed_seconds,
+                            units);
             if (a->reliability)
                 update_reliability(a, t, ev);
         }
@@ -618,10 +619,8 @@ static int asha_describe(const bd_sched *sched, json_t **out)
     *out = json_pack("{s:i, s:f, s:i, s:I, s:I, s:I, s:o, s:o}", "eta", (int)a->eta, "r_min", a->r_min, "s_max",
                      a->s_max, "max_trials", (json_int_t)a->max_trials, "created", (json_int_t)a->created, "running",
                      (json_int_t)a->running, "brackets", list, "model", bd_proposer_describe(a->proposer));
-    json_object_set_new(*out, "promotion",
-                        json_string(a->predicted ? "predicted"
-                                    : a->learned ? "learned"
-                                                 : "current"));
+    const char *promotion = a->predicted ? "predicted" : a->learned ? "learned" : "current";
+    json_object_set_new(*out, "promotion", json_string(promotion));
     json_object_set_new(*out, "promotion_fraction", json_string(a->reliability ? "reliability" : "eta"));
     json_object_set_new(*out, "asymptote", json_string(a->curve & BD_CURVE_FLOOR_ZERO ? "nonnegative" : "free"));
     if (a->reliability)

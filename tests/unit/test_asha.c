@@ -518,8 +518,9 @@ Test(asha, predicted_promotion_prefers_the_late_bloomer)
         int64_t top;
         cr_assert_eq(hn_suggest(&h, 0, &top), BD_SUGGEST_TRIAL);
         cr_assert_eq(hn_get(&h, top)->rung, 2);
-        cr_expect_eq(hn_get(&h, top)->config_id, predicted ? ids[0] : ids[1], "promotion %s: config %lld promoted",
-                     predicted ? "predicted" : "current", (long long)hn_get(&h, top)->config_id);
+        cr_expect_eq(hn_get(&h, top)->config_id, predicted ? ids[0] : ids[1],
+                     "promotion %s: config %lld promoted", predicted ? "predicted" : "current",
+                     (long long)hn_get(&h, top)->config_id);
         json_t *d = hn_describe(&h);
         cr_expect_str_eq(json_string_value(json_object_get(d, "promotion")), pass ? "predicted" : "current");
         json_decref(d);
@@ -590,8 +591,8 @@ Test(asha, reliability_keeps_what_the_noise_cannot_rank)
         cr_assert_eq((int)floor(3 * (rho1 < 1 ? pow(3, -rho1) : 1.0 / 3) + 1e-9), 1, "rung 1 would promote more");
         json_t *d = hn_describe(&h);
         json_t *r0 = json_array_get(json_object_get(json_array_get(json_object_get(d, "brackets"), 0), "rungs"), 0);
-        cr_expect_float_eq(json_real_value(json_object_get(r0, "keep")), keep, 1e-12, "pass %d: keep %g, want %g", pass,
-                           json_real_value(json_object_get(r0, "keep")), keep);
+        cr_expect_float_eq(json_real_value(json_object_get(r0, "keep")), keep, 1e-12, "pass %d: keep %g, want %g",
+                           pass, json_real_value(json_object_get(r0, "keep")), keep);
         cr_expect_float_eq(json_real_value(json_object_get(d, "noise_variance")), sse / 6, 1e-15);
         cr_expect_str_eq(json_string_value(json_object_get(d, "promotion_fraction")), "reliability");
         json_decref(d);
@@ -607,7 +608,8 @@ Test(asha, reliability_keeps_what_the_noise_cannot_rank)
         for (int n = 0; n < more; n++) {
             int64_t p;
             cr_assert_eq(hn_suggest(&h, 0, &p), BD_SUGGEST_TRIAL);
-            cr_expect_eq(hn_get(&h, p)->rung, 1, "pass %d: suggestion %d is in rung %d", pass, n, hn_get(&h, p)->rung);
+            cr_expect_eq(hn_get(&h, p)->rung, 1, "pass %d: suggestion %d is in rung %d", pass, n,
+                         hn_get(&h, p)->rung);
             cr_expect_eq(hn_get(&h, p)->config_id, ids[3 + n], "pass %d: promotion %d", pass, n);
         }
         int64_t fresh;
@@ -746,9 +748,9 @@ static double scale_run(const char *options, long long n, hn_outcome_fn outcome)
     double keep_max = 0;
     json_t *d = hn_describe(&h), *bracket, *rung;
     size_t i, j;
-    json_array_foreach(json_object_get(d, "brackets"), i, bracket)
-        json_array_foreach(json_object_get(bracket, "rungs"), j, rung) keep_max =
-            fmax(keep_max, json_number_value(json_object_get(rung, "keep")));
+    json_array_foreach(json_object_get(d, "brackets"), i, bracket) json_array_foreach(json_object_get(bracket, "rungs"),
+                                                                                      j, rung)
+        keep_max = fmax(keep_max, json_number_value(json_object_get(rung, "keep")));
     json_decref(d);
     hn_close(&h);
     return keep_max;
