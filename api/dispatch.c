@@ -30,6 +30,8 @@ static int prepare(const bd_api *api, bd_http_req *req, bd_http_resp *resp, bd_e
     }
     if (!r)
         return bd_err_set(err, BD_ENOTFOUND, NULL, "no route for %s %s", req->method_name, req->path);
+    if (req->inline_only && !(r->flags & BD_ROUTE_INLINE))
+        return bd_err_set(err, BD_EWOULDBLOCK, NULL, "%s runs on a handler thread", r->pattern);
     if (r->flags & BD_ROUTE_AUTH) {
         rc = bd_api_authenticate(api->engine, req->authorization, &req->caller, err);
         if (rc < 0)
@@ -55,11 +57,12 @@ static int prepare(const bd_api *api, bd_http_req *req, bd_http_resp *resp, bd_e
         req->ereq.idem_key = req->idem_key;
         req->ereq.fingerprint = req->fingerprint;
         req->ereq.defer_durable = req->defer_durable ? &req->durable_ticket : NULL;
+        req->ereq.inline_only = req->inline_only;
     }
     return 0;
 }
 
-void bd_api_dispatch(const bd_api *api, bd_http_req *req, bd_http_resp *resp)
+int bd_api_dispatch(const bd_api *api, bd_http_req *req, bd_http_resp *resp)
 {
     bd_err err;
     int rc;
@@ -78,6 +81,11 @@ void bd_api_dispatch(const bd_api *api, bd_http_req *req, bd_http_resp *resp)
 out:
     json_decref(req->json);
     req->json = NULL;
+    if (rc == BD_EWOULDBLOCK && req->inline_only) { /* nothing was done: the server runs it elsewhere */
+        bd_http_resp_clear(resp);
+        return rc;
+    }
     if (rc < 0)
         bd_api_error_response(resp, &err);
+    return 0;
 }

@@ -12,8 +12,11 @@
  * allow). Cheap; the server calls it as soon as the headers are in. */
 void bd_api_route(bd_http_req *req);
 
-/* Answers a routed request: fills resp (which must be zeroed). Never fails:
- * errors become error answers. */
-void bd_api_dispatch(const bd_api *api, bd_http_req *req, bd_http_resp *resp);
+/* Answers a routed request: fills resp (which must be zeroed) and returns 0;
+ * errors become error answers. With req->inline_only, BD_EWOULDBLOCK
+ * instead when the request could wait or take long (a route without
+ * BD_ROUTE_INLINE, a busy, slow or unloaded study): nothing was done and
+ * resp is zeroed, so it may be dispatched again without the flag. */
+int bd_api_dispatch(const bd_api *api, bd_http_req *req, bd_http_resp *resp);
 
 #endif

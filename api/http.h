@@ -63,7 +63,8 @@ typedef int (*bd_handler_fn)(const struct bd_api *api, struct bd_http_req *req, 
 enum {
     BD_ROUTE_AUTH = 1,          /* needs Authorization: Bearer <token> */
     BD_ROUTE_BODY_OPTIONAL = 2, /* a JSON object body; an empty body means {} */
-    BD_ROUTE_BODY_REQUIRED = 4  /* a JSON object body; an empty body is 400 */
+    BD_ROUTE_BODY_REQUIRED = 4, /* a JSON object body; an empty body is 400 */
+    BD_ROUTE_INLINE = 8         /* a short study operation: may run on the polling thread (bd_http_req.inline_only) */
 };                              /* without either BODY flag a body is ignored */
 
 typedef struct bd_route {
@@ -106,6 +107,10 @@ typedef struct bd_http_req {
      * it answers (bd_request.defer_durable). */
     int defer_durable;
     uint64_t durable_ticket;
+    /* Set by the server: run the request only if it cannot wait or take
+     * long (a BD_ROUTE_INLINE route, bd_request.inline_only); else
+     * bd_api_dispatch returns BD_EWOULDBLOCK having done nothing. */
+    int inline_only;
     char fingerprint[BD_FINGERPRINT_MAX];
 } bd_http_req;
 

@@ -16,7 +16,18 @@
  * relaxed atomic operations and clock reads, no lock: the tracker's lock is
  * taken when a connection opens or closes and by the sweeper. Connection
  * limits are MHD's (total and per client address), set from the open-file
- * limit and bd_http_opts. */
+ * limit and bd_http_opts.
+ *
+ * Two ways to run requests. With PostgreSQL, MHD's polling threads only
+ * read and send: every request runs on a handler thread (request_pool.c),
+ * its connection suspended meanwhile. With SQLite (bd_http_opts.run_inline)
+ * one thread of ours drives MHD (loop_main) and runs the short study
+ * operations itself (BD_ROUTE_INLINE routes on fast, free, loaded studies):
+ * it handles every request that arrived in a turn, then commits them as one
+ * batch and only then lets their answers go, with no hand-off between
+ * threads (issue 18: that hand-off, the wake-ups and the suspend/resume
+ * calls cost more CPU than the requests). Anything else it cannot run
+ * without waiting goes to the handler threads as with PostgreSQL. */
 #include "http_server.h"
 #include "json_out.h"
 
@@ -32,6 +43,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -56,6 +69,12 @@
 #define FD_PER_THREAD 3 /* ... and each polling thread's epoll and wake-up descriptors */
 #define MAX_CONNECTIONS 1000000
 #define QUIET_MS 10000
+/* The loop thread holds a batch open while each turn brings more requests,
+ * at most this long: the clients answered by the last commit send their
+ * next requests meanwhile, and one commit (some WAL pages written) serves
+ * them all. */
+#define GATHER_SECONDS 0.001
+#define LOOP_WAIT_MS 100 /* the loop looks at its stop flag at least this often */
 /* A connection's memory (MHD's default, set so the 414 and 431 answers can
  * name it): the request line and headers must fit, with MHD's records of them. */
 #define HEADER_BYTES 32768
@@ -98,6 +117,17 @@ struct bd_http_server {
     /* The threads that run requests (request_pool.h): a polling thread
      * suspends the connection and queues the request there. */
     bd_pool *pool;
+
+    /* run_inline only: the thread that drives MHD, and the requests it ran
+     * whose answers wait for their batch's commit (loop_main's alone). */
+    int inline_loop;
+    atomic_int loop_stop;
+    pthread_t loop;
+    int loop_epoll; /* waits on MHD's epoll descriptor and on loop_wake */
+    int loop_wake;  /* an eventfd: a handler thread gave a connection back */
+    struct request_ctx *batch;
+    size_t batch_len;
+    uint64_t batch_ticket;
 };
 
 static int64_t now_ms(void)
@@ -121,6 +151,7 @@ typedef struct request_ctx {
     int parked;                       /* its answer waited in the pool for its writes to reach the disk */
     bd_http_resp resp;                /* the handler's answer */
     struct MHD_Response *mr;          /* resp serialized by the handler (NULL: out of memory) */
+    struct request_ctx *batch_next;   /* run by the loop thread, waiting for its batch's commit */
     char inline_body[INLINE_BODY];
 } request_ctx;
 
@@ -471,6 +502,19 @@ static enum MHD_Result answer(bd_http_server *s, struct MHD_Connection *conn, re
     return send_answer(s, conn, ctx, resp, make_response(s, ctx, resp));
 }
 
+/* A connection was resumed: MHD's own wake-up does not reach a loop of
+ * ours (libmicrohttpd 0.9.75 signals it only to its internal threads), so
+ * the handler threads wake loop_main themselves. The loop thread's own
+ * resumes need none. */
+static void wake_loop(bd_http_server *s)
+{
+    if (!s->inline_loop || pthread_equal(pthread_self(), s->loop))
+        return;
+    uint64_t one = 1;
+    if (write(s->loop_wake, &one, sizeof one) < 0) { /* EAGAIN: a wake-up is pending already */
+    }
+}
+
 /* ---- request handlers: the pool's jobs ---- */
 
 /* Serializes ctx's answer and gives the connection back to its polling
@@ -480,6 +524,7 @@ static void give_back(bd_http_server *s, request_ctx *ctx)
     ctx->mr = make_response(s, ctx, &ctx->resp);
     ctx->handled = 1;
     MHD_resume_connection(ctx->conn);
+    wake_loop(s);
 }
 
 /* Runs one request; returns 0 when it was answered (ctx may be freed by
@@ -524,6 +569,7 @@ static void run_fill(request_ctx *ctx, int past_grace)
     else
         stream_fill(c);
     MHD_resume_connection(ctx->conn);
+    wake_loop(c->s);
 }
 
 static request_ctx *ctx_of(bd_pool_job *job)
@@ -586,6 +632,108 @@ static int enqueue_fill(bd_http_server *s, stream_cls *c)
         return 1;
     c->rctx->fill = NULL;
     return 0;
+}
+
+/* ---- the loop thread (run_inline) ---- */
+
+/* Runs ctx's request on the loop thread if it cannot wait or take long
+ * (bd_http_req.inline_only): 1 when it ran, *ret then being MHD's answer;
+ * 0 when nothing was done and it must go to a handler thread. A request
+ * with writes joins the batch, its connection suspended until the commit. */
+static int run_here(bd_http_server *s, struct MHD_Connection *conn, request_ctx *ctx, enum MHD_Result *ret)
+{
+    ctx->req.inline_only = 1;
+    ctx->req.defer_durable = 1;
+    ctx->req.durable_ticket = 0;
+    int rc = bd_api_dispatch(&s->api, &ctx->req, &ctx->resp);
+    ctx->req.inline_only = 0;
+    if (rc == BD_EWOULDBLOCK)
+        return 0;
+    uint64_t ticket = ctx->req.durable_ticket;
+    if (!ticket) {
+        *ret = answer(s, conn, ctx, &ctx->resp);
+        return 1;
+    }
+    MHD_suspend_connection(conn);
+    ctx->parked = 1; /* as in the pool: it cannot join another batch */
+    bd_engine_request_ended(s->api.engine);
+    ctx->batch_next = s->batch;
+    s->batch = ctx;
+    s->batch_len++;
+    if (ticket > s->batch_ticket)
+        s->batch_ticket = ticket;
+    *ret = MHD_YES;
+    return 1;
+}
+
+/* Commits the batch (a group commit: it carries every write released so
+ * far) and gives its requests' connections back with their answers, or
+ * with the error that nothing of the batch was saved. */
+static void commit_batch(bd_http_server *s)
+{
+    request_ctx *list = s->batch;
+    bd_err err;
+    int failed = bd_engine_durable(s->api.engine, s->batch_ticket, &err);
+    s->batch = NULL;
+    s->batch_len = 0;
+    while (list) {
+        request_ctx *ctx = list;
+        list = ctx->batch_next;
+        if (failed)
+            bd_api_error_response(&ctx->resp, &err);
+        give_back(s, ctx);
+    }
+}
+
+/* Waits (at most LOOP_WAIT_MS, and never past MHD's next timeout) until
+ * MHD has a socket ready or a handler thread gave a connection back. */
+static void loop_wait(bd_http_server *s)
+{
+    MHD_UNSIGNED_LONG_LONG mhd_ms = LOOP_WAIT_MS;
+    if (MHD_get_timeout(s->daemon, &mhd_ms) != MHD_YES || mhd_ms > LOOP_WAIT_MS)
+        mhd_ms = LOOP_WAIT_MS;
+    struct epoll_event ev[2];
+    int n = epoll_wait(s->loop_epoll, ev, 2, (int)mhd_ms);
+    for (int i = 0; i < n; i++)
+        if (ev[i].data.fd == s->loop_wake) {
+            uint64_t count;
+            if (read(s->loop_wake, &count, sizeof count) < 0) { /* EAGAIN: another turn read it */
+            }
+        }
+}
+
+static void *loop_main(void *arg)
+{
+    bd_http_server *s = arg;
+    size_t seen = 0;  /* the batch's size after the turn before */
+    double began = 0; /* when the batch's first request joined it */
+    int resumed = 0;  /* the last turn's commit gave connections back: MHD sends their answers now */
+    while (!atomic_load(&s->loop_stop)) {
+        /* With a batch open: only what is ready now, then decide. */
+        if (!s->batch && !resumed)
+            loop_wait(s);
+        resumed = 0;
+        MHD_run(s->daemon);
+        if (!s->batch)
+            continue;
+        double now = bd_monotonic();
+        if (!seen)
+            began = now;
+        if (s->batch_len > seen && now - began < GATHER_SECONDS) {
+            seen = s->batch_len;
+            continue;
+        }
+        commit_batch(s);
+        seen = 0;
+        resumed = 1;
+    }
+    /* The stop waited for the requests in flight, so a batch left here is
+     * rare; its answers still go out before MHD closes the connections. */
+    if (s->batch) {
+        commit_batch(s);
+        MHD_run(s->daemon);
+    }
+    return NULL;
 }
 
 static enum MHD_Result answer_error(bd_http_server *s, struct MHD_Connection *conn, request_ctx *ctx, int code,
@@ -759,9 +907,12 @@ static enum MHD_Result finish(bd_http_server *s, struct MHD_Connection *conn, re
     req->body_len = ctx->len;
     req->query = lookup_query;
     req->query_ctx = conn;
-    /* The request runs on a handler thread; the connection's headers and
-     * body stay valid while it is suspended. */
+    /* The request runs here or on a handler thread; the connection's
+     * headers and body stay valid while it is suspended. */
     ctx->conn = conn;
+    enum MHD_Result ret;
+    if (s->inline_loop && run_here(s, conn, ctx, &ret))
+        return ret;
     if (enqueue(s, ctx))
         return MHD_YES;
     bd_api_dispatch(&s->api, req, &ctx->resp);
@@ -848,10 +999,35 @@ static void stop_sweeper(bd_http_server *s)
     pthread_mutex_destroy(&s->lock);
 }
 
+/* The loop's epoll set (MHD's epoll descriptor and the wake-up eventfd)
+ * and its thread; 0 or an errno. */
+static int start_loop(bd_http_server *s)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+    s->loop_wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    s->loop_epoll = epoll_create1(EPOLL_CLOEXEC);
+    if (!info || s->loop_wake < 0 || s->loop_epoll < 0)
+        return errno ? errno : EINVAL;
+    struct epoll_event mhd = {.events = EPOLLIN, .data.fd = info->epoll_fd};
+    struct epoll_event wake = {.events = EPOLLIN, .data.fd = s->loop_wake};
+    if (epoll_ctl(s->loop_epoll, EPOLL_CTL_ADD, info->epoll_fd, &mhd) != 0 ||
+        epoll_ctl(s->loop_epoll, EPOLL_CTL_ADD, s->loop_wake, &wake) != 0)
+        return errno;
+    return pthread_create(&s->loop, NULL, loop_main, s);
+}
+
+static void close_loop_fds(bd_http_server *s)
+{
+    if (s->loop_epoll >= 0)
+        close(s->loop_epoll);
+    if (s->loop_wake >= 0)
+        close(s->loop_wake);
+}
+
 int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_server **out, bd_err *err)
 {
     bd_http_server *s;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
+    unsigned flags = MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     size_t nroutes;
     const bd_route *routes = bd_routes(&nroutes);
     const union MHD_DaemonInfo *info;
@@ -869,7 +1045,11 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
         return bd_err_set(err, BD_EINTERNAL, NULL, "libsodium failed to initialize");
     if (bd_mhd_errors_install(conn_facts, err) != 0)
         return err->code;
-    flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : MHD_USE_POLL;
+    int epoll = MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES;
+    int run_inline = opts->run_inline && epoll; /* loop_wait waits on MHD's epoll descriptor */
+    flags |= epoll ? MHD_USE_EPOLL : MHD_USE_POLL;
+    if (!run_inline) /* else loop_main drives MHD */
+        flags |= MHD_USE_INTERNAL_POLLING_THREAD;
     if (opts->addr->sa_family == AF_INET6) {
         flags |= MHD_USE_IPv6;
         port = ntohs(((const struct sockaddr_in6 *)(const void *)opts->addr)->sin6_port);
@@ -878,7 +1058,7 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
     }
 
     /* the pool-size option only when there is a pool: MHD warns about 1 */
-    if (opts->threads > 1)
+    if (opts->threads > 1 && !run_inline)
         options[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)timeout, NULL};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL};
@@ -942,6 +1122,20 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
         return bd_err_set(err, BD_EINTERNAL, NULL, "cannot start the HTTP server: %s", strerror(rc));
     }
     s->sweeper_started = 1;
+    s->loop_epoll = s->loop_wake = -1;
+    if (run_inline) {
+        s->inline_loop = 1;
+        rc = start_loop(s);
+        if (rc != 0) {
+            close_loop_fds(s);
+            bd_pool_stop(s->pool);
+            MHD_stop_daemon(s->daemon);
+            stop_sweeper(s);
+            bd_metrics_free(s->api.metrics);
+            free(s);
+            return bd_err_set(err, BD_EINTERNAL, NULL, "cannot start the HTTP server: %s", strerror(rc));
+        }
+    }
     info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : port;
     info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_FLAGS); /* the flags in force, not the ones asked for */
@@ -950,9 +1144,10 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
     else if (info && (info->flags & MHD_USE_POLL))
         poller = "poll";
     bd_log(BD_LOG_INFO,
-           "HTTP: %s, %d polling threads, up to %u connections (open-file limit %llu), %u per client address%s, "
+           "HTTP: %s, %d polling thread%s, up to %u connections (open-file limit %llu), %u per client address%s, "
            "request headers within %u s, idle connections closed after %u s",
-           poller, opts->threads, s->conn_limit, fds, s->per_ip_limit, s->per_ip_limit ? "" : " (no limit)",
+           poller, run_inline ? 1 : opts->threads, run_inline ? " (it runs the short study requests too)" : "s",
+           s->conn_limit, fds, s->per_ip_limit, s->per_ip_limit ? "" : " (no limit)",
            header_timeout, timeout);
     if (s->conn_limit < 1000)
         bd_log(BD_LOG_WARN,
@@ -989,6 +1184,11 @@ void bd_http_server_stop(bd_http_server *s, double grace_seconds)
     if (atomic_load(&s->in_flight) > 0)
         bd_log(BD_LOG_WARN, "stopping with %d requests still in progress", atomic_load(&s->in_flight));
     bd_pool_stop(s->pool); /* it finishes what runs, refuses what is queued and answers what is parked */
+    if (s->inline_loop) {
+        atomic_store(&s->loop_stop, 1);
+        pthread_join(s->loop, NULL);
+        close_loop_fds(s);
+    }
     MHD_stop_daemon(s->daemon);
     stop_sweeper(s);
     bd_metrics_free(s->api.metrics);

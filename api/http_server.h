@@ -38,6 +38,10 @@ typedef struct bd_http_opts {
     unsigned timeout_seconds;        /* idle connections are closed after this; 0: 60 */
     unsigned header_timeout_seconds; /* request headers must be complete within this; 0: 10 */
     unsigned per_ip_limit;           /* open connections one client address may hold; 0: no limit */
+    /* 1 (SQLite): one polling thread, which runs the short study requests
+     * itself and commits them in batches (http_server.c); threads is then
+     * ignored. 0: threads polling threads, every request on a handler. */
+    int run_inline;
 } bd_http_opts;
 
 /* Starts serving; engine is borrowed and must outlive the server. *out is

@@ -7,6 +7,7 @@
 #define AUTH BD_ROUTE_AUTH
 #define BODY_OPT (BD_ROUTE_AUTH | BD_ROUTE_BODY_OPTIONAL)
 #define BODY_REQ (BD_ROUTE_AUTH | BD_ROUTE_BODY_REQUIRED)
+#define INLINE BD_ROUTE_INLINE
 
 static const bd_route table[] = {
     {BD_HTTP_GET, "/healthz", bd_h_healthz, 0, 200},
@@ -19,7 +20,7 @@ static const bd_route table[] = {
     {BD_HTTP_PATCH, "/v1/studies/{id}", bd_h_patch_study, BODY_REQ, 200},
     {BD_HTTP_POST, "/v1/studies/{id}/pause", bd_h_pause_study, BODY_OPT, 200},
     {BD_HTTP_POST, "/v1/studies/{id}/resume", bd_h_resume_study, BODY_OPT, 200},
-    {BD_HTTP_POST, "/v1/studies/{id}/suggest", bd_h_suggest, BODY_OPT, 200},
+    {BD_HTTP_POST, "/v1/studies/{id}/suggest", bd_h_suggest, BODY_OPT | INLINE, 200},
     {BD_HTTP_GET, "/v1/studies/{id}/trials", bd_h_list_trials, AUTH, 200},
     {BD_HTTP_POST, "/v1/studies/{id}/trials", bd_h_add_trial, BODY_REQ, 201},
     {BD_HTTP_GET, "/v1/studies/{id}/trials.csv", bd_h_trials_csv, AUTH, 200},
@@ -27,10 +28,10 @@ static const bd_route table[] = {
 
     {BD_HTTP_GET, "/v1/trials/{id}", bd_h_get_trial, AUTH, 200},
     {BD_HTTP_PATCH, "/v1/trials/{id}", bd_h_patch_trial, BODY_REQ, 200},
-    {BD_HTTP_POST, "/v1/trials/{id}/measurements", bd_h_measure, BODY_REQ, 200},
-    {BD_HTTP_POST, "/v1/trials/{id}/complete", bd_h_complete, BODY_REQ, 200},
-    {BD_HTTP_POST, "/v1/trials/{id}/fail", bd_h_fail, BODY_OPT, 200},
-    {BD_HTTP_POST, "/v1/trials/{id}/heartbeat", bd_h_heartbeat, BODY_OPT, 200},
+    {BD_HTTP_POST, "/v1/trials/{id}/measurements", bd_h_measure, BODY_REQ | INLINE, 200},
+    {BD_HTTP_POST, "/v1/trials/{id}/complete", bd_h_complete, BODY_REQ | INLINE, 200},
+    {BD_HTTP_POST, "/v1/trials/{id}/fail", bd_h_fail, BODY_OPT | INLINE, 200},
+    {BD_HTTP_POST, "/v1/trials/{id}/heartbeat", bd_h_heartbeat, BODY_OPT | INLINE, 200},
 
     {BD_HTTP_POST, "/v1/users", bd_h_create_user, BODY_REQ, 201},
     {BD_HTTP_PATCH, "/v1/users/{name}", bd_h_set_user_limits, BODY_REQ, 200},

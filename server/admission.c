@@ -123,11 +123,19 @@ void bd_gate_locked(bd_gate *g, const bd_gate_ticket *t, double now)
     atomic_store(&g->held_since, now);
 }
 
+int bd_gate_quick(bd_gate *g, double max_hold)
+{
+    double peak = atomic_load(&g->hold_peak);
+    return atomic_load(&g->queued) == 0 && peak > 0 && peak < max_hold;
+}
+
 void bd_gate_leave(bd_gate *g, bd_user_slots *u, double now)
 {
     double since = atomic_load(&g->held_since), ewma = atomic_load(&g->hold_ewma);
     double hold = since > 0 && now > since ? now - since : 0;
     atomic_store(&g->hold_ewma, ewma > 0 ? (1 - HOLD_WEIGHT) * ewma + HOLD_WEIGHT * hold : hold);
+    double peak = atomic_load(&g->hold_peak) * BD_GATE_PEAK_DECAY;
+    atomic_store(&g->hold_peak, hold > peak ? hold : peak);
     atomic_store(&g->held_since, 0.0);
     int64_t slot_user = g->holder_slot_user;
     g->holder_slot_user = 0;

@@ -346,7 +346,8 @@ static const option_def options[] = {
      "/dev/urandom | tr -d ' \\n')\"; FILE must be a regular file that only its owner may write",
      set_admin_token_file},
     {"--threads", "BANDITD_THREADS", "N", NULL,
-     "HTTP polling threads, which read requests and send answers (default: 2 x online cores)", set_threads},
+     "HTTP polling threads, which read requests and send answers (default: 2 x online cores); with SQLite one thread "
+     "polls and runs the short study requests itself, and this is ignored", set_threads},
     {"--handlers", "BANDITD_HANDLERS", "N", "64",
      "threads that run requests; a slow scheduler call holds one, never a polling thread", set_handlers},
     {"--user-concurrency", "BANDITD_USER_CONCURRENCY", "N", "16",

@@ -94,7 +94,18 @@ typedef struct bd_request {
      * must not answer before bd_engine_durable(ticket) says they are on
      * disk (the HTTP server waits for many requests' tickets at once). */
     uint64_t *defer_durable;
+    /* 1: the caller is the HTTP polling thread, which must never wait or
+     * run long. A study operation then runs only on a study it can take at
+     * once, loaded, whose recent requests each held it less than
+     * BD_INLINE_HOLD_MAX (SQLite only; with defer_durable set); else it
+     * returns BD_EWOULDBLOCK having done nothing, and the caller runs the
+     * request again on a handler thread without this flag. */
+    int inline_only;
 } bd_request;
+
+/* Seconds: a study whose requests recently held it longer than this has its
+ * requests run on handler threads, not on the HTTP polling thread. */
+#define BD_INLINE_HOLD_MAX 0.001
 
 /* Waits until the group commit of ticket is on disk (committing the open
  * batch when no other thread is). BD_ESTORAGE when that batch failed: then

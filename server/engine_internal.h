@@ -96,6 +96,13 @@ int bd_engine_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, s
  * for the study (the lease reaper: a busy study is swept next time). */
 int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
     BD_MUST_CHECK;
+/* For a request on the HTTP polling thread (bd_request.inline_only): locks
+ * who's study only when that can neither wait nor take long: not cluster
+ * mode, loaded, nobody holding or waiting, and its recent requests held it
+ * less than BD_INLINE_HOLD_MAX each (bd_gate_quick). Else BD_EWOULDBLOCK
+ * with nothing taken; BD_ENOTFOUND as bd_engine_lock_study. */
+int bd_engine_lock_study_now(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
+    BD_MUST_CHECK;
 /* Cluster mode, st->mu held: takes or renews this daemon's lease on st.
  * A live lease of another daemon (one whose heartbeat is recent) is never
  * taken: with wait, the call polls until it expires, for at most the lease

@@ -264,6 +264,37 @@ int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_i
     return 0;
 }
 
+int bd_engine_lock_study_now(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
+{
+    bd_registry *r = bd_engine_registry(e);
+    if (r->cluster) /* a claim is a round trip to PostgreSQL */
+        return bd_err_set(err, BD_EWOULDBLOCK, NULL, "cluster mode");
+    bd_engine_recover_if_needed(e);
+    study_rt *st = bd_engine_study(e, study_id, who->user_id);
+    bd_gate_ticket ticket;
+    if (!st)
+        return bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id);
+    /* A fast study takes no user slot, and with nobody ahead its gate
+     * admits at once; a refusal is left to the handler thread to give. */
+    if (!bd_gate_quick(&st->gate, BD_INLINE_HOLD_MAX) ||
+        bd_gate_enter(&st->gate, bd_engine_user_slots(e), who->user_id, bd_monotonic(), &ticket, err))
+        return bd_err_set(err, BD_EWOULDBLOCK, NULL, "study %lld is busy or slow", (long long)study_id);
+    if (pthread_mutex_trylock(&st->mu) != 0) {
+        bd_gate_cancel(&st->gate, bd_engine_user_slots(e), &ticket);
+        return bd_err_set(err, BD_EWOULDBLOCK, NULL, "study %lld is busy", (long long)study_id);
+    }
+    if (st->deleted || !st->loaded) { /* a load replays the study from storage: not here */
+        int deleted = st->deleted;
+        pthread_mutex_unlock(&st->mu);
+        bd_gate_cancel(&st->gate, bd_engine_user_slots(e), &ticket);
+        return deleted ? bd_err_set(err, BD_ENOTFOUND, NULL, "no study %lld", (long long)study_id)
+                       : bd_err_set(err, BD_EWOULDBLOCK, NULL, "study %lld is not loaded", (long long)study_id);
+    }
+    bd_gate_locked(&st->gate, &ticket, bd_monotonic());
+    *out = st;
+    return 0;
+}
+
 void bd_engine_cache_trim_if_over(bd_engine *e)
 {
     bd_registry *r = bd_engine_registry(e);

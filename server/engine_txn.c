@@ -243,8 +243,9 @@ int bd_engine_study_op(bd_engine *e, const bd_request *req, int64_t study_id, in
      * Requests through two daemons at once would take it from each other
      * in turn: a random pause, longer each time, lets one of them finish. */
     for (int attempt = 0;; attempt++) {
-        rc = flags & BD_OP_NO_WAIT ? bd_engine_try_lock_study(e, req->caller, study_id, &st, err)
-                                   : bd_engine_lock_study(e, req->caller, study_id, &st, err);
+        rc = req && req->inline_only ? bd_engine_lock_study_now(e, req->caller, study_id, &st, err)
+             : flags & BD_OP_NO_WAIT   ? bd_engine_try_lock_study(e, req->caller, study_id, &st, err)
+                                       : bd_engine_lock_study(e, req->caller, study_id, &st, err);
         if (rc)
             return rc;
         if ((rc = bd_engine_study_replay_answer(e, st, req, out, err))) /* unlocked st */

@@ -145,3 +145,29 @@ Test(admission, the_slot_table_full_of_other_users_refuses_rather_than_overflows
     cr_expect(bd_user_slots_take(&slots, 9));
     bd_user_slots_give(&slots, 9);
 }
+
+/* What decides whether a request may run on the HTTP polling thread
+ * (engine_registry.c, bd_engine_lock_study_now): the recent peak hold,
+ * not the smoothed one, so one slow fit among fast reads keeps a study off
+ * that thread for a while. */
+Test(admission, quick_needs_a_known_short_peak_and_nobody_ahead)
+{
+    bd_gate g = {0};
+    cr_expect_not(bd_gate_quick(&g, 0.001), "a study that never served a request is not known to be quick");
+    one_request(&g, 1, 10, 0.0001);
+    cr_expect(bd_gate_quick(&g, 0.001));
+    bd_gate_ticket t;
+    bd_err err;
+    cr_assert_eq(bd_gate_enter(&g, &slots, 1, 11, &t, &err), 0);
+    cr_expect_not(bd_gate_quick(&g, 0.001), "someone holds or waits for it");
+    bd_gate_cancel(&g, &slots, &t);
+    one_request(&g, 1, 12, 0.02); /* one 20 ms fit */
+    int fast = 0;
+    while (!bd_gate_quick(&g, 0.001) && fast < 1000) {
+        one_request(&g, 1, 13 + fast, 0.0001);
+        fast++;
+    }
+    /* 0.02 * 0.99^n < 0.001 from n = 299 on; the smoothed hold would have
+     * let it back after a few dozen. */
+    cr_expect_eq(fast, 299, "back on the quick path after %d fast requests", fast);
+}
