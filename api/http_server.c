@@ -1113,28 +1113,20 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
                           e ? strerror(e) : "");
     }
     rc = pthread_create(&s->sweeper, NULL, sweeper_main, s);
+    s->sweeper_started = rc == 0;
+    s->loop_epoll = s->loop_wake = -1;
+    if (rc == 0 && run_inline) {
+        s->inline_loop = 1;
+        rc = start_loop(s);
+    }
     if (rc != 0) {
+        close_loop_fds(s);
         bd_pool_stop(s->pool);
         MHD_stop_daemon(s->daemon);
         stop_sweeper(s);
         bd_metrics_free(s->api.metrics);
         free(s);
         return bd_err_set(err, BD_EINTERNAL, NULL, "cannot start the HTTP server: %s", strerror(rc));
-    }
-    s->sweeper_started = 1;
-    s->loop_epoll = s->loop_wake = -1;
-    if (run_inline) {
-        s->inline_loop = 1;
-        rc = start_loop(s);
-        if (rc != 0) {
-            close_loop_fds(s);
-            bd_pool_stop(s->pool);
-            MHD_stop_daemon(s->daemon);
-            stop_sweeper(s);
-            bd_metrics_free(s->api.metrics);
-            free(s);
-            return bd_err_set(err, BD_EINTERNAL, NULL, "cannot start the HTTP server: %s", strerror(rc));
-        }
     }
     info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : port;
