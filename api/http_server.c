@@ -563,13 +563,14 @@ static void refuse_late(bd_http_server *s, request_ctx *ctx)
 static void run_fill(request_ctx *ctx, int past_grace)
 {
     stream_cls *c = ctx->fill;
+    bd_http_server *s = c->s; /* once resumed, the stream (and ctx) may be freed by its polling thread */
     ctx->fill = NULL;
     if (past_grace)
         c->end = -1;
     else
         stream_fill(c);
     MHD_resume_connection(ctx->conn);
-    wake_loop(c->s);
+    wake_loop(s);
 }
 
 static request_ctx *ctx_of(bd_pool_job *job)
