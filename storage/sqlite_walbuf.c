@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sqlite_subjournal.h"
+
 #define FRAME_HEADER 24 /* bytes of a WAL frame's header (SQLite's file format) */
 /* A transaction larger than this (a migration, a large import) is written
  * in pieces of about this size; a batch of requests is tens of KB. */
@@ -227,6 +229,8 @@ static const sqlite3_io_methods walbuf_methods = {
 static int wb_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *file, int flags, int *out_flags)
 {
     (void)vfs;
+    if (flags & SQLITE_OPEN_SUBJOURNAL)
+        return bd_subjournal_open(parent, name, file, flags, out_flags);
     if (!(flags & SQLITE_OPEN_WAL)) /* the parent's file fills ours: no wrapper */
         return parent->xOpen(parent, name, file, flags, out_flags);
     walbuf_file *f = (walbuf_file *)file;
@@ -247,7 +251,9 @@ static void register_vfs(void)
         return;
     walbuf_vfs = *parent; /* every method but xOpen is the parent's */
     walbuf_vfs.zName = "banditd-walbuf";
-    walbuf_vfs.szOsFile = (int)sizeof(walbuf_file) + parent->szOsFile;
+    int wrapper = (int)sizeof(walbuf_file) > bd_subjournal_overhead() ? (int)sizeof(walbuf_file)
+                                                                        : bd_subjournal_overhead();
+    walbuf_vfs.szOsFile = wrapper + parent->szOsFile;
     walbuf_vfs.xOpen = wb_open;
     walbuf_vfs.pNext = NULL;
     registered = sqlite3_vfs_register(&walbuf_vfs, 0) == SQLITE_OK;

@@ -14,7 +14,8 @@
  * WAL, and before a write that does not continue or overwrite what it
  * holds; a write over bytes already on the file (SQLite rewriting frame
  * checksums after a commit frame when pages spilled) goes through at once.
- * Other files (the database, journals) pass through untouched.
+ * Sub-journals get sqlite_subjournal.h's file, which keeps them in memory;
+ * other files (the database, temporary files) pass through untouched.
  *
  * The same bytes reach the same offsets in the same order as without it, so
  * the WAL's format, its recovery and its checksums are SQLite's own. */
