@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sqlite_subjournal.h"
+#include "sqlite_vfs_wrap.h"
 
 #define FRAME_HEADER 24 /* bytes of a WAL frame's header (SQLite's file format) */
 /* A transaction larger than this (a migration, a large import) is written
@@ -18,8 +19,7 @@
 #define WRITE_MAX (124 << 10)
 
 typedef struct walbuf_file {
-    sqlite3_file base;  /* pMethods: walbuf_methods */
-    sqlite3_file *real; /* the default VFS's file, in the memory after this struct */
+    bd_wrapped_file wrap; /* base.pMethods: walbuf_methods; real: the default VFS's file */
     unsigned char *buf; /* bytes held for [off, off + len) */
     size_t len, cap;
     sqlite3_int64 off;
@@ -38,7 +38,7 @@ static int flush(walbuf_file *f)
     int rc = SQLITE_OK;
     for (size_t done = 0; rc == SQLITE_OK && done < f->len; done += WRITE_MAX) {
         size_t n = f->len - done < WRITE_MAX ? f->len - done : WRITE_MAX;
-        rc = f->real->pMethods->xWrite(f->real, f->buf + done, (int)n, f->off + (sqlite3_int64)done);
+        rc = f->wrap.real->pMethods->xWrite(f->wrap.real, f->buf + done, (int)n, f->off + (sqlite3_int64)done);
     }
     f->len = 0;
     return rc;
@@ -61,21 +61,13 @@ static int hold(walbuf_file *f, const void *data, size_t n, sqlite3_int64 at)
     if (f->len && (at != f->off + (sqlite3_int64)f->len || f->len + n > HOLD_MAX) && (rc = flush(f)) != SQLITE_OK)
         return rc;
     if (at < f->end || n > WRITE_MAX) {
-        rc = f->real->pMethods->xWrite(f->real, data, (int)n, at);
+        rc = f->wrap.real->pMethods->xWrite(f->wrap.real, data, (int)n, at);
         if (rc == SQLITE_OK && end > f->end)
             f->end = end;
         return rc;
     }
-    if (f->len + n > f->cap) {
-        size_t cap = f->cap ? f->cap : 64 << 10;
-        while (cap < f->len + n)
-            cap *= 2;
-        unsigned char *grown = realloc(f->buf, cap);
-        if (!grown)
-            return SQLITE_IOERR_NOMEM;
-        f->buf = grown;
-        f->cap = cap;
-    }
+    if ((rc = bd_wrap_reserve(&f->buf, &f->cap, f->len + n)) != SQLITE_OK)
+        return rc;
     if (!f->len)
         f->off = at;
     memcpy(f->buf + f->len, data, n);
@@ -106,14 +98,14 @@ static int wb_read(sqlite3_file *file, void *out, int n, sqlite3_int64 at)
 {
     walbuf_file *f = (walbuf_file *)file;
     int rc = flush(f);
-    return rc != SQLITE_OK ? rc : f->real->pMethods->xRead(f->real, out, n, at);
+    return rc != SQLITE_OK ? rc : f->wrap.real->pMethods->xRead(f->wrap.real, out, n, at);
 }
 
 static int wb_close(sqlite3_file *file)
 {
     walbuf_file *f = (walbuf_file *)file;
     int rc = flush(f);
-    int closed = f->real->pMethods->xClose(f->real);
+    int closed = f->wrap.real->pMethods->xClose(f->wrap.real);
     free(f->buf);
     f->buf = NULL;
     f->cap = 0;
@@ -126,82 +118,21 @@ static int wb_truncate(sqlite3_file *file, sqlite3_int64 size)
     int rc = flush(f);
     if (rc == SQLITE_OK && size < f->end)
         f->end = size;
-    return rc != SQLITE_OK ? rc : f->real->pMethods->xTruncate(f->real, size);
+    return rc != SQLITE_OK ? rc : f->wrap.real->pMethods->xTruncate(f->wrap.real, size);
 }
 
 static int wb_sync(sqlite3_file *file, int flags)
 {
     walbuf_file *f = (walbuf_file *)file;
     int rc = flush(f);
-    return rc != SQLITE_OK ? rc : f->real->pMethods->xSync(f->real, flags);
+    return rc != SQLITE_OK ? rc : f->wrap.real->pMethods->xSync(f->wrap.real, flags);
 }
 
 static int wb_file_size(sqlite3_file *file, sqlite3_int64 *size)
 {
     walbuf_file *f = (walbuf_file *)file;
     int rc = flush(f);
-    return rc != SQLITE_OK ? rc : f->real->pMethods->xFileSize(f->real, size);
-}
-
-/* The rest is the default VFS's, unchanged. */
-static int wb_lock(sqlite3_file *file, int level)
-{
-    sqlite3_file *r = ((walbuf_file *)file)->real;
-    return r->pMethods->xLock(r, level);
-}
-
-static int wb_unlock(sqlite3_file *file, int level)
-{
-    sqlite3_file *r = ((walbuf_file *)file)->real;
-    return r->pMethods->xUnlock(r, level);
-}
-
-static int wb_check_reserved_lock(sqlite3_file *file, int *out)
-{
-    sqlite3_file *r = ((walbuf_file *)file)->real;
-    return r->pMethods->xCheckReservedLock(r, out);
-}
-
-static int wb_file_control(sqlite3_file *file, int op, void *arg)
-{
-    sqlite3_file *r = ((walbuf_file *)file)->real;
-    return r->pMethods->xFileControl(r, op, arg);
-}
-
-static int wb_sector_size(sqlite3_file *file)
-{
-    sqlite3_file *r = ((walbuf_file *)file)->real;
-    return r->pMethods->xSectorSize(r);
-}
-
-static int wb_device_characteristics(sqlite3_file *file)
-{
-    sqlite3_file *r = ((walbuf_file *)file)->real;
-    return r->pMethods->xDeviceCharacteristics(r);
-}
-
-static int wb_shm_map(sqlite3_file *file, int region, int size, int extend, void volatile **out)
-{
-    sqlite3_file *r = ((walbuf_file *)file)->real;
-    return r->pMethods->xShmMap(r, region, size, extend, out);
-}
-
-static int wb_shm_lock(sqlite3_file *file, int offset, int n, int flags)
-{
-    sqlite3_file *r = ((walbuf_file *)file)->real;
-    return r->pMethods->xShmLock(r, offset, n, flags);
-}
-
-static void wb_shm_barrier(sqlite3_file *file)
-{
-    sqlite3_file *r = ((walbuf_file *)file)->real;
-    r->pMethods->xShmBarrier(r);
-}
-
-static int wb_shm_unmap(sqlite3_file *file, int delete_flag)
-{
-    sqlite3_file *r = ((walbuf_file *)file)->real;
-    return r->pMethods->xShmUnmap(r, delete_flag);
+    return rc != SQLITE_OK ? rc : f->wrap.real->pMethods->xFileSize(f->wrap.real, size);
 }
 
 /* Version 2: no memory-mapped reads of the WAL (SQLite maps only the
@@ -214,16 +145,16 @@ static const sqlite3_io_methods walbuf_methods = {
     .xTruncate = wb_truncate,
     .xSync = wb_sync,
     .xFileSize = wb_file_size,
-    .xLock = wb_lock,
-    .xUnlock = wb_unlock,
-    .xCheckReservedLock = wb_check_reserved_lock,
-    .xFileControl = wb_file_control,
-    .xSectorSize = wb_sector_size,
-    .xDeviceCharacteristics = wb_device_characteristics,
-    .xShmMap = wb_shm_map,
-    .xShmLock = wb_shm_lock,
-    .xShmBarrier = wb_shm_barrier,
-    .xShmUnmap = wb_shm_unmap,
+    .xLock = bd_wrap_lock,
+    .xUnlock = bd_wrap_unlock,
+    .xCheckReservedLock = bd_wrap_check_reserved_lock,
+    .xFileControl = bd_wrap_file_control,
+    .xSectorSize = bd_wrap_sector_size,
+    .xDeviceCharacteristics = bd_wrap_device_characteristics,
+    .xShmMap = bd_wrap_shm_map,
+    .xShmLock = bd_wrap_shm_lock,
+    .xShmBarrier = bd_wrap_shm_barrier,
+    .xShmUnmap = bd_wrap_shm_unmap,
 };
 
 static int wb_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *file, int flags, int *out_flags)
@@ -233,12 +164,7 @@ static int wb_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *file, 
         return bd_subjournal_open(parent, name, file, flags, out_flags);
     if (!(flags & SQLITE_OPEN_WAL)) /* the parent's file fills ours: no wrapper */
         return parent->xOpen(parent, name, file, flags, out_flags);
-    walbuf_file *f = (walbuf_file *)file;
-    memset(f, 0, sizeof *f);
-    f->real = (sqlite3_file *)(f + 1);
-    int rc = parent->xOpen(parent, name, f->real, flags, out_flags);
-    f->base.pMethods = rc == SQLITE_OK && f->real->pMethods ? &walbuf_methods : NULL;
-    return rc;
+    return bd_wrap_open(parent, name, file, sizeof(walbuf_file), &walbuf_methods, flags, out_flags);
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
