@@ -48,7 +48,8 @@ static int sj_read(sqlite3_file *file, void *out, int n, sqlite3_int64 at)
         size_t have = (size_t)at < f->len ? f->len - (size_t)at : 0;
         if (have > head)
             have = head;
-        memcpy(bytes, f->front + at, have);
+        if (have)
+            memcpy(bytes, f->front + at, have);
         if (have < head) { /* past the end: SQLite wants zeros and a short read */
             memset(bytes + have, 0, (size_t)n - have);
             return SQLITE_IOERR_SHORT_READ;

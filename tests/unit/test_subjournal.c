@@ -126,3 +126,38 @@ Test(subjournal, a_journal_beyond_the_front_reaches_the_file_and_rolls_back)
     cr_expect_eq(query(db, "SELECT sum(n) FROM t"), rows);
     sqlite3_close(db);
 }
+
+/* The file itself, through the VFS: bytes across the front's edge come
+ * back as written, a read past the end is a short read of zeros. */
+Test(subjournal, bytes_across_the_front_edge_read_back_and_past_the_end_are_zeros)
+{
+    sqlite3_vfs *vfs = sqlite3_vfs_find(bd_walbuf_vfs());
+    cr_assert_not_null(vfs);
+    sqlite3_file *file = calloc(1, (size_t)vfs->szOsFile);
+    cr_assert_not_null(file);
+    int flags = SQLITE_OPEN_SUBJOURNAL | SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXCLUSIVE |
+                SQLITE_OPEN_DELETEONCLOSE;
+    cr_assert_eq(vfs->xOpen(vfs, NULL, file, flags, NULL), SQLITE_OK);
+    unsigned char pattern[4100], back[4100];
+    for (size_t i = 0; i < sizeof pattern; i++)
+        pattern[i] = (unsigned char)(i * 7 + 1);
+    sqlite3_int64 at = BD_SUBJOURNAL_FRONT - 1000; /* 1,000 bytes in memory, 3,100 on the file */
+    cr_assert_eq(file->pMethods->xWrite(file, pattern, (int)sizeof pattern, at), SQLITE_OK);
+    cr_assert_eq(file->pMethods->xWrite(file, pattern, 100, 0), SQLITE_OK);
+    cr_assert_eq(file->pMethods->xRead(file, back, (int)sizeof back, at), SQLITE_OK);
+    cr_assert_arr_eq(back, pattern, sizeof pattern);
+    cr_assert_eq(file->pMethods->xRead(file, back, 100, 0), SQLITE_OK);
+    cr_assert_arr_eq(back, pattern, 100);
+    sqlite3_int64 size = 0;
+    cr_assert_eq(file->pMethods->xFileSize(file, &size), SQLITE_OK);
+    cr_assert_eq(size, at + (sqlite3_int64)sizeof pattern);
+    /* Truncated to 50 bytes: what lay beyond reads as zeros, short. */
+    cr_assert_eq(file->pMethods->xTruncate(file, 50), SQLITE_OK);
+    memset(back, 0xff, sizeof back);
+    cr_assert_eq(file->pMethods->xRead(file, back, 100, 0), SQLITE_IOERR_SHORT_READ);
+    cr_assert_arr_eq(back, pattern, 50);
+    for (int i = 50; i < 100; i++)
+        cr_assert_eq(back[i], 0, "byte %d", i);
+    cr_assert_eq(file->pMethods->xClose(file), SQLITE_OK);
+    free(file);
+}
