@@ -6,10 +6,10 @@
  * number, then the page). It keeps that sub-journal in memory up to 64 KiB
  * and then spills it to a temporary file; with PRAGMA locking_mode =
  * EXCLUSIVE (sqlite_store.c) the pager never closes that file again
- * (pager.c, releaseAllSavepoints), so after one request that journals 16
- * pages every later request writes its journal with two pwrite calls per
- * page, for the rest of the daemon's life: about four calls per request and
- * a quarter of the throughput (tests/bench/README.md, "The sub-journal").
+ * (pager.c, releaseAllSavepoints), so after one request that journals more
+ * than 64 KiB every later request writes its journal with two pwrite calls
+ * per page, for the rest of the daemon's life: about four calls per request
+ * and a sixth of the throughput (tests/bench/README.md, "The sub-journal").
  * This file type, which the banditd VFS (sqlite_walbuf.h) opens for
  * sub-journals, keeps the first BD_SUBJOURNAL_FRONT bytes in memory and
  * passes only what lies beyond to the real temporary file. SQLite writes the
