@@ -35,7 +35,6 @@
 #include <assert.h>
 #include <errno.h>
 #include <microhttpd.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sodium.h>
 #include <stdatomic.h>
@@ -76,10 +75,6 @@
  * them all. */
 #define GATHER_SECONDS 0.001
 #define LOOP_WAIT_MS 100 /* the loop looks at its stop flag at least this often */
-/* --sync full: committed batches whose answers wait for their sync, at most
- * this many (beyond, the loop waits for the oldest; one sync covers all the
- * batches committed before it, so a few are in flight at a time). */
-#define SYNCING_MAX 64
 /* A connection's memory (MHD's default, set so the 414 and 431 answers can
  * name it): the request line and headers must fit, with MHD's records of them. */
 #define HEADER_BYTES 32768
@@ -133,13 +128,6 @@ struct bd_http_server {
     struct request_ctx *batch;
     size_t batch_len;
     uint64_t batch_ticket;
-    /* Committed batches waiting for their sync (bd_engine_committed), a
-     * ring, oldest at syncing_head: the loop runs the next batch meanwhile. */
-    struct syncing_batch {
-        struct request_ctx *list;
-        uint64_t sync;
-    } syncing[SYNCING_MAX];
-    size_t syncing_head, syncing_len;
 };
 
 static int64_t now_ms(void)
@@ -679,73 +667,23 @@ static int run_here(bd_http_server *s, struct MHD_Connection *conn, request_ctx 
     return 1;
 }
 
-/* Gives a batch's connections back with their answers, or with failed
- * (its commit or its sync failed). */
-static void answer_batch(bd_http_server *s, request_ctx *list, const bd_err *failed)
-{
-    while (list) {
-        request_ctx *ctx = list;
-        list = ctx->batch_next;
-        if (failed)
-            bd_api_error_response(&ctx->resp, failed);
-        give_back(s, ctx);
-    }
-}
-
-/* Answers the committed batches whose syncs ended, oldest first; with
- * block, waits until the oldest has. 1 when any was answered. */
-static int answer_synced(bd_http_server *s, int block)
-{
-    int answered = 0;
-    while (s->syncing_len) {
-        struct syncing_batch *b = &s->syncing[s->syncing_head];
-        bd_err err;
-        int rc = bd_engine_synced(s->api.engine, b->sync, &err);
-        if (rc == 0 && block) { /* the sync thread writes loop_wake when a sync ends */
-            struct pollfd wake = {.fd = s->loop_wake, .events = POLLIN};
-            uint64_t count;
-            if (poll(&wake, 1, LOOP_WAIT_MS) > 0 && read(s->loop_wake, &count, sizeof count) < 0) {
-            }
-            continue;
-        }
-        if (rc == 0)
-            break;
-        answer_batch(s, b->list, rc < 0 ? &err : NULL);
-        s->syncing_head = (s->syncing_head + 1) % SYNCING_MAX;
-        s->syncing_len--;
-        answered = 1;
-        block = 0;
-    }
-    return answered;
-}
-
 /* Commits the batch (a group commit: it carries every write released so
  * far) and gives its requests' connections back with their answers, or
- * with the error that nothing of the batch was saved. With --sync full the
- * commit returns before its sync (sqlite_syncer.h): the batch then waits
- * in the ring, and answer_synced lets it go when the sync has ended. */
+ * with the error that nothing of the batch was saved. */
 static void commit_batch(bd_http_server *s)
 {
     request_ctx *list = s->batch;
     bd_err err;
-    uint64_t sync = 0;
-    int failed = bd_engine_committed(s->api.engine, s->batch_ticket, &sync, &err);
+    int failed = bd_engine_durable(s->api.engine, s->batch_ticket, &err);
     s->batch = NULL;
     s->batch_len = 0;
-    if (failed || !sync) {
-        answer_batch(s, list, failed ? &err : NULL);
-        return;
+    while (list) {
+        request_ctx *ctx = list;
+        list = ctx->batch_next;
+        if (failed)
+            bd_api_error_response(&ctx->resp, &err);
+        give_back(s, ctx);
     }
-    if (s->syncing_len == SYNCING_MAX)
-        (void)answer_synced(s, 1);
-    s->syncing[(s->syncing_head + s->syncing_len) % SYNCING_MAX] = (struct syncing_batch){list, sync};
-    s->syncing_len++;
-}
-
-/* The sync thread's call after each sync (sqlite_syncer.h). */
-static void synced_wake(void *arg)
-{
-    wake_loop(arg);
 }
 
 /* Waits (at most LOOP_WAIT_MS, and never past MHD's next timeout) until
@@ -776,7 +714,6 @@ static void *loop_main(void *arg)
         if (!s->batch && !resumed)
             loop_wait(s);
         resumed = 0;
-        (void)answer_synced(s, 0);
         MHD_run(s->daemon);
         if (!s->batch)
             continue;
@@ -793,11 +730,10 @@ static void *loop_main(void *arg)
     }
     /* The stop waited for the requests in flight, so a batch left here is
      * rare; its answers still go out before MHD closes the connections. */
-    if (s->batch)
+    if (s->batch) {
         commit_batch(s);
-    while (s->syncing_len)
-        (void)answer_synced(s, 1);
-    MHD_run(s->daemon);
+        MHD_run(s->daemon);
+    }
     return NULL;
 }
 
@@ -1078,7 +1014,6 @@ static int start_loop(bd_http_server *s)
     if (epoll_ctl(s->loop_epoll, EPOLL_CTL_ADD, info->epoll_fd, &mhd) != 0 ||
         epoll_ctl(s->loop_epoll, EPOLL_CTL_ADD, s->loop_wake, &wake) != 0)
         return errno;
-    bd_engine_on_synced(s->api.engine, synced_wake, s);
     return pthread_create(&s->loop, NULL, loop_main, s);
 }
 
@@ -1245,7 +1180,6 @@ void bd_http_server_stop(bd_http_server *s, double grace_seconds)
     if (s->inline_loop) {
         atomic_store(&s->loop_stop, 1);
         pthread_join(s->loop, NULL);
-        bd_engine_on_synced(s->api.engine, NULL, NULL); /* the sync thread no longer calls into s */
         close_loop_fds(s);
     }
     MHD_stop_daemon(s->daemon);

@@ -112,15 +112,6 @@ typedef struct bd_request {
  * nothing of it was saved, and the engine rebuilds every study from storage
  * before the next request (bd_engine_recover_if_needed). */
 int bd_engine_durable(bd_engine *e, uint64_t ticket, bd_err *err) BD_MUST_CHECK;
-/* bd_engine_durable without blocking on the disk, for the HTTP loop:
- * committed returns once ticket's batch has committed (committing it when
- * no other thread is), *sync naming the sync its answers must wait for (0:
- * none, they may go now); synced says 1 when that sync is done, 0 not yet,
- * BD_ESTORAGE when it failed (the answers say so). on_synced: fn(arg) is
- * called, from another thread, after each sync ends (to wake the loop). */
-int bd_engine_committed(bd_engine *e, uint64_t ticket, uint64_t *sync, bd_err *err) BD_MUST_CHECK;
-int bd_engine_synced(bd_engine *e, uint64_t sync, bd_err *err) BD_MUST_CHECK;
-void bd_engine_on_synced(bd_engine *e, void (*fn)(void *arg), void *arg);
 
 /* ---- studies ---- */
 /* body: the study definition plus "if_exists": "error" (default) | "load" |

@@ -91,21 +91,6 @@ int bd_engine_durable(bd_engine *e, uint64_t ticket, bd_err *err)
     return bd_store_wait(bd_engine_store(e), ticket, err);
 }
 
-int bd_engine_committed(bd_engine *e, uint64_t ticket, uint64_t *sync, bd_err *err)
-{
-    return bd_store_wait_committed(bd_engine_store(e), ticket, sync, err);
-}
-
-int bd_engine_synced(bd_engine *e, uint64_t sync, bd_err *err)
-{
-    return bd_store_sync_poll(bd_engine_store(e), sync, 0, err);
-}
-
-void bd_engine_on_synced(bd_engine *e, void (*fn)(void *arg), void *arg)
-{
-    bd_store_on_synced(bd_engine_store(e), fn, arg);
-}
-
 /* Looks req's key up. 1: answered before (*fingerprint_out and *response
  * are new), 0: not found, < 0: error. */
 static int idem_lookup(bd_engine *e, const bd_request *req, char **response, bd_err *err)

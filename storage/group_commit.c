@@ -104,7 +104,6 @@ static void commit_batch(bd_gc *g)
         g->n_failed++;
         g->poisoned = 1;
     }
-    g->sync_of[seq % BD_GC_OUTCOME_RING] = !ret && g->ops->sync_ticket ? g->ops->sync_ticket(g->conn) : 0;
     g->batch_open = 0;
     g->batch_seq = seq;
     g->durable_seq = seq;
@@ -127,10 +126,6 @@ int bd_gc_begin(bd_gc *g, bd_err *err)
         goto out;
     }
     if (!g->batch_open) {
-        if (g->ops->heal && (ret = g->ops->heal(g->conn, err))) {
-            g->last_failed = 1; /* /healthz: storage refuses writes */
-            goto out;
-        }
         if ((ret = g->ops->open_batch(g->conn, err)))
             goto out;
         g->batch_open = 1;
@@ -164,9 +159,8 @@ int bd_gc_release(bd_gc *g, uint64_t *ticket, bd_err *err)
     return ret;
 }
 
-int bd_gc_wait_committed(bd_gc *g, uint64_t ticket, uint64_t *sync, bd_err *err)
+int bd_gc_wait(bd_gc *g, uint64_t ticket, bd_err *err)
 {
-    *sync = 0;
     if (held_by_me(g))
         return bd_err_set(err, BD_EINTERNAL, NULL, "storage: wait while holding a transaction");
     lock(g);
@@ -197,30 +191,8 @@ int bd_gc_wait_committed(bd_gc *g, uint64_t ticket, uint64_t *sync, bd_err *err)
         g->committing = 0;
     }
     int failed = g->durable_seq - ticket >= BD_GC_OUTCOME_RING || g->failed[ticket % BD_GC_OUTCOME_RING];
-    if (!failed)
-        *sync = g->sync_of[ticket % BD_GC_OUTCOME_RING];
     unlock(g);
     return failed ? bd_err_set(err, BD_ESTORAGE, NULL, "storage: the commit failed; nothing was saved") : 0;
-}
-
-int bd_gc_sync_poll(bd_gc *g, uint64_t sync, int block, bd_err *err)
-{
-    int rc = sync && g->ops->sync_poll ? g->ops->sync_poll(g->conn, sync, block, err) : 1;
-    if (rc < 0) { /* /healthz says so until a batch commits and syncs again */
-        lock(g);
-        g->last_failed = 1;
-        unlock(g);
-    }
-    return rc;
-}
-
-int bd_gc_wait(bd_gc *g, uint64_t ticket, bd_err *err)
-{
-    uint64_t sync;
-    int rc = bd_gc_wait_committed(g, ticket, &sync, err);
-    if (!rc && sync)
-        rc = bd_gc_sync_poll(g, sync, 1, err);
-    return rc < 0 ? rc : 0;
 }
 
 int bd_gc_commit(bd_gc *g, bd_err *err)

@@ -40,15 +40,6 @@ typedef struct bd_gc_ops {
     /* Optional: called by bd_gc_enter outside a batch (a lost connection
      * can be reset there). */
     void (*idle)(void *conn);
-    /* Optional (NULL: a batch is on disk when its COMMIT returns). The
-     * sync a COMMIT that just returned left to another thread (0: none),
-     * and its outcome: 1 on disk, 0 not yet (block 0 only), BD_ESTORAGE.
-     * sync_poll does not use the connection: it is called without mu. */
-    uint64_t (*sync_ticket)(void *conn);
-    int (*sync_poll)(void *conn, uint64_t sync, int block, bd_err *err);
-    /* Optional: run with mu held before a batch opens; nonzero refuses the
-     * batch (the store cannot take writes yet: an earlier sync failed). */
-    int (*heal)(void *conn, bd_err *err);
 } bd_gc_ops;
 
 /* Outcomes of the latest batches, by batch number modulo this: a waiter that
@@ -67,7 +58,6 @@ typedef struct bd_gc {
     uint64_t batch_seq;           /* the open batch's number (tickets name it) */
     uint64_t durable_seq;         /* batches up to this one have ended (committed or failed) */
     uint8_t failed[BD_GC_OUTCOME_RING]; /* failed[seq % ring]: that batch's COMMIT failed */
-    uint64_t sync_of[BD_GC_OUTCOME_RING]; /* sync_of[seq % ring]: its sync ticket (ops->sync_ticket), 0: none */
     _Atomic uint64_t n_failed;    /* failed batches so far (written with mu held, read without) */
     int committing;               /* a waiter is running COMMIT */
     int poisoned;                 /* a batch failed: begin refuses until bd_gc_recovered */
@@ -101,13 +91,6 @@ void bd_gc_leave(bd_gc *g, int locked);
 int bd_gc_begin(bd_gc *g, bd_err *err) BD_MUST_CHECK;
 int bd_gc_release(bd_gc *g, uint64_t *ticket, bd_err *err) BD_MUST_CHECK;
 int bd_gc_wait(bd_gc *g, uint64_t ticket, bd_err *err) BD_MUST_CHECK;
-/* bd_gc_wait in two steps, for a caller that answers its requests when
- * their syncs end instead of blocking (the HTTP loop): wait_committed
- * returns once the batch of ticket has committed, *sync naming the sync to
- * poll then (0: it is on disk already); sync_poll is ops->sync_poll (1, 0
- * or BD_ESTORAGE). */
-int bd_gc_wait_committed(bd_gc *g, uint64_t ticket, uint64_t *sync, bd_err *err) BD_MUST_CHECK;
-int bd_gc_sync_poll(bd_gc *g, uint64_t sync, int block, bd_err *err) BD_MUST_CHECK;
 int bd_gc_commit(bd_gc *g, bd_err *err) BD_MUST_CHECK;
 void bd_gc_rollback(bd_gc *g);
 uint64_t bd_gc_failures(bd_gc *g);

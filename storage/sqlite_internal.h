@@ -18,7 +18,6 @@
 #include <stdatomic.h>
 #include <sqlite3.h>
 
-#include "sqlite_syncer.h"
 #include "store_ops.h"
 
 /* The cached statements; their SQL is in sqlite_sql.c. */
@@ -81,7 +80,6 @@ struct bd_sqlite {
     sqlite3 *db;
     bd_gc gc;                     /* transactions; its lock serializes every use of db */
     int version;                  /* schema version after migration */
-    bd_syncer *syncer;            /* --sync full: the WAL's commit syncs (sqlite_syncer.h); NULL otherwise */
     sqlite3_stmt *stmt[BD_SQL_NSTMTS];
 };
 

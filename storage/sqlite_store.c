@@ -151,13 +151,6 @@ static int configure(sqlite3 *db, const bd_store_opts *opts, bd_err *err)
         return ret;
     const char *sync = opts && opts->sync == BD_SYNC_FULL ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL";
     ret = pragma_text(db, sync, mode, sizeof mode, err);
-    /* With FULL, a checkpoint's syncs of the WAL then carry SQLite's
-     * SQLITE_SYNC_FULL flag and a commit's SQLITE_SYNC_NORMAL: that is how
-     * the WAL buffer tells the syncs it may leave to the sync thread (the
-     * commits') from those that must be made before SQLite goes on (the
-     * checkpoint's). On Linux both are one fdatasync. */
-    if (!ret && opts && opts->sync == BD_SYNC_FULL)
-        ret = pragma_text(db, "PRAGMA checkpoint_fullfsync = ON", mode, sizeof mode, err);
     if (!ret)
         ret = pragma_text(db, "PRAGMA foreign_keys = ON", mode, sizeof mode, err);
     if (!ret)
@@ -179,38 +172,9 @@ static int prepare_all(bd_sqlite *s, bd_err *err)
     return 0;
 }
 
-/* --sync full: the commits' WAL syncs go to a thread of their own
- * (sqlite_syncer.h). Without it (an in-memory database, a WAL not open
- * through the WAL buffer) SQLite syncs inside COMMIT, as before. */
-static int start_syncer(bd_sqlite *s, bd_err *err)
-{
-    char full[8];
-    const char *wal = sqlite3_filename_wal(sqlite3_db_filename(s->db, "main"));
-    int ret = pragma_text(s->db, "PRAGMA checkpoint_fullfsync", full, sizeof full, err);
-    if (ret || strcmp(full, "1") != 0 || !wal || !*wal)
-        return ret;
-    if (!(s->syncer = bd_syncer_start(wal, err)))
-        return err->code;
-    if (!bd_walbuf_defer_syncs(s->db, s->syncer)) {
-        bd_syncer_stop(s->syncer);
-        s->syncer = NULL;
-    }
-    return 0;
-}
-
-static void stop_syncer(bd_sqlite *s)
-{
-    if (!s->syncer)
-        return;
-    (void)bd_walbuf_defer_syncs(s->db, NULL); /* close's own syncs are made inline */
-    bd_syncer_stop(s->syncer);
-    s->syncer = NULL;
-}
-
 /* Frees s and everything in it; the database must not be in a transaction. */
 static void destroy(bd_sqlite *s)
 {
-    stop_syncer(s);
     for (int i = 0; i < BD_SQL_NSTMTS; i++)
         sqlite3_finalize(s->stmt[i]); /* NULL-safe; its code repeats the last step's */
     if (s->db && sqlite3_close(s->db) != SQLITE_OK)
@@ -268,8 +232,6 @@ int bd_sqlite_open(const char *path, const bd_store_opts *opts, bd_store **out, 
         ret = bd_sqlite_migrate(s->db, &s->version, err);
     if (!ret)
         ret = prepare_all(s, err);
-    if (!ret && opts && opts->sync == BD_SYNC_FULL)
-        ret = start_syncer(s, err);
 out:
     if (ret) {
         bd_gc_destroy(&s->gc);
@@ -283,7 +245,7 @@ out:
 void bd_sqlite_close(bd_store *store)
 {
     bd_sqlite *s = (bd_sqlite *)store;
-    bd_gc_close(&s->gc); /* ends the open batch; the checkpoint's syncs cover its sync */
+    bd_gc_close(&s->gc); /* ends the open batch */
     int rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     if (rc != SQLITE_OK)
         fprintf(stderr, "banditd: storage: WAL checkpoint: %s\n", sqlite3_errmsg(s->db));
@@ -329,8 +291,6 @@ static int gc_rollback_to(void *conn, bd_err *err)
 static int gc_commit(void *conn, bd_err *err)
 {
     bd_sqlite *s = conn;
-    if (s->syncer)
-        (void)bd_walbuf_take_ticket(s->db); /* a ticket left by anything before this COMMIT is not its own */
     int ret = run_control(s, BD_SQL_COMMIT, err, "commit");
     if (ret)
         return ret;
@@ -345,44 +305,6 @@ static int gc_commit(void *conn, bd_err *err)
             fprintf(stderr, "banditd: storage: %ld bytes of a commit were still held after COMMIT\n", held);
     }
     return rc == SQLITE_OK ? 0 : bd_err_set(err, BD_ESTORAGE, NULL, "storage: commit: %s", sqlite3_errstr(rc));
-}
-
-static uint64_t gc_sync_ticket(void *conn)
-{
-    bd_sqlite *s = conn;
-    return s->syncer ? bd_walbuf_take_ticket(s->db) : 0;
-}
-
-static int gc_sync_poll(void *conn, uint64_t sync, int block, bd_err *err)
-{
-    bd_sqlite *s = conn;
-    return block ? bd_syncer_wait(s->syncer, sync, err) : bd_syncer_poll(s->syncer, sync, err);
-}
-
-/* After a failed sync of the WAL: writes the whole WAL into the database,
- * syncs it and empties the WAL; only then is anything acknowledged again
- * (sqlite_syncer.h says why a later sync of the WAL alone would not do).
- * Every batch refused until it succeeds. */
-static int gc_heal(void *conn, bd_err *err)
-{
-    bd_sqlite *s = conn;
-    int failed = s->syncer ? bd_syncer_failed(s->syncer) : 0;
-    if (!failed)
-        return 0;
-    int rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-    if (rc != SQLITE_OK)
-        return bd_err_set(err, BD_ESTORAGE, NULL, "storage: a sync of the WAL failed (%s) and the checkpoint "
-                          "that would heal it fails too: %s", strerror(failed), sqlite3_errmsg(s->db));
-    bd_syncer_healed(s->syncer);
-    fprintf(stderr, "banditd: storage: the WAL was checkpointed after its failed sync; writes resume\n");
-    return 0;
-}
-
-static void sqlite_on_synced(bd_store *store, void (*fn)(void *arg), void *arg)
-{
-    bd_sqlite *s = (bd_sqlite *)store;
-    if (s->syncer)
-        bd_syncer_on_synced(s->syncer, fn, arg);
 }
 
 static void gc_abort(void *conn)
@@ -400,9 +322,6 @@ static const bd_gc_ops sqlite_gc_ops = {
     .rollback_to = gc_rollback_to,
     .commit = gc_commit,
     .abort = gc_abort,
-    .sync_ticket = gc_sync_ticket,
-    .sync_poll = gc_sync_poll,
-    .heal = gc_heal,
 };
 
 int bd_sqlite_probe(bd_store *store, double now, bd_err *err)
@@ -543,5 +462,4 @@ const bd_store_ops bd_sqlite_ops = {
     .idem_get = bd_sqlite_idem_get,
     .idem_put = bd_sqlite_idem_put,
     .idem_prune = bd_sqlite_idem_prune,
-    .on_synced = sqlite_on_synced,
 };

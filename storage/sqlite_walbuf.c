@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "sqlite_subjournal.h"
-#include "sqlite_syncer.h"
 #include "sqlite_vfs_wrap.h"
 
 #define FRAME_HEADER 24 /* bytes of a WAL frame's header (SQLite's file format) */
@@ -26,11 +25,6 @@ typedef struct walbuf_file {
     sqlite3_int64 off;
     sqlite3_int64 end; /* the end of the frames written or held since the WAL last started over */
     int commit_next; /* the last write was a commit frame's header: its page ends the commit */
-    /* --sync full: the commits' syncs go to this thread (sqlite_syncer.h);
-     * NULL: every sync is made here. */
-    bd_syncer *syncer;
-    uint64_t ticket; /* the sync the last commit requested, until taken */
-    int synced_once; /* the first sync is SQLite's own: it also syncs the new WAL's directory */
 } walbuf_file;
 
 static sqlite3_vfs walbuf_vfs;
@@ -127,34 +121,11 @@ static int wb_truncate(sqlite3_file *file, sqlite3_int64 size)
     return rc != SQLITE_OK ? rc : f->wrap.real->pMethods->xTruncate(f->wrap.real, size);
 }
 
-/* With a syncer, a commit's sync (SQLITE_SYNC_NORMAL: synchronous=FULL's
- * flag for the commit frames) is requested from its thread and the commit
- * goes on; the store waits for the ticket before anyone is answered. Every
- * other sync is made here, at once: a checkpoint's (SQLITE_SYNC_FULL, as
- * the store sets checkpoint_fullfsync: the WAL must be on disk before the
- * checkpoint overwrites the database) and the WAL header's at a restart
- * (also the checkpoint's flags); it covers the tickets requested before. */
 static int wb_sync(sqlite3_file *file, int flags)
 {
     walbuf_file *f = (walbuf_file *)file;
     int rc = flush(f);
-    if (rc != SQLITE_OK)
-        return rc;
-    if (f->syncer && f->synced_once && (flags & 0x0f) == SQLITE_SYNC_NORMAL) {
-        uint64_t ticket = bd_syncer_request(f->syncer);
-        if (!ticket)
-            return SQLITE_IOERR_FSYNC; /* an earlier sync failed: no commit until the store healed */
-        f->ticket = ticket;
-        return SQLITE_OK;
-    }
-    uint64_t covers = f->syncer ? bd_syncer_requested(f->syncer) : 0;
-    rc = f->wrap.real->pMethods->xSync(f->wrap.real, flags);
-    if (rc == SQLITE_OK) {
-        f->synced_once = 1;
-        if (f->syncer)
-            bd_syncer_covered(f->syncer, covers);
-    }
-    return rc;
+    return rc != SQLITE_OK ? rc : f->wrap.real->pMethods->xSync(f->wrap.real, flags);
 }
 
 static int wb_file_size(sqlite3_file *file, sqlite3_int64 *size)
@@ -220,44 +191,16 @@ const char *bd_walbuf_vfs(void)
     return registered ? walbuf_vfs.zName : NULL;
 }
 
-/* db's open WAL, if it is one of ours. */
-static walbuf_file *wal_of(sqlite3 *db)
-{
-    sqlite3_file *wal = NULL;
-    if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) != SQLITE_OK || !wal ||
-        wal->pMethods != &walbuf_methods)
-        return NULL;
-    return (walbuf_file *)wal;
-}
-
 int bd_walbuf_flush(sqlite3 *db, long *held)
 {
+    sqlite3_file *wal = NULL;
     if (held)
         *held = 0;
-    walbuf_file *f = wal_of(db);
-    if (!f)
+    if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) != SQLITE_OK || !wal ||
+        wal->pMethods != &walbuf_methods)
         return SQLITE_OK;
+    walbuf_file *f = (walbuf_file *)wal;
     if (held)
         *held = (long)f->len;
     return flush(f);
-}
-
-int bd_walbuf_defer_syncs(sqlite3 *db, bd_syncer *syncer)
-{
-    walbuf_file *f = wal_of(db);
-    if (!f)
-        return 0;
-    f->syncer = syncer;
-    f->ticket = 0;
-    return 1;
-}
-
-uint64_t bd_walbuf_take_ticket(sqlite3 *db)
-{
-    walbuf_file *f = wal_of(db);
-    if (!f)
-        return 0;
-    uint64_t ticket = f->ticket;
-    f->ticket = 0;
-    return ticket;
 }

@@ -23,9 +23,6 @@
 #define BD_SQLITE_WALBUF_H
 
 #include <sqlite3.h>
-#include <stdint.h>
-
-#include "sqlite_syncer.h"
 
 /* The VFS's name for sqlite3_open_v2, registered on first use over the
  * default VFS; NULL when it could not be (then open with the default). */
@@ -36,15 +33,5 @@ const char *bd_walbuf_vfs(void);
  * (may be NULL) is set to the bytes there were, which is 0 unless SQLite
  * changed how it writes commit frames. */
 int bd_walbuf_flush(sqlite3 *db, long *held);
-
-/* --sync full: from now on the commits' syncs of db's WAL are made by
- * syncer's thread (sqlite_syncer.h; the store must have set
- * checkpoint_fullfsync, which tells a checkpoint's sync from a commit's).
- * 1 when they are, 0 when db's WAL is not open through this VFS (then
- * SQLite syncs as usual). */
-int bd_walbuf_defer_syncs(sqlite3 *db, bd_syncer *syncer);
-/* After a COMMIT: the sync ticket it requested (then forgotten), 0 when it
- * requested none (its sync was made inline, or it wrote nothing). */
-uint64_t bd_walbuf_take_ticket(sqlite3 *db);
 
 #endif

@@ -59,22 +59,6 @@ int bd_store_wait(bd_store *s, uint64_t ticket, bd_err *err)
     return bd_gc_wait(s->gc, ticket, err);
 }
 
-int bd_store_wait_committed(bd_store *s, uint64_t ticket, uint64_t *sync, bd_err *err)
-{
-    return bd_gc_wait_committed(s->gc, ticket, sync, err);
-}
-
-int bd_store_sync_poll(bd_store *s, uint64_t sync, int block, bd_err *err)
-{
-    return bd_gc_sync_poll(s->gc, sync, block, err);
-}
-
-void bd_store_on_synced(bd_store *s, void (*fn)(void *arg), void *arg)
-{
-    if (s->ops->on_synced)
-        s->ops->on_synced(s, fn, arg);
-}
-
 uint64_t bd_store_failures(bd_store *s)
 {
     return bd_gc_failures(s->gc);

@@ -95,17 +95,6 @@ int bd_store_release(bd_store *s, uint64_t *ticket, bd_err *err) BD_MUST_CHECK;
  * BD_ESTORAGE if it failed. Must not be called holding a transaction. */
 int bd_store_wait(bd_store *s, uint64_t ticket, bd_err *err) BD_MUST_CHECK;
 /* How many batches have failed so far. */
-/* bd_store_wait in two steps, for a caller that answers when a sync ends
- * instead of blocking (the HTTP loop; group_commit.h): wait_committed
- * returns once ticket's batch committed, *sync naming its sync (0: on disk
- * already; nonzero only with SQLite and BD_SYNC_FULL, whose syncs run on a
- * thread of their own); sync_poll says 1 (on disk), 0 (not yet; never when
- * block) or BD_ESTORAGE (the sync failed: the batch may not be saved).
- * on_synced: fn(arg) is called from that thread after each of its syncs
- * (a no-op for a store without one). */
-int bd_store_wait_committed(bd_store *s, uint64_t ticket, uint64_t *sync, bd_err *err) BD_MUST_CHECK;
-int bd_store_sync_poll(bd_store *s, uint64_t sync, int block, bd_err *err) BD_MUST_CHECK;
-void bd_store_on_synced(bd_store *s, void (*fn)(void *arg), void *arg);
 uint64_t bd_store_failures(bd_store *s);
 /* 1 when the latest batch committed and writes are taken; 0 while the store
  * refuses writes after a failed batch, and until a batch commits again. */

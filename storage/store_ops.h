@@ -70,8 +70,6 @@ typedef struct bd_store_ops {
     void (*owner_release)(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token);
     int (*clock_skew)(bd_store *s, double *skew, bd_err *err);
     int (*lock_user)(bd_store *s, int64_t user_id, bd_err *err);
-    /* Optional (NULL: commits are on disk when they return). */
-    void (*on_synced)(bd_store *s, void (*fn)(void *arg), void *arg);
 } bd_store_ops;
 
 struct bd_store {
