@@ -128,6 +128,8 @@ struct bd_http_server {
     struct request_ctx *batch;
     size_t batch_len;
     uint64_t batch_ticket;
+    struct request_ctx *spare_ctx; /* freed contexts kept for the loop's next requests (ctx_alloc) */
+    size_t spare_len;
 };
 
 static int64_t now_ms(void)
@@ -786,6 +788,38 @@ static int unknown_coding(struct MHD_Connection *conn, const framing *f)
     return f->transfer_encodings > 1 || (te && strcasecmp(te, "chunked") != 0);
 }
 
+/* A request's context is ~3 KB, and glibc consolidates its fast bins at
+ * every allocation that large: the loop thread keeps up to SPARE_CTX freed
+ * ones for its next requests (perf under load: malloc_consolidate at 0.8%
+ * of the loop's samples, all from here). Other threads allocate as usual. */
+#define SPARE_CTX 64
+
+static int on_loop(const bd_http_server *s)
+{
+    return s->inline_loop && pthread_equal(pthread_self(), s->loop);
+}
+
+static request_ctx *ctx_alloc(bd_http_server *s)
+{
+    request_ctx *ctx = on_loop(s) ? s->spare_ctx : NULL;
+    if (!ctx)
+        return bd_xmalloc(sizeof *ctx);
+    s->spare_ctx = ctx->batch_next;
+    s->spare_len--;
+    return ctx;
+}
+
+static void ctx_free(bd_http_server *s, request_ctx *ctx)
+{
+    if (!on_loop(s) || s->spare_len == SPARE_CTX) {
+        free(ctx);
+        return;
+    }
+    ctx->batch_next = s->spare_ctx;
+    s->spare_ctx = ctx;
+    s->spare_len++;
+}
+
 /* First call: headers are in, no body yet. */
 static enum MHD_Result begin(bd_http_server *s, struct MHD_Connection *conn, const char *url, const char *method,
                              void **con_cls)
@@ -801,7 +835,7 @@ static enum MHD_Result begin(bd_http_server *s, struct MHD_Connection *conn, con
         atomic_store_explicit(&t->deadline, -1, memory_order_relaxed);
         return MHD_NO;
     }
-    ctx = bd_xmalloc(sizeof *ctx);
+    ctx = ctx_alloc(s);
     memset(ctx, 0, offsetof(request_ctx, inline_body));
     ctx->t0 = bd_monotonic();
     ctx->body = ctx->inline_body;
@@ -962,7 +996,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     bd_http_resp_clear(&ctx->resp);
     if (ctx->body != ctx->inline_body)
         free(ctx->body);
-    free(ctx);
+    ctx_free(s, ctx);
     *con_cls = NULL;
     atomic_fetch_sub_explicit(&s->in_flight, 1, memory_order_relaxed);
     if (s->api.engine && !parked) /* a parked one ended when it was parked */
@@ -1183,6 +1217,11 @@ void bd_http_server_stop(bd_http_server *s, double grace_seconds)
         close_loop_fds(s);
     }
     MHD_stop_daemon(s->daemon);
+    while (s->spare_ctx) {
+        request_ctx *ctx = s->spare_ctx;
+        s->spare_ctx = ctx->batch_next;
+        free(ctx);
+    }
     stop_sweeper(s);
     bd_metrics_free(s->api.metrics);
     free(s);

@@ -43,9 +43,19 @@ static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 /* Process-wide settings, which SQLite takes only before its first use. No
  * memory statistics: SQLite otherwise takes a global mutex around every
  * allocation to count it (perf under load: a tenth of the time spent
- * appending an event went to that mutex), and nothing here reads them. */
+ * appending an event went to that mutex), and nothing here reads them.
+ * Sub-journals go to the VFS's file at once (spill threshold 0): that file
+ * keeps its first MiB in memory and stays open with its buffer for the
+ * connection's life (sqlite_subjournal.h), where SQLite's own in-memory
+ * journal allocated a 64 KiB chunk for every request's savepoint and freed
+ * it at the release, and glibc consolidated its fast bins at each such free
+ * (perf under load: malloc_consolidate 1.39% -> 0.81% of the loop's
+ * samples, unlink_chunk 0.87% -> 0.59%; the same system calls). */
 static void configure_library(void)
 {
+    if (sqlite3_config(SQLITE_CONFIG_STMTJRNL_SPILL, 0) != SQLITE_OK)
+        fprintf(stderr, "banditd: storage: SQLite was in use before the store opened; "
+                        "its sub-journals keep their default spill threshold\n");
     if (sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) != SQLITE_OK)
         fprintf(stderr, "banditd: storage: SQLite was in use before the store opened; "
                         "its memory statistics stay on\n");

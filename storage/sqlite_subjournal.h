@@ -15,7 +15,11 @@
  * passes only what lies beyond to the real temporary file. SQLite writes the
  * sub-journal from offset 0 again at each savepoint, so the requests after a
  * large one are served from memory again; a statement that journals more (a
- * large study deleted) still reaches the disk, so memory stays bounded. */
+ * large study deleted) still reaches the disk, so memory stays bounded.
+ * The store sets SQLite's spill threshold to 0 (sqlite_store.c,
+ * configure_library), so every sub-journal is this file from its first
+ * byte: one buffer for the connection's life instead of SQLite's 64 KiB
+ * chunk allocated and freed at every savepoint. */
 #ifndef BD_SQLITE_SUBJOURNAL_H
 #define BD_SQLITE_SUBJOURNAL_H
 

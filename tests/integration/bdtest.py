@@ -229,10 +229,12 @@ class Client:
                 try:
                     self.conn.request(method, path, body=data, headers=hdrs)
                 except (BrokenPipeError, ConnectionResetError):
-                    if reused:
-                        raise
                     # A fresh connection: the server may have answered early
-                    # (413) and closed while we were still sending; read it.
+                    # (413) and closed while we were still sending; read it,
+                    # unless http.client dropped the socket (a daemon killed
+                    # mid-send): getresponse would then raise AttributeError.
+                    if reused or self.conn.sock is None:
+                        raise
                 resp = self.conn.getresponse()
                 payload = resp.read()
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError,
