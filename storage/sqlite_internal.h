@@ -84,8 +84,10 @@ struct bd_sqlite {
 };
 
 /* Brings the schema of db up to the newest version (one transaction per
- * migration) and stores the result in *version. A database written by a newer
- * build, or one that is not banditd's, is refused with BD_ESTORAGE. */
+ * migration) and stores the result in *version; then writes migration 1's
+ * IN-list CHECK constraints as OR chains, once (sqlite_schema.c says why). A
+ * database written by a newer build, or one that is not banditd's, is
+ * refused with BD_ESTORAGE. */
 int bd_sqlite_migrate(sqlite3 *db, int *version, bd_err *err) BD_MUST_CHECK;
 /* The schema version this build writes. */
 int bd_sqlite_schema_latest(void);
