@@ -10,9 +10,27 @@ typedef struct subjournal_file {
     bd_wrapped_file wrap; /* base.pMethods: subjournal_methods; real: the parent's temporary file */
     unsigned char *front; /* bytes [0, len) of the file; kept between savepoints */
     size_t len, cap;
+    /* The temporary file is opened by the first write beyond the front:
+     * most connections never journal that much, and then need no
+     * temporary directory at all. */
+    sqlite3_vfs *parent;
+    sqlite3_filename name;
+    int flags;
+    int opened;
 } subjournal_file;
 
 static const sqlite3_io_methods subjournal_methods;
+
+static int open_real(subjournal_file *f)
+{
+    if (f->opened)
+        return SQLITE_OK;
+    int rc = f->parent->xOpen(f->parent, f->name, f->wrap.real, f->flags, NULL);
+    if (rc == SQLITE_OK && !f->wrap.real->pMethods)
+        rc = SQLITE_CANTOPEN;
+    f->opened = rc == SQLITE_OK;
+    return rc;
+}
 
 /* A write is split at BD_SUBJOURNAL_FRONT: the part before it is copied to
  * memory (zero-filling any gap, as a file would read), the rest goes to the
@@ -36,7 +54,10 @@ static int sj_write(sqlite3_file *file, const void *data, int n, sqlite3_int64 a
         n -= (int)head;
         at += (sqlite3_int64)head;
     }
-    return n > 0 ? f->wrap.real->pMethods->xWrite(f->wrap.real, bytes, n, at) : SQLITE_OK;
+    if (n <= 0)
+        return SQLITE_OK;
+    int rc = open_real(f);
+    return rc != SQLITE_OK ? rc : f->wrap.real->pMethods->xWrite(f->wrap.real, bytes, n, at);
 }
 
 static int sj_read(sqlite3_file *file, void *out, int n, sqlite3_int64 at)
@@ -58,6 +79,10 @@ static int sj_read(sqlite3_file *file, void *out, int n, sqlite3_int64 at)
         n -= (int)head;
         at += (sqlite3_int64)head;
     }
+    if (n > 0 && !f->opened) { /* nothing was written there */
+        memset(bytes, 0, (size_t)n);
+        return SQLITE_IOERR_SHORT_READ;
+    }
     return n > 0 ? f->wrap.real->pMethods->xRead(f->wrap.real, bytes, n, at) : SQLITE_OK;
 }
 
@@ -66,6 +91,8 @@ static int sj_truncate(sqlite3_file *file, sqlite3_int64 size)
     subjournal_file *f = (subjournal_file *)file;
     if ((sqlite3_int64)f->len > size)
         f->len = (size_t)size;
+    if (!f->opened)
+        return SQLITE_OK;
     return f->wrap.real->pMethods->xTruncate(f->wrap.real, size < BD_SUBJOURNAL_FRONT ? 0 : size);
 }
 
@@ -73,7 +100,7 @@ static int sj_file_size(sqlite3_file *file, sqlite3_int64 *size)
 {
     subjournal_file *f = (subjournal_file *)file;
     sqlite3_int64 real_size = 0;
-    int rc = f->wrap.real->pMethods->xFileSize(f->wrap.real, &real_size);
+    int rc = f->opened ? f->wrap.real->pMethods->xFileSize(f->wrap.real, &real_size) : SQLITE_OK;
     if (rc == SQLITE_OK)
         *size = real_size > (sqlite3_int64)f->len ? real_size : (sqlite3_int64)f->len;
     return rc;
@@ -85,25 +112,63 @@ static int sj_close(sqlite3_file *file)
     free(f->front);
     f->front = NULL;
     f->len = f->cap = 0;
-    return f->wrap.real->pMethods->xClose(f->wrap.real);
+    return f->opened ? f->wrap.real->pMethods->xClose(f->wrap.real) : SQLITE_OK;
 }
 
-/* The rest is the parent's (a sub-journal is never synced or locked, but
- * SQLite may ask). */
+/* The rest is the parent's once its file is open (a sub-journal is never
+ * synced or locked, but SQLite may ask); before, what an empty file says. */
+static int sj_sync(sqlite3_file *file, int flags)
+{
+    return ((subjournal_file *)file)->opened ? bd_wrap_sync(file, flags) : SQLITE_OK;
+}
+
+static int sj_lock(sqlite3_file *file, int level)
+{
+    return ((subjournal_file *)file)->opened ? bd_wrap_lock(file, level) : SQLITE_OK;
+}
+
+static int sj_unlock(sqlite3_file *file, int level)
+{
+    return ((subjournal_file *)file)->opened ? bd_wrap_unlock(file, level) : SQLITE_OK;
+}
+
+static int sj_check_reserved_lock(sqlite3_file *file, int *out)
+{
+    if (((subjournal_file *)file)->opened)
+        return bd_wrap_check_reserved_lock(file, out);
+    *out = 0;
+    return SQLITE_OK;
+}
+
+static int sj_file_control(sqlite3_file *file, int op, void *arg)
+{
+    return ((subjournal_file *)file)->opened ? bd_wrap_file_control(file, op, arg) : SQLITE_NOTFOUND;
+}
+
+static int sj_sector_size(sqlite3_file *file)
+{
+    return ((subjournal_file *)file)->opened ? bd_wrap_sector_size(file) : 4096; /* SQLite's default */
+}
+
+static int sj_device_characteristics(sqlite3_file *file)
+{
+    return ((subjournal_file *)file)->opened ? bd_wrap_device_characteristics(file) : 0;
+}
+
 static const sqlite3_io_methods subjournal_methods = {
     .iVersion = 1, /* no shared memory, no memory mapping: a journal uses neither */
     .xClose = sj_close,
     .xRead = sj_read,
     .xWrite = sj_write,
     .xTruncate = sj_truncate,
-    .xSync = bd_wrap_sync,
+    .xSync = sj_sync,
     .xFileSize = sj_file_size,
-    .xLock = bd_wrap_lock,
-    .xUnlock = bd_wrap_unlock,
-    .xCheckReservedLock = bd_wrap_check_reserved_lock,
-    .xFileControl = bd_wrap_file_control,
-    .xSectorSize = bd_wrap_sector_size,
-    .xDeviceCharacteristics = bd_wrap_device_characteristics,
+    .xLock = sj_lock,
+    .xUnlock = sj_unlock,
+    .xCheckReservedLock = sj_check_reserved_lock,
+    .xFileControl = sj_file_control,
+    .xSectorSize = sj_sector_size,
+    .xDeviceCharacteristics = sj_device_characteristics,
 };
 
 int bd_subjournal_overhead(void)
@@ -114,5 +179,15 @@ int bd_subjournal_overhead(void)
 int bd_subjournal_open(sqlite3_vfs *parent, sqlite3_filename name, sqlite3_file *file, int flags,
                        int *out_flags)
 {
-    return bd_wrap_open(parent, name, file, sizeof(subjournal_file), &subjournal_methods, flags, out_flags);
+    subjournal_file *f = (subjournal_file *)file;
+    memset(f, 0, sizeof *f);
+    f->wrap.real = (sqlite3_file *)((char *)file + sizeof *f);
+    f->wrap.real->pMethods = NULL;
+    f->parent = parent;
+    f->name = name;
+    f->flags = flags;
+    f->wrap.base.pMethods = &subjournal_methods;
+    if (out_flags)
+        *out_flags = flags;
+    return SQLITE_OK;
 }

@@ -12,7 +12,8 @@
  * and a sixth of the throughput (tests/bench/README.md, "The sub-journal").
  * This file type, which the banditd VFS (sqlite_walbuf.h) opens for
  * sub-journals, keeps the first BD_SUBJOURNAL_FRONT bytes in memory and
- * passes only what lies beyond to the real temporary file. SQLite writes the
+ * passes only what lies beyond to the real temporary file (opened by the
+ * first such write: most connections never create one). SQLite writes the
  * sub-journal from offset 0 again at each savepoint, so the requests after a
  * large one are served from memory again; a statement that journals more (a
  * large study deleted) still reaches the disk, so memory stays bounded.
@@ -30,8 +31,8 @@
 /* Bytes of the wrapper placed before the parent's file object. */
 int bd_subjournal_overhead(void);
 
-/* xOpen for a sub-journal: opens the parent's file in the memory after the
- * wrapper and fills file. */
+/* xOpen for a sub-journal: fills file; the parent's file, in the memory
+ * after the wrapper, is opened when a write first goes beyond the front. */
 int bd_subjournal_open(sqlite3_vfs *parent, sqlite3_filename name, sqlite3_file *file, int flags,
                        int *out_flags);
 
