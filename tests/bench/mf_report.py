@@ -19,9 +19,19 @@ prints instead, per (table, W), methods A and B over every seed both ran
 (a seed draws the same configs for both): each one's median time to both
 targets and its seeds that got there, and the seeds where A got there
 sooner / later than B.
+
+    /usr/bin/python3 tests/bench/mf_report.py --compare A,B,C runs.jsonl [...]
+
+prints, for several methods over the (table, W) cells all of them ran and
+the seeds they share: each one's median time to both targets per cell,
+then across all cells the geometric mean of each median's ratio to the
+cell's best median (a median of ∞ counts as 10x; a cell no method
+reached counts 1 for all) and the seeds that reached a target, summed:
+one figure for choosing a default over several tables.
 """
 
 import math
+import statistics
 import os
 import random
 import sys
@@ -215,7 +225,45 @@ def paired(runs, a, b):
     return "\n".join(out) + "\n"
 
 
+def compare(runs, methods):
+    out = ["| table, W (seeds) | target | %s |" % " | ".join(methods), "|---|---|" + "---|" * len(methods)]
+    logs = {m: [] for m in methods}
+    reached = {m: 0 for m in methods}
+    runs_counted = 0
+    for (name, w), by_method in sorted(runs.items()):
+        if not all(m in by_method for m in methods):
+            continue
+        seeds = sorted(set.intersection(*(set(by_method[m]) for m in methods)))
+        for target, what in zip(targets(name), ("within 0.01", "top 1%")):
+            runs_counted += len(seeds)
+            med = {}
+            for m in methods:
+                ts = [first_time(by_method[m][s]["points"], target) for s in seeds]
+                med[m] = statistics.median(ts)
+                reached[m] += sum(t != math.inf for t in ts)
+            best = min(med.values())
+            for m in methods:
+                logs[m].append(math.log(min(med[m] / best, 10.0)) if best < math.inf else 0.0)
+            out.append("| %s, %d (%d) | %s | %s |" % (name, w, len(seeds), what, " | ".join(
+                "∞" if med[m] == math.inf else "%.1f" % med[m] for m in methods)))
+    if not logs[methods[0]]:
+        return "no (table, W) cell has runs of every method\n"
+    out.append("| geometric mean of the ratio to the cell's best median | | %s |" % " | ".join(
+        "%.2f" % math.exp(sum(logs[m]) / len(logs[m])) for m in methods))
+    out.append("| seeds that reached a target, summed | | %s |" % " | ".join(
+        "%d of %d" % (reached[m], runs_counted) for m in methods))
+    return "\n".join(out) + "\n"
+
+
 def main():
+    if "--compare" in sys.argv:
+        import argparse
+        ap = argparse.ArgumentParser(description="mf_report --compare: several methods over every cell")
+        ap.add_argument("--compare", required=True, help="A,B,...: method names")
+        ap.add_argument("runs", nargs="+")
+        args = ap.parse_args()
+        print(compare(load(args.runs), [m for m in args.compare.split(",") if m]))
+        return
     if "--paired" in sys.argv:
         import argparse
         ap = argparse.ArgumentParser(description="mf_report --paired: two methods seed by seed")

@@ -1,6 +1,6 @@
 """A default that changes is written into a new study's stored definition
 (issue 14), so that a study stored before the change keeps its meaning:
-- a new asha study without "promotion" is stored with "predicted",
+- a new asha study without "promotion" is stored with "learned",
   without "promotion_fraction" with "reliability", and without "asymptote"
   with "nonnegative"; what the body names is kept;
 - a study stored without the option (as every asha study before this
@@ -58,7 +58,7 @@ class NewDefaults(bdtest.DaemonTestCase):
 
     def test_a_new_study_stores_the_new_default(self):
         sid = self.create(body())["id"]
-        self.assertEqual(self.stored_options(sid).get("promotion"), "predicted")
+        self.assertEqual(self.stored_options(sid).get("promotion"), "learned")
         self.assertEqual(self.stored_options(sid).get("promotion_fraction"), "reliability")
         self.assertEqual(self.stored_options(sid).get("asymptote"), "nonnegative")
         sid = self.create(body({"promotion": "current", "promotion_fraction": "eta", "asymptote": "free"}))["id"]
@@ -152,7 +152,7 @@ class NewDefaults(bdtest.DaemonTestCase):
         def noisy(config, epoch):  # the curves above with a zigzag of +-0.03: rankings partly noise
             return loss(config, epoch) + (0.03 if epoch % 2 else -0.03)
         name = unique_name("old")
-        aged = self.create(body(name=name))["id"]
+        aged = self.create(body({"promotion": "predicted"}, name=name))["id"]  # the default when it was stored
         eta = self.create(body({"promotion": "predicted", "promotion_fraction": "eta"}))["id"]
         rel = self.create(body({"promotion": "predicted", "promotion_fraction": "reliability"}))["id"]
         self.d.stop()

@@ -641,7 +641,7 @@ Test(asha, promotion_fraction_eta_is_the_old_behaviour)
     hn_close(&b);
 }
 
-/* New studies are stored with "promotion": "predicted" and
+/* New studies are stored with "promotion": "learned" and
  * "promotion_fraction": "reliability"; what the body names is kept. A
  * stored study without the options is created with the paper's rules
  * (describe says so), so it replays as it ran. */
@@ -649,7 +649,7 @@ Test(asha, new_study_defaults_and_stored_studies)
 {
     json_t *o = json_object();
     ASHA->new_study_defaults(NULL, o);
-    cr_expect_str_eq(json_string_value(json_object_get(o, "promotion")), "predicted");
+    cr_expect_str_eq(json_string_value(json_object_get(o, "promotion")), "learned");
     cr_expect_str_eq(json_string_value(json_object_get(o, "promotion_fraction")), "reliability");
     cr_expect_str_eq(json_string_value(json_object_get(o, "asymptote")), "nonnegative");
     json_decref(o);
