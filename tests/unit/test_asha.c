@@ -834,3 +834,18 @@ Test(asha, learned_promotion_fits_the_weight_of_the_fall)
     ASHA->destroy(r);
     hn_close(&h);
 }
+
+/* New studies' options together ("learned", its reranks at every refit,
+ * with the kept shares moving): the rung invariants hold at 20,000 trials
+ * with 8 workers in random order. */
+Test(asha, new_study_defaults_scale_20k_trials)
+{
+    json_t *o = json_pack("{s:i}", "brackets", 2);
+    ASHA->new_study_defaults(NULL, o);
+    char *options = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    cr_expect_not_null(strstr(options, "\"learned\""), "%s", options);
+    double keep = scale_run(options, 20000, noisy_loss);
+    cr_expect_gt(keep, 0.34, "the noise moved no rung's share above 1/3 (%g)", keep);
+    free(options);
+    json_decref(o);
+}
