@@ -78,9 +78,9 @@ LABEL = {
     "bo_bos_logei_cost_sobol": "bo_bos, LogEI per second, n_init d+1 Sobol",
 }
 PEER = "tpe"
-DEFAULT_ASHA = "asha_floor"  # what a new asha study runs (asha_new_study_defaults)
+DEFAULT_ASHA = "asha_learned"  # what a new asha study runs (asha_new_study_defaults; "asha_floor" before 2026-11-28)
 PLOTTED = ["tpe", "tpe_hyperband", "random", "bd_tpe", "gp_ucb", "hyperband", "bohb", "asha", "asha_pred", "asha_rel",
-           "asha_floor"]
+           "asha_floor", "asha_learned"]
 _tables = {}
 
 

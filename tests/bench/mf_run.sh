@@ -11,12 +11,12 @@ build=${1:-$root/build}
 py=/usr/bin/python3
 export PYTHONDONTWRITEBYTECODE=1
 
-tables=${MF_TABLES:-sgd_fashion_mnist,mlp_digits,fmnist_mlp}
+tables=${MF_TABLES:-sgd_fashion_mnist,mlp_digits,fmnist_mlp,fmnist_mlp2}
 seeds=${MF_SEEDS:-0-19}
 workers=${MF_WORKERS:-1,4}
 outdir=${MF_OUT:-$here/results}
 optuna=${MF_OPTUNA-tpe,tpe_hyperband,tpe_median}
-fast=${MF_FAST-random,bd_tpe,bd_tpe_nocost,bd_tpe_mv,hyperband,bohb,bohb_nocost,asha,asha_tpe,asha_tpe_nocost,asha_hb,asha_pred,asha_rel,asha_cur_rel,asha_floor}
+fast=${MF_FAST-random,bd_tpe,bd_tpe_nocost,bd_tpe_mv,hyperband,bohb,bohb_nocost,asha,asha_tpe,asha_tpe_nocost,asha_hb,asha_pred,asha_rel,asha_cur_rel,asha_floor,asha_learned}
 gp=${MF_GP-gp_ucb,gp_logei,bo_bos,bo_bos_logei}
 
 if [ ! -x "$build/banditd" ]; then
