@@ -142,7 +142,8 @@ OPTUNA_METHODS = ("tpe", "tpe_hyperband", "tpe_median")
 # Simulated seconds at W = 1: about 80 full trainings of an average row (mean
 # recorded seconds: SGD 2.44, MLP 1.23, Fashion-MNIST MLP 4.91, its two-layer
 # 30-epoch twin 5.46).
-HORIZON = {"sgd_fashion_mnist": 200.0, "mlp_digits": 100.0, "fmnist_mlp": 400.0, "fmnist_mlp2": 440.0}
+HORIZON = {"sgd_fashion_mnist": 200.0, "mlp_digits": 100.0, "fmnist_mlp": 400.0, "fmnist_mlp2": 440.0,
+           "nasbench_nlp": 1.68e6}
 
 
 class Job:
@@ -296,11 +297,12 @@ class OptunaDriver:
     def ask(self, t, w):
         trial = self.study.ask()
         config = {}
-        for name, kind, lo, hi, _, _ in self.table.params:
-            if kind == "int":
-                config[name] = trial.suggest_int(name, lo, hi, log=True)
+        for p in self.table.space():
+            name, lo, hi, log = p["name"], p["low"], p["high"], p["log"]
+            if p["type"] == "int":
+                config[name] = trial.suggest_int(name, lo, hi, log=log)
             else:
-                config[name] = trial.suggest_float(name, lo, hi, log=True)
+                config[name] = trial.suggest_float(name, lo, hi, log=log)
         return Job(self.table.nearest(config), 0, self.table.epochs, t, trial)
 
     def report(self, job, epoch, err, elapsed):

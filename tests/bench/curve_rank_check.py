@@ -3,9 +3,9 @@
 beat ranking them by their current loss? (issue 14, item 4; README-mf.md,
 "Ranking by the extrapolation, offline".)
 
-For each learning-curve table of tests/bench/curves/ and for the NAS-Bench-NLP
-curves of ../shared/data/curves (345 real RNN language-model trainings: a
-curve set no banditd default was tuned on), every config's curve is cut after
+For each learning-curve table of tests/bench/curve_table.py (among them the
+NAS-Bench-NLP curves of ../shared/data/curves, 341 real RNN language-model
+trainings: a curve set no banditd default was tuned on), every config's curve is cut after
 k epochs and its final loss predicted two ways: its loss at epoch k (what
 ASHA's "current" promotion ranks by), and server/model/curve.c's pow3 fit
 extrapolated to the last epoch (what "predicted" ranks by; the fit is
@@ -31,7 +31,6 @@ Python 3 standard library only.
 """
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -39,9 +38,8 @@ import sys
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from curve_table import TABLES, CurveTable, spearman  # noqa: E402
+from curve_table import NLP_FILE, TABLES, CurveTable, spearman  # noqa: E402
 
-NLP = os.path.join(HERE, "..", "..", "..", "shared", "data", "curves", "nasbench-nlp-wikitext2.jsonl")
 C_MIN, C_MAX, GRID = 0.25, 3.0, 32  # curve.h's BD_CURVE_C_MIN, BD_CURVE_C_MAX and curve.c's GRID
 C_VALUES = [C_MIN * (C_MAX / C_MIN) ** (g / (GRID - 1)) for g in range(GRID)]
 
@@ -106,16 +104,15 @@ def across_configs(curves, k, epochs, eta=3):
 
 
 def curve_sets():
+    """Every table of curve_table.py (NAS-Bench-NLP's as "nasbench_nlp": its losses
+    over ln(vocabulary), which changes no ranking), skipping NAS-Bench-NLP when
+    ../shared/data is not there."""
     for name in TABLES:
+        if TABLES[name][0] == NLP_FILE and not os.path.exists(NLP_FILE):
+            print("(no %s: the NAS-Bench-NLP curves are skipped)" % NLP_FILE)
+            continue
         t = CurveTable(name)
         yield name, [list(e) for e in t.err], t.epochs
-    if os.path.exists(NLP):
-        with open(NLP) as f:
-            runs = [json.loads(line) for line in f]
-        curves = [r["val_loss"] for r in runs if not r["diverged"] and len(r["val_loss"]) == 50]
-        yield "nasbench-nlp-wikitext2", curves, 50
-    else:
-        print("(no %s: the NAS-Bench-NLP curves are skipped)" % NLP)
 
 
 def share_in_top(prediction, true_top, fraction):

@@ -9,11 +9,40 @@ Python 3 standard library only.
 
 import csv
 import gzip
+import json
 import math
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CURVES = os.path.join(HERE, "curves")
+NLP_FILE = os.path.join(HERE, "..", "..", "..", "shared", "data", "curves", "nasbench-nlp-wikitext2.jsonl")
+# WikiText-2's vocabulary: a validation loss in nats over ln(33,278), the loss of a
+# uniform guess, is an error in [0, 1] (for every model better than that guess)
+WIKITEXT2_LN_VOCAB = math.log(33278)
+
+
+def nlp_rows(path, epochs):
+    """NAS-Bench-NLP's runs as table rows: those that trained every epoch without
+    diverging (341 of 345; two stopped after one epoch, two after 19 and 23),
+    the validation loss over ln(vocabulary) as err_i, cumulative epoch seconds."""
+    if not os.path.exists(path):
+        raise SystemExit("curve_table: no %s (the NAS-Bench-NLP curves of ../shared/data)" % path)
+    rows = []
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            if r["diverged"] or len(r["val_loss"]) != epochs:
+                continue
+            row, t = {"arch": str(len(rows)), "diverged_epoch": "0"}, 0.0
+            for i, (loss, sec) in enumerate(zip(r["val_loss"], r["epoch_seconds"]), 1):
+                t += sec
+                row["err_%d" % i], row["sec_%d" % i] = str(loss / WIKITEXT2_LN_VOCAB), str(t)
+            rows.append(row)
+    return rows
+
+
+def is_log(param):
+    return len(param) < 7 or param[6]
 
 # The hyperparameters of make_fmnist_mlp_curves.py's tables (one or two hidden layers).
 FMNIST_MLP_PARAMS = [
@@ -25,9 +54,10 @@ FMNIST_MLP_PARAMS = [
     ("one_minus_momentum", "float", 0.01, 0.5, "momentum", lambda s: 1.0 - float(s)),
 ]
 
-# name -> (file, epochs, [(parameter, type, low, high, column, to_parameter)]);
-# every parameter is log-scaled, as in the scripts that made the tables; each
-# row has err_1 .. err_<epochs> and sec_1 .. sec_<epochs>.
+# name -> (file, epochs, [(parameter, type, low, high, column, to_parameter[, log])]);
+# a parameter is log-scaled unless its seventh field is False (as in the scripts
+# that made the tables); each row has err_1 .. err_<epochs> and sec_1 ..
+# sec_<epochs> (cumulative seconds).
 TABLES = {
     "sgd_fashion_mnist": ("sgd_fashion_mnist.csv.gz", 50, [
         ("batch_size", "int", 16, 512, "batch_size", float),
@@ -48,6 +78,12 @@ TABLES = {
     # (curves/README.md): made after every default was chosen, to check them on a table
     # none of them was tuned on.
     "fmnist_mlp2": ("fmnist_mlp2.csv.gz", 30, FMNIST_MLP_PARAMS),
+    # 341 recurrent language models of NAS-Bench-NLP on WikiText-2, read from
+    # ../shared/data/curves (README there: source, licence): a curve set of another
+    # kind (RNN cells, not training hyperparameters) that no default was chosen on.
+    # Its one parameter is the run's index (linear scale: the cells have no
+    # coordinates, so only samplers that need none, random proposals, mean anything).
+    "nasbench_nlp": (NLP_FILE, 50, [("arch", "int", 0, 340, "arch", float, False)]),
 }
 
 
@@ -80,9 +116,11 @@ class CurveTable:
     def __init__(self, name):
         fname, self.epochs, self.params = TABLES[name]
         self.name = name
-        path = os.path.join(CURVES, fname)
-        with gzip.open(path, "rt") as f:
-            rows = list(csv.DictReader(f))
+        if fname.endswith(".jsonl"):
+            rows = nlp_rows(fname, self.epochs)
+        else:
+            with gzip.open(os.path.join(CURVES, fname), "rt") as f:
+                rows = list(csv.DictReader(f))
         self.n = len(rows)
         self.err, self.cum, self.diverged, self.units = [], [], [], []
         for r in rows:
@@ -101,13 +139,15 @@ class CurveTable:
 
     def space(self):
         """The study's parameters (banditd JSON)."""
-        return [{"name": n, "type": t, "low": lo, "high": hi, "log": True} for n, t, lo, hi, _, _ in self.params]
+        return [{"name": p[0], "type": p[1], "low": p[2], "high": p[3], "log": is_log(p)} for p in self.params]
 
     def unit(self, config):
         out = []
-        for n, _, lo, hi, _, _ in self.params:
+        for p in self.params:
+            n, lo, hi = p[0], p[2], p[3]
             v = min(max(float(config[n]), lo), hi)
-            out.append((math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo)))
+            out.append((math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo)) if is_log(p) else
+                       (v - lo) / (hi - lo))
         return out
 
     def nearest(self, config):
