@@ -1,8 +1,9 @@
 """curve_table: the learning-curve tables of tests/bench/curves/ (real SGD and
 MLP training, one row per config of a Sobol design, a fixed number of epochs
-per table) as a replay oracle: a proposed config is answered with the curve
-of the nearest row in the unit cube of the table's (all log-scaled)
-hyperparameters.
+per table), and NAS-Bench-NLP's curves read from ../shared/data, as a replay
+oracle: a proposed config is answered with the curve of the nearest row in the
+unit cube of the table's hyperparameters (log-scaled unless a table says
+otherwise).
 
 Python 3 standard library only.
 """
@@ -17,14 +18,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CURVES = os.path.join(HERE, "curves")
 NLP_FILE = os.path.join(HERE, "..", "..", "..", "shared", "data", "curves", "nasbench-nlp-wikitext2.jsonl")
 # WikiText-2's vocabulary: a validation loss in nats over ln(33,278), the loss of a
-# uniform guess, is an error in [0, 1] (for every model better than that guess)
+# uniform guess, is 1 for that guess and below 1 for every model better than it
 WIKITEXT2_LN_VOCAB = math.log(33278)
 
 
 def nlp_rows(path, epochs):
     """NAS-Bench-NLP's runs as table rows: those that trained every epoch without
     diverging (341 of 345; two stopped after one epoch, two after 19 and 23),
-    the validation loss over ln(vocabulary) as err_i, cumulative epoch seconds."""
+    the validation loss over ln(vocabulary) as err_i (final values 0.44-0.71;
+    a few first epochs are above 1, worse than a uniform guess), cumulative
+    epoch seconds."""
     if not os.path.exists(path):
         raise SystemExit("curve_table: no %s (the NAS-Bench-NLP curves of ../shared/data)" % path)
     rows = []
@@ -42,7 +45,9 @@ def nlp_rows(path, epochs):
 
 
 def is_log(param):
+    """Whether a TABLES parameter is log-scaled (its optional seventh field)."""
     return len(param) < 7 or param[6]
+
 
 # The hyperparameters of make_fmnist_mlp_curves.py's tables (one or two hidden layers).
 FMNIST_MLP_PARAMS = [
@@ -118,6 +123,9 @@ class CurveTable:
         self.name = name
         if fname.endswith(".jsonl"):
             rows = nlp_rows(fname, self.epochs)
+            if len(rows) != self.params[0][3] + 1:  # the index parameter must cover the rows
+                raise SystemExit("curve_table: %s has %d usable runs, the table expects %d"
+                                 % (fname, len(rows), self.params[0][3] + 1))
         else:
             with gzip.open(os.path.join(CURVES, fname), "rt") as f:
                 rows = list(csv.DictReader(f))

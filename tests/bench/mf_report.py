@@ -26,14 +26,15 @@ prints, for several methods over the (table, W) cells all of them ran and
 the seeds they share: each one's median time to both targets per cell,
 then across all cells the geometric mean of each median's ratio to the
 cell's best median (a median of ∞ counts as 10x; a cell no method
-reached counts 1 for all) and the seeds that reached a target, summed:
+reached counts 1 for all) and the (run, target) pairs that reached the
+target (a run counts once per target):
 one figure for choosing a default over several tables.
 """
 
 import math
-import statistics
 import os
 import random
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -234,6 +235,8 @@ def compare(runs, methods):
         if not all(m in by_method for m in methods):
             continue
         seeds = sorted(set.intersection(*(set(by_method[m]) for m in methods)))
+        if not seeds:
+            continue
         for target, what in zip(targets(name), ("within 0.01", "top 1%")):
             runs_counted += len(seeds)
             med = {}
@@ -242,15 +245,16 @@ def compare(runs, methods):
                 med[m] = statistics.median(ts)
                 reached[m] += sum(t != math.inf for t in ts)
             best = min(med.values())
-            for m in methods:
-                logs[m].append(math.log(min(med[m] / best, 10.0)) if best < math.inf else 0.0)
+            for m in methods:  # a best median of 0 (reached at once) or of ∞ (by none): the ratio is 1 or capped
+                ratio = 1.0 if best == math.inf or med[m] == best else 10.0 if best == 0 else med[m] / best
+                logs[m].append(math.log(min(ratio, 10.0)))
             out.append("| %s, %d (%d) | %s | %s |" % (name, w, len(seeds), what, " | ".join(
                 "∞" if med[m] == math.inf else "%.1f" % med[m] for m in methods)))
     if not logs[methods[0]]:
         return "no (table, W) cell has runs of every method\n"
     out.append("| geometric mean of the ratio to the cell's best median | | %s |" % " | ".join(
         "%.2f" % math.exp(sum(logs[m]) / len(logs[m])) for m in methods))
-    out.append("| seeds that reached a target, summed | | %s |" % " | ".join(
+    out.append("| (run, target) pairs that reached the target | | %s |" % " | ".join(
         "%d of %d" % (reached[m], runs_counted) for m in methods))
     return "\n".join(out) + "\n"
 

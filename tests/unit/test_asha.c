@@ -706,8 +706,9 @@ static int noisy_loss(const hn *h, const hn_trial *t, void *ud, double *loss)
     return HN_COMPLETED;
 }
 
-/* Returns the largest share kept by a rung below the top (describe). */
-static double scale_run(const char *options, long long n, hn_outcome_fn outcome)
+/* Returns the largest share kept by a rung below the top (describe), and
+ * in *fitted, unless NULL, the rungs whose "learned" model has weights. */
+static double scale_run_fitted(const char *options, long long n, hn_outcome_fn outcome, int *fitted)
 {
     hn h;
     open_ok(&h, options, 1, 81, 1);
@@ -750,10 +751,19 @@ static double scale_run(const char *options, long long n, hn_outcome_fn outcome)
     size_t i, j;
     json_array_foreach(json_object_get(d, "brackets"), i, bracket) json_array_foreach(json_object_get(bracket, "rungs"),
                                                                                       j, rung)
+    {
         keep_max = fmax(keep_max, json_number_value(json_object_get(rung, "keep")));
+        if (fitted)
+            *fitted += json_is_array(json_object_get(json_object_get(rung, "model"), "weights"));
+    }
     json_decref(d);
     hn_close(&h);
     return keep_max;
+}
+
+static double scale_run(const char *options, long long n, hn_outcome_fn outcome)
+{
+    return scale_run_fitted(options, n, outcome, NULL);
 }
 
 Test(asha, scale_100k_trials)
@@ -844,8 +854,10 @@ Test(asha, new_study_defaults_scale_20k_trials)
     ASHA->new_study_defaults(NULL, o);
     char *options = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     cr_expect_not_null(strstr(options, "\"learned\""), "%s", options);
-    double keep = scale_run(options, 20000, noisy_loss);
+    int fitted = 0;
+    double keep = scale_run_fitted(options, 20000, noisy_loss, &fitted);
     cr_expect_gt(keep, 0.34, "the noise moved no rung's share above 1/3 (%g)", keep);
+    cr_expect_geq(fitted, 3, "%d rungs ranked by a fitted model (of 5 with one: rungs 1-3 and 1-2)", fitted);
     free(options);
     json_decref(o);
 }
