@@ -82,6 +82,8 @@ PEER = "tpe"
 DEFAULT_ASHA = "asha_learned"  # what a new asha study runs (asha_new_study_defaults; "asha_floor" before 2026-11-28)
 PLOTTED = ["tpe", "tpe_hyperband", "random", "bd_tpe", "gp_ucb", "hyperband", "bohb", "asha", "asha_pred", "asha_rel",
            "asha_floor", "asha_learned"]
+COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+          "#17becf", "#aec7e8", "#000000"]  # matplotlib's ten, then light blue and black (the default): one per PLOTTED
 _tables = {}
 
 
@@ -197,7 +199,8 @@ def plot(runs, path):
             xs = [t for t in ts if t != math.inf]
             style = "--" if m.startswith("tpe") else "-" if m == DEFAULT_ASHA else ":"
             ax.step([0] + xs + [horizon], [0] + [(i + 1) / len(ts) for i in range(len(xs))] + [len(xs) / len(ts)],
-                    style, where="post", label=label(m), linewidth=2.4 if m in (DEFAULT_ASHA, PEER) else 1.3)
+                    style, where="post", label=label(m), linewidth=2.4 if m in (DEFAULT_ASHA, PEER) else 1.3,
+                    color=COLORS[PLOTTED.index(m) % len(COLORS)])  # a method's colour is the same in every panel
         ax.set_title("%s, W = %d: seeds that found a top-1%% config by time t (%d seeds)"
                      % (key[0], key[1], len(seeds)), fontsize=10)
         ax.set_xlabel("simulated wall-clock seconds (recorded training time)")
