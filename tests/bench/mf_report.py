@@ -215,6 +215,7 @@ def plot(runs, path):
 def paired(runs, a, b):
     out = ["| table, W | seeds | target | %s: median (reached) | %s: median (reached) | %s sooner / later |"
            % (a, b, a), "|---|---|---|---|---|---|"]
+    totals = {"within 0.01": [0, 0], "top 1%": [0, 0]}
     for (name, w), by_method in sorted(runs.items()):
         if a not in by_method or b not in by_method:
             continue
@@ -223,9 +224,13 @@ def paired(runs, a, b):
             ta = [first_time(by_method[a][s]["points"], target) for s in seeds]
             tb = [first_time(by_method[b][s]["points"], target) for s in seeds]
             cell = lambda ts: "%s (%d)" % (fmt_q(ts, 1).split(" [")[0], sum(t != math.inf for t in ts))
+            sooner, later = sum(x < y for x, y in zip(ta, tb)), sum(y < x for x, y in zip(ta, tb))
+            totals[what][0] += sooner
+            totals[what][1] += later
             out.append("| %s, %d | %d | %s | %s | %s | %d / %d |" % (
-                name, w, len(seeds), what, cell(ta), cell(tb), sum(x < y for x, y in zip(ta, tb)),
-                sum(y < x for x, y in zip(ta, tb))))
+                name, w, len(seeds), what, cell(ta), cell(tb), sooner, later))
+    for what, (sooner, later) in totals.items():
+        out.append("| every cell | | %s | | | %d / %d |" % (what, sooner, later))
     return "\n".join(out) + "\n"
 
 
