@@ -241,18 +241,18 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
  * tests/bench/README-mf.md (W = 1 and 4) its worst ratio to Optuna TPE's
  * median time to within 0.01 of the best (the issue's figure) is 1.10x,
  * tied with "current" and against 1.41x for "predicted", whose per-curve
- * extrapolation ranked the fourth table's curves badly; over the 8
- * (table, W) cells and both targets its medians are the nearest to the
- * best rule's (geometric mean of the ratios 1.12, "predicted" 1.48,
- * "current" 1.45; 60 seeds), most of that from the fourth table's top 1%,
- * which the other two rules reach in fewer than half the seeds; seed by
- * seed it is more often a little behind them elsewhere. Where a curve's fall says nothing the model
- * learns a weight near zero and ranks as "current"; "predicted" reaches
- * the top 1% sooner on two tables. Checked afterwards on NAS-Bench-NLP's
- * curves, not used in the choice: sooner than "predicted" in 66 seeds and
- * later in 40 (60 seeds, W = 1 and 4, within 0.01), "current" a little
- * ahead of both (README-mf.md, "ASHA's default chosen on all four tables"
- * and the section after it).
+ * extrapolation ranked the fourth table's curves badly; over the 8 (table,
+ * W) cells and both targets its medians are the nearest to the best rule's
+ * (geometric mean of the ratios 1.12, "predicted" 1.48, "current" 1.45; 60
+ * seeds), most of that from the fourth table's top 1%, which the other two
+ * rules reach in fewer than half the seeds; seed by seed it is more often
+ * a little behind them elsewhere. Where a curve's fall says nothing the
+ * model learns a weight near zero and ranks as "current"; "predicted"
+ * reaches the top 1% sooner on two tables. Checked afterwards on
+ * NAS-Bench-NLP's curves, not used in the choice: sooner than "predicted"
+ * in 66 seeds and later in 40 (60 seeds, W = 1 and 4, within 0.01),
+ * "current" a little ahead of both (README-mf.md, "ASHA's default chosen
+ * on all four tables" and the section after it).
  *
  * And they size each rung's cut by its reliability: with "predicted" it
  * reached the within-0.01 target sooner (median) than the 1/eta cut on all
