@@ -5,8 +5,8 @@ beat ranking them by their current loss? (issue 14, item 4; README-mf.md,
 
 For each learning-curve table of tests/bench/curve_table.py (among them the
 NAS-Bench-NLP curves of ../shared/data/curves, 341 real RNN language-model
-trainings: a curve set no banditd default was tuned on), every config's curve is cut after
-k epochs and its final loss predicted two ways: its loss at epoch k (what
+trainings: a curve set no banditd default was tuned on), every config's curve
+is cut after k epochs and its final loss predicted two ways: its loss at epoch k (what
 ASHA's "current" promotion ranks by), and server/model/curve.c's pow3 fit
 extrapolated to the last epoch (what "predicted" ranks by; the fit is
 replicated here: least squares of a + b t^-c with b >= 0 over a grid of c in
