@@ -7,7 +7,13 @@
  *   it are complete and ranked, rungs after it are empty;
  * - in every bracket the retry queue head and the active rung's cursor point
  *   at WAITING members (settle()), so "has work" is O(1);
- * - the root of the ready heap is a bracket with work (settle_ready()). */
+ * - the root of the ready heap is a bracket with work (settle_ready()).
+ *
+ * Memory follows the brackets still running, not the study's history: a
+ * bracket that has ended keeps its counts, its survivors' ids and its winner
+ * and frees its members; a config is freed with the last member that names
+ * it; a trial leaves the trials map when it ends. (The doubling trick's
+ * first bracket stays whole: every later round places its configs again.) */
 #include "bracket.h"
 
 #include "../json_util.h"
@@ -28,6 +34,7 @@ struct bd_bk_config {
     double trained;            /* budget of last_trial */
     double last_loss;          /* loss of last_trial */
     struct bk_member *pending; /* the member waiting for a trial of this config */
+    long long members;         /* members naming it, in brackets not yet released */
 };
 
 typedef struct bk_member {
@@ -52,7 +59,8 @@ typedef struct bk_rung {
     long long failed;   /* attempts that failed, expired or were stopped */
     long long reused;
     long long next;     /* cursor: members before it were handed out at least once */
-    bk_member **ranked; /* owned, set when the rung is complete: best first */
+    int64_t *survivors; /* owned, once the rung is complete: the ids of the configs promoted, best first */
+    long long n_survivors;
 } bk_rung;
 
 struct bd_bracket {
@@ -63,7 +71,10 @@ struct bd_bracket {
     bk_member **rq;       /* retry queue (FIFO ring) */
     size_t rq_head, rq_n, rq_cap;
     int done;
+    int released; /* done, and its members freed (only counts, survivors and the winner remain) */
     int in_ready;
+    int64_t winner_id; /* when done: the best config of the last rung (0 if it had none) */
+    double winner_loss;
     bk_rung rungs[]; /* spec.nrungs of them */
 };
 
@@ -84,6 +95,7 @@ static bk_member *rung_add(bk_rung *r, bd_bracket *b, int rung, bd_bk_config *cf
     }
     bk_member *m = bd_xcalloc(1, sizeof *m);
     m->cfg = cfg;
+    cfg->members++;
     m->bracket = b;
     m->rung = rung;
     m->state = MB_WAITING;
@@ -113,6 +125,8 @@ static void rq_push(bd_bracket *b, bk_member *m)
 /* Drops handed-out members from the retry queue head and the cursor. */
 static void settle(bd_bracket *b)
 {
+    if (b->released)
+        return;
     while (b->rq_n && b->rq[b->rq_head]->state != MB_WAITING) {
         b->rq[b->rq_head]->queued = 0;
         b->rq_head = (b->rq_head + 1) % b->rq_cap;
@@ -125,8 +139,10 @@ static void settle(bd_bracket *b)
 
 static int has_work(const bd_bracket *b)
 {
+    if (b->done)
+        return 0;
     const bk_rung *r = &b->rungs[b->active];
-    return !b->done && (b->rq_n || r->next < r->count || b->fresh_left > 0);
+    return (b->rq_n || r->next < r->count || b->fresh_left > 0);
 }
 
 static void ready_push(bd_bkset *set, size_t idx)
@@ -220,19 +236,40 @@ static void advance(bd_bracket *b)
         bk_rung *r = &b->rungs[i];
         if (r->finished < b->spec.n[i])
             return;
-        r->ranked = bd_xmalloc((size_t)r->count * sizeof *r->ranked);
-        memcpy(r->ranked, r->m, (size_t)r->count * sizeof *r->ranked);
-        qsort(r->ranked, (size_t)r->count, sizeof *r->ranked, cmp_rank);
+        bk_member **ranked = bd_xmalloc((size_t)r->count * sizeof *ranked);
+        memcpy(ranked, r->m, (size_t)r->count * sizeof *ranked);
+        qsort(ranked, (size_t)r->count, sizeof *ranked, cmp_rank);
         if (i + 1 == b->spec.nrungs) {
             b->done = 1;
+            if (r->count) {
+                b->winner_id = ranked[0]->cfg->id;
+                b->winner_loss = ranked[0]->loss;
+            }
+            free(ranked);
             return;
         }
         b->active = i + 1;
         long long keep = b->spec.n[i + 1] < r->count ? b->spec.n[i + 1] : r->count;
-        for (long long j = 0; j < keep; j++)
-            place(b, i + 1, r->ranked[j]->cfg);
+        r->survivors = bd_xmalloc((size_t)(keep ? keep : 1) * sizeof *r->survivors);
+        r->n_survivors = keep;
+        for (long long j = 0; j < keep; j++) {
+            r->survivors[j] = ranked[j]->cfg->id;
+            place(b, i + 1, ranked[j]->cfg);
+        }
+        free(ranked);
         if (keep < b->spec.n[i + 1])
             b->spec.n[i + 1] = keep; /* cannot happen with a well-formed plan */
+    }
+}
+
+/* Frees the survivors' ids of a released bracket describe no longer shows. */
+static void forget_if_old(bd_bkset *set, bd_bracket *b)
+{
+    if (!b->released || b->index + BD_BK_DESCRIBED >= set->n_brackets)
+        return;
+    for (int k = 0; k < b->spec.nrungs; k++) {
+        free(b->rungs[k].survivors);
+        b->rungs[k].survivors = NULL;
     }
 }
 
@@ -246,6 +283,8 @@ static bd_bracket *open_bracket(bd_bkset *set, const bd_bk_spec *spec)
         set->brackets = bd_xrealloc(set->brackets, set->cap_brackets * sizeof *set->brackets);
     }
     set->brackets[set->n_brackets++] = b;
+    if (set->n_brackets > BD_BK_DESCRIBED)
+        forget_if_old(set, set->brackets[set->n_brackets - 1 - BD_BK_DESCRIBED]);
     bd_idmap_put(&set->by_label, label_key(spec->iteration, spec->s), b);
     bd_bk_spec after;
     set->has_next = set->plan(set->plan_ud, spec, &after);
@@ -264,14 +303,49 @@ static bd_bracket *open_bracket(bd_bkset *set, const bd_bk_spec *spec)
     return b;
 }
 
+static void config_free(bd_bkset *set, bd_bk_config *cfg)
+{
+    bd_idmap_remove(&set->configs, cfg->id);
+    json_decref(cfg->config);
+    free(cfg);
+}
+
+/* Frees an ended bracket's members, and each config no other bracket names.
+ * Its trials have all ended, so none is in the trials map any more. */
+static void release(bd_bkset *set, bd_bracket *b)
+{
+    if (!b->done || b->released || (b->index == 0 && set->reuses_first))
+        return;
+    for (int k = 0; k < b->spec.nrungs; k++) {
+        bk_rung *r = &b->rungs[k];
+        for (long long j = 0; j < r->count; j++) {
+            bd_bk_config *cfg = r->m[j]->cfg;
+            if (--cfg->members == 0)
+                config_free(set, cfg);
+            free(r->m[j]);
+        }
+        free(r->m);
+        r->m = NULL;
+        r->next = r->count;
+    }
+    free(b->rq);
+    b->rq = NULL;
+    b->rq_head = b->rq_n = b->rq_cap = 0;
+    b->released = 1;
+    forget_if_old(set, b);
+}
+
 /* After b ended: open the doubling trick's next rounds, which need no trial
  * to start (each may end at once when every config is already trained). */
 static void open_followers(bd_bkset *set, bd_bracket *b)
 {
     while (b->done && set->has_next && set->next.reuse_arms) {
         bd_bk_spec spec = set->next;
+        bd_bracket *ended = b;
         b = open_bracket(set, &spec);
+        release(set, ended);
     }
+    release(set, b);
 }
 
 static void member_done(bd_bkset *set, bk_member *m, double loss)
@@ -298,6 +372,8 @@ void bd_bk_init(bd_bkset *set, const bd_study_def *def, int max_retries, int wit
     set->plan = plan;
     set->plan_ud = ud;
     set->has_next = plan(ud, NULL, &set->next);
+    bd_bk_spec second;
+    set->reuses_first = set->has_next && plan(ud, &set->next, &second) && second.reuse_arms;
 }
 
 void bd_bk_free(bd_bkset *set)
@@ -305,10 +381,10 @@ void bd_bk_free(bd_bkset *set)
     for (size_t i = 0; i < set->n_brackets; i++) {
         bd_bracket *b = set->brackets[i];
         for (int k = 0; k < b->spec.nrungs; k++) {
-            for (long long j = 0; j < b->rungs[k].count; j++)
+            for (long long j = 0; !b->released && j < b->rungs[k].count; j++)
                 free(b->rungs[k].m[j]);
             free(b->rungs[k].m);
-            free(b->rungs[k].ranked);
+            free(b->rungs[k].survivors);
         }
         free(b->rq);
         free(b);
@@ -431,6 +507,7 @@ static bk_member *running_member(bd_bkset *set, int64_t trial_id)
     bk_member *m = bd_idmap_get(&set->trials, trial_id);
     if (!m || m->state != MB_RUNNING || m->trial != trial_id)
         return NULL;
+    bd_idmap_remove(&set->trials, trial_id);
     m->bracket->rungs[m->rung].running--;
     set->running--;
     return m;
@@ -528,35 +605,34 @@ static json_t *bracket_json(const bd_bracket *b)
                       "budget", b->spec.budget[i], "placed", (json_int_t)r->count, "created", (json_int_t)r->created,
                       "running", (json_int_t)r->running, "finished", (json_int_t)r->finished, "failed",
                       (json_int_t)r->failed, "reused", (json_int_t)r->reused);
-        if (r->ranked && i + 1 < b->spec.nrungs) {
+        if (r->survivors) {
             json_t *surv = json_array();
-            long long keep = b->spec.n[i + 1];
-            for (long long j = 0; j < keep && j < r->count; j++)
-                json_array_append_new(surv, json_integer(r->ranked[j]->cfg->id));
+            for (long long j = 0; j < r->n_survivors; j++)
+                json_array_append_new(surv, json_integer(r->survivors[j]));
             json_object_set_new(rj, "survivors", surv);
         }
         json_array_append_new(rungs, rj);
     }
-    const bk_rung *last = &b->rungs[b->spec.nrungs - 1];
     json_t *winner = json_null();
-    if (b->done && last->count) {
-        const bk_member *w = last->ranked[0];
-        winner = json_pack("{s:I, s:o, s:f}", "config_id", (json_int_t)w->cfg->id, "loss",
-                           isfinite(w->loss) ? json_real(w->loss) : json_null(), "budget",
+    if (b->done && b->winner_id)
+        winner = json_pack("{s:I, s:o, s:f}", "config_id", (json_int_t)b->winner_id, "loss",
+                           isfinite(b->winner_loss) ? json_real(b->winner_loss) : json_null(), "budget",
                            b->spec.budget[b->spec.nrungs - 1]);
-    }
     return json_pack("{s:I, s:i, s:s, s:i, s:o, s:o}", "iteration", (json_int_t)b->spec.iteration, "bracket", b->spec.s,
                      "state", b->done ? "done" : "running", "active_rung", b->active, "rungs", rungs, "winner", winner);
 }
 
-json_t *bd_bk_describe(const bd_bkset *set, size_t limit)
+json_t *bd_bk_describe(const bd_bkset *set)
 {
     json_t *list = json_array();
-    size_t from = set->n_brackets > limit ? set->n_brackets - limit : 0;
+    size_t from = set->n_brackets > BD_BK_DESCRIBED ? set->n_brackets - BD_BK_DESCRIBED : 0;
     for (size_t i = from; i < set->n_brackets; i++)
         json_array_append_new(list, bracket_json(set->brackets[i]));
     json_t *next = set->has_next ? bd_bk_spec_json(&set->next) : json_null();
-    return json_pack("{s:I, s:I, s:I, s:o, s:o, s:o}", "running", (json_int_t)set->running, "created",
+    /* "held": what the scheduler keeps in memory, for operators of long studies */
+    json_t *held = json_pack("{s:I, s:I}", "configs", (json_int_t)set->configs.count, "trials",
+                             (json_int_t)set->trials.count);
+    return json_pack("{s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "running", (json_int_t)set->running, "created",
                      (json_int_t)set->created, "brackets_total", (json_int_t)set->n_brackets, "next", next, "brackets",
-                     list, "model", bd_proposer_describe(set->proposer));
+                     list, "held", held, "model", bd_proposer_describe(set->proposer));
 }

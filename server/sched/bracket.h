@@ -21,7 +21,9 @@
  *   +INFINITY. A diverged result (+INFINITY) ranks last.
  *
  * Cost: suggest is O(1) plus sampling a config; observe is O(log brackets)
- * plus, once per rung, sorting that rung; memory is O(trials). */
+ * plus, once per rung, sorting that rung; memory is O(configs of the
+ * brackets not yet ended) plus O(brackets), since an ended bracket keeps
+ * only its counts, survivors and winner. */
 #ifndef BD_BRACKET_H
 #define BD_BRACKET_H
 
@@ -75,6 +77,7 @@ typedef struct bd_bkset {
     long long running; /* trials created and not ended */
     long long created; /* CREATED events taken in */
     bd_proposer *proposer; /* owned: where rung 0's new configs come from; learns from every result */
+    int reuses_first;      /* the plan's later brackets place the first bracket's configs again (SH doubling) */
 } bd_bkset;
 
 /* Starts an empty set whose first bracket is plan(ud, NULL). def and ud are
@@ -90,9 +93,14 @@ int bd_bk_suggest(const bd_bkset *set, const bd_suggest_ctx *ctx, bd_suggestion 
 bd_sched_status bd_bk_status(const bd_bkset *set);
 /* Takes in one event; unknown trials and configs are ignored. */
 void bd_bk_observe(bd_bkset *set, const bd_event *ev);
-/* {"running", "created", "brackets_total", "next": {...}|null, "brackets": [...]}
- * with the last `limit` opened brackets in detail. New reference. */
-json_t *bd_bk_describe(const bd_bkset *set, size_t limit);
+/* How many of the last opened brackets describe shows in detail; older ones
+ * keep only their counts (their survivors' ids are freed). */
+#define BD_BK_DESCRIBED 64
+
+/* {"running", "created", "brackets_total", "next": {...}|null, "brackets": [...],
+ *  "held": {"configs", "trials"} (kept in memory), "model"}
+ * with the last BD_BK_DESCRIBED opened brackets in detail. New reference. */
+json_t *bd_bk_describe(const bd_bkset *set);
 /* A bracket spec as JSON {"iteration", "bracket", "n": [...], "budget": [...]}. New reference. */
 json_t *bd_bk_spec_json(const bd_bk_spec *spec);
 

@@ -236,7 +236,7 @@ static bd_sched_status hb_status(const bd_sched *s)
 static int hb_describe(const bd_sched *s, json_t **out)
 {
     const hb_sched *h = (const hb_sched *)s;
-    json_t *j = bd_bk_describe(&h->set, 64);
+    json_t *j = bd_bk_describe(&h->set);
     json_object_set_new(j, "mode", json_string(h->infinite ? "infinite" : "finite"));
     json_object_set_new(j, "eta", json_integer(h->eta));
     json_object_set_new(j, "R", json_real(h->def->r_max));

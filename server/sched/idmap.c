@@ -1,7 +1,9 @@
 /* idmap.c: int64 -> pointer hash map (see idmap.h). Linear probing over a
  * power-of-two table kept at most half full; keys are mixed with the
- * splitmix64 finalizer so sequential ids spread over the table. No deletion:
- * schedulers keep every trial and config they saw for the study's life. */
+ * splitmix64 finalizer so sequential ids spread over the table. Removal
+ * shifts the entries after the hole back (no tombstones), so a map whose
+ * keys come and go, such as the trials of the brackets still running, stays
+ * as fast and as small as its live keys need. */
 #include "idmap.h"
 
 #include <assert.h>
@@ -74,4 +76,28 @@ void *bd_idmap_get(const bd_idmap *m, int64_t key)
         j = (j + 1) & (m->cap - 1);
     }
     return NULL;
+}
+
+void bd_idmap_remove(bd_idmap *m, int64_t key)
+{
+    if (!m->cap || !key)
+        return;
+    size_t mask = m->cap - 1, hole = slot_of(key, m->cap);
+    while (m->slots[hole].key != key) {
+        if (!m->slots[hole].key)
+            return;
+        hole = (hole + 1) & mask;
+    }
+    /* Moves back every later entry of the run whose home slot does not lie
+     * cyclically in (hole, j]: a lookup of it would otherwise stop at the hole. */
+    for (size_t j = (hole + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
+        size_t home = slot_of(m->slots[j].key, m->cap);
+        if (((j - home) & mask) >= ((j - hole) & mask)) {
+            m->slots[hole] = m->slots[j];
+            hole = j;
+        }
+    }
+    m->slots[hole].key = 0;
+    m->slots[hole].value = NULL;
+    m->count--;
 }

@@ -25,6 +25,8 @@ void bd_idmap_init(bd_idmap *m);
 void bd_idmap_clear(bd_idmap *m);
 /* Inserts or replaces key -> value. key != 0. */
 void bd_idmap_put(bd_idmap *m, int64_t key, void *value);
+/* Removes key if present (its value is not freed). */
+void bd_idmap_remove(bd_idmap *m, int64_t key);
 /* The value stored for key (borrowed), or NULL. */
 void *bd_idmap_get(const bd_idmap *m, int64_t key);
 

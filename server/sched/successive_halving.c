@@ -174,7 +174,7 @@ static int sh_describe(const bd_sched *s, json_t **out)
     const sh_sched *h = (const sh_sched *)s;
     bd_bk_spec first;
     sh_spec(h, 1, &first);
-    json_t *j = bd_bk_describe(&h->set, 64);
+    json_t *j = bd_bk_describe(&h->set);
     json_t *plan = bd_bk_spec_json(&first);
     json_object_del(plan, "iteration");
     json_object_set_new(j, "n", json_integer(h->n));

@@ -595,6 +595,47 @@ Test(hyperband, scale_100k_trials_forever)
     hn_close(&h);
 }
 
+/* A long study holds only the brackets still running: an ended bracket
+ * keeps its counts, survivors and winner and frees its configs, so 100,000
+ * trials leave at most a few brackets' configs in memory (R = 81, eta = 3:
+ * at most 81 new configs a bracket; 8 workers hold at most 8 brackets open
+ * beside the one being filled). */
+Test(hyperband, memory_follows_the_running_brackets)
+{
+    hn h;
+    open_ok(&h, "{\"iterations\": 0}", 1, 81, 1);
+    h.check_pure = 0;
+    cr_assert_eq(hn_run(&h, 8, HN_RANDOM, 100000), HN_LIMIT);
+    json_t *d = hn_describe(&h);
+    json_t *held = json_object_get(d, "held");
+    json_int_t configs = json_integer_value(json_object_get(held, "configs"));
+    json_int_t trials = json_integer_value(json_object_get(held, "trials"));
+    cr_expect_leq(configs, 9 * 81, "%lld configs held after 100,000 trials", (long long)configs);
+    cr_expect_leq(trials, 8, "%lld trials held", (long long)trials);
+    cr_expect_eq(trials, json_integer_value(json_object_get(d, "running")));
+    /* the described brackets that ended still show their survivors and winner */
+    json_t *brackets = json_object_get(d, "brackets");
+    cr_assert_eq(json_array_size(brackets), 64);
+    int ended = 0;
+    for (size_t i = 0; i < json_array_size(brackets); i++) {
+        json_t *b = json_array_get(brackets, i);
+        if (strcmp(json_string_value(json_object_get(b, "state")), "done"))
+            continue;
+        ended++;
+        json_t *rungs = json_object_get(b, "rungs");
+        size_t last = json_array_size(rungs) - 1;
+        cr_expect(json_is_integer(json_object_get(json_object_get(b, "winner"), "config_id")));
+        for (size_t k = 0; k < last; k++) {
+            json_t *r = json_array_get(rungs, k);
+            cr_expect_eq((json_int_t)json_array_size(json_object_get(r, "survivors")),
+                         json_integer_value(json_object_get(json_array_get(rungs, k + 1), "n")));
+        }
+    }
+    cr_expect_geq(ended, 50);
+    json_decref(d);
+    hn_close(&h);
+}
+
 /* The harness feeds intermediate measurements the way the engine does (with
  * event ids and seeded observe contexts); Hyperband decides at rung ends, so
  * every one answers continue, and a replay of a log full of measurements and

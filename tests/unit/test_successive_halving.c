@@ -176,6 +176,11 @@ Test(successive_halving, doubling_trick_reuses_progress)
     cr_expect_eq(json_integer_value(json_object_get(d, "brackets_total")), 4);
     json_t *it2 = json_array_get(json_object_get(d, "brackets"), 1);
     cr_expect_eq(json_integer_value(json_object_get(json_array_get(json_object_get(it2, "rungs"), 0), "reused")), 2);
+    /* ended rounds free their members, but the first round's 4 configs stay:
+     * every round places them again */
+    json_t *held = json_object_get(d, "held");
+    cr_expect_eq(json_integer_value(json_object_get(held, "configs")), 4);
+    cr_expect_eq(json_integer_value(json_object_get(held, "trials")), 0);
     json_decref(d);
     hn_close(&h);
 }
