@@ -280,4 +280,5 @@ const struct bd_sched_ops bd_sched_hyperband = {
     .destroy = hb_destroy,
     .takes_enqueued = 1,
     .learns_from_prior = 1,
+    .continues_by_id = 1,
 };

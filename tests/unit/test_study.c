@@ -220,3 +220,91 @@ Test(study, warm_starts_and_the_queue_replay_as_they_were_fed)
     bd_study_free(rebuilt);
     bd_store_close(s);
 }
+
+/* Replay reads the stored trials in pages beside the event scan (study.c,
+ * REPLAY_READ_AHEAD): a Hyperband study of 700 trials, with promotions and
+ * a retry, whose trial ids interleave with another study's, rebuilds the
+ * same brackets and next suggestion as the live feed. Hyperband
+ * continues_by_id, so its promotions replay without their config. */
+Test(study, replay_reads_trials_in_pages_between_another_studys_trials)
+{
+    static const char *hb =
+        "{\"name\": \"h\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
+        " \"objective\": {\"goal\": \"minimize\"}, \"seed\": 5,"
+        " \"scheduler\": {\"name\": \"hyperband\", \"options\": {\"eta\": 3, \"iterations\": 0}},"
+        " \"resource\": {\"name\": \"epochs\", \"min\": 1, \"max\": 9}}";
+    study_rt *live = make_study(hb);
+    cr_assert(live->sched->ops->continues_by_id);
+    bd_store *s = store_with_study();
+    bd_err err = {0};
+    int64_t uid = 1, other;
+    bd_study_row row = {.user_id = uid, .name = "other", .definition = "{}", .created_at = 100};
+    cr_assert_eq(bd_store_study_insert(s, &row, &other, &err), 0, "%s", err.message);
+    int64_t event_id = 1;
+    int promotions = 0, failed = 0;
+    for (int i = 0; i < 700; i++) {
+        if (i % 5 == 0) { /* a trial of the other study takes the next id */
+            bd_trial_row o = {.study_id = other, .config = "{}", .budget = 1, .state = BD_TRIAL_RUNNING,
+                              .created_at = 100, .lease_expires_at = 1e12};
+            int64_t oid;
+            cr_assert_eq(bd_store_trial_insert(s, &o, &oid, &err), 0, "%s", err.message);
+        }
+        bd_suggest_ctx ctx = {.trials_created = live->trials_created};
+        bd_rng_seed(&ctx.rng, 5, (uint64_t)i);
+        bd_suggestion sg = {0};
+        cr_assert_eq(live->sched->ops->suggest(live->sched, &ctx, &sg, &err), BD_SUGGEST_TRIAL);
+        char *config = json_dumps(sg.config, JSON_COMPACT), *extra = sg.extra ? json_dumps(sg.extra, 0) : NULL;
+        bd_trial_row t = {.study_id = 1, .config_id = sg.config_id, .config = config, .budget = sg.budget,
+                          .resume_from = sg.resume_from, .extra = extra, .state = BD_TRIAL_RUNNING,
+                          .created_at = 100 + i, .lease_expires_at = 1e12};
+        int64_t tid;
+        cr_assert_eq(bd_store_trial_insert(s, &t, &tid, &err), 0, "%s", err.message);
+        promotions += sg.config_id != 0;
+        bd_event_row created = {.id = event_id++, .study_id = 1, .trial_id = tid, .type = BD_EV_CREATED,
+                                .created_at = 100 + i, .value = NAN, .elapsed_seconds = NAN};
+        cr_assert_eq(bd_store_event_append(s, &created, NULL, &err), 0, "%s", err.message);
+        bd_event ev = {.type = BD_EV_CREATED, .id = created.id, .trial_id = tid,
+                       .config_id = sg.config_id ? sg.config_id : tid, .budget = sg.budget, .config = sg.config,
+                       .resume_from = sg.resume_from, .extra = sg.extra, .loss = NAN, .elapsed_seconds = NAN};
+        bd_decision d;
+        bd_study_feed(live, &ev, 0, 0, &d);
+        int fail = i == 350;
+        failed += fail;
+        double value = fmod(0.37 * i, 1.0);
+        bd_event_row done = {.id = event_id++, .study_id = 1, .trial_id = tid,
+                             .type = fail ? BD_EV_FAILED : BD_EV_COMPLETED, .has_value = !fail, .value = value,
+                             .elapsed_seconds = 1, .created_at = 200 + i};
+        cr_assert_eq(bd_store_event_append(s, &done, NULL, &err), 0, "%s", err.message);
+        bd_event dev = {.type = done.type, .id = done.id, .trial_id = tid, .config_id = ev.config_id,
+                        .budget = sg.budget, .loss = fail ? NAN : value, .elapsed_seconds = 1};
+        bd_study_feed(live, &dev, 0, 0, &d);
+        json_decref(sg.config);
+        json_decref(sg.extra);
+        free(config);
+        free(extra);
+    }
+    cr_assert_gt(promotions, 100);
+    study_rt *rebuilt = make_study(hb);
+    cr_assert_eq(bd_study_replay(rebuilt, s, &err), 0, "%s", err.message);
+    cr_expect_eq(rebuilt->trials_created, 700);
+    cr_expect_eq(rebuilt->counts[BD_TRIAL_FAILED], failed);
+    json_t *a = bd_study_json(live, s), *b = bd_study_json(rebuilt, s);
+    cr_expect(json_equal(json_object_get(a, "scheduler"), json_object_get(b, "scheduler")));
+    json_decref(a);
+    json_decref(b);
+    bd_suggest_ctx ctx = {.trials_created = 700};
+    bd_rng_seed(&ctx.rng, 5, 700);
+    bd_suggestion x = {0}, y = {0};
+    cr_assert_eq(live->sched->ops->suggest(live->sched, &ctx, &x, &err), BD_SUGGEST_TRIAL);
+    cr_assert_eq(rebuilt->sched->ops->suggest(rebuilt->sched, &ctx, &y, &err), BD_SUGGEST_TRIAL);
+    cr_expect(json_equal(x.config, y.config) && x.config_id == y.config_id && x.budget == y.budget &&
+              x.resume_from == y.resume_from);
+    json_decref(x.config);
+    json_decref(x.extra);
+    json_decref(y.config);
+    json_decref(y.extra);
+    bd_study_free(live);
+    bd_study_free(rebuilt);
+    bd_store_close(s);
+}
+
