@@ -266,6 +266,12 @@ static int64_t hn_create(hn *h, bd_suggestion *s, int worker)
     t->state = HN_RUNNING;
     t->worker = worker;
     bd_event ev = hn_created_event(t);
+    if (h->ops->continues_by_id && t->config_id != t->id) {
+        /* as a replay feeds it (server/study.c): the scheduler must not need them */
+        ev.config = ev.extra = NULL;
+        hn_feed(h, &ev, NULL, NULL);
+        return id;
+    }
     hn_feed(h, &ev, t->config, t->extra);
     return id;
 }
