@@ -232,6 +232,9 @@ static void ahead_clear(replay_ctx *c)
 static int ahead_take_row(const bd_trial_row *row, void *arg)
 {
     replay_ctx *c = arg;
+    if (c->ahead_n == REPLAY_READ_AHEAD) /* the scan honours its limit; never trust a buffer to it */
+        return bd_err_set(c->err, BD_EINTERNAL, NULL, "study %lld: the trial scan passed its limit",
+                          (long long)c->st->id);
     read_ahead *a = &c->ahead[c->ahead_n++];
     a->row = *row; /* its texts are borrowed for this call only: */
     a->row.config = a->row.extra = a->row.worker = a->row.reason = a->row.instance_name = a->row.user_attrs = NULL;

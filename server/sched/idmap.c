@@ -2,8 +2,9 @@
  * power-of-two table kept at most half full; keys are mixed with the
  * splitmix64 finalizer so sequential ids spread over the table. Removal
  * shifts the entries after the hole back (no tombstones), so a map whose
- * keys come and go, such as the trials of the brackets still running, stays
- * as fast and as small as its live keys need. */
+ * keys come and go, such as the trials of the brackets still running, is
+ * sized by the most keys it held at once, not by all it ever saw (it never
+ * shrinks). */
 #include "idmap.h"
 
 #include <assert.h>
