@@ -138,7 +138,7 @@ void bd_engine_registry_stats(bd_engine *e, bd_engine_stats *out)
 
 static int ensure_loaded(bd_engine *e, study_rt *st, bd_err *err);
 static void cache_trim(bd_engine *e);
-static size_t estimate_bytes(size_t definition_bytes, int64_t trials);
+static size_t estimate_bytes(const study_rt *st);
 
 /* Cluster mode: a study a peer created after this daemon read its index is
  * registered (unloaded) on its first request here. NULL if storage has none. */
@@ -307,7 +307,7 @@ void bd_engine_unlock_study(bd_engine *e, study_rt *st)
     bd_registry *r = bd_engine_registry(e);
     /* cache_bytes changes under st->mu only (trims trylock it), so this
      * read needs no cache_mu; the lock is taken when a suggest grew it. */
-    size_t now_bytes = st->loaded ? estimate_bytes(st->definition_bytes, st->trials_created) : 0;
+    size_t now_bytes = st->loaded ? estimate_bytes(st) : 0;
     if (st->loaded && now_bytes != st->cache_bytes) { /* its scheduler grew with its trials */
         pthread_mutex_lock(&r->cache_mu);
         atomic_fetch_add(&r->cache_used, now_bytes - st->cache_bytes); /* unsigned wrap-around subtracts */
@@ -474,12 +474,18 @@ study_rt *bd_engine_study_register(bd_engine *e, study_rt *st)
 /* A rough figure of the heap a loaded study holds, to weigh it against
  * --study-cache-mb: its definition parsed (JSON nodes and the space's
  * tables: RSS grew by 15 MB per loaded study of 860 KB, 8 x 10,000
- * categorical choices, and by 7.5 KB per small random-search study) and its
- * scheduler's per-trial records. An estimate on the safe side, not a
- * measurement: glibc cannot tell one study's memory from another's. */
-static size_t estimate_bytes(size_t definition_bytes, int64_t trials)
+ * categorical choices, and by 7.5 KB per small random-search study), the
+ * configs enqueued (~64 bytes of JSON nodes per value) and its scheduler:
+ * what the scheduler says it holds (ops->held_bytes), else 256 bytes a
+ * trial. An estimate on the safe side, not a measurement: glibc cannot tell
+ * one study's memory from another's. */
+static size_t estimate_bytes(const study_rt *st)
 {
-    return 4096 + 24 * definition_bytes + 256 * (size_t)(trials > 0 ? trials : 0);
+    const bd_sched *s = st->sched;
+    size_t sched = s && s->ops->held_bytes ? s->ops->held_bytes(s)
+                                           : 256 * (size_t)(st->trials_created > 0 ? st->trials_created : 0);
+    return 4096 + 24 * st->definition_bytes + sched +
+           64 * st->n_queued * (st->spec.def.space ? bd_space_size(st->spec.def.space) : 0);
 }
 
 static void lru_unlink(bd_registry *r, study_rt *st)
@@ -511,9 +517,7 @@ void bd_engine_study_cached(bd_engine *e, study_rt *st, size_t definition_bytes)
     bd_registry *r = bd_engine_registry(e);
     st->loaded = 1;
     st->definition_bytes = definition_bytes;
-    /* an enqueued config: ~64 bytes of JSON nodes per value */
-    st->cache_bytes = estimate_bytes(definition_bytes, st->trials_created) +
-                      64 * st->n_queued * (st->spec.def.space ? bd_space_size(st->spec.def.space) : 0);
+    st->cache_bytes = estimate_bytes(st);
     pthread_mutex_lock(&r->cache_mu);
     lru_push_front(r, st);
     r->cache_used += st->cache_bytes;

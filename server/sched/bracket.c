@@ -11,9 +11,10 @@
  *
  * Memory follows the brackets still running, not the study's history: a
  * bracket that has ended keeps its counts, its survivors' ids and its winner
- * and frees its members; a config is freed with the last member that names
- * it; a trial leaves the trials map when it ends. (The doubling trick's
- * first bracket stays whole: every later round places its configs again.) */
+ * and frees its members, and once describe no longer shows it, it is freed
+ * whole; a config is freed with the last member that names it; a trial
+ * leaves the trials map when it ends. (The doubling trick's first bracket
+ * stays whole: every later round places its configs again.) */
 #include "bracket.h"
 
 #include "../json_util.h"
@@ -64,6 +65,7 @@ typedef struct bk_rung {
 } bk_rung;
 
 struct bd_bracket {
+    bd_bkset *set; /* the set it belongs to (for its memory counters) */
     bd_bk_spec spec;
     size_t index;         /* position in plan order */
     int active;           /* the rung being run */
@@ -96,6 +98,7 @@ static bk_member *rung_add(bk_rung *r, bd_bracket *b, int rung, bd_bk_config *cf
     bk_member *m = bd_xcalloc(1, sizeof *m);
     m->cfg = cfg;
     cfg->members++;
+    b->set->members++;
     m->bracket = b;
     m->rung = rung;
     m->state = MB_WAITING;
@@ -190,10 +193,12 @@ static void settle_ready(bd_bkset *set)
 {
     while (set->n_ready) {
         bd_bracket *b = set->brackets[set->ready[0]];
-        settle(b);
-        if (has_work(b))
-            break;
-        b->in_ready = 0;
+        if (b) { /* NULL: ended and forgotten while it waited in the heap */
+            settle(b);
+            if (has_work(b))
+                break;
+            b->in_ready = 0;
+        }
         ready_pop(set);
     }
 }
@@ -252,6 +257,7 @@ static void advance(bd_bracket *b)
         long long keep = b->spec.n[i + 1] < r->count ? b->spec.n[i + 1] : r->count;
         r->survivors = bd_xmalloc((size_t)(keep ? keep : 1) * sizeof *r->survivors);
         r->n_survivors = keep;
+        b->set->survivors += keep;
         for (long long j = 0; j < keep; j++) {
             r->survivors[j] = ranked[j]->cfg->id;
             place(b, i + 1, ranked[j]->cfg);
@@ -262,20 +268,33 @@ static void advance(bd_bracket *b)
     }
 }
 
-/* Frees the survivors' ids of a released bracket describe no longer shows. */
+static size_t bracket_bytes(int nrungs)
+{
+    return sizeof(bd_bracket) + (size_t)nrungs * sizeof(bk_rung);
+}
+
+/* Frees a released bracket describe no longer shows: only its slot in the
+ * plan order stays (NULL). A late event naming its label matches no
+ * bracket and is ignored, as one naming a bracket never planned. */
 static void forget_if_old(bd_bkset *set, bd_bracket *b)
 {
-    if (!b->released || b->index + BD_BK_DESCRIBED >= set->n_brackets)
+    if (!b || !b->released || b->index + BD_BK_DESCRIBED >= set->n_brackets)
         return;
     for (int k = 0; k < b->spec.nrungs; k++) {
+        set->survivors -= b->rungs[k].survivors ? b->rungs[k].n_survivors : 0;
         free(b->rungs[k].survivors);
-        b->rungs[k].survivors = NULL;
     }
+    bd_idmap_remove(&set->by_label, label_key(b->spec.iteration, b->spec.s));
+    set->bracket_bytes -= bracket_bytes(b->spec.nrungs);
+    set->brackets[b->index] = NULL;
+    free(b);
 }
 
 static bd_bracket *open_bracket(bd_bkset *set, const bd_bk_spec *spec)
 {
-    bd_bracket *b = bd_xcalloc(1, sizeof *b + (size_t)spec->nrungs * sizeof b->rungs[0]);
+    bd_bracket *b = bd_xcalloc(1, bracket_bytes(spec->nrungs));
+    set->bracket_bytes += bracket_bytes(spec->nrungs);
+    b->set = set;
     b->spec = *spec;
     b->index = set->n_brackets;
     if (set->n_brackets == set->cap_brackets) {
@@ -324,6 +343,7 @@ static void release(bd_bkset *set, bd_bracket *b)
                 config_free(set, cfg);
             free(r->m[j]);
         }
+        set->members -= r->count;
         free(r->m);
         r->m = NULL;
         r->next = r->count;
@@ -332,7 +352,7 @@ static void release(bd_bkset *set, bd_bracket *b)
     b->rq = NULL;
     b->rq_head = b->rq_n = b->rq_cap = 0;
     b->released = 1;
-    forget_if_old(set, b);
+    forget_if_old(set, b); /* a straggler's bracket can end after it left describe's window */
 }
 
 /* After b ended: open the doubling trick's next rounds, which need no trial
@@ -380,6 +400,8 @@ void bd_bk_free(bd_bkset *set)
 {
     for (size_t i = 0; i < set->n_brackets; i++) {
         bd_bracket *b = set->brackets[i];
+        if (!b)
+            continue; /* forgotten */
         for (int k = 0; k < b->spec.nrungs; k++) {
             for (long long j = 0; !b->released && j < b->rungs[k].count; j++)
                 free(b->rungs[k].m[j]);
@@ -570,6 +592,32 @@ void bd_bk_observe(bd_bkset *set, const bd_event *ev)
         break;
     }
     settle_ready(set);
+}
+
+/* ----------------------------------------------------------------- memory */
+
+/* Each malloc'd block costs glibc a 16-byte header and rounding up. */
+#define BK_BLOCK(n) ((n) + 32)
+
+size_t bd_bk_held_bytes(const bd_bkset *set)
+{
+    size_t dims = set->def->space ? bd_space_size(set->def->space) : 1;
+    /* a config's JSON: jansson's object and hashtable (~160 bytes) and per
+     * value a key, a node and the value (~96 bytes), measured on the safe side */
+    size_t config_bytes = BK_BLOCK(sizeof(bd_bk_config)) + 160 + 96 * dims;
+    size_t bytes = (size_t)set->configs.count * config_bytes +
+                   (size_t)set->members * (BK_BLOCK(sizeof(bk_member)) + 2 * sizeof(bk_member *)) +
+                   (size_t)set->survivors * sizeof(int64_t) + set->bracket_bytes +
+                   set->cap_brackets * sizeof *set->brackets + set->cap_ready * sizeof *set->ready +
+                   (set->configs.cap + set->trials.cap + set->by_label.cap) * sizeof(bd_idmap_slot);
+    /* A model-based sampler keeps every result (proposer.c); its size is
+     * not tracked, so it counts as the engine's default per trial. */
+    if (strcmp(bd_proposer_sampler(set->proposer), "random") != 0)
+        bytes += 256 * (size_t)set->created;
+    /* and a third more for what is not counted block by block (arrays'
+     * headers, the retry queues, glibc's rounding): test_hyperband checks
+     * the sum against the heap's real growth */
+    return bytes + bytes / 3 + 8192;
 }
 
 /* ------------------------------------------------------------- describe */

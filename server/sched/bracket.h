@@ -22,8 +22,9 @@
  *
  * Cost: suggest is O(1) plus sampling a config; observe is O(log brackets)
  * plus, once per rung, sorting that rung; memory is O(configs of the
- * brackets not yet ended) plus O(brackets), since an ended bracket keeps
- * only its counts, survivors and winner. */
+ * brackets not yet ended): an ended bracket keeps only its counts, survivors
+ * and winner while describe shows it (the last BD_BK_DESCRIBED), then only
+ * a NULL slot in the plan order. */
 #ifndef BD_BRACKET_H
 #define BD_BRACKET_H
 
@@ -78,6 +79,9 @@ typedef struct bd_bkset {
     long long created; /* CREATED events taken in */
     bd_proposer *proposer; /* owned: where rung 0's new configs come from; learns from every result */
     int reuses_first;      /* the plan's later brackets place the first bracket's configs again (SH doubling) */
+    long long members;     /* rung places in brackets not yet released */
+    long long survivors;   /* survivors' ids kept for describe */
+    size_t bracket_bytes;  /* of the opened brackets' own structs */
 } bd_bkset;
 
 /* Starts an empty set whose first bracket is plan(ud, NULL). def and ud are
@@ -94,13 +98,15 @@ bd_sched_status bd_bk_status(const bd_bkset *set);
 /* Takes in one event; unknown trials and configs are ignored. */
 void bd_bk_observe(bd_bkset *set, const bd_event *ev);
 /* How many of the last opened brackets describe shows in detail; older ones
- * keep only their counts (their survivors' ids are freed). */
+ * that have ended are freed (brackets_total still counts them). */
 #define BD_BK_DESCRIBED 64
 
 /* {"running", "created", "brackets_total", "next": {...}|null, "brackets": [...],
  *  "held": {"configs", "trials"} (kept in memory), "model"}
  * with the last BD_BK_DESCRIBED opened brackets in detail. New reference. */
 json_t *bd_bk_describe(const bd_bkset *set);
+/* The set's heap, on the safe side (sched.h held_bytes), in O(1). */
+size_t bd_bk_held_bytes(const bd_bkset *set);
 /* A bracket spec as JSON {"iteration", "bracket", "n": [...], "budget": [...]}. New reference. */
 json_t *bd_bk_spec_json(const bd_bk_spec *spec);
 

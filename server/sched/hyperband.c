@@ -260,6 +260,11 @@ static int hb_describe(const bd_sched *s, json_t **out)
     return 0;
 }
 
+static size_t hb_held_bytes(const bd_sched *s)
+{
+    return sizeof(hb_sched) + bd_bk_held_bytes(&((const hb_sched *)s)->set);
+}
+
 static void hb_destroy(bd_sched *s)
 {
     if (!s)
@@ -281,4 +286,5 @@ const struct bd_sched_ops bd_sched_hyperband = {
     .takes_enqueued = 1,
     .learns_from_prior = 1,
     .continues_by_id = 1,
+    .held_bytes = hb_held_bytes,
 };

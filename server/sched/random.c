@@ -161,6 +161,14 @@ static void random_destroy(bd_sched *s)
     free(r);
 }
 
+/* Random search keeps nothing per trial (tpe keeps its results: the
+ * engine's default estimate). */
+static size_t random_held_bytes(const bd_sched *s)
+{
+    (void)s;
+    return sizeof(random_sched);
+}
+
 const struct bd_sched_ops bd_sched_random = {
     .abi = BD_SCHED_ABI,
     .name = "random",
@@ -171,6 +179,7 @@ const struct bd_sched_ops bd_sched_random = {
     .describe = random_describe,
     .destroy = random_destroy,
     .takes_enqueued = 1,
+    .held_bytes = random_held_bytes,
 };
 
 const struct bd_sched_ops bd_sched_tpe = {

@@ -191,6 +191,13 @@ struct bd_sched_ops {
      * replay passes both as NULL instead of parsing them (half the trials of
      * a Hyperband study, and most of its replay's time). */
     int continues_by_id;
+    /* Optional (may be NULL): the heap the scheduler holds, in bytes, on the
+     * safe side and in O(1) (the engine asks after every request), which the
+     * engine weighs against --study-cache-mb. NULL: 256 bytes a trial, which
+     * is right for schedulers that keep every trial and far too much for
+     * those that keep little (a million-trial random search or Hyperband
+     * study would count as 256 MB and be unloaded whenever it idles). */
+    size_t (*held_bytes)(const bd_sched *s);
 };
 
 /* registry.c: the built-in schedulers. NULL if name is unknown. */

@@ -187,6 +187,11 @@ static int sh_describe(const bd_sched *s, json_t **out)
     return 0;
 }
 
+static size_t sh_held_bytes(const bd_sched *s)
+{
+    return sizeof(sh_sched) + bd_bk_held_bytes(&((const sh_sched *)s)->set);
+}
+
 static void sh_destroy(bd_sched *s)
 {
     if (!s)
@@ -208,4 +213,5 @@ const struct bd_sched_ops bd_sched_successive_halving = {
     .takes_enqueued = 1,
     .learns_from_prior = 1,
     .continues_by_id = 1,
+    .held_bytes = sh_held_bytes,
 };

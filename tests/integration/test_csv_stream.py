@@ -87,9 +87,11 @@ def metric(daemon, name):
 class CsvExportOutlivesEviction(bdtest.DaemonTestCase):
     @classmethod
     def setUpClass(cls):
-        # 1 MiB of study cache: the exported study alone is over it (the
-        # engine counts 256 bytes a trial), so it is evicted by a trim once it
-        # has been idle for 5 s (the hot period)
+        # 1 MiB of study cache: the exported study alone is over it (a tpe
+        # study counts 256 bytes a trial: it keeps its running trials'
+        # configs), so it is evicted by a trim once it has been idle for 5 s
+        # (the hot period). Random search would not do: it says it holds
+        # next to nothing (held_bytes) and stays loaded.
         cls.d = bdtest.Daemon(extra_args=("--study-cache-mb", "1"), env={"BANDITD_TEST_CSV_PAGE_MS": "1500"})
 
     @classmethod
@@ -97,7 +99,7 @@ class CsvExportOutlivesEviction(bdtest.DaemonTestCase):
         cls.d.cleanup()
 
     def test_export_of_an_evicted_study_is_complete(self):
-        big = bdtest.create_study(self.d, scheduler={"name": "random"})
+        big = bdtest.create_study(self.d, scheduler={"name": "tpe"})
         ids = []
         while len(ids) < 5000:  # six pages with the header: 9 s
             ids += [t["id"] for t in bdtest.suggest(self.d, big["id"], count=100)]

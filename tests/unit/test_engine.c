@@ -638,6 +638,33 @@ Test(engine, an_evicted_study_comes_back_exactly_as_it_was)
     bd_engine_close(tiny);
 }
 
+/* The cache weighs a study by what its scheduler says it holds
+ * (held_bytes): Hyperband repeated forever keeps the brackets still running,
+ * so 3,000 trials count for far less than the 256 bytes a trial assumed for
+ * schedulers that do not say (768 KB here, over this cache's 512 KB: the
+ * study would be unloaded after every request and replayed by the next). */
+Test(engine, a_study_weighs_what_its_scheduler_holds)
+{
+    bd_engine *e = open_engine_cached(":memory:", (size_t)512 << 10);
+    bd_caller a = admin_of(e);
+    int64_t id = create_study(
+        e, &a,
+        "{\"name\": \"long\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}], "
+        "\"objective\": {\"goal\": \"minimize\"}, \"resource\": {\"name\": \"epochs\", \"min\": 1, \"max\": 27, "
+        "\"integer\": true}, \"scheduler\": {\"name\": \"hyperband\", \"options\": {\"eta\": 3, \"iterations\": 0}}}");
+    json_t *log = json_array();
+    for (int i = 0; i < 3000; i++)
+        work_step(e, &a, id, log);
+    bd_engine_stats st;
+    bd_engine_stats_get(e, &st);
+    cr_expect_eq(json_array_size(log), 3000);
+    cr_expect_eq(st.study_evictions, 0, "evicted %lld times", (long long)st.study_evictions);
+    cr_expect_eq(st.studies_loaded, 1);
+    cr_expect_lt(st.cache_bytes, 256 * 1024, "estimate %lld bytes", (long long)st.cache_bytes);
+    json_decref(log);
+    bd_engine_close(e);
+}
+
 Test(engine, a_restart_loads_no_study_until_it_is_used)
 {
     char dir[] = "/tmp/bd_engine_XXXXXX";
