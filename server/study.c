@@ -229,6 +229,12 @@ static void ahead_clear(replay_ctx *c)
     c->ahead_head = c->ahead_n = 0;
 }
 
+/* A promotion or retry the scheduler knows by its ids: its JSON is not read. */
+static int known_by_id(const replay_ctx *c, const bd_trial_row *row)
+{
+    return row->config_id != row->id && c->st->sched->ops->continues_by_id;
+}
+
 static int ahead_take_row(const bd_trial_row *row, void *arg)
 {
     replay_ctx *c = arg;
@@ -239,7 +245,7 @@ static int ahead_take_row(const bd_trial_row *row, void *arg)
     a->row = *row; /* its texts are borrowed for this call only: */
     a->row.config = a->row.extra = a->row.worker = a->row.reason = a->row.instance_name = a->row.user_attrs = NULL;
     a->config = a->extra = NULL;
-    if (row->config_id != row->id && c->st->sched->ops->continues_by_id)
+    if (known_by_id(c, row))
         return 0;
     a->config = json_loads(row->config, 0, NULL);
     a->extra = row->extra ? json_loads(row->extra, 0, NULL) : NULL;
@@ -277,7 +283,7 @@ static int replay_created(replay_ctx *c, const bd_event_row *row)
         return rc;
     const bd_trial_row t = a.row;
     json_t *config = a.config, *extra = a.extra;
-    if (!config && !(t.config_id != t.id && c->st->sched->ops->continues_by_id)) {
+    if (!config && !known_by_id(c, &t)) {
         json_decref(extra);
         return bd_err_set(c->err, BD_EINTERNAL, NULL, "trial %lld: stored config is not JSON",
                           (long long)row->trial_id);
@@ -368,7 +374,7 @@ int bd_study_replay(study_rt *st, bd_store *store, bd_err *err)
     st->last_activity_at = st->created_at;
     if ((rc = ops->create(&st->spec.def, &st->sched, err)))
         return rc;
-    replay_ctx *c = bd_xcalloc(1, sizeof *c); /* 20 KiB of read-ahead: not on the stack */
+    replay_ctx *c = bd_xcalloc(1, sizeof *c); /* tens of KiB of read-ahead: not on the stack */
     c->store = store;
     c->st = st;
     c->err = err;
