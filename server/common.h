@@ -62,6 +62,9 @@ void *bd_xmalloc(size_t n);
 void *bd_xcalloc(size_t count, size_t size);
 void *bd_xrealloc(void *p, size_t n);
 char *bd_xstrdup(const char *s);
+/* What a malloc'd block of n bytes costs, on the safe side (glibc's 16-byte
+ * header and rounding up), for the schedulers' held_bytes (sched.h). */
+#define BD_HEAP_BLOCK(n) ((n) + 32)
 
 /* Seconds since the Unix epoch (wall clock, persisted in leases). */
 double bd_now(void);

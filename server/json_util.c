@@ -2,6 +2,7 @@
 #include "json_util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int bd_json_reject_unknown(const json_t *obj, const char *prefix, const char *const *known, bd_err *err)
@@ -29,4 +30,19 @@ long long bd_json_int(const json_t *obj, const char *key, long long dflt)
     if (json_is_real(v))
         return (long long)json_real_value(v);
     return dflt;
+}
+
+char *bd_json_text(const json_t *v)
+{
+    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
+    if (!text) { /* jansson fails only when malloc does */
+        fprintf(stderr, "banditd: out of memory writing a JSON text\n");
+        abort();
+    }
+    return text;
+}
+
+json_t *bd_json_from_text(const char *text)
+{
+    return json_loads(text, JSON_DECODE_ANY, NULL);
 }

@@ -134,7 +134,7 @@ typedef struct asha_bracket {
 
 typedef struct asha_config {
     int64_t id;
-    json_t *config;       /* own reference */
+    char *config;         /* compact JSON text (owned; json_util.h): every config stays for the study's life */
     int bracket;          /* index into brackets */
     int top_rung;         /* highest rung with a trial */
     int entry_rung;       /* rung of entry, -1 while none */
@@ -146,10 +146,9 @@ typedef struct asha_config {
     double *rung_loss; /* "learned": its measured loss per rung of its bracket, NAN where none (owned) */
 } asha_config;
 
-typedef struct asha_trial {
+typedef struct asha_trial { /* a running trial */
     asha_config *cfg;
     int rung;
-    int running;
 } asha_trial;
 
 typedef struct asha_sched {
@@ -171,7 +170,10 @@ typedef struct asha_sched {
     int n_brackets;
     asha_bracket *brackets;
     bd_idmap configs; /* config_id -> asha_config (owned) */
-    bd_idmap trials;  /* trial_id -> asha_trial (owned) */
+    bd_idmap trials;  /* trial_id -> asha_trial (owned), running trials only */
+    /* what held_bytes counts besides the maps: the configs' texts, curves
+     * and rung losses, in bytes allocated */
+    size_t config_bytes, curve_bytes, rung_loss_bytes;
     bd_proposer *proposer; /* owned: where new configs come from; learns from every result */
 } asha_sched;
 
@@ -284,7 +286,6 @@ static json_t *extra_json(int s, int rung)
 static int asha_suggest(bd_sched *sched, const bd_suggest_ctx *ctx, bd_suggestion *out, bd_err *err)
 {
     asha_sched *a = (asha_sched *)sched;
-    (void)err;
     if (a->max_trials && a->created >= a->max_trials)
         return a->running ? BD_SUGGEST_WAIT : BD_SUGGEST_DONE;
     const asha_bracket *br = &a->brackets[a->created % a->n_brackets];
@@ -293,7 +294,8 @@ static int asha_suggest(bd_sched *sched, const bd_suggest_ctx *ctx, bd_suggestio
         if (!e)
             continue;
         const asha_config *cfg = bd_idmap_get(&a->configs, e->config_id);
-        out->config = json_incref(cfg->config);
+        if (!(out->config = bd_json_from_text(cfg->config)))
+            return bd_err_set(err, BD_EINTERNAL, NULL, "asha: a kept config is not JSON");
         out->config_id = cfg->id;
         out->budget = br->budget[k + 1];
         out->resume_from = e->trial_id;
@@ -321,7 +323,8 @@ static void on_created(asha_sched *a, const bd_event *ev)
             return;
         cfg = bd_xcalloc(1, sizeof *cfg);
         cfg->id = config_id;
-        cfg->config = json_incref((json_t *)ev->config);
+        cfg->config = bd_json_text(ev->config);
+        a->config_bytes += strlen(cfg->config) + 1;
         cfg->bracket = (int)b;
         cfg->entry_rung = -1;
         bd_idmap_put(&a->configs, config_id, cfg);
@@ -335,30 +338,33 @@ static void on_created(asha_sched *a, const bd_event *ev)
     asha_trial *t = bd_xcalloc(1, sizeof *t);
     t->cfg = cfg;
     t->rung = (int)k;
-    t->running = 1;
     bd_idmap_put(&a->trials, ev->trial_id, t);
     br->created[k]++;
     br->running[k]++;
     a->running++;
 }
 
+/* Takes a running trial out of the map (nothing reads an ended trial: its
+ * later events are ignored); the caller frees it. NULL when not running. */
 static asha_trial *end_trial(asha_sched *a, int64_t trial_id)
 {
     asha_trial *t = bd_idmap_get(&a->trials, trial_id);
-    if (!t || !t->running)
+    if (!t)
         return NULL;
-    t->running = 0;
+    bd_idmap_remove(&a->trials, trial_id);
     a->running--;
     a->brackets[t->cfg->bracket].running[t->rung]--;
     return t;
 }
 
-static void curve_add(asha_config *cfg, double step, double loss)
+static void curve_add(asha_sched *a, asha_config *cfg, double step, double loss)
 {
     if (cfg->curve_n >= ASHA_CURVE_MAX || (cfg->curve_n && step <= cfg->curve_step[cfg->curve_n - 1]))
         return;
     if (cfg->curve_n == cfg->curve_cap) {
-        cfg->curve_cap = cfg->curve_cap ? 2 * cfg->curve_cap : 8;
+        size_t grown = cfg->curve_cap ? cfg->curve_cap : 2; /* most configs end in rung 0, with a point or two */
+        cfg->curve_cap += grown;
+        a->curve_bytes += 2 * grown * sizeof(double);
         cfg->curve_step = bd_xrealloc(cfg->curve_step, cfg->curve_cap * sizeof *cfg->curve_step);
         cfg->curve_loss = bd_xrealloc(cfg->curve_loss, cfg->curve_cap * sizeof *cfg->curve_loss);
     }
@@ -463,6 +469,7 @@ static void learned_record(asha_sched *a, asha_bracket *br, asha_config *cfg, in
 {
     if (!cfg->rung_loss) {
         cfg->rung_loss = bd_xcalloc((size_t)br->nrungs, sizeof *cfg->rung_loss);
+        a->rung_loss_bytes += (size_t)br->nrungs * sizeof *cfg->rung_loss;
         for (int i = 0; i < br->nrungs; i++)
             cfg->rung_loss[i] = NAN;
     }
@@ -478,7 +485,7 @@ static double rank_value(asha_sched *a, asha_trial *t, const bd_event *ev)
         return learned_value(br, t->cfg, t->rung);
     if (!a->predicted || t->rung == br->nrungs - 1 || !isfinite(ev->loss))
         return ev->loss;
-    curve_add(t->cfg, ev->budget, ev->loss); /* the result itself, unless measured already */
+    curve_add(a, t->cfg, ev->budget, ev->loss); /* the result itself, unless measured already */
     return bd_curve_predict(t->cfg->curve_step, t->cfg->curve_loss, t->cfg->curve_n, a->def->r_max, a->curve);
 }
 
@@ -513,7 +520,7 @@ static void update_reliability(asha_sched *a, asha_trial *t, const bd_event *ev)
     asha_bracket *br = &a->brackets[cfg->bracket];
     if (!isfinite(ev->loss))
         return;
-    curve_add(cfg, ev->budget, ev->loss); /* the result itself, unless measured already */
+    curve_add(a, cfg, ev->budget, ev->loss); /* the result itself, unless measured already */
     double sse;
     size_t dof = bd_curve_residual(cfg->curve_step, cfg->curve_loss, cfg->curve_n, a->curve, &sse);
     a->noise_sse += sse - cfg->noise_sse;
@@ -542,6 +549,17 @@ static void update_reliability(asha_sched *a, asha_trial *t, const bd_event *ev)
     }
 }
 
+/* The proposer takes in a result; a model-based one needs the config as
+ * JSON (random search learns nothing, and keeps the text unparsed). */
+static void learn(asha_sched *a, const asha_config *cfg, const bd_event *ev, double units)
+{
+    if (strcmp(bd_proposer_sampler(a->proposer), "random") == 0)
+        return;
+    json_t *config = bd_json_from_text(cfg->config);
+    bd_proposer_add(a->proposer, cfg->id, config, ev->budget, ev->loss, ev->elapsed_seconds, units);
+    json_decref(config);
+}
+
 static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_event *ev, bd_decision *out, bd_err *err)
 {
     (void)ctx;
@@ -555,7 +573,9 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
         on_created(a, ev);
         break;
     case BD_EV_COMPLETED:
-        if ((t = end_trial(a, ev->trial_id)) && t->rung > t->cfg->entry_rung) {
+        if (!(t = end_trial(a, ev->trial_id)))
+            break;
+        if (t->rung > t->cfg->entry_rung) {
             asha_bracket *br = &a->brackets[t->cfg->bracket];
             if (a->learned)
                 learned_record(a, br, t->cfg, t->rung, ev->loss);
@@ -563,17 +583,18 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
             t->cfg->entry_rung = t->rung;
             /* a promotion resumes from the rung below (asha_suggest), so it trained the difference */
             double units = br->budget[t->rung] - (t->rung ? br->budget[t->rung - 1] : 0);
-            bd_proposer_add(a->proposer, t->cfg->id, t->cfg->config, ev->budget, ev->loss, ev->elapsed_seconds,
-                            units);
+            learn(a, t->cfg, ev, units);
             if (a->reliability)
                 update_reliability(a, t, ev);
         }
+        free(t);
         break;
     case BD_EV_FAILED:
     case BD_EV_EXPIRED:
     case BD_EV_STOPPED:
         if ((t = end_trial(a, ev->trial_id)))
             a->brackets[t->cfg->bracket].failed[t->rung]++;
+        free(t);
         break;
     case BD_EV_PRIOR: /* as in bracket.c: the proposer learns, no rung ranks it */
         bd_proposer_add(a->proposer, ev->trial_id, ev->config, ev->budget, ev->loss, NAN, ev->budget);
@@ -582,9 +603,9 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
         /* Steps must be resource units to be extrapolated to resource.max: a
          * step beyond the trial's budget (a batch count, say) is left out, and
          * the curve is then the rung results alone. */
-        if ((a->predicted || a->reliability) && (t = bd_idmap_get(&a->trials, ev->trial_id)) && t->running &&
+        if ((a->predicted || a->reliability) && (t = bd_idmap_get(&a->trials, ev->trial_id)) &&
             isfinite(ev->loss) && ev->step > 0 && ev->step <= ev->budget)
-            curve_add(t->cfg, ev->step, ev->loss);
+            curve_add(a, t->cfg, ev->step, ev->loss);
         break;
     }
     return 0;
@@ -635,12 +656,38 @@ static int asha_describe(const bd_sched *sched, json_t **out)
                      (json_int_t)a->running, "brackets", list, "model", bd_proposer_describe(a->proposer));
     const char *promotion = a->predicted ? "predicted" : a->learned ? "learned" : "current";
     json_object_set_new(*out, "promotion", json_string(promotion));
+    /* what the scheduler keeps in memory, as hyperband's describe says it */
+    json_object_set_new(*out, "held",
+                        json_pack("{s:I, s:I}", "configs", (json_int_t)a->configs.count, "trials",
+                                  (json_int_t)a->trials.count));
     json_object_set_new(*out, "promotion_fraction", json_string(a->reliability ? "reliability" : "eta"));
     json_object_set_new(*out, "asymptote", json_string(a->curve & BD_CURVE_FLOOR_ZERO ? "nonnegative" : "free"));
     if (a->reliability)
         json_object_set_new(*out, "noise_variance",
                             a->noise_dof ? json_real(a->noise_sse / (double)a->noise_dof) : json_null());
     return 0;
+}
+
+/* ASHA keeps every config for the study's life: any result of a rung may
+ * still be promoted when more results arrive. Per config its record, its
+ * text, its curve and rung losses (counted as allocated) and its result in
+ * each rung it completed; per running trial a record. O(brackets x rungs). */
+static size_t asha_held_bytes(const bd_sched *sched)
+{
+    const asha_sched *a = (const asha_sched *)sched;
+    size_t configs = a->configs.count;
+    size_t bytes = sizeof *a + (size_t)a->n_brackets * sizeof *a->brackets +
+                   configs * (BD_HEAP_BLOCK(sizeof(asha_config)) + 4 * BD_HEAP_BLOCK(0)) + a->config_bytes +
+                   a->curve_bytes + a->rung_loss_bytes + a->trials.count * BD_HEAP_BLOCK(sizeof(asha_trial)) +
+                   (a->configs.cap + a->trials.cap) * sizeof(bd_idmap_slot);
+    for (int b = 0; b < a->n_brackets; b++)
+        for (int k = 0; k < a->brackets[b].nrungs; k++)
+            bytes += bd_rung_held_bytes(&a->brackets[b].rungs[k]);
+    /* A model-based sampler keeps every result (proposer.c), not tracked
+     * block by block: the engine's default per trial. */
+    if (strcmp(bd_proposer_sampler(a->proposer), "random") != 0)
+        bytes += 256 * (size_t)a->created;
+    return bytes + bytes / 8 + 4096; /* what is not counted block by block: test_asha checks the sum */
 }
 
 static void asha_destroy(bd_sched *sched)
@@ -654,7 +701,7 @@ static void asha_destroy(bd_sched *sched)
     for (size_t i = 0; i < a->configs.cap; i++) {
         asha_config *c = a->configs.slots[i].value;
         if (a->configs.slots[i].key && c) {
-            json_decref(c->config);
+            free(c->config);
             free(c->curve_step);
             free(c->curve_loss);
             free(c->rung_loss);
@@ -684,4 +731,5 @@ const struct bd_sched_ops bd_sched_asha = {
     .new_study_defaults = asha_new_study_defaults,
     .takes_enqueued = 1,
     .learns_from_prior = 1,
+    .held_bytes = asha_held_bytes,
 };

@@ -596,17 +596,14 @@ void bd_bk_observe(bd_bkset *set, const bd_event *ev)
 
 /* ----------------------------------------------------------------- memory */
 
-/* Each malloc'd block costs glibc a 16-byte header and rounding up. */
-#define BK_BLOCK(n) ((n) + 32)
-
 size_t bd_bk_held_bytes(const bd_bkset *set)
 {
     size_t dims = set->def->space ? bd_space_size(set->def->space) : 1;
     /* a config's JSON: jansson's object and hashtable (~160 bytes) and per
      * value a key, a node and the value (~96 bytes), measured on the safe side */
-    size_t config_bytes = BK_BLOCK(sizeof(bd_bk_config)) + 160 + 96 * dims;
+    size_t config_bytes = BD_HEAP_BLOCK(sizeof(bd_bk_config)) + 160 + 96 * dims;
     size_t bytes = (size_t)set->configs.count * config_bytes +
-                   (size_t)set->members * (BK_BLOCK(sizeof(bk_member)) + 2 * sizeof(bk_member *)) +
+                   (size_t)set->members * (BD_HEAP_BLOCK(sizeof(bk_member)) + 2 * sizeof(bk_member *)) +
                    (size_t)set->survivors * sizeof(int64_t) + set->bracket_bytes +
                    set->cap_brackets * sizeof *set->brackets + set->cap_ready * sizeof *set->ready +
                    (set->configs.cap + set->trials.cap + set->by_label.cap) * sizeof(bd_idmap_slot);

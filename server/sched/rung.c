@@ -226,3 +226,9 @@ void bd_rung_rerank(bd_rung *r, double (*value)(const bd_rung_entry *e, void *cl
     }
     rebalance(r);
 }
+
+size_t bd_rung_held_bytes(const bd_rung *r)
+{
+    return r->count * BD_HEAP_BLOCK(sizeof(bd_rung_entry)) +
+           (r->all_cap + r->top.cap + r->rest.cap + r->cand.cap) * sizeof(bd_rung_entry *);
+}

@@ -82,5 +82,7 @@ void bd_rung_set_keep(bd_rung *r, double keep);
 void bd_rung_rerank(bd_rung *r, double (*value)(const bd_rung_entry *e, void *cls), void *cls);
 /* Marks e (an entry of r) promoted. Idempotent. */
 void bd_rung_promote(bd_rung *r, bd_rung_entry *e);
+/* The heap r holds (its entries and arrays), for sched.h's held_bytes. O(1). */
+size_t bd_rung_held_bytes(const bd_rung *r);
 
 #endif

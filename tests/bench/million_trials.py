@@ -78,6 +78,9 @@ def study_body(scheduler):
                            {"name": "k", "type": "categorical", "choices": ["a", "b", "c"]}]}
     if scheduler == "random":
         body["scheduler"] = {"name": "random"}
+    elif scheduler == "asha":
+        body["resource"] = {"name": "epochs", "min": 1, "max": 27, "integer": True}
+        body["scheduler"] = {"name": "asha"}
     else:
         body["resource"] = {"name": "epochs", "min": 1, "max": 27, "integer": True}
         body["scheduler"] = {"name": "hyperband", "options": {"mode": "infinite"}}
@@ -152,7 +155,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("binary")
     ap.add_argument("--trials", type=int, default=1000000)
-    ap.add_argument("--scheduler", choices=("random", "hyperband"), default="random")
+    ap.add_argument("--scheduler", choices=("random", "hyperband", "asha"), default="random")
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--latency-calls", type=int, default=1000)
     ap.add_argument("--note")
