@@ -44,5 +44,11 @@ char *bd_json_text(const json_t *v)
 
 json_t *bd_json_from_text(const char *text)
 {
-    return json_loads(text, JSON_DECODE_ANY, NULL);
+    json_error_t error;
+    json_t *v = json_loads(text, JSON_DECODE_ANY, &error);
+    if (!v) { /* the text is ours: only a failed malloc gets here */
+        fprintf(stderr, "banditd: reading a kept JSON text: %s\n", error.text);
+        abort();
+    }
+    return v;
 }

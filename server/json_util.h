@@ -22,8 +22,8 @@ long long bd_json_int(const json_t *obj, const char *key, long long dflt);
  * so, ~500 as jansson nodes. Reals keep 17 significant digits, so
  * bd_json_from_text gives back the same doubles; members keep their order. */
 char *bd_json_text(const json_t *v);
-/* The value of such a text (new reference); NULL only on text that
- * bd_json_text did not make. */
+/* The value of such a text (new reference). Aborts when memory runs out,
+ * or on text bd_json_text did not make (a bug, not an input). */
 json_t *bd_json_from_text(const char *text);
 
 #endif

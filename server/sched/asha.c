@@ -286,6 +286,7 @@ static json_t *extra_json(int s, int rung)
 static int asha_suggest(bd_sched *sched, const bd_suggest_ctx *ctx, bd_suggestion *out, bd_err *err)
 {
     asha_sched *a = (asha_sched *)sched;
+    (void)err;
     if (a->max_trials && a->created >= a->max_trials)
         return a->running ? BD_SUGGEST_WAIT : BD_SUGGEST_DONE;
     const asha_bracket *br = &a->brackets[a->created % a->n_brackets];
@@ -294,8 +295,7 @@ static int asha_suggest(bd_sched *sched, const bd_suggest_ctx *ctx, bd_suggestio
         if (!e)
             continue;
         const asha_config *cfg = bd_idmap_get(&a->configs, e->config_id);
-        if (!(out->config = bd_json_from_text(cfg->config)))
-            return bd_err_set(err, BD_EINTERNAL, NULL, "asha: a kept config is not JSON");
+        out->config = bd_json_from_text(cfg->config);
         out->config_id = cfg->id;
         out->budget = br->budget[k + 1];
         out->resume_from = e->trial_id;
@@ -549,17 +549,6 @@ static void update_reliability(asha_sched *a, asha_trial *t, const bd_event *ev)
     }
 }
 
-/* The proposer takes in a result; a model-based one needs the config as
- * JSON (random search learns nothing, and keeps the text unparsed). */
-static void learn(asha_sched *a, const asha_config *cfg, const bd_event *ev, double units)
-{
-    if (strcmp(bd_proposer_sampler(a->proposer), "random") == 0)
-        return;
-    json_t *config = bd_json_from_text(cfg->config);
-    bd_proposer_add(a->proposer, cfg->id, config, ev->budget, ev->loss, ev->elapsed_seconds, units);
-    json_decref(config);
-}
-
 static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_event *ev, bd_decision *out, bd_err *err)
 {
     (void)ctx;
@@ -583,7 +572,8 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
             t->cfg->entry_rung = t->rung;
             /* a promotion resumes from the rung below (asha_suggest), so it trained the difference */
             double units = br->budget[t->rung] - (t->rung ? br->budget[t->rung - 1] : 0);
-            learn(a, t->cfg, ev, units);
+            bd_proposer_add_text(a->proposer, t->cfg->id, t->cfg->config, ev->budget, ev->loss, ev->elapsed_seconds,
+                                 units);
             if (a->reliability)
                 update_reliability(a, t, ev);
         }

@@ -30,7 +30,7 @@ enum { MB_WAITING = 0, MB_RUNNING, MB_DONE };
 
 struct bd_bk_config {
     int64_t id;
-    json_t *config;            /* own reference */
+    char *config;              /* compact JSON text (owned; json_util.h): ~48 bytes where jansson's nodes take ~500 */
     int64_t last_trial;        /* latest completed trial: the resume point (0 = none) */
     double trained;            /* budget of last_trial */
     double last_loss;          /* loss of last_trial */
@@ -325,7 +325,8 @@ static bd_bracket *open_bracket(bd_bkset *set, const bd_bk_spec *spec)
 static void config_free(bd_bkset *set, bd_bk_config *cfg)
 {
     bd_idmap_remove(&set->configs, cfg->id);
-    json_decref(cfg->config);
+    set->config_bytes -= strlen(cfg->config) + 1;
+    free(cfg->config);
     free(cfg);
 }
 
@@ -417,7 +418,7 @@ void bd_bk_free(bd_bkset *set)
     for (size_t i = 0; i < set->configs.cap; i++) {
         bd_bk_config *c = set->configs.slots[i].value;
         if (set->configs.slots[i].key && c) {
-            json_decref(c->config);
+            free(c->config);
             free(c);
         }
     }
@@ -446,7 +447,7 @@ int bd_bk_suggest(const bd_bkset *set, const bd_suggest_ctx *ctx, bd_suggestion 
         else if (r->next < r->count)
             m = r->m[r->next];
         if (m) {
-            out->config = json_incref(m->cfg->config);
+            out->config = bd_json_from_text(m->cfg->config);
             out->config_id = m->cfg->id;
             out->budget = b->spec.budget[m->rung];
             out->resume_from = m->resume_from;
@@ -504,7 +505,8 @@ static bk_member *member_for_created(bd_bkset *set, const bd_event *ev)
         return NULL;
     bd_bk_config *cfg = bd_xcalloc(1, sizeof *cfg);
     cfg->id = config_id;
-    cfg->config = json_incref((json_t *)ev->config);
+    cfg->config = bd_json_text(ev->config);
+    set->config_bytes += strlen(cfg->config) + 1;
     bd_idmap_put(&set->configs, config_id, cfg);
     b->fresh_left--;
     return rung_add(&b->rungs[0], b, 0, cfg);
@@ -543,7 +545,7 @@ static void on_completed(bd_bkset *set, const bd_event *ev)
     bd_bk_config *cfg = m->cfg;
     /* a trial resumes from the config's latest result (bd_bk_suggest), so it trained the difference */
     double units = ev->budget - (m->resume_from ? cfg->trained : 0);
-    bd_proposer_add(set->proposer, cfg->id, cfg->config, ev->budget, ev->loss, ev->elapsed_seconds, units);
+    bd_proposer_add_text(set->proposer, cfg->id, cfg->config, ev->budget, ev->loss, ev->elapsed_seconds, units);
     cfg->last_trial = ev->trial_id;
     cfg->trained = ev->budget;
     cfg->last_loss = isnan(ev->loss) ? INFINITY : ev->loss;
@@ -598,11 +600,8 @@ void bd_bk_observe(bd_bkset *set, const bd_event *ev)
 
 size_t bd_bk_held_bytes(const bd_bkset *set)
 {
-    size_t dims = set->def->space ? bd_space_size(set->def->space) : 1;
-    /* a config's JSON: jansson's object and hashtable (~160 bytes) and per
-     * value a key, a node and the value (~96 bytes), measured on the safe side */
-    size_t config_bytes = BD_HEAP_BLOCK(sizeof(bd_bk_config)) + 160 + 96 * dims;
-    size_t bytes = (size_t)set->configs.count * config_bytes +
+    size_t bytes = (size_t)set->configs.count * (BD_HEAP_BLOCK(sizeof(bd_bk_config)) + BD_HEAP_BLOCK(0)) +
+                   set->config_bytes +
                    (size_t)set->members * (BD_HEAP_BLOCK(sizeof(bk_member)) + 2 * sizeof(bk_member *)) +
                    (size_t)set->survivors * sizeof(int64_t) + set->bracket_bytes +
                    set->cap_brackets * sizeof *set->brackets + set->cap_ready * sizeof *set->ready +

@@ -81,6 +81,7 @@ typedef struct bd_bkset {
     int reuses_first;      /* the plan's later brackets place the first bracket's configs again (SH doubling) */
     long long members;     /* rung places in brackets not yet released */
     long long survivors;   /* survivors' ids kept for describe */
+    size_t config_bytes;   /* the configs' texts, allocated */
     size_t bracket_bytes;  /* of the opened brackets' own structs */
 } bd_bkset;
 

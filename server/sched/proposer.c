@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../json_util.h"
 #include "../model/acq.h"
 #include "../model/tpe.h"
 #include "bo_model.h"
@@ -199,6 +200,16 @@ static size_t count_budget(bd_proposer *p, double budget)
     }
     p->at_budget[i]++;
     return i;
+}
+
+void bd_proposer_add_text(bd_proposer *p, int64_t config_id, const char *config, double budget, double loss,
+                          double seconds, double units)
+{
+    if (p->sampler == SAMPLER_RANDOM)
+        return;
+    json_t *parsed = bd_json_from_text(config);
+    bd_proposer_add(p, config_id, parsed, budget, loss, seconds, units);
+    json_decref(parsed);
 }
 
 void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, double budget, double loss,

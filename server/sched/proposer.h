@@ -88,6 +88,11 @@ const char *bd_proposer_sampler(const bd_proposer *p);
 void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, double budget, double loss,
                      double seconds, double units);
 
+/* The same for a config kept as text (json_util.h's bd_json_text), parsed
+ * only when the sampler learns: random search leaves it unread. */
+void bd_proposer_add_text(bd_proposer *p, int64_t config_id, const char *config, double budget, double loss,
+                          double seconds, double units);
+
 /* A new config (new reference). Changes nothing but the GP's cache: the
  * model of the budget it proposes from, rebuilt when stale (a pure
  * function of the results, see Purity). */
