@@ -314,7 +314,13 @@ void bd_engine_unlock_study(bd_engine *e, study_rt *st)
         st->cache_bytes = now_bytes;
         pthread_mutex_unlock(&r->cache_mu);
     }
-    bd_gate_leave(&st->gate, bd_engine_user_slots(e), bd_monotonic());
+    /* used until now: a request that loaded the study took as long as its
+     * replay (11 s for a million ASHA trials), and a study stamped only when
+     * its request began was already past the hot window at its end and
+     * evicted at once, to be replayed by its next request */
+    double now = bd_monotonic();
+    atomic_store_explicit(&st->last_used, now, memory_order_relaxed);
+    bd_gate_leave(&st->gate, bd_engine_user_slots(e), now);
     pthread_mutex_unlock(&st->mu);
     bd_engine_cache_trim_if_over(e);
 }

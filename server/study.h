@@ -67,7 +67,7 @@ typedef struct study_rt {
      * other figures above are rebuilt by the next load's replay. */
     int loaded;                     /* spec and sched are built (under mu) */
     atomic_int referenced;          /* used since the cache's clock last passed it */
-    _Atomic double last_used;       /* bd_monotonic() of its latest request */
+    _Atomic double last_used;       /* bd_monotonic() when its latest request began, then ended */
     _Atomic int64_t owner_token;    /* cluster mode: the fencing token of this daemon's latest lease on
                                        the study (kept after an idle release: a claim that gets it back
                                        keeps the memory), 0 when the memory is not current (under mu) */

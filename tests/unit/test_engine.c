@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "server/engine.h"
@@ -561,15 +562,20 @@ static bd_engine *open_engine_cached(const char *path, size_t cache_bytes)
     return e;
 }
 
-static const char *hb_body(char *buf, size_t n, const char *name)
+static const char *hb_body_with(char *buf, size_t n, const char *name, const char *options)
 {
     snprintf(buf, n,
              "{\"name\": \"%s\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}, "
              "{\"name\": \"c\", \"type\": \"categorical\", \"choices\": [\"a\", \"b\", \"c\"]}], \"objective\": "
              "{\"goal\": \"minimize\"}, \"resource\": {\"name\": \"epochs\", \"min\": 1, \"max\": 27, \"integer\": "
-             "true}, \"scheduler\": {\"name\": \"hyperband\", \"options\": {\"eta\": 3}}, \"seed\": 5}",
-             name);
+             "true}, \"scheduler\": {\"name\": \"hyperband\", \"options\": %s}, \"seed\": 5}",
+             name, options);
     return buf;
+}
+
+static const char *hb_body(char *buf, size_t n, const char *name)
+{
+    return hb_body_with(buf, n, name, "{\"eta\": 3}");
 }
 
 /* One step of a worker on study: a suggestion, completed with a loss made
@@ -591,6 +597,47 @@ static void work_step(bd_engine *e, const bd_caller *c, int64_t study, json_t *l
                      err.message);
     }
     json_decref(a);
+}
+
+/* The hot window counts from the end of a study's last request: a request
+ * that loads a study lasts as long as its replay, and a study stamped only
+ * when that request began was evicted as soon as it ended whenever the
+ * replay outlasted the window (a million ASHA trials replay in 11 s, the
+ * window is 5 s), so every request replayed it again. Here the window is
+ * 20 ms, shorter than the replay of 10,000 trials (40 ms in a release
+ * build; a faster machine would only make this test weaker) and far longer
+ * than the step from a request's end to the cache's trim. */
+Test(engine, a_study_just_loaded_is_not_evicted_by_its_own_request)
+{
+    bd_engine_opts o = {.db_path = ":memory:", .default_lease_seconds = 60, .study_cache_bytes = 1,
+                        .study_hot_seconds = 0.02};
+    bd_engine *e = NULL;
+    bd_err err = {0};
+    cr_assert_eq(bd_engine_open(&o, &e, &err), 0, "open: %s", err.message);
+    bd_caller a = admin_of(e);
+    char buf[600];
+    int64_t small = create_study(e, &a, hb_body(buf, sizeof buf, "small"));
+    /* Hyperband repeated forever, so it takes every trial asked for */
+    int64_t big = create_study(e, &a, hb_body_with(buf, sizeof buf, "big", "{\"mode\": \"infinite\"}"));
+    json_t *log = json_array();
+    for (int i = 0; i < 10000; i++)
+        work_step(e, &a, big, log);
+    struct timespec pause = {0, 30 * 1000 * 1000};
+    nanosleep(&pause, NULL); /* past the window: the next trim may take it */
+    work_step(e, &a, small, log);
+    bd_engine_stats st;
+    bd_engine_stats_get(e, &st);
+    long long loads = st.study_loads;
+    cr_assert_eq(st.studies_loaded, 1, "the big study idled past the window and was evicted");
+    nanosleep(&pause, NULL);
+    double t0 = bd_monotonic();
+    work_step(e, &a, big, log); /* loads it: a replay of 10,000 trials */
+    double took = bd_monotonic() - t0;
+    bd_engine_stats_get(e, &st);
+    cr_expect_eq(st.study_loads, loads + 1, "the big study was loaded again");
+    cr_expect_eq(st.studies_loaded, 1, "the study its own request loaded (%.3f s) was evicted when it ended", took);
+    json_decref(log);
+    bd_engine_close(e);
 }
 
 Test(engine, an_evicted_study_comes_back_exactly_as_it_was)
