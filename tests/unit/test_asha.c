@@ -2,7 +2,6 @@
  * asynchronous rung index (server/sched/rung.c), driven through
  * tests/unit/sched_harness.h. */
 #include <criterion/criterion.h>
-#include <malloc.h>
 #include <time.h>
 
 #include "sched_harness.h"
@@ -863,14 +862,6 @@ Test(asha, new_study_defaults_scale_20k_trials)
     json_decref(o);
 }
 
-#define HEAP_NOISE (32 * 1024)
-
-static size_t heap_in_use(void)
-{
-    struct mallinfo2 m = mallinfo2();
-    return m.uordblks + m.hblkhd;
-}
-
 /* held_bytes (what the engine's study cache counts) is on the safe side of
  * the heap ASHA really holds, and not far above it: new studies' options,
  * driven by hand (the harness's own log would be counted too), one worker
@@ -892,7 +883,7 @@ Test(asha, held_bytes_covers_the_heap_it_holds)
     bd_err err;
     bd_observe_ctx octx = {0};
     bd_decision d = {0};
-    size_t before = heap_in_use();
+    size_t before = hn_heap_in_use();
     cr_assert_eq(ASHA->create(&h.def, &s, &err), 0);
     int64_t event = 0;
     double *resumed_at = calloc(20001, sizeof *resumed_at); /* budget each trial reached */
@@ -921,8 +912,8 @@ Test(asha, held_bytes_covers_the_heap_it_holds)
         cr_assert_eq(ASHA->observe(s, &octx, &done, &d, &err), 0);
         if (id % 1000)
             continue;
-        size_t used = heap_in_use() - before - 20001 * sizeof *resumed_at, held = ASHA->held_bytes(s);
-        cr_expect_geq(held + HEAP_NOISE, used, "trial %lld: held_bytes %zu under the heap's growth %zu",
+        size_t used = hn_heap_in_use() - before - 20001 * sizeof *resumed_at, held = ASHA->held_bytes(s);
+        cr_expect_geq(held + HN_HEAP_NOISE, used, "trial %lld: held_bytes %zu under the heap's growth %zu",
                       (long long)id, held, used);
         cr_expect_leq(held, 2 * used + 65536, "trial %lld: held_bytes %zu, heap grew %zu", (long long)id, held, used);
         if (id % 5000 == 0)

@@ -551,15 +551,19 @@ Test(engine, replay_of_gp_ucb_gives_the_same_model_and_suggestions)
 
 /* ---- the study cache: studies load on first use and leave when idle ---- */
 
-static bd_engine *open_engine_cached(const char *path, size_t cache_bytes)
+static bd_engine *open_engine_hot(const char *path, size_t cache_bytes, double hot_seconds)
 {
-    /* no hot window: a study may be evicted right after its request */
     bd_engine_opts o = {.db_path = path, .default_lease_seconds = 60, .study_cache_bytes = cache_bytes,
-                        .study_hot_seconds = -1};
+                        .study_hot_seconds = hot_seconds};
     bd_engine *e = NULL;
     bd_err err = {0};
     cr_assert_eq(bd_engine_open(&o, &e, &err), 0, "open: %s", err.message);
     return e;
+}
+
+static bd_engine *open_engine_cached(const char *path, size_t cache_bytes)
+{
+    return open_engine_hot(path, cache_bytes, -1); /* no hot window: a study may be evicted right after its request */
 }
 
 static const char *hb_body_with(char *buf, size_t n, const char *name, const char *options)
@@ -609,11 +613,7 @@ static void work_step(bd_engine *e, const bd_caller *c, int64_t study, json_t *l
  * than the step from a request's end to the cache's trim. */
 Test(engine, a_study_just_loaded_is_not_evicted_by_its_own_request)
 {
-    bd_engine_opts o = {.db_path = ":memory:", .default_lease_seconds = 60, .study_cache_bytes = 1,
-                        .study_hot_seconds = 0.02};
-    bd_engine *e = NULL;
-    bd_err err = {0};
-    cr_assert_eq(bd_engine_open(&o, &e, &err), 0, "open: %s", err.message);
+    bd_engine *e = open_engine_hot(":memory:", 1, 0.02);
     bd_caller a = admin_of(e);
     char buf[600];
     int64_t small = create_study(e, &a, hb_body(buf, sizeof buf, "small"));

@@ -3,7 +3,6 @@
  * (Table 1) and from tests/fixtures/hyperband/<case>/. */
 #include <criterion/criterion.h>
 #include <dirent.h>
-#include <malloc.h>
 #include <time.h>
 
 #include "sched_harness.h"
@@ -638,14 +637,6 @@ Test(hyperband, memory_follows_the_running_brackets)
     hn_close(&h);
 }
 
-#define HEAP_NOISE (32 * 1024)
-
-static size_t heap_in_use(void)
-{
-    struct mallinfo2 m = mallinfo2();
-    return m.uordblks + m.hblkhd;
-}
-
 /* held_bytes (what the engine's study cache counts) is on the safe side of
  * the heap the scheduler really holds, and not far above it: a scheduler
  * driven by hand (the harness's own log would be counted too), one worker,
@@ -659,7 +650,7 @@ Test(hyperband, held_bytes_covers_the_heap_it_holds)
     open_ok(&h, "{\"iterations\": 0}", 1, 81, 1);
     bd_sched *s = NULL;
     bd_err err;
-    size_t before = heap_in_use();
+    size_t before = hn_heap_in_use();
     cr_assert_eq(HB->create(&h.def, &s, &err), 0);
     for (int64_t id = 1; id <= 20000; id++) {
         bd_suggest_ctx ctx = {.trials_created = id - 1, .worker = ""};
@@ -680,11 +671,8 @@ Test(hyperband, held_bytes_covers_the_heap_it_holds)
         cr_assert_eq(HB->observe(s, &octx, &done, &d, &err), 0);
         if (id % 1000)
             continue;
-        size_t used = heap_in_use() - before, held = HB->held_bytes(s);
-        /* mallinfo2 counts every thread's blocks, and Criterion's runner
-         * allocates beside the test: up to 20 KB more growth was measured
-         * with the machine loaded (167 KB against 147 KB idle at 20,000) */
-        cr_expect_geq(held + HEAP_NOISE, used, "trial %lld: held_bytes %zu under the heap's growth %zu",
+        size_t used = hn_heap_in_use() - before, held = HB->held_bytes(s);
+        cr_expect_geq(held + HN_HEAP_NOISE, used, "trial %lld: held_bytes %zu under the heap's growth %zu",
                       (long long)id, held, used);
         cr_expect_leq(held, 3 * used + 65536, "trial %lld: held_bytes %zu, heap grew %zu", (long long)id, held,
                       used);
