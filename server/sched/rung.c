@@ -12,6 +12,7 @@
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../common.h"
 
@@ -81,12 +82,18 @@ static int above(int max, const bd_rung_entry *a, const bd_rung_entry *b)
     return max ? before(b, a) : before(a, b);
 }
 
+static void heap_reserve(bd_rung_heap *h, size_t n)
+{
+    if (h->cap >= n)
+        return;
+    while (h->cap < n)
+        h->cap = h->cap ? 2 * h->cap : 16;
+    h->v = bd_xrealloc(h->v, h->cap * sizeof *h->v);
+}
+
 static void heap_push(bd_rung_heap *h, int max, bd_rung_entry *e)
 {
-    if (h->n == h->cap) {
-        h->cap = h->cap ? 2 * h->cap : 16;
-        h->v = bd_xrealloc(h->v, h->cap * sizeof *h->v);
-    }
+    heap_reserve(h, h->n + 1);
     size_t i = h->n++;
     while (i > 0) {
         size_t p = (i - 1) / 2;
@@ -136,12 +143,16 @@ static void enter_top(bd_rung *r, bd_rung_entry *e)
 /* Moves entries between top and rest until |top| is the kept share of
  * count. An add changes the target by at most one; bd_rung_set_keep may
  * change it by many, each move O(log n). */
-static void rebalance(bd_rung *r)
+static size_t top_size(const bd_rung *r)
 {
     /* keep 0 is the paper's floor(count/eta), in integers, bit for bit */
     size_t k = r->keep > 0 ? (size_t)floor((double)r->count * r->keep + 1e-9) : r->count / r->eta;
-    if (k > r->count)
-        k = r->count;
+    return k > r->count ? r->count : k;
+}
+
+static void rebalance(bd_rung *r)
+{
+    size_t k = top_size(r);
     while (r->top.n > k) {
         bd_rung_entry *out = heap_pop(&r->top, 1);
         out->in_top = 0;
@@ -211,20 +222,48 @@ void bd_rung_promote(bd_rung *r, bd_rung_entry *e)
     settle(r);
 }
 
+static int rank_cmp(const void *a, const void *b)
+{
+    const bd_rung_entry *x = *(bd_rung_entry *const *)a, *y = *(bd_rung_entry *const *)b;
+    return before(x, y) ? -1 : before(y, x) ? 1 : 0;
+}
+
+/* One sort instead of a heap push and pop per entry (a fifth of a large
+ * ASHA study's replay went to those): an array sorted best first is a
+ * min-heap, so its first k entries are the candidates' heap and the rest
+ * the rest's, and those k reversed are the top's max-heap. Every root is
+ * the same entry as the pushes would give (ranks have no ties), so the
+ * decisions are the same. */
 void bd_rung_rerank(bd_rung *r, double (*value)(const bd_rung_entry *e, void *cls), void *cls)
 {
-    r->top.n = r->rest.n = r->cand.n = 0;
-    r->best = NULL;
-    for (size_t i = 0; i < r->count; i++) {
+    size_t n = r->count, k;
+    if (!n)
+        return;
+    for (size_t i = 0; i < n; i++) {
         bd_rung_entry *e = r->all[i];
         double v = value(e, cls);
         e->loss = isnan(v) ? INFINITY : v;
-        e->in_top = 0;
-        if (!r->best || before(e, r->best))
-            r->best = e;
-        heap_push(&r->rest, 0, e);
     }
-    rebalance(r);
+    heap_reserve(&r->rest, n);
+    memcpy(r->rest.v, r->all, n * sizeof *r->all);
+    qsort(r->rest.v, n, sizeof *r->rest.v, rank_cmp);
+    r->best = r->rest.v[0];
+    k = top_size(r);
+    heap_reserve(&r->top, k);
+    heap_reserve(&r->cand, k);
+    r->top.n = r->cand.n = 0;
+    for (size_t i = 0; i < n; i++) {
+        bd_rung_entry *e = r->rest.v[i];
+        e->in_top = i < k;
+        if (i < k) {
+            r->top.v[k - 1 - i] = e;
+            if (!e->promoted)
+                r->cand.v[r->cand.n++] = e;
+        }
+    }
+    r->top.n = k;
+    memmove(r->rest.v, r->rest.v + k, (n - k) * sizeof *r->rest.v);
+    r->rest.n = n - k;
 }
 
 size_t bd_rung_held_bytes(const bd_rung *r)

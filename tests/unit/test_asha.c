@@ -93,6 +93,21 @@ Test(asha, rung_index_matches_a_brute_force_ranking)
     }
 }
 
+/* Brute force: the best unpromoted entry (index) among the top k of the n
+ * losses (entry j is config j + 1), or -1. */
+static int brute_candidate(const double *loss, const int *promoted, int n, int k)
+{
+    for (int rank = 0; rank < k; rank++)
+        for (int j = 0; j < n; j++) {
+            int better = 0;
+            for (int m = 0; m < n; m++)
+                better += bd_rank_before(loss[m], m + 1, loss[j], j + 1);
+            if (better == rank && !promoted[j])
+                return j;
+        }
+    return -1;
+}
+
 /* bd_rung_set_keep: the candidates are the best unpromoted among the top
  * floor(count * keep) (floor(count/eta) at keep 0), whatever the order of
  * adds, promotions and changes of keep. */
@@ -114,15 +129,8 @@ Test(asha, rung_keep_share_matches_a_brute_force_ranking)
             keep = keeps[bd_rng_below(&rng, 5)];
             bd_rung_set_keep(&r, keep);
         }
-        int k = keep > 0 ? (int)floor((i + 1) * keep + 1e-9) : (i + 1) / 3, want = -1;
-        for (int rank = 0; rank < k && want < 0; rank++)
-            for (int j = 0; j <= i; j++) {
-                int better = 0;
-                for (int m = 0; m <= i; m++)
-                    better += bd_rank_before(loss[m], m + 1, loss[j], j + 1);
-                if (better == rank && !promoted[j])
-                    want = j;
-            }
+        int k = keep > 0 ? (int)floor((i + 1) * keep + 1e-9) : (i + 1) / 3;
+        int want = brute_candidate(loss, promoted, i + 1, k);
         const bd_rung_entry *c = bd_rung_candidate(&r);
         if (want < 0) {
             cr_assert_null(c, "keep %g after %d: candidate %lld, expected none", keep, i + 1,
@@ -150,6 +158,66 @@ Test(asha, rung_keep_share_matches_a_brute_force_ranking)
         bd_rung_promote(&r, (bd_rung_entry *)c);
     }
     cr_expect_null(bd_rung_candidate(&r));
+    bd_rung_free(&r);
+}
+
+/* bd_rung_rerank: after every entry's value changes at once, the rung
+ * answers as if it had been built from the new values (promotions made
+ * stand), and adds, promotions and changes of keep after it still do. */
+static double rerank_table[200];
+
+static double rerank_by_table(const bd_rung_entry *e, void *cls)
+{
+    (void)cls;
+    return rerank_table[e->config_id];
+}
+
+Test(asha, rung_rerank_matches_a_brute_force_ranking)
+{
+    static const double keeps[] = {0, 0.5, 1.0 / 3, 1};
+    bd_rng rng;
+    bd_rng_seed(&rng, 5, 6);
+    bd_rung r;
+    bd_rung_init(&r, 3);
+    enum { N = 150 };
+    bd_rung_entry *e[N];
+    double loss[N], keep = 0;
+    int promoted[N] = {0}, reranks = 0;
+    for (int i = 0; i < N; i++) {
+        loss[i] = bd_rng_below(&rng, 12) == 0 ? INFINITY : (double)bd_rng_below(&rng, 40);
+        e[i] = bd_rung_add(&r, i + 1, i + 1, loss[i]);
+        if (bd_rng_below(&rng, 6) == 0) {
+            keep = keeps[bd_rng_below(&rng, 4)];
+            bd_rung_set_keep(&r, keep);
+        }
+        if (bd_rng_below(&rng, 5) == 0) { /* new values for all: some NaN (rank last, as diverged) */
+            for (int j = 0; j <= i; j++) {
+                rerank_table[j + 1] = bd_rng_below(&rng, 15) == 0 ? NAN : (double)bd_rng_below(&rng, 60);
+                loss[j] = isnan(rerank_table[j + 1]) ? INFINITY : rerank_table[j + 1];
+            }
+            bd_rung_rerank(&r, rerank_by_table, NULL);
+            reranks++;
+        }
+        int k = keep > 0 ? (int)floor((i + 1) * keep + 1e-9) : (i + 1) / 3, best = 0;
+        for (int j = 1; j <= i; j++)
+            if (bd_rank_before(loss[j], j + 1, loss[best], best + 1))
+                best = j;
+        cr_assert_eq(r.best->config_id, best + 1, "after %d: best %lld, expected %d", i + 1,
+                     (long long)r.best->config_id, best + 1);
+        int want = brute_candidate(loss, promoted, i + 1, k);
+        const bd_rung_entry *c = bd_rung_candidate(&r);
+        if (want < 0) {
+            cr_assert_null(c, "after %d: candidate %lld, expected none", i + 1, c ? (long long)c->config_id : 0LL);
+        } else {
+            cr_assert(c && c->config_id == want + 1, "after %d: candidate %lld, expected %d", i + 1,
+                      c ? (long long)c->config_id : 0LL, want + 1);
+            if (bd_rng_below(&rng, 2)) {
+                bd_rung_promote(&r, e[want]);
+                promoted[want] = 1;
+            }
+        }
+    }
+    cr_expect_geq(reranks, 20);
     bd_rung_free(&r);
 }
 
