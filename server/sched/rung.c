@@ -230,8 +230,9 @@ static int rank_cmp(const void *a, const void *b)
 
 /* One sort instead of a heap push and pop per entry (a fifth of a large
  * ASHA study's replay went to those): an array sorted best first is a
- * min-heap, so its first k entries are the candidates' heap and the rest
- * the rest's, and those k reversed are the top's max-heap. Every root is
+ * min-heap, so the unpromoted among its first k entries, in order, are the
+ * candidates' heap, the entries after them the rest's, and those k
+ * reversed the top's max-heap. Every root is
  * the same entry as the pushes would give (ranks have no ties), so the
  * decisions are the same. */
 void bd_rung_rerank(bd_rung *r, double (*value)(const bd_rung_entry *e, void *cls), void *cls)
