@@ -108,6 +108,23 @@ static int brute_candidate(const double *loss, const int *promoted, int n, int k
     return -1;
 }
 
+/* The rung's candidate is the brute force's (want, or none when -1); then,
+ * one time in two, promotes it. after: results added, for the message. */
+static void check_candidate(bd_rung *r, bd_rung_entry **e, int *promoted, int want, int after, bd_rng *rng)
+{
+    const bd_rung_entry *c = bd_rung_candidate(r);
+    if (want < 0) {
+        cr_assert_null(c, "after %d: candidate %lld, expected none", after, c ? (long long)c->config_id : 0LL);
+        return;
+    }
+    cr_assert(c && c->config_id == want + 1, "after %d: candidate %lld, expected %d", after,
+              c ? (long long)c->config_id : 0LL, want + 1);
+    if (bd_rng_below(rng, 2)) {
+        bd_rung_promote(r, e[want]);
+        promoted[want] = 1;
+    }
+}
+
 /* bd_rung_set_keep: the candidates are the best unpromoted among the top
  * floor(count * keep) (floor(count/eta) at keep 0), whatever the order of
  * adds, promotions and changes of keep. */
@@ -130,19 +147,7 @@ Test(asha, rung_keep_share_matches_a_brute_force_ranking)
             bd_rung_set_keep(&r, keep);
         }
         int k = keep > 0 ? (int)floor((i + 1) * keep + 1e-9) : (i + 1) / 3;
-        int want = brute_candidate(loss, promoted, i + 1, k);
-        const bd_rung_entry *c = bd_rung_candidate(&r);
-        if (want < 0) {
-            cr_assert_null(c, "keep %g after %d: candidate %lld, expected none", keep, i + 1,
-                           c ? (long long)c->config_id : 0LL);
-        } else {
-            cr_assert(c && c->config_id == want + 1, "keep %g after %d: candidate %lld, expected %d", keep, i + 1,
-                      c ? (long long)c->config_id : 0LL, want + 1);
-            if (bd_rng_below(&rng, 2)) {
-                bd_rung_promote(&r, e[want]);
-                promoted[want] = 1;
-            }
-        }
+        check_candidate(&r, e, promoted, brute_candidate(loss, promoted, i + 1, k), i + 1, &rng);
     }
     /* keep 1: every unpromoted result is a candidate, best first */
     bd_rung_set_keep(&r, 1);
@@ -204,18 +209,7 @@ Test(asha, rung_rerank_matches_a_brute_force_ranking)
                 best = j;
         cr_assert_eq(r.best->config_id, best + 1, "after %d: best %lld, expected %d", i + 1,
                      (long long)r.best->config_id, best + 1);
-        int want = brute_candidate(loss, promoted, i + 1, k);
-        const bd_rung_entry *c = bd_rung_candidate(&r);
-        if (want < 0) {
-            cr_assert_null(c, "after %d: candidate %lld, expected none", i + 1, c ? (long long)c->config_id : 0LL);
-        } else {
-            cr_assert(c && c->config_id == want + 1, "after %d: candidate %lld, expected %d", i + 1,
-                      c ? (long long)c->config_id : 0LL, want + 1);
-            if (bd_rng_below(&rng, 2)) {
-                bd_rung_promote(&r, e[want]);
-                promoted[want] = 1;
-            }
-        }
+        check_candidate(&r, e, promoted, brute_candidate(loss, promoted, i + 1, k), i + 1, &rng);
     }
     cr_expect_geq(reranks, 20);
     bd_rung_free(&r);
