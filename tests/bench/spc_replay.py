@@ -19,9 +19,15 @@ Methods (each for every seed; a seed is an order of the instances):
   form; the default polls every tester's LCB at the current iteration).
 - spc_once: spc with stream = "once": every instance at most once per
   config (no new draws of the instances after the first pass).
-- uniform: the same testers (fresh instance while the queue is below its
-  bound, else the queue's front; doubling caps) taken in round-robin order
-  instead of by LCB; incumbent the most active instances. Simulated here.
+- uniform: spc's finite-stream testers (each instance once per tester, a
+  fresh instance while the queue is below its bound, else the queue's front;
+  doubling caps) taken in round-robin order instead of by LCB, answering
+  with spc's finite-stream incumbent rule: an ablation of spc's allocation
+  alone (since issue 15). Simulated here.
+- uniform_paper: the uniform of issue 9 and of issue 15's text: the paper's
+  testers (the instance stream cycles, a new seeded order every pass) taken
+  round robin, answering with the paper's incumbent (the most active
+  instances, ties to the earlier config). Simulated here.
 - hyperband: banditd's `hyperband` over HTTP with the number of instances as
   the budget (successive halving on instances; eta 3): a trial of budget b
   runs the config on the seed's first b instances at the full cutoff (runs
@@ -312,6 +318,49 @@ def run_uniform(m, seed, horizon):
     return out
 
 
+def run_uniform_paper(m, seed, horizon):
+    """The paper's testers (cycling instance stream, the queue taken when it
+    reaches its bound q) round robin; incumbent: the most active instances,
+    ties to the earlier config. What issue 15 called uniform."""
+    n, cutoff = len(m.instances), m.cutoff
+    passes = [m.order(seed)]
+
+    def instance(pos):
+        while pos // n >= len(passes):
+            o = list(range(n))
+            random.Random("%d/%d" % (seed, len(passes))).shuffle(o)
+            passes.append(o)
+        return passes[pos // n][pos % n]
+
+    testers = [{"theta": kappa0_for(m), "r": 0, "q": 1, "queue": [], "head": 0} for _ in m.solvers]
+    trace, cpu, t, runs, turn = Trace(m, horizon), 0.0, 0, 0, 0
+    while cpu < horizon:
+        c, x = turn, testers[turn]
+        turn = (turn + 1) % len(testers)
+        if len(x["queue"]) - x["head"] < x["q"]:
+            pos, cap = x["r"], x["theta"]
+            x["r"] += 1
+        else:
+            pos, cap = x["queue"][x["head"]]
+            x["head"] += 1
+            x["theta"] = cap
+        rt = m.rt[c][instance(pos)]
+        if rt > cap:
+            cpu += cap
+            if cap < cutoff:
+                x["queue"].append((pos, min(2 * cap, cutoff)))
+        else:
+            cpu += rt
+        x["q"] = queue_bound(t, x["r"])
+        t += 1
+        runs += 1
+        if trace.due(cpu):
+            trace.add(cpu, max(range(len(testers)), key=lambda k: (testers[k]["r"], -k)))
+    out = trace.result()
+    out.update(runs=runs, cpu=cpu)
+    return out
+
+
 # ------------------------------------------------------- hyperband (daemon)
 
 def run_hyperband(client, m, seed, horizon, eta=3):
@@ -414,6 +463,8 @@ def main():
                                         method, seed), flush=True)
                         elif method == "uniform":
                             r = run_uniform(m, seed, horizon)
+                        elif method == "uniform_paper":
+                            r = run_uniform_paper(m, seed, horizon)
                         elif method == "hyperband":
                             r = run_hyperband(client, m, seed, horizon)
                         elif method == "naive":

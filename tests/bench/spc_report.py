@@ -23,9 +23,11 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_common import describe, md_table, quantile  # noqa: E402
 
-ORDER = ["spc", "caps_race", "spc_cycle", "spc_last_step", "spc_once", "uniform", "hyperband", "naive"]
+ORDER = ["spc", "caps_race", "spc_cycle", "spc_last_step", "spc_once", "uniform", "uniform_paper", "hyperband",
+         "naive"]
 COLORS = {"spc": "tab:red", "caps_race": "tab:brown", "spc_cycle": "tab:pink", "spc_last_step": "tab:orange",
-          "spc_once": "tab:purple", "uniform": "tab:blue", "hyperband": "tab:green", "naive": "black"}
+          "spc_once": "tab:purple", "uniform": "tab:blue", "uniform_paper": "tab:cyan", "hyperband": "tab:green",
+          "naive": "black"}
 
 
 def load(path):

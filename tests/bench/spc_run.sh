@@ -22,7 +22,7 @@ mkdir -p "$outdir"
 rm -f "$outdir/spc_runs.jsonl" "$outdir/spc_runs.jsonl.gz"
 "$py" "$here/spc_replay.py" --banditd "$build/banditd" --seeds "${SPC_SEEDS:-0-19}" --daemon-seeds 0-1 \
     --scenarios "${SPC_SCENARIOS:-sat11-indu,sat18-exp,sat20-main,minisat-rand3sat}" \
-    --methods "${SPC_METHODS:-spc,caps_race,spc_cycle,uniform,hyperband,naive}" --out "$outdir/spc_runs.jsonl"
+    --methods "${SPC_METHODS:-spc,caps_race,spc_cycle,uniform,uniform_paper,hyperband,naive}" --out "$outdir/spc_runs.jsonl"
 gzip -n -9 "$outdir/spc_runs.jsonl"
 live=""
 [ -f "$outdir/spc_live.json" ] && live="--live $outdir/spc_live.json" # spc_live.py's run, when made
