@@ -321,7 +321,8 @@ def run_uniform(m, seed, horizon):
 def run_uniform_paper(m, seed, horizon):
     """The paper's testers (cycling instance stream, the queue taken when it
     reaches its bound q) round robin; incumbent: the most active instances,
-    ties to the earlier config. What issue 15 called uniform."""
+    ties to the earlier config. What issue 15 called uniform (issue 9's
+    code, with spc's first cap kappa0_for(m): 1 s on ASlib as it was)."""
     n, cutoff = len(m.instances), m.cutoff
     passes = [m.order(seed)]
 
