@@ -27,8 +27,10 @@ long long bd_json_int(const json_t *obj, const char *key, long long dflt)
     const json_t *v = json_object_get(obj, key);
     if (json_is_integer(v))
         return json_integer_value(v);
-    if (json_is_real(v))
-        return (long long)json_real_value(v);
+    if (json_is_real(v)) { /* a cast out of long long's range is undefined */
+        double d = json_real_value(v);
+        return d > -9.2e18 && d < 9.2e18 ? (long long)d : dflt;
+    }
     return dflt;
 }
 

@@ -14,7 +14,8 @@
 int bd_json_reject_unknown(const json_t *obj, const char *prefix, const char *const *known, bd_err *err)
     BD_MUST_CHECK;
 
-/* The integer value of obj[key] (a whole real is accepted), else dflt. */
+/* The integer value of obj[key] (a real is truncated; one outside long
+ * long's range gives dflt), else dflt. */
 long long bd_json_int(const json_t *obj, const char *key, long long dflt);
 
 /* A value held for long as compact text (malloc'd; aborts when memory runs

@@ -192,11 +192,13 @@ struct bd_sched_ops {
      * a Hyperband study; 0.9 s of a million-trial replay's 5.7 s). */
     int continues_by_id;
     /* Optional (may be NULL): the heap the scheduler holds, in bytes, on the
-     * safe side and in O(1) (the engine asks after every request), which the
-     * engine weighs against --study-cache-mb. NULL: 256 bytes a trial, which
-     * is right for schedulers that keep every trial and far too much for
-     * those that keep little (a million-trial random search or Hyperband
-     * study would count as 256 MB and be unloaded whenever it idles). */
+     * safe side and cheaply: O(1), or a loop bounded by the scheduler's
+     * shape, not its trials (asha: brackets x rungs), since the engine asks
+     * after every request. The engine weighs it against --study-cache-mb.
+     * NULL: 256 bytes a trial, which is right for schedulers that keep
+     * every trial and far too much for those that keep little (a
+     * million-trial random search or Hyperband study would count as 256 MB
+     * and be unloaded whenever it idles). */
     size_t (*held_bytes)(const bd_sched *s);
 };
 
