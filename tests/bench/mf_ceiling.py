@@ -14,9 +14,10 @@ distinct rows in a random order (no method knows a table before its first
 results), each pays the row's first epoch, and the oracle then tells it the
 row's final error for free; a row that meets the target is trained on to
 its last epoch. Its probability p of meeting the bar in a seed bounds that
-of every method whose first configs are random and that must train a
-config fully to count it (every method here); P(>= 19 of 20) follows as a
-binomial. A method that guides its choice by a model of the rows screened
+of every method whose picks within that time are random and that must
+train a config fully to count it (every method here: the time is short of
+TPE's and the GP's random starts, and ASHA's and Hyperband's default
+sampler is random); P(>= 19 of 20) follows as a binomial. A method that guides its choice by a model of the rows screened
 so far could in principle do better than random picks; it would also have
 to do so without the oracle's free final errors.
 
