@@ -38,6 +38,25 @@ static int value_equal(const json_t *a, const json_t *b)
     return json_equal(a, b);
 }
 
+size_t bd_acq_space_held_bytes(const bd_acq_space *as)
+{
+    if (!as)
+        return 0;
+    size_t bytes = BD_HEAP_BLOCK(sizeof *as) + BD_HEAP_BLOCK(as->d * sizeof *as->dims) +
+                   BD_HEAP_BLOCK(as->d * sizeof *as->conds);
+    for (size_t i = 0; i < as->d; i++) {
+        bytes += BD_HEAP_BLOCK(as->conds[i].n * sizeof *as->conds[i].c);
+        for (size_t c = 0; c < as->conds[i].n; c++) {
+            const cond *cd = &as->conds[i].c[c];
+            if (cd->accept)
+                bytes += BD_HEAP_BLOCK(as->dims[cd->parent].n_choices);
+            if (cd->nums)
+                bytes += BD_HEAP_BLOCK((cd->n_nums + 1) * sizeof *cd->nums);
+        }
+    }
+    return bytes;
+}
+
 void bd_acq_space_free(bd_acq_space *as)
 {
     if (!as)

@@ -26,6 +26,8 @@ typedef struct bd_acq_space bd_acq_space;
  * parameters. */
 int bd_acq_space_new(const bd_space *space, bd_acq_space **out, bd_err *err) BD_MUST_CHECK;
 void bd_acq_space_free(bd_acq_space *as); /* NULL-safe */
+/* The heap as holds, on the safe side (0 for NULL). */
+size_t bd_acq_space_held_bytes(const bd_acq_space *as);
 
 /* Fills p's d, dims and active/active_ctx (borrowed from as, valid while it
  * lives); the caller sets score and score_ctx. */

@@ -166,6 +166,16 @@ int bd_gp_new(const bd_kernel *kernel, double sn2, int standardize, bd_gp **out,
     return 0;
 }
 
+size_t bd_gp_held_bytes(const bd_gp *gp)
+{
+    if (!gp)
+        return 0;
+    size_t c = gp->cap;
+    return BD_HEAP_BLOCK(sizeof *gp) + bd_kernel_held_bytes(gp->kern) + BD_HEAP_BLOCK(gp->np * sizeof *gp->theta) +
+           BD_HEAP_BLOCK(c * gp->d * sizeof *gp->X) + 3 * BD_HEAP_BLOCK(c * sizeof *gp->y) +
+           BD_HEAP_BLOCK(c * sizeof *gp->ids) + BD_HEAP_BLOCK(c * c * sizeof *gp->L);
+}
+
 void bd_gp_free(bd_gp *gp)
 {
     if (!gp)

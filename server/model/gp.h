@@ -48,6 +48,9 @@ enum {
  * *out is new (bd_gp_free). */
 int bd_gp_new(const bd_kernel *kernel, double sn2, int standardize, bd_gp **out, bd_err *err) BD_MUST_CHECK;
 void bd_gp_free(bd_gp *gp); /* NULL-safe */
+/* The heap gp holds, on the safe side (0 for NULL): its arrays are sized by
+ * its capacity in points, the factor by its square. */
+size_t bd_gp_held_bytes(const bd_gp *gp);
 
 size_t bd_gp_dim(const bd_gp *gp);
 size_t bd_gp_size(const bd_gp *gp);     /* number of points held, m */

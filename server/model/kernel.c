@@ -61,6 +61,14 @@ int bd_kernel_new(bd_kernel_type type, size_t d, const unsigned *n_choices, bd_k
     return 0;
 }
 
+size_t bd_kernel_held_bytes(const bd_kernel *k)
+{
+    if (!k)
+        return 0;
+    return BD_HEAP_BLOCK(sizeof *k) + BD_HEAP_BLOCK(k->d * sizeof *k->choices) +
+           BD_HEAP_BLOCK(k->np * sizeof *k->theta) + BD_HEAP_BLOCK(k->d * sizeof *k->inv_l2);
+}
+
 void bd_kernel_free(bd_kernel *k)
 {
     if (!k)

@@ -45,6 +45,8 @@ typedef struct bd_kernel bd_kernel;
  * *out is new (bd_kernel_free). BD_EINVAL on a bad shape. */
 int bd_kernel_new(bd_kernel_type type, size_t d, const unsigned *n_choices, bd_kernel **out, bd_err *err) BD_MUST_CHECK;
 void bd_kernel_free(bd_kernel *k); /* NULL-safe */
+/* The heap k holds, on the safe side (0 for NULL). */
+size_t bd_kernel_held_bytes(const bd_kernel *k);
 /* A new kernel of the same type, shape and theta. */
 bd_kernel *bd_kernel_copy(const bd_kernel *k);
 

@@ -661,8 +661,8 @@ static int asha_describe(const bd_sched *sched, json_t **out)
 /* ASHA keeps every config for the study's life: any result of a rung may
  * still be promoted when more results arrive. Per config its record, its
  * text, its curve and rung losses (counted as allocated) and its result in
- * each rung it completed; per running trial a record. O(brackets x rungs),
- * at most 64 x 64. */
+ * each rung it completed; per running trial a record; a learning sampler's
+ * results (proposer.c). O(brackets x rungs), at most 64 x 64. */
 static size_t asha_held_bytes(const bd_sched *sched)
 {
     const asha_sched *a = (const asha_sched *)sched;
@@ -674,10 +674,7 @@ static size_t asha_held_bytes(const bd_sched *sched)
     for (int b = 0; b < a->n_brackets; b++)
         for (int k = 0; k < a->brackets[b].nrungs; k++)
             bytes += bd_rung_held_bytes(&a->brackets[b].rungs[k]);
-    /* A model-based sampler keeps every result (proposer.c), not tracked
-     * block by block: the engine's default per trial. */
-    if (strcmp(bd_proposer_sampler(a->proposer), "random") != 0)
-        bytes += 256 * (size_t)a->created;
+    bytes += bd_proposer_held_bytes(a->proposer); /* a learning sampler keeps every result */
     return bytes + bytes / 8 + 4096; /* what is not counted block by block: test_asha checks the sum */
 }
 

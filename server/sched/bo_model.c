@@ -124,6 +124,16 @@ int bd_bo_model_new(const bd_study_def *def, const bd_bo_model_options *opt, bd_
     return 0;
 }
 
+size_t bd_bo_model_held_bytes(const bd_bo_model *m)
+{
+    if (!m)
+        return 0;
+    return BD_HEAP_BLOCK(sizeof *m) + BD_HEAP_BLOCK(m->cap * m->D * sizeof *m->X) +
+           2 * BD_HEAP_BLOCK(m->cap * sizeof *m->y) + BD_HEAP_BLOCK(m->D * sizeof *m->n_choices) +
+           2 * BD_HEAP_BLOCK((m->D + 2) * sizeof(double)) /* the fits' theta */ +
+           bd_gp_held_bytes(m->gp) + bd_gp_held_bytes(m->cost_gp) + bd_acq_space_held_bytes(m->acq_space);
+}
+
 void bd_bo_model_free(bd_bo_model *m)
 {
     if (!m)

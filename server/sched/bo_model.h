@@ -127,6 +127,9 @@ typedef struct bd_bo_model_options {
 int bd_bo_model_new(const bd_study_def *def, const bd_bo_model_options *opt, bd_bo_model **out,
                     bd_err *err) BD_MUST_CHECK;
 void bd_bo_model_free(bd_bo_model *m); /* NULL-safe */
+/* The heap m holds, on the safe side (0 for NULL): its observations and
+ * its GPs (at most BD_GP_TRAIN_CAP points each, a factor of their square). */
+size_t bd_bo_model_held_bytes(const bd_bo_model *m);
 
 /* Appends an observation: x (d coordinates, copied), at fidelity (used only
  * with the fidelity column), with loss (+INFINITY: diverged). Does not

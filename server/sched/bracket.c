@@ -606,10 +606,7 @@ size_t bd_bk_held_bytes(const bd_bkset *set)
                    (size_t)set->survivors * sizeof(int64_t) + set->bracket_bytes +
                    set->cap_brackets * sizeof *set->brackets + set->cap_ready * sizeof *set->ready +
                    (set->configs.cap + set->trials.cap + set->by_label.cap) * sizeof(bd_idmap_slot);
-    /* A model-based sampler keeps every result (proposer.c); its size is
-     * not tracked, so it counts as the engine's default per trial. */
-    if (strcmp(bd_proposer_sampler(set->proposer), "random") != 0)
-        bytes += 256 * (size_t)set->created;
+    bytes += bd_proposer_held_bytes(set->proposer); /* a learning sampler keeps every result */
     /* and a third more for what is not counted block by block (arrays'
      * headers, the retry queues, glibc's rounding): test_hyperband checks
      * the sum against the heap's real growth */

@@ -259,6 +259,16 @@ static void gp_destroy(bd_sched *s)
     free(g);
 }
 
+/* Its GP (the model's observations and its factor, BD_GP_TRAIN_CAP points
+ * at most) and the coordinates of each running trial. */
+static size_t gp_held_bytes(const bd_sched *s)
+{
+    const gp_ucb *g = (const gp_ucb *)s;
+    size_t bytes = BD_HEAP_BLOCK(sizeof *g) + bd_bo_model_held_bytes(g->model) +
+                   BD_HEAP_BLOCK(g->cap_pend * sizeof *g->pend) + g->n_pend * BD_HEAP_BLOCK(g->d * sizeof(double));
+    return bytes + bytes / 8 + 1024; /* glibc's rounding, not counted block by block */
+}
+
 const struct bd_sched_ops bd_sched_gp_ucb = {
     .abi = BD_SCHED_ABI,
     .name = "gp_ucb",
@@ -272,4 +282,5 @@ const struct bd_sched_ops bd_sched_gp_ucb = {
     .takes_enqueued = 1,
     .learns_from_prior = 1,
     .new_study_defaults = gp_new_study_defaults,
+    .held_bytes = gp_held_bytes,
 };

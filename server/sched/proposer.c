@@ -151,6 +151,18 @@ void bd_proposer_free(bd_proposer *p)
     free(p);
 }
 
+size_t bd_proposer_held_bytes(const bd_proposer *p)
+{
+    size_t c = p->cap, per_result = p->d * sizeof *p->x + sizeof *p->loss + sizeof *p->budget +
+                                    sizeof *p->log_cost + sizeof *p->config_id;
+    size_t bytes = BD_HEAP_BLOCK(sizeof *p) + BD_HEAP_BLOCK(p->d * sizeof *p->dims) + 5 * BD_HEAP_BLOCK(0) +
+                   c * per_result + (p->u ? BD_HEAP_BLOCK(c * p->d * sizeof *p->u) : 0) +
+                   3 * BD_HEAP_BLOCK(p->n_budgets * sizeof(double));
+    for (size_t i = 0; p->gp && i < p->n_budgets; i++)
+        bytes += bd_bo_model_held_bytes(p->gp[i]);
+    return bytes;
+}
+
 const char *bd_proposer_sampler(const bd_proposer *p)
 {
     return p->sampler == SAMPLER_TPE ? "tpe" : p->sampler == SAMPLER_GP ? "gp" : "random";

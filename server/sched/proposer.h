@@ -79,6 +79,9 @@ void bd_proposer_free(bd_proposer *p); /* NULL-safe */
 
 /* The sampler's name (static): "random", "tpe" or "gp". */
 const char *bd_proposer_sampler(const bd_proposer *p);
+/* The heap p holds, on the safe side: every result it keeps (a learning
+ * sampler keeps them all) and, for "gp", each budget's model. */
+size_t bd_proposer_held_bytes(const bd_proposer *p);
 
 /* Takes in one result: config number config_id (borrowed config) reached
  * loss at budget, and the worker reported `seconds` (NAN: not reported)

@@ -86,8 +86,8 @@ static int random_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion 
 static json_t *take_config(random_sched *r, int64_t trial_id)
 {
     json_t *config = bd_idmap_get(&r->running_configs, trial_id);
-    if (config)
-        bd_idmap_put(&r->running_configs, trial_id, NULL);
+    if (config) /* removed, not set to NULL: the map holds running trials only */
+        bd_idmap_remove(&r->running_configs, trial_id);
     return config;
 }
 
@@ -161,12 +161,16 @@ static void random_destroy(bd_sched *s)
     free(r);
 }
 
-/* Random search keeps nothing per trial (tpe keeps its results: the
- * engine's default estimate). */
+/* Random search keeps nothing per trial; tpe keeps every result (its
+ * proposer) and the config of each running trial (~64 bytes of JSON nodes
+ * a value, as the engine counts an enqueued config). */
 static size_t random_held_bytes(const bd_sched *s)
 {
-    (void)s;
-    return sizeof(random_sched);
+    const random_sched *r = (const random_sched *)s;
+    size_t values = bd_space_size(r->def->space) + 1;
+    size_t bytes = BD_HEAP_BLOCK(sizeof *r) + bd_proposer_held_bytes(r->proposer) +
+                   r->running_configs.count * 64 * values + r->running_configs.cap * sizeof(bd_idmap_slot);
+    return bytes + bytes / 8 + 1024; /* glibc's rounding, not counted block by block */
 }
 
 const struct bd_sched_ops bd_sched_random = {
@@ -193,4 +197,5 @@ const struct bd_sched_ops bd_sched_tpe = {
     .destroy = random_destroy,
     .takes_enqueued = 1,
     .learns_from_prior = 1,
+    .held_bytes = random_held_bytes,
 };

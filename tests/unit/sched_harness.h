@@ -567,4 +567,24 @@ HN_FN size_t hn_heap_in_use(void)
     return m.uordblks + m.hblkhd;
 }
 
+/* Destroys h's scheduler and returns the heap that freed; *held receives
+ * what its held_bytes said just before. The harness's own records stay. */
+HN_FN size_t hn_destroy_measured(hn *h, size_t *held)
+{
+    size_t with = hn_heap_in_use();
+    *held = h->ops->held_bytes(h->s);
+    h->ops->destroy(h->s);
+    h->s = NULL;
+    return with - hn_heap_in_use();
+}
+
+/* Checks a scheduler's held_bytes against the heap it frees: not under it
+ * (beyond the noise), and not over twice it (an estimate, not a guess). */
+HN_FN void hn_expect_held_bytes(hn *h, const char *what)
+{
+    size_t held, used = hn_destroy_measured(h, &held);
+    cr_expect_geq(held + HN_HEAP_NOISE, used, "%s: held_bytes %zu under the heap it held, %zu", what, held, used);
+    cr_expect_leq(held, 2 * used + 65536, "%s: held_bytes %zu, heap held %zu", what, held, used);
+}
+
 #endif

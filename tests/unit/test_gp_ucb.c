@@ -359,3 +359,24 @@ Test(gp_ucb, new_study_defaults_write_log_ei_unless_ucb_is_named)
         json_decref(o);
     }
 }
+
+/* held_bytes against the heap gp_ucb frees: its GP's factor (up to
+ * BD_GP_TRAIN_CAP points squared) makes it several times the engine's
+ * 256-byte-a-trial default (at 100 trials in 5 dimensions, ~150 KB). */
+Test(gp_ucb, held_bytes_covers_the_heap_of_its_model)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    cr_skip_test("AddressSanitizer's allocator does not report through mallinfo2");
+#endif
+    static const char *const options[] = {"{\"acquisition\": \"logei\", \"max_trials\": 120}",
+                                          "{\"acquisition\": \"logei\", \"cost_aware\": true, \"max_trials\": 250}"};
+    for (size_t c = 0; c < 2; c++) {
+        hn h;
+        open_ok(&h, GP, space2, options[c]);
+        h.outcome = bowl;
+        h.check_pure = 0;
+        cr_assert_eq(hn_run(&h, c + 1, HN_FIFO, 0), HN_DONE);
+        hn_expect_held_bytes(&h, options[c]);
+        hn_close(&h);
+    }
+}

@@ -263,3 +263,45 @@ Test(proposer, rejects_bad_options_naming_the_field)
         hn_close(&h);
     }
 }
+
+/* held_bytes of the schedulers that keep the proposer's results (tpe, and a
+ * learning sampler inside hyperband and asha) against the heap they free:
+ * tpe at 50 parameters keeps ~450 bytes a result, more than the engine's
+ * 256-byte default, and the gp sampler a model per budget. */
+Test(proposer, held_bytes_covers_the_heap_of_the_results_kept)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    cr_skip_test("AddressSanitizer's allocator does not report through mallinfo2");
+#endif
+    char wide[4096];
+    size_t o = (size_t)snprintf(wide, sizeof wide, "[");
+    for (int i = 0; i < 50; i++)
+        o += (size_t)snprintf(wide + o, sizeof wide - o, "%s{\"name\": \"p%d\", \"type\": \"float\", \"low\": 0, \"high\": 1}",
+                              i ? ", " : "", i);
+    snprintf(wide + o, sizeof wide - o, "]");
+    static const struct {
+        const struct bd_sched_ops *ops;
+        int wide;
+        const char *options;
+        long long trials;
+        double r_max;
+    } cases[] = {
+        {&bd_sched_tpe, 0, "{}", 1000, 1},
+        {&bd_sched_tpe, 1, "{}", 600, 1},
+        {&bd_sched_hyperband, 0, "{\"sampler\": \"tpe\"}", 2000, 27},
+        {&bd_sched_asha, 0, "{\"sampler\": \"gp\"}", 300, 27},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        hn h;
+        int rc = hn_open_space(&h, cases[c].ops, cases[c].wide ? wide : space3, cases[c].options, 1, cases[c].r_max, 1);
+        cr_assert_eq(rc, 0, "create failed: %s (%s)", h.err.message, h.err.field);
+        if (!cases[c].wide)
+            h.outcome = bowl;
+        h.check_pure = 0;
+        hn_run(&h, 2, HN_FIFO, cases[c].trials);
+        char what[96];
+        snprintf(what, sizeof what, "%s %s%s", cases[c].ops->name, cases[c].options, cases[c].wide ? ", 50 params" : "");
+        hn_expect_held_bytes(&h, what);
+        hn_close(&h);
+    }
+}
