@@ -583,6 +583,7 @@ HN_FN size_t hn_destroy_measured(hn *h, size_t *held)
 HN_FN void hn_expect_held_bytes(hn *h, const char *what)
 {
     size_t held, used = hn_destroy_measured(h, &held);
+    fprintf(stderr, "%s: the scheduler freed %zu bytes of heap, held_bytes said %zu\n", what, used, held);
     cr_expect_geq(held + HN_HEAP_NOISE, used, "%s: held_bytes %zu under the heap it held, %zu", what, held, used);
     cr_expect_leq(held, 2 * used + 65536, "%s: held_bytes %zu, heap held %zu", what, held, used);
 }
