@@ -1,6 +1,7 @@
-/* sched.h: the scheduler plugin interface. Every algorithm (random search,
- * Successive Halving, Hyperband, ASHA, Rising Bandits, SPC, BO-BOS) is one
- * .c file implementing bd_sched_ops, registered in registry.c.
+/* sched.h: the scheduler plugin interface. Every algorithm is one .c file
+ * implementing bd_sched_ops, registered in registry.c by its name: random,
+ * tpe, successive_halving, hyperband, asha, gp_ucb, bo_bos, rising_bandits,
+ * spc and caps_race (test builds add test_sleep).
  *
  * Contract (see README.md beside this file for how each scheduler uses it):
  * - Only events change a scheduler's state. suggest() proposes the next trial
