@@ -43,6 +43,7 @@ enum bd_pg_stmt {
     BD_PG_STUDY_DELETE,
     BD_PG_STUDY_SET_PAUSED,
     BD_PG_STUDY_SET_METADATA,
+    BD_PG_STUDY_SET_DEFINITION,
     BD_PG_TRIAL_COUNTS,
     BD_PG_TRIAL_INSERT,
     BD_PG_TRIAL_GET,
@@ -50,6 +51,7 @@ enum bd_pg_stmt {
     BD_PG_TRIAL_FINISH,
     BD_PG_TRIAL_SET_LEASE,
     BD_PG_TRIAL_SET_USER_ATTRS,
+    BD_PG_TRIAL_SET_CONFIG,
     BD_PG_TRIAL_SCAN,
     BD_PG_TRIAL_SCAN_EXPIRED,
     BD_PG_TRIAL_BEST_MIN,
@@ -194,12 +196,14 @@ int bd_pg_study_page(bd_store *s, int64_t user_id, const char *name, int64_t aft
 int bd_pg_study_delete(bd_store *s, int64_t id, bd_err *err);
 int bd_pg_study_set_paused(bd_store *s, int64_t id, int paused, bd_err *err);
 int bd_pg_study_set_metadata(bd_store *s, int64_t id, const char *metadata, bd_err *err);
+int bd_pg_study_set_definition(bd_store *s, int64_t id, const char *definition, bd_err *err);
 int bd_pg_trial_counts_each(bd_store *s, bd_trial_count_fn fn, void *arg, bd_err *err);
 int bd_pg_trial_insert(bd_store *s, const bd_trial_row *row, int64_t *id, bd_err *err);
 int bd_pg_trial_get(bd_store *s, int64_t id, bd_trial_row *out, bd_err *err);
 int bd_pg_trial_finish(bd_store *s, const bd_trial_row *row, bd_err *err);
 int bd_pg_trial_set_lease(bd_store *s, int64_t id, double lease_expires_at, bd_err *err);
 int bd_pg_trial_set_user_attrs(bd_store *s, int64_t id, const char *user_attrs, bd_err *err);
+int bd_pg_trial_set_config(bd_store *s, int64_t id, const char *config, bd_err *err);
 int bd_pg_trial_each(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);
 int bd_pg_trial_each_best(bd_store *s, int64_t study_id, int maximize, int64_t instance, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);
 int bd_pg_trial_each_with_steps(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);

@@ -42,6 +42,7 @@ const char *const bd_pg_sql[BD_PG_NSTMTS] = {
     [BD_PG_STUDY_DELETE] = "DELETE FROM studies WHERE id = $1",
     [BD_PG_STUDY_SET_PAUSED] = "UPDATE studies SET paused = $2 WHERE id = $1",
     [BD_PG_STUDY_SET_METADATA] = "UPDATE studies SET metadata = $2 WHERE id = $1",
+    [BD_PG_STUDY_SET_DEFINITION] = "UPDATE studies SET definition = $2 WHERE id = $1",
     [BD_PG_TRIAL_COUNTS] = "SELECT study_id, state, count(*) FROM trials GROUP BY study_id, state",
 
     /* id NULL and config_id 0 are filled in by triggers (pg_schema.c). */
@@ -56,6 +57,7 @@ const char *const bd_pg_sql[BD_PG_NSTMTS] = {
                            "reason = $7 WHERE id = $1 AND state = 'running'",
     [BD_PG_TRIAL_SET_LEASE] = "UPDATE trials SET lease_expires_at = $2 WHERE id = $1",
     [BD_PG_TRIAL_SET_USER_ATTRS] = "UPDATE trials SET user_attrs = $2 WHERE id = $1",
+    [BD_PG_TRIAL_SET_CONFIG] = "UPDATE trials SET config = $2 WHERE id = $1",
     [BD_PG_TRIAL_SCAN] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = $3 AND id > $1 " TRIAL_FILTER
                          "ORDER BY id LIMIT $2",
     /* 'running' is a literal so the partial index trials_lease applies. */

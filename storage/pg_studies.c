@@ -164,3 +164,11 @@ int bd_pg_study_set_metadata(bd_store *store, int64_t id, const char *metadata, 
     bd_pg_p_text(&p, metadata);
     return study_missing((bd_pg *)store, BD_PG_STUDY_SET_METADATA, &p, id, err, "set study metadata");
 }
+
+int bd_pg_study_set_definition(bd_store *store, int64_t id, const char *definition, bd_err *err)
+{
+    bd_pg_params p = {0};
+    bd_pg_p_i64(&p, id);
+    bd_pg_p_text(&p, definition);
+    return study_missing((bd_pg *)store, BD_PG_STUDY_SET_DEFINITION, &p, id, err, "set study definition");
+}

@@ -203,6 +203,14 @@ int bd_pg_trial_set_user_attrs(bd_store *store, int64_t id, const char *user_att
     return trial_missing((bd_pg *)store, BD_PG_TRIAL_SET_USER_ATTRS, &p, id, err, "set trial user_attrs");
 }
 
+int bd_pg_trial_set_config(bd_store *store, int64_t id, const char *config, bd_err *err)
+{
+    bd_pg_params p = {0};
+    bd_pg_p_i64(&p, id);
+    bd_pg_p_text(&p, config);
+    return trial_missing((bd_pg *)store, BD_PG_TRIAL_SET_CONFIG, &p, id, err, "set trial config");
+}
+
 struct trial_cb {
     bd_trial_fn fn;
     void *arg;

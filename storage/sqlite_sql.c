@@ -47,6 +47,7 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
     [BD_SQL_STUDY_DELETE] = "DELETE FROM studies WHERE id = ?1",
     [BD_SQL_STUDY_SET_PAUSED] = "UPDATE studies SET paused = ?2 WHERE id = ?1",
     [BD_SQL_STUDY_SET_METADATA] = "UPDATE studies SET metadata = ?2 WHERE id = ?1",
+    [BD_SQL_STUDY_SET_DEFINITION] = "UPDATE studies SET definition = ?2 WHERE id = ?1",
     [BD_SQL_TRIAL_COUNTS] = "SELECT study_id, state, count(*) FROM trials GROUP BY study_id, state",
 
     /* config_id 0 is replaced by the new id (trigger trials_config_self); id
@@ -63,6 +64,7 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
         "reason = ?7 WHERE id = ?1 AND state = 'running'",
     [BD_SQL_TRIAL_SET_LEASE] = "UPDATE trials SET lease_expires_at = ?2 WHERE id = ?1",
     [BD_SQL_TRIAL_SET_USER_ATTRS] = "UPDATE trials SET user_attrs = ?2 WHERE id = ?1",
+    [BD_SQL_TRIAL_SET_CONFIG] = "UPDATE trials SET config = ?2 WHERE id = ?1",
     [BD_SQL_TRIAL_SCAN] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = ?3 AND id > ?1 "
                           "AND (?4 IS NULL OR state = ?4) AND (?5 IS NULL OR instance_index = ?5) "
                           "ORDER BY id LIMIT ?2",

@@ -190,3 +190,9 @@ int bd_sqlite_study_set_metadata(bd_store *store, int64_t id, const char *metada
     bd_sqlite *s = (bd_sqlite *)store;
     return study_update(s, BD_SQL_STUDY_SET_METADATA, id, 0, metadata, 1, err, "set study metadata");
 }
+
+int bd_sqlite_study_set_definition(bd_store *store, int64_t id, const char *definition, bd_err *err)
+{
+    bd_sqlite *s = (bd_sqlite *)store;
+    return study_update(s, BD_SQL_STUDY_SET_DEFINITION, id, 0, definition, 1, err, "set study definition");
+}

@@ -196,20 +196,32 @@ int bd_sqlite_trial_set_lease(bd_store *store, int64_t id, double lease_expires_
     return ret;
 }
 
-int bd_sqlite_trial_set_user_attrs(bd_store *store, int64_t id, const char *user_attrs, bd_err *err)
+/* UPDATE trials SET <column> = text WHERE id = id, by statement which. */
+static int trial_set_text(bd_sqlite *s, enum bd_sql_stmt which, int64_t id, const char *text, const char *what,
+                          bd_err *err)
 {
-    bd_sqlite *s = (bd_sqlite *)store;
     int locked = bd_sqlite_enter(s);
-    sqlite3_stmt *st = s->stmt[BD_SQL_TRIAL_SET_USER_ATTRS];
+    sqlite3_stmt *st = s->stmt[which];
     int rc = SQLITE_OK;
     bd_sqlite_bind_i64(st, 1, id, &rc);
-    bd_sqlite_bind_text(st, 2, user_attrs, &rc);
-    int ret = bd_sqlite_step_done(s, st, rc, err, "set trial user_attrs");
+    bd_sqlite_bind_text(st, 2, text, &rc);
+    int ret = bd_sqlite_step_done(s, st, rc, err, what);
     if (!ret && sqlite3_changes(s->db) == 0)
         ret = bd_err_set(err, BD_ENOTFOUND, NULL, "trial %lld not found", (long long)id);
     bd_sqlite_done(st);
     bd_sqlite_leave(s, locked);
     return ret;
+}
+
+int bd_sqlite_trial_set_user_attrs(bd_store *store, int64_t id, const char *user_attrs, bd_err *err)
+{
+    return trial_set_text((bd_sqlite *)store, BD_SQL_TRIAL_SET_USER_ATTRS, id, user_attrs, "set trial user_attrs",
+                          err);
+}
+
+int bd_sqlite_trial_set_config(bd_store *store, int64_t id, const char *config, bd_err *err)
+{
+    return trial_set_text((bd_sqlite *)store, BD_SQL_TRIAL_SET_CONFIG, id, config, "set trial config", err);
 }
 
 struct trial_cb {

@@ -174,6 +174,11 @@ int bd_store_study_set_metadata(bd_store *s, int64_t id, const char *metadata, b
     return s->ops->study_set_metadata(s, id, metadata, err);
 }
 
+int bd_store_study_set_definition(bd_store *s, int64_t id, const char *definition, bd_err *err)
+{
+    return s->ops->study_set_definition(s, id, definition, err);
+}
+
 int bd_store_trial_counts_each(bd_store *s, bd_trial_count_fn fn, void *arg, bd_err *err)
 {
     return s->ops->trial_counts_each(s, fn, arg, err);
@@ -202,6 +207,11 @@ int bd_store_trial_set_lease(bd_store *s, int64_t id, double lease_expires_at, b
 int bd_store_trial_set_user_attrs(bd_store *s, int64_t id, const char *user_attrs, bd_err *err)
 {
     return s->ops->trial_set_user_attrs(s, id, user_attrs, err);
+}
+
+int bd_store_trial_set_config(bd_store *s, int64_t id, const char *config, bd_err *err)
+{
+    return s->ops->trial_set_config(s, id, config, err);
 }
 
 int bd_store_trial_each(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err)

@@ -173,6 +173,9 @@ int bd_store_study_set_paused(bd_store *s, int64_t id, int paused, bd_err *err) 
 /* Replaces a study's metadata with metadata (JSON object text, borrowed;
  * NULL: none); BD_ENOTFOUND if no such study. The caller validated it. */
 int bd_store_study_set_metadata(bd_store *s, int64_t id, const char *metadata, bd_err *err) BD_MUST_CHECK;
+/* Replaces a study's stored definition (JSON text, borrowed): it grows as
+ * trials ask for parameters (define-by-run); BD_ENOTFOUND if no such study. */
+int bd_store_study_set_definition(bd_store *s, int64_t id, const char *definition, bd_err *err) BD_MUST_CHECK;
 
 /* ---- trials ---- */
 
@@ -242,6 +245,9 @@ int bd_store_trial_set_lease(bd_store *s, int64_t id, double lease_expires_at, b
 /* Replaces a trial's user_attrs (JSON object text, borrowed; NULL: none), in
  * any state; BD_ENOTFOUND if no such trial. The caller validated it. */
 int bd_store_trial_set_user_attrs(bd_store *s, int64_t id, const char *user_attrs, bd_err *err) BD_MUST_CHECK;
+/* Replaces a running trial's config (JSON object text, borrowed): a
+ * parameter it asked for joins it; BD_ENOTFOUND if no such trial. */
+int bd_store_trial_set_config(bd_store *s, int64_t id, const char *config, bd_err *err) BD_MUST_CHECK;
 
 /* Trials of a study, id ascending, with id > after_id, at most limit of them,
  * filtered by state unless state < 0 and by instance index unless instance

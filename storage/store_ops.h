@@ -39,12 +39,14 @@ typedef struct bd_store_ops {
     int (*study_delete)(bd_store *s, int64_t id, bd_err *err);
     int (*study_set_paused)(bd_store *s, int64_t id, int paused, bd_err *err);
     int (*study_set_metadata)(bd_store *s, int64_t id, const char *metadata, bd_err *err);
+    int (*study_set_definition)(bd_store *s, int64_t id, const char *definition, bd_err *err);
     int (*trial_counts_each)(bd_store *s, bd_trial_count_fn fn, void *arg, bd_err *err);
     int (*trial_insert)(bd_store *s, const bd_trial_row *row, int64_t *id, bd_err *err);
     int (*trial_get)(bd_store *s, int64_t id, bd_trial_row *out, bd_err *err);
     int (*trial_finish)(bd_store *s, const bd_trial_row *row, bd_err *err);
     int (*trial_set_lease)(bd_store *s, int64_t id, double lease_expires_at, bd_err *err);
     int (*trial_set_user_attrs)(bd_store *s, int64_t id, const char *user_attrs, bd_err *err);
+    int (*trial_set_config)(bd_store *s, int64_t id, const char *config, bd_err *err);
     int (*trial_each)(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);
     int (*trial_each_best)(bd_store *s, int64_t study_id, int maximize, int64_t instance, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);
     int (*trial_each_with_steps)(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);
