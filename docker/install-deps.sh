@@ -21,7 +21,10 @@
 #                             for the dashboard's browser test, tests/browser/
 #                             (node drives chromium); python3-optuna and python3-pandas
 #                             for the Optuna bridge's test (banditd.optuna against Optuna
-#                             3.1; trials_dataframe() needs pandas); postgresql-15,
+#                             3.1; trials_dataframe() needs pandas); python3-xgboost,
+#                             python3-matplotlib and python3-plotly, which the Optuna
+#                             programs of tests/integration/optuna_programs/ use (the
+#                             XGBoost pruning callback, optuna.visualization); postgresql-15,
 #                             the server the tests run a throwaway cluster of
 #                             (tests/pgcluster.sh: initdb, pg_ctl; its psql edits a
 #                             stopped daemon's database as the SQLite tests do))
@@ -32,7 +35,8 @@ set -eu
 build="build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev \
 libsqlite3-dev libgsl-dev libsodium-dev libcurl4-openssl-dev help2man python3-yaml libpq-dev"
 test_pkgs="libcriterion-dev curl python3 python3-yaml clang libclang-rt-14-dev minisat systemd python3-venv \
-python3-wheel python3-sklearn python3-numpy chromium python3-optuna python3-pandas postgresql-15"
+python3-wheel python3-sklearn python3-numpy chromium python3-optuna python3-pandas \
+python3-xgboost python3-matplotlib python3-plotly postgresql-15"
 bench_pkgs="python3-optuna python3-matplotlib python3-sklearn python3-numpy dataset-fashion-mnist"
 
 node_pkgs=""
