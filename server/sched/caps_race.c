@@ -1,233 +1,89 @@
 /* caps_race.c: a race of configurations with capped runs on a finite
- * instance set, for the smallest mean runtime (PAR-k at the largest cap),
- * with an anytime incumbent. It is banditd's successor of `spc` (spc.c)
- * and follows the CapsAndRuns line of configurators with guarantees:
+ * instance set, for the smallest mean runtime at the largest cap (PAR-par),
+ * with an anytime incumbent; banditd's successor of `spc` (spc.c).
  *
- * - LeapsAndBounds (Weisz, Gyorgy, Szepesvari, ICML 2018): runs on
- *   randomly drawn instances for longer and longer, with Bernstein bounds.
- * - CapsAndRuns (same authors, ICML 2019, "first it estimates the optimal
- *   runtime cap for each configuration, then it uses a Bernstein race to
- *   find a near optimal configuration given the caps").
- * - ImpatientCapsAndRuns (Weisz, Gyorgy, Lin, Graham, Leyton-Brown,
- *   Szepesvari, Lucier, NeurIPS 2020): a "precheck" discards configs that
- *   cannot match the current best early and cheaply, with the cap taken
- *   from the best config, before they cost a full race.
- * - Structured Procrastination with Confidence (Kleinberg et al., NeurIPS
- *   2019; spc.c) is the anytime one of the family; CAR and ICAR return one
- *   answer at the end.
+ * Follows the CapsAndRuns line of configurators with guarantees, adapted to
+ * a finite instance set and a deterministic solver (the stored texts of CAR
+ * and ICAR are their abstracts and reviews, so the rules are restated from
+ * those and from the bounds' own papers, not copied from an algorithm box):
+ * - LeapsAndBounds (Weisz, Gyorgy, Szepesvari, ICML 2018): caps that double;
+ * - CapsAndRuns (same authors, ICML 2019): a Bernstein race on capped runs;
+ * - ImpatientCapsAndRuns (Weisz et al., NeurIPS 2020): a challenger's runs
+ *   are capped from the best config's runtimes, so a bad config costs little;
+ * - SPC (Kleinberg et al., NeurIPS 2019; spc.c, docs/ALGORITHMS.md) is the
+ *   anytime one of the family.
  *
- * Why this one, and why adapted: banditd's users bring a finite instance set
- * (a few hundred), a deterministic solver, a finite list of configs and want
- * an anytime answer judged by the mean runtime over all instances at the
- * cutoff. CAR's and ICAR's per-config caps (a (1 - delta)-quantile of the
- * config's runtime) optimize a capped mean that leaves out the delta hardest
- * instances, and their guarantees are for i.i.d. instance draws; a finite
- * set makes exact answers possible (after every instance, nothing is
- * uncertain), and runs of a deterministic solver never need repeating.
- * What is kept: ICAR's impatience (a challenger's runs are capped from the
- * best config's runtimes, so a bad config costs little), CAR's Bernstein
- * race on capped runtimes (elimination only when the bound says so), and
- * LeapsAndBounds' random instance order. The stored texts of CAR and ICAR
- * available here were their abstracts and reviews, not their algorithm
- * boxes: the rules below are restated from those and from the bounds'
- * own papers, not copied from the CAR / ICAR pseudo-code.
+ * The race. Instances are visited in one seeded order pi, the same for every
+ * config (paired comparisons; option `shuffle_instances`). Cap levels theta =
+ * first_cap, 2 first_cap, ... up to kappa = resource.max; within a level the
+ * objective is the theta-capped mean (at kappa a timeout counts par * kappa).
+ * The leader L runs every instance at theta, so its values a_k are exact. A
+ * challenger i runs pi(k) only after the leader did, with the cap
  *
- * The race. Instances are visited in one seeded random order pi (option
- * `shuffle_instances`, default true), the same for every config: sampling
- * without replacement, so configs are compared on the same instances
- * (paired). It runs in cap levels theta = first_cap, 2 first_cap, ...,
- * kappa = resource.max (option `first_cap`, default max(kappa0, kappa /
- * 64)): LeapsAndBounds' and SPC's doubling caps, so the first comparisons
- * are cheap (at a small cap the capped mean mostly counts the instances
- * solved quickly). Within a level the objective is the theta-capped mean
- * (at kappa: PAR-par, option `par`, default 1, times kappa for a timeout).
- * One config is the leader L (at first the first config); it runs every
- * instance at theta, so its values a_k = min(runtime, theta) are exact. A
- * challenger i runs instance pi(k) only after the leader did, with the cap
+ *   c_ik = min(theta, max(kappa0, lambda * a_k))                        (1)
  *
- *   c_ik = min(theta, max(kappa0, lambda * a_k))                    (1)
+ * (lambda = `cap_factor`); its value v_ik is the runtime, theta on a timeout
+ * at theta, else c_ik, a lower bound. Over the compared prefix of m instances
  *
- * (option `cap_factor` lambda, default 2 since issue 15, 1 before: the
- * challenger may take lambda times as long as the leader took; `kappa0`, default resource.min, at least 0.01):
- * ICAR's impatience, per instance. Its value v_ik is the runtime if it
- * finished, theta if it timed out at theta, else the cap c_ik, a lower
- * bound. Over the first m instances both have run (the compared prefix),
+ *   e_ik = v_ik - a_k,  ebar = mean of e,  s^2 = mean of (e - ebar)^2,
+ *   R = max_k v_ik + max_k a_k                                          (2)
  *
- *   e_ik = v_ik - a_k <= (true value of i) - a_k,   ebar = mean of e,
- *   s^2 = mean of (e - ebar)^2,   R = max_k v_ik + max_k a_k         (2)
+ * and at the last level only, the Bernstein-Serfling race
+ * (caps_race_bound.h) eliminates i when
  *
- * and at the last level (theta = kappa), with the leader's values all
- * exact, the Bernstein race (CAR's, in its sampling-without-replacement
- * form, caps_race_bound.h) eliminates i when
+ *   ebar - W(m, N, s^2, R, d) > 0,  d = delta / ((n - 1) m (m + 1))     (3)
  *
- *   ebar - W(m, N, s^2, R, d) > 0,   d = delta / ((n - 1) m (m + 1))   (3)
+ * (`eliminate` "ratio": ParamILS / SMAC's adaptive-capping heuristic
+ * instead, no guarantee). A challenger whose lower bounds sum below the
+ * leader's is a contender and re-runs them at theta; one with exact values
+ * on the leader's whole prefix and a smaller sum becomes the leader. A level
+ * ends when no run is left at theta; theta then doubles, and only the leader
+ * and the contenders re-run their lower bounds.
  *
- * (option `delta`, default 0.05: with probability >= 1 - delta no config
- * better than the leader over all N instances is ever eliminated; at
- * m = N, W = 0 and (3) is exact). Below kappa nothing is eliminated: a
- * theta-capped value is a lower bound of the PAR value on both sides.
- * Option `eliminate` = "ratio" replaces (3) by the heuristic of adaptive
- * capping in ParamILS / SMAC: eliminate i once m >= `min_instances`
- * (default 20) and sum v_ik > `ratio` (default 2) * sum a_k; no guarantee
- * (on synthetic matrices ratio 1.5 eliminated the best config). A
- * challenger whose e-sum is < 0 (its lower bounds are below the leader's
- * values on the compared prefix) is a contender: its lower bounds are
- * re-run at theta (a cap above the one it timed out at: nothing is ever
- * re-run at a cap at or below one it timed out at) and its new instances
- * run at theta. A challenger with exact values on the leader's whole
- * prefix and a strictly smaller sum becomes the leader; the compared sums
- * are then recomputed against the new leader (and again whenever the
- * leader's values change).
+ * Invariants:
+ * - a run is never repeated at a cap at or below one it timed out at, and
+ *   a solved run is never repeated;
+ * - below kappa nothing is eliminated (a capped value bounds the PAR value
+ *   from below on both sides); with probability >= 1 - delta no config
+ *   better than the leader over all N instances is eliminated at kappa;
+ * - `defer` only postpones a config, it never eliminates: DONE (the last
+ *   level has nothing left and nothing runs) means the leader is the exact
+ *   best of the configs not eliminated;
+ * - no worker waits while any run is available (WAIT only while every
+ *   available run depends on a running one);
+ * - state changes only in observe(), and a stored study whose options lack
+ *   issue 15's rules runs the form before them (caps_race_new_study_defaults
+ *   writes them into new studies), so every replay is unchanged.
  *
- * Levels: when no run is left at theta (every config was handed every
- * instance, or was eliminated), and none of the leader's runs is out
- * (with one worker: nothing runs), theta doubles (up to kappa);
- * challengers' runs still out count at the new level when they end. A timeout at the old theta is then a lower bound:
- * the leader re-runs its own at the new theta first, and challengers whose
- * lower bounds now sum below the leader's (contenders) re-run theirs; a
- * challenger that stays worse on its lower bounds is never re-run. Solved
- * runs are never repeated.
+ * Order of runs: the smallest instance position over all configs (re-runs
+ * first), ties to the leader, then the earlier config; with `race_order`
+ * "ranked" the challengers race at kappa one after another, by their upper
+ * bounds at the end of the levels.
  *
- * Order of runs: the smallest instance position first over all configs
- * (re-runs of failed runs and of lower bounds are at earlier positions
- * than fresh runs), ties to the leader, then the earlier config. With one
- * worker a level goes instance by instance: the leader runs pi(k), then
- * every challenger runs pi(k) (a better one takes the lead at once, and the
- * later challengers are capped from its value). With several workers, a
- * run is available whenever some config's next position has the leader's
- * value (the leader's next instance always is): no worker waits while any
- * run is available. WAIT only while every available run depends on a
- * running one (the leader's, also at a level's end); DONE once the last level (kappa) has
- * nothing left and nothing runs: the leader is then the exact best of the
- * configs not eliminated.
+ * Anytime answer (describe()'s "incumbent"): the leader, or with `incumbent`
+ * "upper" below kappa the config with the least upper bound of its PAR mean.
  *
- * Anytime answer (describe()'s "incumbent"): the leader, the best config on
- * the instances every surviving config has run at the current level; its
- * value is its theta-capped mean over its instances (exact PAR-par at the
- * last level; below it a lower bound of its PAR mean), its budget theta.
- * With option `incumbent` "upper" (new studies' default since issue 15's
- * follow-up; incumbent_of) the answer below kappa is instead the config
- * with the least upper bound of its PAR mean on those instances (every
- * timeout counted at kappa * par); the race itself is the same.
+ * Configs: option `configs`, else the choices of a one-categorical space,
+ * else `n_configs` samples of the space (seeded by the study seed).
+ * Failures: FAILED, EXPIRED, STOPPED or a completion without a value re-offer
+ * the same (config, instance, cap); after `max_failures` the instance counts
+ * kappa * par for that config, as in spc.
  *
- * Configs: the option `configs` (a list of configs of the space), else the
- * choices of a space of one categorical parameter (an ASlib scenario's
- * solvers), else `n_configs` (default 64) configs drawn from the space with
- * an rng seeded from the study seed (ICAR samples from an infinite pool in
- * growing phases; a fixed sample is the departure here).
+ * Options (absent / new studies' default): configs, n_configs (64), kappa0
+ * (max(resource.min, 0.01)), cap_factor (1 / 2), delta (0.05), par (1),
+ * max_failures (3), shuffle_instances (true), first_cap (max(kappa0,
+ * kappa / 64)), eliminate ("bernstein" | "ratio"), ratio (2), min_instances
+ * (20), defer (0 / 1.3), skip_levels (0 / 0.5) with pilot (5), last_level
+ * (1 / 0.0625), race_order ("position" / "ranked"), level_wait ("leader" /
+ * "all"), compare ("recount" / "incremental"), incumbent ("leader" /
+ * "upper"). Unknown keys are rejected. Why each default, and what it was
+ * measured to do: tests/bench/README-spc.md, "caps_race's rules and their
+ * measurements".
  *
- * Failures: a crash (FAILED), a lost lease (EXPIRED), a stop (STOPPED) or a
- * completion without a value is not a timeout: the same (config, instance,
- * cap) is re-offered first, and after `max_failures` (default 3) such runs
- * of one (config, instance) the instance counts kappa * par for that config,
- * the worst a run can score, as in spc.
- *
- * Departures from the papers, in short: a finite instance set sampled
- * without replacement in one shared order (paired comparisons) instead of
- * i.i.d. draws per config; per-instance caps from the leader (1) instead of
- * a per-config quantile cap, so the race is on the full PAR mean at kappa
- * (delta = 0 in CAR's terms); the doubling cap levels as LeapsAndBounds'
- * and SPC's caps but shared by all configs, each level a full pass,
- * lower bounds re-run only by the leader and the contenders; the
- * Bernstein-Serfling bound instead of the i.i.d. empirical Bernstein
- * bound, with the range R taken from the values
- * seen (2) rather than known in advance; the union bound (3) counts one
- * test per (config, m), although a change of leader tests again; an
- * anytime leader instead of one answer at the end; a fixed sample of a
- * large space.
- *
- * Measured (in-process replays of tests/bench/spc_replay.c, one seed per
- * line, fraction of the naive CPU until the incumbent is and stays the
- * best / within 10% of the best mean; defaults, kappa0 0.01): sat20-main
- * 0.0009-0.010 / 0.0001-0.0013, sat11-indu 0.595 / 0.009-0.017, sat18-exp
- * not within the naive total (the best two differ by 1.3%) / 0.30.
- * Synthetic log-normal matrices, 1000 configs x 300 instances, cap 300
- * (runtime = exp(q_c + h_j + noise), 3 seeds x 2 spreads of q): a top-1%
- * incumbent for good from 0.0000-0.046 of naive, the exact best at the
- * end of the race after 0.010-0.19; there (200 configs) a single level
- * (first_cap = kappa) did better than the default. Not a benchmark: the
- * lead's replay decides.
- *
- * Issue 15's rules (each an option; 0 gives the form before it). A study
- * whose stored options lack them runs the form before them (cap_factor 1,
- * no defer, no skip_levels), so stored studies replay unchanged; new studies
- * get the values below written into their definition (caps_race_new_study_defaults):
- * - `cap_factor` 2 (was 1): with lambda = 1 a challenger's value never
- *   exceeds the leader's (plus kappa0), so a slower config never looks
- *   slower; 2 lets the lower bounds show a gap (needed by `defer`).
- * - `defer` (1.3): at the last level a challenger whose compared values
- *   sum to more than 1.3 times the leader's (the leader's clipped at the
- *   challenger's cap where it timed out, like for like), after
- *   `min_instances`, gets runs only when no other config has one. Not an
- *   elimination: the deferred configs resume at the end, so DONE still
- *   means the exact best. Why: a sound certificate costs at least (n - 1)
- *   times the best config's total (on the minisat matrix 0.34 of naive);
- *   the anytime leader gets there sooner when configs far behind wait.
- *   Below kappa it is off (a capped sum says little of the PAR mean:
- *   deferring there lost sat18-exp's best on seeds 0-4).
- * - `skip_levels` (0.5) with `pilot` (5): the leader's first 5 runs come
- *   first; if at most half of them time out at first_cap, theta jumps to
- *   kappa (maybe_skip_levels says why). Minisat matrix: 12-17% of runs
- *   exceed its first cap, ASlib's 62-95%: the levels stay on ASlib.
- * Measured (spc_diagnose.py, minisat-rand3sat, seeds 0-4, top 1% for good
- * as a fraction of naive, median): before 0.42 (67% of the CPU on configs
- * over 2x the best mean, 0.29 of naive in contenders' re-runs at the
- * doubling levels); cap_factor 2 alone 0.29; + defer 0.15; + skip_levels
- * 0.047; 20 seeds: top 1% 0.070, the best 0.087 (README-spc.md section
- * 3); ASlib as before (sat11 3 of 20 seeds reach the best, was 1).
- * A contender's re-runs capped from the leader (instead of at theta) were
- * tried and dropped: 0.45 on minisat, sat18-exp's best never.
- *
- * Issue 15's sat11-indu rules (same mechanism: absent from a stored study
- * they keep the form before; new studies get the values below):
- * - `level_wait` "all" (was "leader"): a level ends when no run is out.
- *   Before, it ended as its last run started; when that run was a
- *   contender's last lower bound, its promotion was lost and it began the
- *   next level with lower bounds again (sat11-indu seed 1: glucose, the
- *   best, one run short of leading at the end of the level 1250, never led
- *   by the horizon). Alone: sat11 best for good 0.60 of naive in 10 of 10
- *   seeds (was 3 of 20). With several workers, idle ones WAIT at a level's
- *   end for at most one run each.
- * - `last_level` 0.0625 (was 1): the levels stop at kappa / 16, then the
- *   cap jumps to kappa. Why: a level costs about twice the one before
- *   (every config re-runs its timeouts at the doubled cap, as each is a
- *   contender: its lower bounds at theta / 2 sum below the leader's exact
- *   values at theta; on all three ASlib matrices the level at kappa / 2
- *   alone costs 0.57 of naive), so the level at kappa came after the
- *   horizon (sat11: levels from 0.03, 0.07, 0.16, 0.31, 0.59, kappa never)
- *   while the theta-capped means of all 18 sat11 solvers differ by < 0.5%
- *   at kappa / 8. Chosen among kappa / 8, 16, 32, 64 on the same ASlib
- *   matrices (best for good, median of 20 seeds, sat11 / sat18):
- *   0.416 / 0.301, 0.316 / 0.199, 0.388 / 0.141, about 0.31 / 0.21 with
- *   quartiles twice as wide; no held-out matrix checked it.
- * - `race_order` "ranked" (was "position"): after the levels, the
- *   challengers race at kappa one after another, in the order of their
- *   upper bounds at the end of the levels (timeouts counted at kappa *
- *   par, so the instances solved below the last level and how fast), the
- *   leader's runs first. Instance by instance (the form before), a
- *   challenger is exact on every instance, and can lead, only when all
- *   are; ranked, the strongest rivals are settled first. Without it
- *   last_level 0.125 found sat11's best in 2 of 20 seeds; ranked by the
- *   theta-capped mean instead of the upper bound, 5 of 10 (median 0.93).
- * Measured together (20 seeds, in-process replays, best for good, median
- * fraction of naive): README-spc.md section 3 and results/spc.md; minisat
- * unchanged (its pilot drops the levels in every seed, so these rules do
- * not act there).
- *
- * Cost: suggest and status scan the configs (O(n), plus the positions of a
- * config with a re-run pending; ranked: up to the first config in the
- * order with a run); observe is O(n) too (every event checks whether the
- * level can rise), and a change of leader or of level costs O(total runs)
- * (recompare_all). A re-run of the leader's lower bounds costs O(n) with
- * option `compare` "incremental" (new studies' default since issue 15's
- * follow-up; leader_value_changed) and O(total runs) with "recount", the
- * form before, which a stored study without the option keeps: with 1,000
- * configs x 600 instances the recount took 69% of the CPU once the levels
- * re-ran, and a replay to 0.1 of naive did not end in 10 minutes;
- * incremental, the whole race (1.9 million decisions) takes 11.0 us of CPU
- * per decision, and the same runs as the recount on every development
- * matrix and seed (spc_decision_cost.py, README-spc.md). Ranking once:
- * O(total runs + n log n). Memory: one cell per run. */
+ * Cost: suggest, status and observe are O(configs); a change of leader or of
+ * level O(total runs) (recompare_all); a re-run of the leader's lower bounds
+ * O(configs) with compare "incremental", O(total runs) with "recount".
+ * Memory: one cell per run. */
 #include "sched.h"
 
 #include <math.h>

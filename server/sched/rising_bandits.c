@@ -1,204 +1,88 @@
 /* rising_bandits.c: Rising Bandits for CASH (Li, Jiang, Gao, Shao, Zhang,
- * Cui, AAAI 2020, Algorithm 1, the smooth growth rate of "Rising Bandits
- * with Loose Concavity" and "Towards Cost-Aware CASH"; ALGORITHMS.md
- * section 4). Algorithm selection as a bandit whose arms each run their own
+ * Cui, AAAI 2020, Algorithm 1 and its Inequality 9, with the smooth growth
+ * rate of "Rising Bandits with Loose Concavity" and the cost-aware horizon
+ * of "Towards Cost-Aware CASH"; docs/ALGORITHMS.md, Rising Bandits).
+ * Algorithm selection as a bandit whose arms each run their own
  * hyperparameter optimizer; arms that cannot end up best are eliminated.
  *
- * Arms: the choices of a top-level (unconditional) categorical parameter,
- * option `arm_parameter`, by default the only top-level categorical that has
- * conditional children. Arm k's sub-space is bd_space_subspace(space,
- * arm_parameter, choice k); a pull of arm k is one trial whose config is a
- * point of that sub-space plus {arm_parameter: choice k}, at resource.max.
- * An arm whose sub-space is empty (bd_space_subspace then returns a space
- * of no parameters, not an error) proposes just {arm_parameter: choice}.
+ * Arms: the choices of a top-level categorical parameter (option
+ * `arm_parameter`; by default the only top-level categorical with
+ * conditional children). A pull of arm k is one trial at resource.max whose
+ * config is a point of bd_space_subspace(space, arm_parameter, choice k)
+ * plus {arm_parameter: choice k} (just the latter for an empty sub-space).
  *
- * Inner optimizer per arm (option `inner`):
- * - "gp_ucb" (default): one bo_model.c GP per arm over its sub-space, as
- *   gp_ucb.c uses it: the first `n_init` pulls of the arm random, then the
- *   GP-UCB argmax with the arm's running pulls hallucinated (GP-BUCB),
- *   t = the arm's pull index. A COMPLETED pull of the arm adds its
- *   sub-config and loss (diverged: bo_model's worst finite loss) and
- *   rebuilds the arm's model (once per arm in replayed() after a replay).
- *   Each arm's refits draw from (study seed ^ salt ^ arm index, s).
- * - "random": bd_space_sample over the sub-space.
- * - "tpe" (not in the paper, which uses SMAC): proposer.h's TPE on the
- *   arm's sub-space with Optuna 3.1's single-fidelity defaults (10 random
- *   pulls of the arm first, gamma 0.1 capped at 25, 24 candidates, prior
- *   weight 1, univariate, no cost model), fitted on the arm's COMPLETED
- *   pulls in arrival order (n_init does not apply). Why: on the MindWare
- *   replay the GP exhausts the records near its incumbent, while Optuna's
- *   TPE over the joint space, whose per-arm model is this one, ranked
- *   first (tests/bench/README-cash.md).
+ * Inner optimizer per arm (option `inner`): "gp_ucb" (absent: the paper's
+ * GP-UCB through bo_model.c, the arm's first `n_init` pulls random, running
+ * pulls hallucinated, refits drawn from (study seed ^ salt ^ arm, s)),
+ * "random", or "tpe" (not in the paper, which uses SMAC: proposer.h's TPE
+ * with Optuna 3.1's single-fidelity defaults on the arm's COMPLETED pulls).
  *
- * Reward (rising_bound.h): the trial's value mapped into [0, 1] with
- * objective.bounds, or a maximised value taken as already in [0, 1]; a
- * minimised objective without bounds is rejected at create(). Diverged = 0.
+ * Reward (rising_bound.h): the value mapped into [0, 1] with
+ * objective.bounds, or a maximised value taken as in [0, 1]; diverged = 0.
  * y_k(t) = the best reward of arm k after its t-th pull.
  *
- * Failed pulls (option `max_retries`, not in the paper). A pull that fails,
- * expires or is stopped is offered again to the same arm, up to max_retries
- * times (new studies: 2, as the brackets do): the arm's pull count goes back
- * by one (`retries` in describe counts these), the round waits for it, and
- * the next CREATED of the arm is that pull's next attempt (extra "retry":
- * i). Once a pull has failed max_retries + 1 times, or always with
- * max_retries 0 (the stored studies' default, the rule before issue 15), it
- * counts as one of the arm's pulls with no improvement: y repeats its last
- * value (0 before any result). Measured (test_rising_bandits.c): a clearly
- * best arm whose first 8 attempts crash is eliminated in round 3 without
- * retries and eliminates the other arm with max_retries 2. Every attempt is
- * a trial, so limits.trials (T) counts them all.
+ * Bounds at horizon T = limits.trials, t = the arm's own finished pulls
+ * (as the paper's Inequality 9 bounds r_k(T); Algorithm 1 line 7's global
+ * counter would shrink the horizon by the other arms' pulls):
+ *   w = (y(t) - y(t - C)) / C once t > C (window C, option `window`,
+ *   default 7, the paper's), else the arm cannot be eliminated (u = 1);
+ *   u = min(y(t) + w (T - t), 1), l = y(t)           upper_bound "paper";
+ *   u = max(u_paper, min(y + (1 + 1/sqrt(k')) sigma ln((n + h) / n), 1))
+ *                                                    upper_bound "tail",
+ * sigma the scale of the arm's upper reward tail from its top k spacings
+ * (option `tail`, k = 5), n its COMPLETED pulls, h the horizon (T - t, or
+ * with `cost_aware` the seconds left over the arm's mean seconds a pull),
+ * k' = min(k, n - 1). Elimination: j goes when another surviving i has
+ * l_i >= u_j (`elimination` "non_strict", the paper's) or l_i > u_j
+ * ("strict", the authors' code).
  *
- * Bounds at horizon T = limits.trials (required), per arm, t = the arm's
- * finished pulls: w = (y(t) - y(t - C)) / C once t > C (window C, option
- * `window`); before that the arm cannot be eliminated (u = 1).
- * u = min(y(t) + w (T - t), 1), l = y(t): the paper's Inequality 9, option
- * upper_bound "paper" (the stored studies' default).
+ * Allocation (option `allocation`): "rounds" (the paper's: one pull of
+ * every surviving arm per round, handed out in arm order, WAIT until the
+ * round's results are in; the round's last result updates the bounds and
+ * eliminates), "ei" or "thompson" (not in the paper; no rounds: each
+ * surviving arm first gets window + 1 pulls, fewest first, then each pull
+ * goes to the arm with the largest expected rise of the study's best reward
+ * (bd_rising_tail_ei), or the largest final reward drawn from each arm's
+ * tail model (bd_rising_tail_sample, horizon the study's pulls left, or
+ * divided among the surviving arms with `draw_horizon` "share"); every
+ * result may eliminate). With one arm left, every suggest is a new pull of
+ * it, with no barrier. DONE once T pulls were created.
  *
- * The record-tail bound (upper_bound "tail", new studies' default; not in
- * the paper). On the MindWare replay (tests/bench/README-cash.md) the
- * paper's rule eliminated every best arm of the dataset in ~35-40% of the
- * runs, 82% of its eliminations with w = 0 exactly: a best-so-far curve of
- * noisy rewards is a staircase, and C pulls without a new record say little
- * when the arm's rewards spread widely. So u also takes the rise that the
- * arm's own rewards predict: with sigma the scale of their upper tail from
- * the top k spacings (option `tail`, k = 5; rising_bound.h), the best of n
- * draws of an exponential-type tail rises by sigma ln((n + h) / n) over h
- * more draws, taken at sigma's one-standard-error upper value:
- *   u = max(u_paper, min(y + (1 + 1/sqrt(k')) sigma ln((n + h) / n), 1)),
- * n = the arm's COMPLETED pulls, h = the horizon (T - t, or the cost-aware
- * one), k' = min(k, n - 1). An arm whose rewards do not spread (sigma = 0)
- * is bounded as in the paper; eliminations still need t > C. Measured,
- * MindWare replay, 41 datasets x 20 seeds, T = 200 (tests/bench/
- * README-cash.md): every best arm eliminated in 12.0% of runs with GP-UCB
- * inner and nearest records (paper: 40.5%), 7.2% with shuffled records
- * (paper: 34.6%); >= uniform on 87.8% and 100% of the datasets (paper:
- * 82.9%, 75.6%); mean gap to the dataset's best 0.0027 and 0.0017 (paper
- * 0.0020 and 0.0014, uniform 0.0035 and 0.0027): it keeps more arms to the
- * end (2-3 on average, paper 1), so it concentrates less, and ranks behind
- * Optuna's TPE. Shuffled records, halves of the datasets held out: 3.6% and
- * 11.0%; T = 500 (5 seeds): 13.2% (paper 35.6%); k = 3 and 8: 13.5% and
- * 4.4%. Notes on the sources:
- * - t is the arm's own pull count, as ALGORITHMS.md's vector has it and as
- *   the paper's Inequality 9 bounds r_k(T) (arm k's reward after T pulls);
- *   Algorithm 1, line 7, writes T - t with t its global step counter, which
- *   would shrink the horizon by the other arms' pulls. The authors' code
- *   (alpha-ml monotone_mab_optimizer.py, default mode 2) uses T minus the
- *   round number, i.e. the per-arm count.
- * - C = 7 is the paper's; the authors' code uses 10, and (y[-1] - y[-C]) / C,
- *   a window one pull shorter. ALGORITHMS.md says "before C pulls exist";
- *   the paper's form needs y(t - C), so C + 1 pulls.
- * - Elimination (option `elimination`): "non_strict" (default, the paper:
- *   j goes when u_j <= l_i) or "strict" (the authors' code: u_j < l_i).
- * - Cost-aware (option `cost_aware`): the horizon is the time left,
- *   limits.seconds minus the elapsed_seconds of finished trials (COMPLETED
- *   and STOPPED, as the engine counts them), divided by the arm's mean
- *   elapsed_seconds over its COMPLETED pulls; an arm with no timed pull
- *   cannot be eliminated. `halve_horizon` halves it as the authors' code
- *   does (the code also rounds it down and keeps at least 1 step; here it
- *   stays a real number).
+ * Failed pulls (option `max_retries`, not in the paper): a pull that fails,
+ * expires or is stopped is offered again to its arm up to max_retries times
+ * (extra "retry"); after that, or with max_retries 0 (the paper's rule), it
+ * counts as a pull with no improvement. Every attempt is a trial of T.
  *
- * Rounds: a round is one pull of every surviving arm. suggest() hands the
- * round's pulls out in arm order, so several workers run different arms at
- * once; once all are handed out it answers WAIT until the round's results
- * are in. The last result of a round updates every surviving arm's bounds
- * and eliminates (bd_rising_eliminate: surviving arms by ascending u, ties
- * by index; j goes when another surviving i has l_i >= u_j; eliminated_by
- * is the surviving arm with the largest l); then the next round starts.
- * With one arm left (phase last_arm) every suggest is a new pull of it, its
- * running pulls hallucinated, with no barrier. DONE once T pulls were
- * created (the engine's limits.trials says the same).
- *
- * Allocation "ei" (option `allocation`, not in the paper; default "rounds",
- * the paper's). Round robin gives every surviving arm the same pulls until
- * it is eliminated, and the record-tail bound keeps 2-3 arms to the end, so
- * the best arm gets few more pulls than the others. With "ei" there are no
- * rounds: every surviving arm first gets window + 1 pulls (fewest first, as
- * none can be eliminated before), then each suggest goes to the arm whose
- * next pull is expected to raise the study's best reward Y most under the
- * tail model the record-tail bound uses (bd_rising_tail_ei: (s/n)
- * exp(-(Y - y)/s), s the arm's tail scale at its one-standard-error upper
- * value, n its rewards plus its running pulls, so parallel workers spread);
- * every result may eliminate (dated by the pulls finished, phase "ei").
- * An arm that is not pulled is not eliminated either: its bound keeps its
- * horizon. Measured (MindWare replay, 226 runs: 41 datasets x seeds 0-4
- * and 21 of seed 5, T = 200, upper_bound "tail", against the default's
- * runs; README-cash.md): every
- * best arm eliminated in 7.5% of runs (default 14.2%) with GP-UCB inner and
- * nearest records, 4.9% (10.2%) shuffled; mean gap to the dataset's best
- * 0.0026 (0.0028) and 0.0015 (0.0018); but >= uniform on only 30 and 35
- * of 41 datasets (default 37 and 39): it concentrates, and loses to
- * uniform on the datasets where the arms are close. Hence an option.
- *
- * Allocation "thompson" (option `allocation`, not in the paper). Pulls go
- * to each surviving arm about in proportion to its probability of holding
- * the best final reward, as TPE's density model concentrates on the best
- * arm without committing, instead of round robin. No rounds: every
- * surviving arm first gets window + 1 pulls (fewest first), then each
- * suggest draws one final reward per surviving arm from the tail model
- * of the record-tail bound at sigma's point estimate (bd_rising_tail_sample:
- * the best of h more draws, h the study's pulls left, clipped to the arm's
- * bounds [l, u]; uniform on [l, u] for an arm without spread), in arm
- * order from the suggestion's stream, and the largest draw is pulled.
- * Every result may eliminate (dated by the pulls finished, phase
- * "thompson"); an arm that is not pulled keeps its horizon. As h falls
- * to 0 at T, the draws fall to l and the last pulls go to the leader.
- * Measured with inner "tpe" (the new studies' pair), MindWare replay, 41
- * datasets x 20 seeds, T = 200 (tests/bench/README-cash.md, "Inner TPE
- * and Thompson allocation"): every best arm eliminated in 6.6% of runs
- * with nearest records (GP-UCB in rounds: 12.0%), 5.5% shuffled (7.2%);
- * >= uniform of the same inner on 90.2% and 95.1% of the datasets; mean
- * gap to the dataset's best 0.0019 and 0.0013 (0.0027, 0.0017). Against
- * Optuna's TPE over the joint space: level (seeds 0-9, average rank 2.07
- * vs 2.10 nearest, 2.10 vs 2.13 shuffled, within the seed spread; TPE wins
- * slightly more pairs head to head): 5-7 arms still draw pulls at T in
- * most runs, where TPE commits harder to one arm.
- *
- * Its draw horizon (option `draw_horizon`): "left", h the study's pulls
- * left as above, gives every arm the rise of all of them, though at most
- * one arm can get them; "share" divides h by the surviving arms, the pulls
- * the arm would get if they kept sharing them (absent: "left"; new studies
- * with allocation "thompson" are stored with "share"). A shorter horizon
- * shrinks the rise an arm with a wide tail and few pulls draws, so pulls
- * concentrate on the arms whose best already leads, and the horizon grows
- * back as arms are eliminated. Measured (same replay, 20 seeds): every
- * best arm eliminated in 3.4% of runs nearest and 3.8% shuffled (6.6%,
- * 5.5% with "left"), >= uniform on 37 and 38 of 41 datasets (37, 39),
- * mean gap 0.0017 and 0.0012 (0.0019, 0.0013); average rank against
- * Optuna's TPE over the joint space 1.99 vs 2.11 nearest, 2.08 vs 2.20
- * shuffled (20 seeds, ahead in 14 and 15 of them; "left" was level).
- * README-cash.md, "The Thompson draws' horizon".
- *
- * State changes only in observe(): CREATED names the arm through
+ * Invariants: state changes only in observe() (CREATED names the arm by
  * config[arm_parameter]; the finishing events update y, the bounds and the
- * round. Everything is a function of the events (bo_model's purity rule
- * covers the GPs), so a replay proposes the same next pulls.
+ * round), and everything is a function of the events (bo_model's purity
+ * rule covers the GPs), so a replay proposes the same next pulls. A stored
+ * study keeps the defaults it was created with; new studies are stored
+ * with the values after the slash below.
  *
- * Options: arm_parameter (see Arms), inner ("gp_ucb" | "random" | "tpe"),
- * n_init (3; not with "tpe"), multiplier and delta (as gp_ucb), window
- * (7), elimination ("non_strict" | "strict"), cost_aware (false),
- * halve_horizon (false, only with cost_aware), upper_bound ("paper" |
- * "tail"; absent: "paper", and new studies are stored with "tail"), tail
- * (5, 1..1000, only with upper_bound "tail" or allocation "ei" or
- * "thompson"), allocation ("rounds" | "ei" | "thompson"), draw_horizon
- * ("left" | "share", only with "thompson"),
- * max_retries (0..100; absent: 0, new studies are
- * stored with 2). The paper-exact rule is {"upper_bound": "paper",
- * "max_retries": 0, "inner": "gp_ucb", "allocation": "rounds"}; absent
- * inner and allocation mean "gp_ucb" and "rounds", and new studies are
- * stored with "tpe" (unless they set a GP option), "thompson" and
- * draw_horizon "share". Unknown keys are rejected. The study must declare
- * limits.trials, objective.bounds for a minimised objective, and
- * limits.seconds for cost_aware.
+ * Options (absent / new studies): arm_parameter, inner ("gp_ucb" / "tpe",
+ * unless the study sets a GP option), n_init (3; not with "tpe"),
+ * multiplier and delta (as gp_ucb), window (7), elimination ("non_strict" |
+ * "strict"), cost_aware (false), halve_horizon (false; the authors' code,
+ * only with cost_aware), upper_bound ("paper" / "tail"), tail (5, 1..1000;
+ * only with "tail", "ei" or "thompson"), allocation ("rounds" /
+ * "thompson"), draw_horizon ("left" / "share"; only with "thompson"),
+ * max_retries (0 / 2; 0..100). The paper-exact rule is {"upper_bound":
+ * "paper", "max_retries": 0, "inner": "gp_ucb", "allocation": "rounds"}.
+ * Unknown keys are rejected. The study must declare limits.trials,
+ * objective.bounds for a minimised objective, and limits.seconds for
+ * cost_aware. Why each rule beyond the paper, and what it was measured to
+ * do: tests/bench/README-cash.md, "rising_bandits' rules and their
+ * measurements".
  *
  * describe(): {round (in last_arm and done: the last one played), phase
  * (rounds | ei | thompson | last_arm | done), allocation, draw_horizon (with
- * "thompson"), window, T, pulls, inner, elimination,
- * cost_aware, upper_bound, tail (with "tail"), max_retries, arms: [{arm,
- * pulls (counted: retried attempts excluded), running, best_reward (null
- * before a finished pull), growth_rate (null before C + 1), lower, upper,
- * eliminated_round, eliminated_by, retries, tail_scale (with "tail"; null
- * before two rewards)}], incumbent}. The incumbent, shaped
- * like the engine's (value in the objective's own orientation), is the
+ * "thompson"), window, T, pulls, inner, elimination, cost_aware,
+ * upper_bound, tail (with "tail"), max_retries, arms: [{arm, pulls (retried
+ * attempts excluded), running, best_reward (null before a finished pull),
+ * growth_rate (null before C + 1), lower, upper, eliminated_round,
+ * eliminated_by, retries, tail_scale (with "tail"; null before two
+ * rewards)}], incumbent}. The incumbent, shaped like the engine's, is the
  * best completed trial of the surviving arm with the largest l among those
  * with a finite result (ties: lower loss, then arm order); absent while
  * there is none, and the engine then shows its own.
