@@ -36,6 +36,7 @@ BD_HANDLER(bd_h_patch_study);
 
 /* handlers_trials.c */
 BD_HANDLER(bd_h_measure);
+BD_HANDLER(bd_h_ask_parameter);
 BD_HANDLER(bd_h_complete);
 BD_HANDLER(bd_h_fail);
 BD_HANDLER(bd_h_heartbeat);

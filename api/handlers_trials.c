@@ -7,6 +7,11 @@ BD_HANDLER(bd_h_measure)
     return bd_engine_measure(api->engine, &req->ereq, req->params.v[0].num, req->json, &resp->json, err);
 }
 
+BD_HANDLER(bd_h_ask_parameter)
+{
+    return bd_engine_ask_parameter(api->engine, &req->ereq, req->params.v[0].num, req->json, &resp->json, err);
+}
+
 BD_HANDLER(bd_h_complete)
 {
     return bd_engine_complete(api->engine, &req->ereq, req->params.v[0].num, req->json, &resp->json, err);

@@ -29,6 +29,8 @@ static const bd_route table[] = {
     {BD_HTTP_GET, "/v1/trials/{id}", bd_h_get_trial, AUTH, 200},
     {BD_HTTP_PATCH, "/v1/trials/{id}", bd_h_patch_trial, BODY_REQ, 200},
     {BD_HTTP_POST, "/v1/trials/{id}/measurements", bd_h_measure, BODY_REQ | INLINE, 200},
+    /* not INLINE: a TPE draw over the study's finished trials takes milliseconds */
+    {BD_HTTP_POST, "/v1/trials/{id}/parameters", bd_h_ask_parameter, BODY_REQ, 200},
     {BD_HTTP_POST, "/v1/trials/{id}/complete", bd_h_complete, BODY_REQ | INLINE, 200},
     {BD_HTTP_POST, "/v1/trials/{id}/fail", bd_h_fail, BODY_OPT | INLINE, 200},
     {BD_HTTP_POST, "/v1/trials/{id}/heartbeat", bd_h_heartbeat, BODY_OPT | INLINE, 200},

@@ -166,6 +166,11 @@ int bd_engine_add_trial(bd_engine *e, const bd_request *req, int64_t study_id, c
 /* ---- trials ---- */
 /* body: {"step", "value", "elapsed_seconds"?} -> {"action": "continue"|"stop", "reason"?} */
 int bd_engine_measure(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out, bd_err *err) BD_MUST_CHECK;
+/* body: one parameter definition without "when" ({"name", "type", "low", "high", "log"?} or
+ * {"name", "type": "categorical", "choices"}) -> {"name", "value"}: the trial's value of it, drawn
+ * the first time it asks (define-by-run, engine_ask.c); the study's space grows by new names. */
+int bd_engine_ask_parameter(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out,
+                            bd_err *err) BD_MUST_CHECK;
 /* body: {"value"} or {"value": null, "reason"} (diverged) or {"status": "timeout"}, plus runtime?,
  * elapsed_seconds?, user_attrs? (merged as by bd_engine_patch_trial, in the same transaction) */
 int bd_engine_complete(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out, bd_err *err) BD_MUST_CHECK;

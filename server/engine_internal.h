@@ -159,7 +159,10 @@ typedef struct bd_write_plan {
     int ids_failed;                 /* cluster mode: an id was needed and no block could be taken
                                        (the ids given are 0): the commit refuses the plan */
     int64_t dequeued;               /* how many of the study's oldest enqueued configs were handed out */
-    int64_t study_id;               /* the study enqueue and dequeued concern */
+    int64_t study_id;               /* the study enqueue, dequeued and definition concern */
+    int64_t config_trial;           /* a trial whose config to set to config (borrowed), or 0 */
+    const char *config;
+    const char *definition;         /* the study's grown definition (borrowed), or NULL (engine_ask.c) */
 } bd_write_plan;
 
 /* A new trial id (events 0) or event id (events 1), unused by every
@@ -224,9 +227,26 @@ void bd_engine_auth_forget(bd_engine *e);
  * frees), else left alone. */
 int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, const char *supplied_path, char **first_token,
                               bd_err *err) BD_MUST_CHECK;
-/* BD_EQUOTA (field "limits.studies" or "limits.definition_bytes") when one
- * more study of definition_bytes would pass user_id's quotas; call inside
- * the transaction that inserts it, so concurrent creates count each other. */
-int bd_engine_check_quota(bd_engine *e, int64_t user_id, size_t definition_bytes, bd_err *err) BD_MUST_CHECK;
+/* BD_EQUOTA (field "limits.studies" or "limits.definition_bytes") when
+ * new_studies (0 or 1) more studies and definition_bytes more of stored
+ * definitions would pass user_id's quotas; call inside the transaction that
+ * writes them, so concurrent requests count each other. */
+int bd_engine_check_quota(bd_engine *e, int64_t user_id, int new_studies, size_t definition_bytes,
+                          bd_err *err) BD_MUST_CHECK;
+
+/* ================================================ engine_trials.c
+ * The helpers of a request about one trial, shared with engine_ask.c. */
+
+/* An operation on one trial; t is fresh from storage under the study's
+ * mutex. It feeds its events to the scheduler and puts its writes in plan.
+ * *answer is the new response body. */
+typedef int (*bd_trial_op_fn)(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, bd_write_plan *plan,
+                              json_t **answer, bd_err *err);
+/* Finds the trial's study (the caller's, else 404) and runs op on it
+ * (bd_engine_study_op; flags as there). */
+int bd_engine_with_trial(bd_engine *e, const bd_request *req, int64_t trial_id, int flags, bd_trial_op_fn op,
+                         const void *args, json_t **out, bd_err *err) BD_MUST_CHECK;
+/* BD_ECONFLICT unless t is running with its lease still valid at now. */
+int bd_engine_require_running(const bd_trial_row *t, double now, bd_err *err) BD_MUST_CHECK;
 
 #endif

@@ -198,7 +198,7 @@ int bd_engine_create_study(bd_engine *e, const bd_request *req, const json_t *bo
     row.created_at = st->created_at;
     row.metadata = st->metadata;
     size_t definition_bytes = strlen(row.definition);
-    rc = bd_engine_check_quota(e, st->user_id, definition_bytes, err);
+    rc = bd_engine_check_quota(e, st->user_id, 1, definition_bytes, err);
     if (!rc)
         rc = bd_store_study_insert(bd_engine_store(e), &row, &st->id, err);
     free(row.definition);

@@ -15,11 +15,7 @@
 
 #define MAX_REASON 1000
 
-/* An operation on one trial; t is fresh from storage under the study's
- * mutex. It feeds its events to the scheduler and puts its writes in plan.
- * *answer is the new response body. */
-typedef int (*trial_op)(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, bd_write_plan *plan,
-                        json_t **answer, bd_err *err);
+typedef bd_trial_op_fn trial_op;
 
 static int no_trial(int64_t id, bd_err *err)
 {
@@ -42,9 +38,7 @@ static int run_trial_op(bd_engine *e, study_rt *st, void *arg, bd_write_plan *pl
     return rc ? rc : c->op(e, st, &c->t, c->args, plan, answer, err);
 }
 
-/* Finds the trial's study (the caller's, else 404) and runs op on it
- * (bd_engine_study_op; flags as there). */
-static int with_trial(bd_engine *e, const bd_request *req, int64_t trial_id, int flags, trial_op op,
+int bd_engine_with_trial(bd_engine *e, const bd_request *req, int64_t trial_id, int flags, trial_op op,
                       const void *args, json_t **out, bd_err *err)
 {
     trial_op_call c = {.trial_id = trial_id, .op = op, .args = args};
@@ -62,7 +56,7 @@ static int with_trial(bd_engine *e, const bd_request *req, int64_t trial_id, int
     return rc;
 }
 
-static int require_running(const bd_trial_row *t, double now, bd_err *err)
+int bd_engine_require_running(const bd_trial_row *t, double now, bd_err *err)
 {
     if (t->state != BD_TRIAL_RUNNING)
         return bd_err_set(err, BD_ECONFLICT, NULL, "trial %lld is %s, not running", (long long)t->id,
@@ -155,7 +149,7 @@ static int measure_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *a
     double now = bd_now();
     bd_decision d;
     int rc;
-    if ((rc = require_running(t, now, err)))
+    if ((rc = bd_engine_require_running(t, now, err)))
         return rc;
     bd_event_row ev = {.type = BD_EV_MEASUREMENT, .step = a->step, .has_value = 1, .value = a->value,
                        .elapsed_seconds = a->elapsed};
@@ -193,7 +187,7 @@ int bd_engine_measure(bd_engine *e, const bd_request *req, int64_t trial_id, con
     if ((rc = value_member(value, &a.value, err)) || (rc = opt_seconds(body, "elapsed_seconds", &a.elapsed, err)))
         return rc;
     a.step = json_number_value(step);
-    return with_trial(e, req, trial_id, BD_OP_WAIT, measure_op, &a, out, err);
+    return bd_engine_with_trial(e, req, trial_id, BD_OP_WAIT, measure_op, &a, out, err);
 }
 
 /* ------------------------------------------------------------ complete */
@@ -227,7 +221,7 @@ static int complete_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *
     const complete_args *a = args;
     bd_decision d;
     int rc;
-    if ((rc = require_running(t, bd_now(), err)))
+    if ((rc = bd_engine_require_running(t, bd_now(), err)))
         return rc;
     if (a->user_attrs && (rc = plan_user_attrs(t, a->user_attrs, plan, err)))
         return rc; /* before record(): nothing fed to the scheduler yet */
@@ -274,7 +268,7 @@ int bd_engine_complete(bd_engine *e, const bd_request *req, int64_t trial_id, co
         return bd_err_set(err, BD_EINVAL, "value",
                           "is required: the final metric, null for a diverged run, or status \"timeout\"");
     }
-    return with_trial(e, req, trial_id, BD_OP_WAIT, complete_op, &a, out, err);
+    return bd_engine_with_trial(e, req, trial_id, BD_OP_WAIT, complete_op, &a, out, err);
 }
 
 /* ---------------------------------------------------------------- fail */
@@ -284,7 +278,7 @@ static int fail_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args
 {
     bd_decision d;
     int rc;
-    if ((rc = require_running(t, bd_now(), err)))
+    if ((rc = bd_engine_require_running(t, bd_now(), err)))
         return rc;
     bd_event_row ev = {.type = BD_EV_FAILED, .value = NAN, .elapsed_seconds = NAN};
     set_reason(t, args ? args : "failed");
@@ -301,7 +295,7 @@ int bd_engine_fail(bd_engine *e, const bd_request *req, int64_t trial_id, const 
     int rc;
     if ((rc = bd_json_reject_unknown(body, "", known, err)) || (rc = opt_reason(body, &reason, err)))
         return rc;
-    return with_trial(e, req, trial_id, BD_OP_WAIT, fail_op, reason, out, err);
+    return bd_engine_with_trial(e, req, trial_id, BD_OP_WAIT, fail_op, reason, out, err);
 }
 
 /* ----------------------------------------------------------- heartbeat */
@@ -313,7 +307,7 @@ static int heartbeat_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void 
     int rc;
     (void)e;
     (void)args;
-    if ((rc = require_running(t, now, err)))
+    if ((rc = bd_engine_require_running(t, now, err)))
         return rc;
     plan->lease_trial = t->id;
     plan->lease_until = until;
@@ -323,7 +317,7 @@ static int heartbeat_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void 
 
 int bd_engine_heartbeat(bd_engine *e, const bd_request *req, int64_t trial_id, json_t **out, bd_err *err)
 {
-    return with_trial(e, req, trial_id, BD_OP_WAIT, heartbeat_op, NULL, out, err);
+    return bd_engine_with_trial(e, req, trial_id, BD_OP_WAIT, heartbeat_op, NULL, out, err);
 }
 
 /* ------------------------------------------------------------ user_attrs */
@@ -351,7 +345,7 @@ int bd_engine_patch_trial(bd_engine *e, const bd_request *req, int64_t trial_id,
     if ((rc = bd_attrs_check(patch, "user_attrs", err)))
         return rc;
     /* Any state: attributes are the user's notes, not a report to the scheduler. */
-    return with_trial(e, req, trial_id, BD_OP_WAIT, patch_op, patch, out, err);
+    return bd_engine_with_trial(e, req, trial_id, BD_OP_WAIT, patch_op, patch, out, err);
 }
 
 /* ---------------------------------------------------------------- reads */
@@ -532,7 +526,7 @@ int bd_engine_expire_leases(bd_engine *e, double now, int *expired, bd_err *err)
         json_t *answer = NULL;
         /* A busy study is skipped, not waited for: a slow scheduler must not
          * delay other studies' expiry. Its trials are found again next sweep. */
-        rc = with_trial(e, &req, l.trial_ids[i], BD_OP_NO_WAIT, expire_op, &now, &answer, err);
+        rc = bd_engine_with_trial(e, &req, l.trial_ids[i], BD_OP_NO_WAIT, expire_op, &now, &answer, err);
         /* Cluster mode: a study a peer serves (BD_EBUSY from the claim) or
          * took between claim and commit (BD_EMOVED) is that peer's to sweep;
          * the sweep goes on with the other studies. */

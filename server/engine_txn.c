@@ -79,6 +79,10 @@ static int apply_plan(bd_engine *e, int64_t study_id, const bd_write_plan *p, bd
         rc = bd_store_study_set_metadata(bd_engine_store(e), study_id, p->metadata, err);
     if (!rc && p->attrs_trial)
         rc = bd_store_trial_set_user_attrs(bd_engine_store(e), p->attrs_trial, p->user_attrs, err);
+    if (!rc && p->config_trial)
+        rc = bd_store_trial_set_config(bd_engine_store(e), p->config_trial, p->config, err);
+    if (!rc && p->definition)
+        rc = bd_store_study_set_definition(bd_engine_store(e), study_id, p->definition, err);
     return rc;
 }
 
@@ -186,7 +190,8 @@ int bd_engine_study_commit(bd_engine *e, study_rt *st, const bd_request *req, in
 {
     int nothing_to_write = !plan->n_inserts && !plan->n_events && !plan->finish && !plan->lease_trial &&
                            !plan->write_paused && !plan->write_metadata && !plan->attrs_trial &&
-                           !plan->enqueue && !plan->dequeued && !(req && req->idem_key);
+                           !plan->enqueue && !plan->dequeued && !plan->config_trial && !plan->definition &&
+                           !(req && req->idem_key);
     if (rc == 0 && nothing_to_write) {
         /* The answer may still rest on earlier requests' released work:
          * answer once that is on disk. */

@@ -368,7 +368,7 @@ static json_t *limits_json(bd_engine *e, const bd_user *u)
                      "slow_requests", bd_engine_user_slots(e)->max_per_user);
 }
 
-int bd_engine_check_quota(bd_engine *e, int64_t user_id, size_t definition_bytes, bd_err *err)
+int bd_engine_check_quota(bd_engine *e, int64_t user_id, int new_studies, size_t definition_bytes, bd_err *err)
 {
     bd_user u;
     int64_t max_studies, max_bytes, studies, bytes;
@@ -378,14 +378,15 @@ int bd_engine_check_quota(bd_engine *e, int64_t user_id, size_t definition_bytes
     if (rc)
         return rc;
     effective_limits(e, &u, &max_studies, &max_bytes);
-    if (studies + 1 > max_studies)
+    if (new_studies && studies + new_studies > max_studies)
         return bd_err_set(err, BD_EQUOTA, "limits.studies",
                           "you have %lld live studies, the most your quota allows (%lld); delete one or ask an "
                           "admin to raise it",
                           (long long)studies, (long long)max_studies);
     if ((uint64_t)bytes + definition_bytes > (uint64_t)max_bytes)
         return bd_err_set(err, BD_EQUOTA, "limits.definition_bytes",
-                          "this definition (%zu bytes) and your studies' (%lld bytes) pass your quota of %lld bytes",
+                          "these %zu bytes of definition and your studies' (%lld bytes) pass your quota of %lld "
+                          "bytes",
                           definition_bytes, (long long)bytes, (long long)max_bytes);
     return 0;
 }

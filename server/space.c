@@ -586,10 +586,8 @@ int bd_space_parse(const json_t *params, bd_space **out, bd_err *err)
         rc = bd_err_set(err, BD_EINVAL, "parameters", "must be an array of parameter objects");
         goto out;
     }
-    if (json_array_size(params) == 0) {
-        rc = bd_err_set(err, BD_EINVAL, "parameters", "must not be empty");
-        goto out;
-    }
+    /* An empty list is a space: a define-by-run study declares nothing and
+     * its trials ask for parameters as they run (study_def.h). */
     s = space_new(json_array_size(params));
     for (size_t i = 0; i < s->n; i++)
         if ((rc = parse_param(params, i, s, err)) != 0)

@@ -49,6 +49,29 @@ void bd_study_set_meta(study_rt *st, int paused, char *metadata)
     st->meta_dirty = 0;
 }
 
+void bd_study_scheduler_config(const bd_study_spec *spec, json_t *config)
+{
+    const char *name;
+    json_t *value;
+    void *tmp;
+    json_object_foreach_safe(config, tmp, name, value) {
+        if (bd_space_find(spec->asked, name) >= 0)
+            json_object_del(config, name);
+    }
+}
+
+/* The asked parameters as stored in definition (text). */
+static int reload_asked(study_rt *st, const char *definition, bd_err *err)
+{
+    json_t *stored = definition ? json_loads(definition, 0, NULL) : NULL;
+    json_t *none = json_array();
+    const json_t *list = json_object_get(stored, "asked_parameters");
+    int rc = bd_study_spec_set_asked(&st->spec, list ? list : none, err);
+    json_decref(none);
+    json_decref(stored);
+    return rc;
+}
+
 int bd_study_reload_meta(study_rt *st, bd_store *store, bd_err *err)
 {
     bd_study_row row = {0};
@@ -56,6 +79,8 @@ int bd_study_reload_meta(study_rt *st, bd_store *store, bd_err *err)
     if (!rc) {
         bd_study_set_meta(st, row.paused, row.metadata);
         row.metadata = NULL;
+        if (st->loaded)
+            rc = reload_asked(st, row.definition, err);
     }
     bd_store_study_row_clear(&row);
     return rc;
@@ -288,6 +313,8 @@ static int replay_created(replay_ctx *c, const bd_event_row *row)
         return bd_err_set(c->err, BD_EINTERNAL, NULL, "trial %lld: stored config is not JSON",
                           (long long)row->trial_id);
     }
+    if (config && bd_space_size(c->st->spec.asked) > 0)
+        bd_study_scheduler_config(&c->st->spec, config);
     int warm = t.origin == BD_ORIGIN_WARM_START;
     bd_event ev = {.type = warm ? BD_EV_PRIOR : BD_EV_CREATED,
                    .id = row->id,

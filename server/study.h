@@ -81,10 +81,14 @@ typedef struct study_rt {
 void bd_study_free(study_rt *st);
 /* Sets paused and metadata (stolen; NULL: none) as stored in the study's row. */
 void bd_study_set_meta(study_rt *st, int paused, char *metadata);
-/* Rereads paused and metadata from st's row in store (after a transaction
- * that changed them did not commit); st->mu held. */
+/* Rereads paused, metadata and the asked parameters from st's row in store
+ * (after a transaction that changed them did not commit); st->mu held. */
 int bd_study_reload_meta(study_rt *st, bd_store *store, bd_err *err) BD_MUST_CHECK;
 
+/* Removes from config (a trial's stored config) the asked parameters
+ * (study_def.h): the scheduler knows only the declared ones, live and in a
+ * replay. */
+void bd_study_scheduler_config(const bd_study_spec *spec, json_t *config);
 /* Passes an event to st's scheduler (observe, with its rng seeded from the
  * study seed and ev->id) and updates counts, usage and incumbents. A
  * warm-start trial is fed as one PRIOR event: it counts as a completed

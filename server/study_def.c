@@ -287,10 +287,81 @@ static void fill_def(bd_study_spec *spec)
     d->lease_seconds = json_number_value(json_object_get(n, "lease_seconds"));
 }
 
+int bd_study_spec_set_asked(bd_study_spec *spec, const json_t *list, bd_err *err)
+{
+    bd_space *asked = NULL;
+    char field[128];
+    int rc = bd_space_parse(list, &asked, err);
+    if (rc) { /* the space's fields say "parameters[i]...": these are the asked ones */
+        if (err && strncmp(err->field, "parameters", 10) == 0) {
+            char renamed[sizeof err->field + 8];
+            snprintf(renamed, sizeof renamed, "asked_%s", err->field);
+            snprintf(err->field, sizeof err->field, "%.*s", (int)sizeof err->field - 1, renamed);
+        }
+        return rc;
+    }
+    for (size_t i = 0; !rc && i < bd_space_size(asked); i++) {
+        const bd_param *p = bd_space_param(asked, i);
+        snprintf(field, sizeof field, "asked_parameters[%zu]", i);
+        if (p->n_conds)
+            rc = bd_err_set(err, BD_EINVAL, field, "an asked parameter has no \"when\": which trials asked for it "
+                                                   "says when it is active");
+        else if (bd_space_find(spec->space, p->name) >= 0)
+            rc = bd_err_set(err, BD_EINVAL, field, "\"%s\" is a declared parameter", p->name);
+    }
+    if (!rc && bd_space_size(spec->space) + bd_space_size(asked) > BD_STUDY_MAX_PARAMETERS)
+        rc = bd_err_set(err, BD_EINVAL, "asked_parameters", "at most %d parameters per study, declared and asked",
+                        BD_STUDY_MAX_PARAMETERS);
+    if (rc) {
+        bd_space_free(asked);
+        return rc;
+    }
+    bd_space_free(spec->asked);
+    spec->asked = asked;
+    if (bd_space_size(asked) > 0) /* absent until a trial asks: fixed-space definitions read as before */
+        json_object_set_new(spec->normalized, "asked_parameters", bd_space_to_json(asked));
+    else
+        json_object_del(spec->normalized, "asked_parameters");
+    return 0;
+}
+
+/* "asked_parameters": written by the engine as trials ask (a definition
+ * copied from another study may carry them too). Optional. */
+static int parse_asked(const json_t *body, bd_study_spec *out, bd_err *err)
+{
+    const json_t *list = json_object_get(body, "asked_parameters");
+    json_t *none = list ? NULL : json_array();
+    int rc = bd_study_spec_set_asked(out, list ? list : none, err);
+    json_decref(none);
+    return rc;
+}
+
+/* A study that declares no parameters needs a scheduler that proposes
+ * through a sampler (proposer.h: an empty config, then every parameter
+ * asked); the model-based ones and the configurators need their space up
+ * front. */
+static int check_empty_space(const bd_study_spec *spec, bd_err *err)
+{
+    static const char *const grows[] = {"random", "tpe", "successive_halving", "hyperband", "asha", NULL};
+    if (bd_space_size(spec->space) > 0)
+        return 0;
+    const json_t *scheduler = json_object_get(spec->normalized, "scheduler");
+    const char *name = json_string_value(json_object_get(scheduler, "name"));
+    const char *sampler = json_string_value(json_object_get(json_object_get(scheduler, "options"), "sampler"));
+    for (size_t i = 0; grows[i]; i++)
+        if (strcmp(name, grows[i]) == 0 && !(sampler && strcmp(sampler, "gp") == 0))
+            return 0;
+    return bd_err_set(err, BD_EINVAL, "parameters",
+                      "%s%s needs its parameters declared; a study that declares none (its trials ask for them as "
+                      "they run) takes random, tpe, successive_halving, hyperband or asha",
+                      name, sampler && strcmp(sampler, "gp") == 0 ? " with the gp sampler" : "");
+}
+
 int bd_study_spec_parse(const json_t *body, double default_lease, bd_study_spec *out, bd_err *err)
 {
-    static const char *const known[] = {"name", "parameters", "objective",     "resource",  "scheduler",
-                                        "seed", "instances",  "lease_seconds", "limits",    NULL};
+    static const char *const known[] = {"name",      "parameters", "asked_parameters", "objective",
+                                        "resource",  "scheduler",  "seed",             "instances",
+                                        "lease_seconds", "limits",  NULL};
     const char *name = NULL;
     int rc;
     memset(out, 0, sizeof *out);
@@ -301,11 +372,10 @@ int bd_study_spec_parse(const json_t *body, double default_lease, bd_study_spec 
         goto out;
     json_object_set_new(out->normalized, "name", json_string(name));
     const json_t *params = json_object_get(body, "parameters");
-    if (!params) {
-        rc = bd_err_set(err, BD_EINVAL, "parameters", "is required (a list of parameters)");
-        goto out;
-    }
-    if ((rc = bd_space_parse(params, &out->space, err)))
+    json_t *none = json_array();
+    rc = bd_space_parse(params ? params : none, &out->space, err);
+    json_decref(none);
+    if (rc)
         goto out;
     if (bd_space_size(out->space) > BD_STUDY_MAX_PARAMETERS) {
         rc = bd_err_set(err, BD_EINVAL, "parameters", "at most %d parameters per study (this one has %zu)",
@@ -313,7 +383,8 @@ int bd_study_spec_parse(const json_t *body, double default_lease, bd_study_spec 
         goto out;
     }
     json_object_set_new(out->normalized, "parameters", bd_space_to_json(out->space));
-    if ((rc = parse_scheduler(body, out->normalized, err)) || (rc = parse_objective(body, out->normalized, err)) ||
+    if ((rc = parse_asked(body, out, err)) || (rc = parse_scheduler(body, out->normalized, err)) ||
+        (rc = check_empty_space(out, err)) || (rc = parse_objective(body, out->normalized, err)) ||
         (rc = parse_resource(body, out->normalized, err)) ||
         (rc = parse_seed_and_lease(body, default_lease, out->normalized, err)) ||
         (rc = parse_instances(body, out->normalized, err)) || (rc = parse_limits(body, out->normalized, err)))
@@ -343,6 +414,7 @@ void bd_study_spec_clear(bd_study_spec *spec)
     if (!spec)
         return;
     bd_space_free(spec->space);
+    bd_space_free(spec->asked);
     json_decref(spec->normalized);
     memset(spec, 0, sizeof *spec);
 }

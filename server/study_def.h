@@ -13,9 +13,18 @@
  * of 100 trials answer 27 MB and stall the daemon. */
 #define BD_STUDY_MAX_PARAMETERS 1000
 
+/* Define-by-run: a study may declare some parameters, or none ("parameters"
+ * absent or []), and its trials ask for more as their code first needs them
+ * (POST /v1/trials/{id}/parameters, engine_ask.c). Those land in the stored
+ * definition's "asked_parameters", in order of first appearance: the
+ * declared space is the scheduler's (it proposes those jointly, up front);
+ * the asked ones are sampled one at a time when asked. A name is in one of
+ * the two lists, never both, and both together hold at most
+ * BD_STUDY_MAX_PARAMETERS. */
 typedef struct bd_study_spec {
     json_t *normalized; /* owned: every default made explicit; def's strings borrow from it */
-    bd_space *space;    /* owned */
+    bd_space *space;    /* owned: the declared parameters */
+    bd_space *asked;    /* owned: the asked parameters (possibly none) */
     bd_study_def def;   /* def.space == space; def.id is 0 until the caller sets it */
 } bd_study_spec;
 
@@ -25,6 +34,13 @@ typedef struct bd_study_spec {
  * checked by the caller through the scheduler's create(). */
 int bd_study_spec_parse(const json_t *body, double default_lease, bd_study_spec *out, bd_err *err) BD_MUST_CHECK;
 void bd_study_spec_clear(bd_study_spec *spec); /* NULL-safe, idempotent */
+/* Replaces spec's asked parameters by list (a JSON array of parameter
+ * definitions without "when", borrowed), in spec->asked and in
+ * spec->normalized's "asked_parameters". BD_EINVAL (field
+ * "asked_parameters...") if the list is not a space, repeats a declared
+ * name, or passes BD_STUDY_MAX_PARAMETERS with the declared ones; spec is
+ * then unchanged. */
+int bd_study_spec_set_asked(bd_study_spec *spec, const json_t *list, bd_err *err) BD_MUST_CHECK;
 /* The scheduler the spec names (static), or NULL if this build lacks it. */
 const struct bd_sched_ops *bd_study_spec_sched(const bd_study_spec *spec);
 

@@ -42,7 +42,8 @@ const char *const bd_pg_sql[BD_PG_NSTMTS] = {
     [BD_PG_STUDY_DELETE] = "DELETE FROM studies WHERE id = $1",
     [BD_PG_STUDY_SET_PAUSED] = "UPDATE studies SET paused = $2 WHERE id = $1",
     [BD_PG_STUDY_SET_METADATA] = "UPDATE studies SET metadata = $2 WHERE id = $1",
-    [BD_PG_STUDY_SET_DEFINITION] = "UPDATE studies SET definition = $2 WHERE id = $1",
+    [BD_PG_STUDY_SET_DEFINITION] = "UPDATE studies SET definition = $2::text, definition_bytes = octet_length($2::text) "
+                                   "WHERE id = $1",
     [BD_PG_TRIAL_COUNTS] = "SELECT study_id, state, count(*) FROM trials GROUP BY study_id, state",
 
     /* id NULL and config_id 0 are filled in by triggers (pg_schema.c). */

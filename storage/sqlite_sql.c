@@ -47,7 +47,8 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
     [BD_SQL_STUDY_DELETE] = "DELETE FROM studies WHERE id = ?1",
     [BD_SQL_STUDY_SET_PAUSED] = "UPDATE studies SET paused = ?2 WHERE id = ?1",
     [BD_SQL_STUDY_SET_METADATA] = "UPDATE studies SET metadata = ?2 WHERE id = ?1",
-    [BD_SQL_STUDY_SET_DEFINITION] = "UPDATE studies SET definition = ?2 WHERE id = ?1",
+    [BD_SQL_STUDY_SET_DEFINITION] = "UPDATE studies SET definition = ?2, definition_bytes = length(CAST(?2 AS BLOB)) "
+                                    "WHERE id = ?1",
     [BD_SQL_TRIAL_COUNTS] = "SELECT study_id, state, count(*) FROM trials GROUP BY study_id, state",
 
     /* config_id 0 is replaced by the new id (trigger trials_config_self); id

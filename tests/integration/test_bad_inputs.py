@@ -81,6 +81,7 @@ def rows(sid, tid, ctid, ftid, revoked, user):
     one wrongly accepted request does not turn the rows after it into 409s."""
     S = "/v1/studies"
     M = "/v1/trials/%d/measurements" % tid
+    P = "/v1/trials/%d/parameters" % tid
     C = "/v1/trials/%d/complete" % ctid
     SUG = "/v1/studies/%d/suggest" % sid
     TR = "/v1/studies/%d/trials" % sid
@@ -110,6 +111,29 @@ def rows(sid, tid, ctid, ftid, revoked, user):
         ("NaN complete", "POST", C, {}, '{"value": NaN}', 400, "invalid_argument", ANY),
         ("Infinity bound", "POST", S, {}, study().replace('"high": 1', '"high": Infinity'), 400,
          "invalid_argument", ANY),
+        # ---- a parameter asked for by a running trial (define-by-run) ----
+        ("ask redefines x", "POST", P, {}, J(dict(X, high=2)), 400, "invalid_argument", "high"),
+        ("ask redefines k", "POST", P, {}, J({"name": "k", "type": "categorical", "choices": ["a"]}), 400,
+         "invalid_argument", "choices"),
+        ("ask redefines k as int", "POST", P, {}, J({"name": "k", "type": "int", "low": 0, "high": 2}), 400,
+         "invalid_argument", "type"),
+        ("ask name too long", "POST", P, {}, J(dict(X, name="n" * 101)), 400, "invalid_argument", "name"),
+        ("ask without name", "POST", P, {}, J({"type": "float", "low": 0, "high": 1}), 400, "invalid_argument",
+         "name"),
+        ("ask low above high", "POST", P, {}, J({"name": "y", "type": "float", "low": 2, "high": 1}), 400,
+         "invalid_argument", "high"),
+        ("ask log from zero", "POST", P, {}, J({"name": "y", "type": "float", "low": 0, "high": 1, "log": True}),
+         400, "invalid_argument", "low"),
+        ("ask int bound real", "POST", P, {}, J({"name": "y", "type": "int", "low": 0.5, "high": 3}), 400,
+         "invalid_argument", "low"),
+        ("ask unknown type", "POST", P, {}, J({"name": "y", "type": "uniform", "low": 0, "high": 1}), 400,
+         "invalid_argument", "type"),
+        ("ask with when", "POST", P, {}, J({"name": "y", "type": "int", "low": 0, "high": 3, "when": {"algo": ["rf"]}}),
+         400, "invalid_argument", "when"),
+        ("ask unknown key", "POST", P, {}, J(dict(X, name="y", step=0.1)), 400, "invalid_argument", "step"),
+        ("ask array body", "POST", P, {}, "[1]", 400, "invalid_argument", ANY),
+        ("ask infinite bound", "POST", P, {}, '{"name": "y", "type": "float", "low": 0, "high": Infinity}', 400,
+         "invalid_argument", ANY),
         # ---- measurement / complete / fail fields ----
         ("measurement missing step", "POST", M, {}, J({"value": 0.5}), 400, "invalid_argument", "step"),
         ("measurement missing value", "POST", M, {}, J({"step": 1}), 400, "invalid_argument", "value"),
@@ -128,7 +152,8 @@ def rows(sid, tid, ctid, ftid, revoked, user):
         ("name number", "POST", S, {}, study(name=5), 400, "invalid_argument", "name"),
         ("name empty", "POST", S, {}, study(name=""), 400, "invalid_argument", "name"),
         ("parameters object", "POST", S, {}, study(parameters={}), 400, "invalid_argument", "parameters"),
-        ("parameters empty", "POST", S, {}, study(parameters=[]), 400, "invalid_argument", PREFIX("parameters")),
+        ("parameters empty, gp_ucb", "POST", S, {}, study(parameters=[], scheduler={"name": "gp_ucb"}), 400,
+         "invalid_argument", PREFIX("parameters")),
         ("parameter not object", "POST", S, {}, study(parameters=["x"]), 400, "invalid_argument",
          PREFIX("parameters[0]")),
         ("low string", "POST", S, {}, with_param(0, low="a"), 400, "invalid_argument", "parameters[0].low"),
@@ -189,7 +214,15 @@ def rows(sid, tid, ctid, ftid, revoked, user):
          "invalid_argument", "instance"),
         # ---- missing required fields ----
         ("missing name", "POST", S, {}, study(name=None), 400, "invalid_argument", "name"),
-        ("missing parameters", "POST", S, {}, study(parameters=None), 400, "invalid_argument", "parameters"),
+        ("missing parameters, gp_ucb", "POST", S, {}, study(parameters=None, scheduler={"name": "gp_ucb"}), 400,
+         "invalid_argument", "parameters"),
+        ("asked_parameters not a list", "POST", S, {}, study(asked_parameters={}), 400, "invalid_argument",
+         "asked_parameters"),
+        ("asked_parameters repeat a declared one", "POST", S, {}, study(asked_parameters=[X]), 400,
+         "invalid_argument", "asked_parameters[0]"),
+        ("asked_parameters with when", "POST", S, {},
+         study(asked_parameters=[{"name": "y", "type": "int", "low": 0, "high": 3, "when": {"algo": ["rf"]}}]),
+         400, "invalid_argument", "asked_parameters[0].when.algo"),
         ("missing scheduler", "POST", S, {}, study(scheduler=None), 400, "invalid_argument", PREFIX("scheduler")),
         ("missing scheduler.name", "POST", S, {}, study(scheduler={"options": {}}), 400, "invalid_argument",
          "scheduler.name"),

@@ -97,7 +97,8 @@ Test(engine, study_validation_names_the_field)
     bd_request req = {.caller = &admin};
     struct { const char *body, *field; } cases[] = {
         {"{\"parameters\": []}", "name"},
-        {"{\"name\": \"a\", \"scheduler\": {\"name\": \"random\"}}", "parameters"},
+        /* no parameters: a define-by-run study, which a model-based scheduler cannot run */
+        {"{\"name\": \"a\", \"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"gp_ucb\"}}", "parameters"},
         {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}]}",
          "scheduler"},
         {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"

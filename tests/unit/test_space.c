@@ -158,7 +158,6 @@ ParameterizedTestParameters(space_parse, rejects_with_exact_field)
         {"{}", "parameters", "must be an array of parameter objects"},
         {"null", "parameters", ""},
         {"\"lr\"", "parameters", ""},
-        {"[]", "parameters", "must not be empty"},
         {"[1]", "parameters[0]", "must be an object"},
         {"[{\"name\":\"a\",\"type\":\"int\",\"low\":0,\"high\":1}, []]", "parameters[1]", ""},
         /* name */
