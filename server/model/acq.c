@@ -2,7 +2,7 @@
  * (Latin hypercube columns past Sobol's 40 dimensions),
  * then a batched compass search from the best few, with exhaustive moves on
  * categoricals and conditional coordinates held at 0.5 while inactive.
- * Also GP-UCB's exploration multipliers (ALGORITHMS.md section 6).
+ * Also GP-UCB's exploration multipliers (docs/ALGORITHMS.md section 8).
  *
  * Invariants: every point scored has been through project(); the best point
  * returned is one that was scored, with that score.

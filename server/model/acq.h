@@ -1,6 +1,6 @@
 /* acq.h: maximising an acquisition function over the unit cube of a mixed,
- * conditional search space, and the GP-UCB multipliers of ALGORITHMS.md
- * section 6.
+ * conditional search space, and the GP-UCB multipliers of
+ * docs/ALGORITHMS.md section 8.
  *
  * The space is described coordinate by coordinate (bd_acq_dim), in the code
  * bd_space_encode uses, so that this file needs no search-space or JSON

@@ -1,16 +1,18 @@
-/* bos.c: the BOS solve of BO-BOS (bos.h; ALGORITHMS.md section 6; Dai et
- * al., ICML 2019, section 3.2 and Appendix B, Algorithm 2).
+/* bos.c: the BOS solve of BO-BOS (bos.h; docs/ALGORITHMS.md section 6; Dai
+ * et al., ICML 2019, section 3.2 and Appendix B, Algorithm 2). "The earlier
+ * spec" below is the one docs/ALGORITHMS.md replaced; that section lists
+ * where it, the paper and this file differ.
  *
  * Steps, for errors e_1..e_N0, horizon N, q = N - N0 future epochs:
  *  1. Fit: a GP on the points (n, e_n), freeze-thaw kernel
  *     k(n, n') = s2 beta^alpha / (n + n' + beta)^alpha with s2 = 1 and noise
  *     1e-3 fixed, log alpha and log beta by bd_gp_fit (marginal likelihood
  *     plus the weak N(0, 1.5^2) priors of bd_gp_fit_default_priors).
- *     Paper vs ALGORITHMS.md, where this file does NOT follow the paper: the
+ *     Paper vs the earlier spec, where this file does NOT follow the paper: the
  *     paper (Appendix B) sets alpha and beta "via Bayesian update" (a Gamma
  *     prior conjugate to an exponential likelihood, i.e. alpha = N0 and
  *     beta = sum of the errors, which the authors' code computes and then
- *     never uses: it fits by marginal likelihood, as ALGORITHMS.md says).
+ *     never uses: it fits by marginal likelihood, as the earlier spec says).
  *     With s2 = 1 and noise 1e-3 those values cannot describe a learning
  *     curve: on e_n = 0.6 - 0.005 n they give alpha = 8, beta = 4.62, a
  *     prior sd of 0.0025 at epoch 8, and a posterior mean of 0.025 at
@@ -45,8 +47,8 @@
  *     shares.
  *  3. Summary statistic at epoch n and its cell: floor(stat x grid) on a
  *     grid of `grid` equal intervals of [0, 1] (the last one closed).
- *     Paper vs ALGORITHMS.md: the paper (section 3.2 and Appendix B) uses
- *     the average error over epochs 1..n; ALGORITHMS.md and the authors'
+ *     Paper vs the earlier spec: the paper (section 3.2 and Appendix B) uses
+ *     the average error over epochs 1..n; the earlier spec and the authors'
  *     code use the mean since epoch N0+1. Following the paper, the default
  *     is BD_BOS_SUMMARY_ALL (1..n); BD_BOS_SUMMARY_NEW is the code's.
  *     Only one byte per (path, epoch) is kept: the cell (P q bytes; 4.2 MB
@@ -54,7 +56,7 @@
  *     byte per path saying whether its error at epoch N is >= e*.
  *  4. Backward induction, epoch N down to N0+1, per cell with c paths:
  *     P = fraction of them whose error at N is >= e* (paper: theta_1 is
- *     accuracy <= y*, i.e. error >= e*; ALGORITHMS.md says "exceeds", which
+ *     accuracy <= y*, i.e. error >= e*; the earlier spec says "exceeds", which
  *     differs only on a set of probability zero), d1 = K1 (1 - P),
  *     d2 = K2 P, and below N continue = c_d0 + mean over the cell's paths of
  *     the next epoch's minimal loss at the cell each path reaches. This is

@@ -1,5 +1,5 @@
 /* bos.h: the Bayesian optimal stopping (BOS) solve of BO-BOS (Dai, Yu, Low,
- * Jaillet, ICML 2019; ALGORITHMS.md section 6; paper Appendix B, Algorithm
+ * Jaillet, ICML 2019; docs/ALGORITHMS.md section 6; paper Appendix B, Algorithm
  * 2) as a numerical routine that knows nothing of studies.
  *
  * Given one trial's errors e_1..e_N0 (1 - accuracy) at epochs 1..N0, the
@@ -36,10 +36,11 @@ enum {
     BD_BOS_STOP_BETTER = 2 /* d2: stop, conclude it will be < e* (BO-BOS keeps training) */
 };
 
-/* The summary statistic at epoch n (ALGORITHMS.md vs the paper: see bos.c). */
+/* The summary statistic at epoch n (the earlier spec vs the paper: see bos.c
+ * and docs/ALGORITHMS.md section 6). */
 enum {
     BD_BOS_SUMMARY_ALL = 0, /* paper (default): mean of e_1..e_n */
-    BD_BOS_SUMMARY_NEW = 1  /* authors' code and ALGORITHMS.md: mean of e_{N0+1}..e_n */
+    BD_BOS_SUMMARY_NEW = 1  /* authors' code and the earlier spec: mean of e_{N0+1}..e_n */
 };
 
 typedef struct bd_bos_input {

@@ -1,4 +1,5 @@
-/* gp.h: exact Gaussian-process regression on GSL (ALGORITHMS.md section 7),
+/* gp.h: exact Gaussian-process regression on GSL (docs/ALGORITHMS.md
+ * section 7),
  * hyperparameter fits by maximum marginal likelihood (gp_fit.c), and the
  * rule that caps the training set as a study grows (gp_train.c).
  *

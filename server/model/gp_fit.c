@@ -1,5 +1,5 @@
 /* gp_fit.c: GP hyperparameters by maximum a posteriori on the log marginal
- * likelihood (ALGORITHMS.md section 7) with weak normal priors on the log
+ * likelihood (docs/ALGORITHMS.md section 7) with weak normal priors on the log
  * parameters, optimised by GSL's vector_bfgs2 with the analytic gradient
  *   d LML / d theta_p = 1/2 tr((alpha alpha^T - (K + sn2 I)^-1) dK/dtheta_p),
  * warm-started from the model's current theta, then restarted from draws

@@ -1,5 +1,5 @@
 /* kernel.h: the covariance functions of banditd's Gaussian processes
- * (ALGORITHMS.md sections 6 and 7) and their derivatives with respect to
+ * (docs/ALGORITHMS.md sections 6 and 7) and their derivatives with respect to
  * their log parameters.
  *
  * Matérn-5/2 with ARD lengthscales, over inputs in the unit cube:
@@ -12,7 +12,7 @@
  * Freeze-thaw (Swersky, Snoek, Adams 2014; BO-BOS's learning-curve kernel),
  * over one input, the epoch:  k(n, n') = s2 beta^alpha / (n + n' + beta)^alpha.
  * Parameters theta = (log alpha, log beta, log s2); s2 = 1 gives the kernel
- * of ALGORITHMS.md section 6.
+ * of docs/ALGORITHMS.md section 6.
  *
  * Why Hamming and not one-hot for categoricals: the GP then works directly on
  * bd_space_encode's one coordinate per parameter, a categorical costs one

@@ -1,6 +1,6 @@
 /* bo_bos.c: BO-BOS, Bayesian optimisation with Bayesian optimal stopping
  * (Dai, Yu, Low, Jaillet, ICML 2019, Algorithm 1 and section 3.2;
- * ALGORITHMS.md section 6). GP-UCB over [x, n/N] proposes configs at the
+ * docs/ALGORITHMS.md section 6). GP-UCB over [x, n/N] proposes configs at the
  * full budget N = resource.max (epochs); after N0 epochs of a trial the BOS
  * problem is solved once for it (server/model/bos.h) and every later
  * measurement consults the table: the trial stops when the table says

@@ -2,7 +2,7 @@
  * (gp_ucb.c, bo_bos.c): their observations in arrival order, the model
  * rebuilt from them, GP-BUCB hallucination of running trials, and the
  * GP-UCB proposal (Srinivas et al., ICML 2010; Desautels et al., JMLR 2014;
- * ALGORITHMS.md section 6).
+ * docs/ALGORITHMS.md sections 6-8).
  *
  * An observation is a point of D coordinates and a loss: the d coordinates
  * of bd_space_encode, plus, with `fidelity`, a last column n/N (BO-BOS's

@@ -1,7 +1,8 @@
 /* gp_ucb.c: GP-UCB Bayesian optimisation at the full budget (Srinivas,
  * Krause, Kakade, Seeger, ICML 2010), with GP-BUCB hallucination of running
- * trials for parallel workers (Desautels, Krause, Burdick, JMLR 2014), as
- * ALGORITHMS.md section 6 uses it for BO-BOS's outer loop. The BO baseline,
+ * trials for parallel workers (Desautels, Krause, Burdick, JMLR 2014;
+ * docs/ALGORITHMS.md section 8), as BO-BOS uses it for its outer loop
+ * (section 6). The BO baseline,
  * and a sampler for studies with no fidelity.
  *
  * Every trial runs at resource.max. The first n_init trials are random

@@ -1,5 +1,5 @@
 /* rising_bound.h: the arithmetic of Rising Bandits (Li et al., AAAI 2020,
- * Algorithm 1 and "Rising Bandits with Loose Concavity"; ALGORITHMS.md
+ * Algorithm 1 and "Rising Bandits with Loose Concavity"; docs/ALGORITHMS.md
  * section 4), apart from the scheduler so that the published vector can be
  * tested on it directly: rewards in [0, 1], the smooth growth rate, the
  * bounds on an arm's final reward and the elimination rule.

@@ -1,5 +1,5 @@
 /* spc.c: Structured Procrastination with Confidence (Kleinberg,
- * Leyton-Brown, Lucier, Graham, NeurIPS 2019; ALGORITHMS.md section 5):
+ * Leyton-Brown, Lucier, Graham, NeurIPS 2019; docs/ALGORITHMS.md section 5):
  * configure a solver for the smallest mean runtime over a set of problem
  * instances, with runtime caps that double on timeout.
  *
@@ -101,7 +101,8 @@
  * The LCB (option `lcb`): "current" (default) compares every tester's LCB
  * at the current iteration t, as the paper's section 3.1 says ("in each
  * iteration t, it polls all of the configuration testers"; "the LCB is
- * ..., where t is the current iteration"). ALGORITHMS.md, after the
+ * ..., where t is the current iteration"). The earlier spec (replaced by
+ * docs/ALGORITHMS.md, which follows the paper here), after the
  * authors' code, recomputes only the tester that ran ("last_step"): an
  * LCB then keeps the t of its tester's last run, and since the bound
  * falls as t grows, a tester that has not run for a while looks worse than
@@ -224,7 +225,7 @@ static int key_less(const void *ctx, size_t a, size_t b)
 
 /* Tester k's LCB as the main loop compares it: at its sample's current
  * iteration (the paper: every tester is polled at iteration t), or as of
- * its own last step (ALGORITHMS.md, the authors' code). */
+ * its own last step (the earlier spec, the authors' code). */
 static double lcb_of(const spc *p, size_t k)
 {
     const spc_tester *t = &p->testers[k];

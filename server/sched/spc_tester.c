@@ -1,7 +1,8 @@
 /* spc_tester.c: one SPC configuration tester (see spc_tester.h). The
- * formulas follow ALGORITHMS.md section 5, which restates the authors' code
- * (drgrhm/alg_config, configuration_tester.py); the paper's own symbols are
- * partly lost in the stored text, and its Algorithm 1 agrees where legible. */
+ * formulas follow docs/ALGORITHMS.md section 5, which restates the authors'
+ * code (drgrhm/alg_config, configuration_tester.py); the paper's own symbols
+ * are partly lost in the stored text, and its Algorithm 1 agrees where
+ * legible. */
 #include "spc_tester.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 /* spc_tester.h: one configuration tester of Structured Procrastination with
  * Confidence (Kleinberg, Leyton-Brown, Lucier, Graham, NeurIPS 2019,
- * Algorithm 1; ALGORITHMS.md section 5): the config's active instances,
+ * Algorithm 1; docs/ALGORITHMS.md section 5): the config's active instances,
  * their latest capped runtimes, the queue of timed-out (instance, cap)
  * pairs, and the lower confidence bound (LCB) on its mean runtime. It knows
  * nothing of trials or events: spc.c drives it. The math (beta, the LCB,
@@ -103,10 +103,11 @@ double spc_tester_mean(const spc_tester *t);
  * plain mean is a lower one. */
 double spc_tester_mean_at_worst(const spc_tester *t, double worst);
 
-/* ---- the math, exposed for the tests (ALGORITHMS.md's vectors) ---- */
+/* ---- the math, exposed for the tests (docs/ALGORITHMS.md section 5) ---- */
 
 /* beta(p, t) with p = above / n (above of the n values exceed the level),
- * r active instances: k = floor(log2(1/p)), eps as ALGORITHMS.md. */
+ * r active instances: k = floor(log2(1/p)), eps as docs/ALGORITHMS.md
+ * section 5. */
 double spc_beta(int64_t above, int64_t n, double t, int64_t r);
 /* The same for r instances drawn without replacement from a population of
  * N (N = 0: the paper's stream, exactly spc_beta): eps times the finite-

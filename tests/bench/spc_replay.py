@@ -15,8 +15,9 @@ Methods (each for every seed; a seed is an order of the instances):
   algorithm), instances declared in the seed's order (shuffle_instances
   off), kappa0 = 1 s, caps doubling up to the cutoff; the incumbent is what
   GET /v1/studies/{id} answers (the most active instances).
-- spc_last_step: the same with the option lcb = "last_step" (ALGORITHMS.md's
-  form; the default polls every tester's LCB at the current iteration).
+- spc_last_step: the same with the option lcb = "last_step" (the earlier
+  spec's form, docs/ALGORITHMS.md section 5; the default polls every
+  tester's LCB at the current iteration).
 - spc_once: spc with stream = "once": every instance at most once per
   config (no new draws of the instances after the first pass).
 - uniform: spc's finite-stream testers (each instance once per tester, a

@@ -1,7 +1,7 @@
 /* test_acq.c: the acquisition optimiser (server/model/acq.c) and the GP-UCB
- * multipliers of ALGORITHMS.md section 6. Known optima: a smooth bowl in
- * 4-D, an integer optimum, a categorical choice that switches a conditional
- * coordinate on; every point scored is on the grid with inactive coordinates
+ * multipliers and log EI of docs/ALGORITHMS.md section 8. Known optima: a
+ * smooth bowl in 4-D, an integer optimum, a categorical choice that switches
+ * a conditional coordinate on; every point scored is on the grid with inactive coordinates
  * at 0.5; the search is deterministic given the rng and stops on a scoring
  * error. */
 #include <criterion/criterion.h>

@@ -1,6 +1,6 @@
 /* test_bos.c: the BOS solve of BO-BOS (server/model/bos.c): the K1 vectors
- * of ALGORITHMS.md 6, a curve clearly worse than the incumbent stopping
- * (d1) at the first epoch, a clearly better one never concluding worse,
+ * of docs/ALGORITHMS.md section 6, a curve clearly worse than the incumbent
+ * stopping (d1) at the first epoch, a clearly better one never concluding worse,
  * sparse cells continuing, determinism, dropped paths counted exactly,
  * the table against a naive backward induction over the same paths, both
  * summary statistics (paper and authors' code), the fast sampler against the

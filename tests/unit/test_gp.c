@@ -1,6 +1,7 @@
 /* test_gp.c: the GP model (server/model/gp.c): a 1-D toy whose posterior
- * was worked out by hand, the log marginal likelihood of ALGORITHMS.md 7
- * against a determinant computed another way (LU), the growing-jitter retry
+ * was worked out by hand (docs/ALGORITHMS.md section 7 has the numbers), the
+ * log marginal likelihood of that section against a determinant computed
+ * another way (LU), the growing-jitter retry
  * rescuing a Cholesky that fails, rank-one extension and removal agreeing
  * with a factorisation from scratch, the prior with no data, and joint
  * posterior sample paths (moments, determinism). */

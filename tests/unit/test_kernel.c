@@ -1,5 +1,5 @@
 /* test_kernel.c: server/model/kernel.c against the vectors of
- * ALGORITHMS.md sections 6-7 (Matérn-5/2, freeze-thaw), ARD scaling, the
+ * docs/ALGORITHMS.md sections 6-7 (Matérn-5/2, freeze-thaw), ARD scaling, the
  * Hamming distance on categorical coordinates, and every analytic
  * derivative against central finite differences. */
 #include <criterion/criterion.h>

@@ -1,5 +1,5 @@
 /* test_rising_bandits.c: Rising Bandits (server/sched/rising_bandits.c and
- * the arithmetic of rising_bound.c): the ALGORITHMS.md section 4 vector,
+ * the arithmetic of rising_bound.c): the docs/ALGORITHMS.md section 4 vector,
  * the elimination rule, and hand-made arms driven through suggest/observe
  * with the scheduler harness, checked through describe(). Rewards come
  * from tables per (arm, pull), so every bound below is known exactly. */

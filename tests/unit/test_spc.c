@@ -1,5 +1,5 @@
 /* test_spc.c: Structured Procrastination with Confidence (server/sched/spc.c,
- * spc_tester.c): ALGORITHMS.md section 5's vectors, the timeout-doubling
+ * spc_tester.c): docs/ALGORITHMS.md section 5's vectors, the timeout-doubling
  * queue, ties, the sequential algorithm reproduced step by step against an
  * independent implementation written here, several workers, failures,
  * the large-space samples and replay after a restart. */
@@ -12,7 +12,7 @@ extern const struct bd_sched_ops bd_sched_spc;
 
 #define EPS 1e-7
 
-/* ---------------------------------------------------- ALGORITHMS.md vectors */
+/* ----------------------------------- docs/ALGORITHMS.md section 5's vectors */
 
 Test(spc_math, lcb_vectors)
 {
