@@ -1,6 +1,8 @@
 /* caps_race.c: a race of configurations with capped runs on a finite
  * instance set, for the smallest mean runtime at the largest cap (PAR-par),
- * with an anytime incumbent; banditd's successor of `spc` (spc.c).
+ * with an anytime incumbent; banditd's successor of `spc` (spc.c). Its spec:
+ * docs/ALGORITHMS.md section 9, "caps_race: a capped race on a finite
+ * instance set".
  *
  * Follows the CapsAndRuns line of configurators with guarantees, adapted to
  * a finite instance set and a deterministic solver (the stored texts of CAR
@@ -10,8 +12,8 @@
  * - CapsAndRuns (same authors, ICML 2019): a Bernstein race on capped runs;
  * - ImpatientCapsAndRuns (Weisz et al., NeurIPS 2020): a challenger's runs
  *   are capped from the best config's runtimes, so a bad config costs little;
- * - SPC (Kleinberg et al., NeurIPS 2019; spc.c, docs/ALGORITHMS.md) is the
- *   anytime one of the family.
+ * - SPC (Kleinberg et al., NeurIPS 2019; spc.c; docs/ALGORITHMS.md section
+ *   5) is the anytime one of the family.
  *
  * The race. Instances are visited in one seeded order pi, the same for every
  * config (paired comparisons; option `shuffle_instances`). Cap levels theta =

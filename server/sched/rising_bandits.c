@@ -1,7 +1,8 @@
 /* rising_bandits.c: Rising Bandits for CASH (Li, Jiang, Gao, Shao, Zhang,
  * Cui, AAAI 2020, Algorithm 1 and its Inequality 9, with the smooth growth
  * rate of "Rising Bandits with Loose Concavity" and the cost-aware horizon
- * of "Towards Cost-Aware CASH"; docs/ALGORITHMS.md, Rising Bandits).
+ * of "Towards Cost-Aware CASH"; docs/ALGORITHMS.md section 4,
+ * "Rising Bandits for CASH").
  * Algorithm selection as a bandit whose arms each run their own
  * hyperparameter optimizer; arms that cannot end up best are eliminated.
  *
