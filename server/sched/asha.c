@@ -1,8 +1,11 @@
 /* asha.c: ASHA, asynchronous successive halving (Li, Jamieson,
  * Rostamizadeh, Gonina, Ben-Tzur, Hardt, Recht, Talwalkar, MLSys 2020,
- * Algorithm 2), and asynchronous Hyperband as several ASHA brackets.
+ * Algorithm 2), and asynchronous Hyperband as several ASHA brackets, of two
+ * types (option "type"): promotion, the paper's, for workers that
+ * checkpoint, and stopping, for workers that train one model and ask after
+ * each measurement whether to go on.
  *
- * A bracket with minimum early-stopping rate s has rungs k = 0..K,
+ * Rungs. A bracket with minimum early-stopping rate s has rungs k = 0..K,
  * K = s_max - s, at budget r_min * eta^(s+k), where s_max is the largest s
  * with r_min*eta^s <= resource.max (integer arithmetic, rung.h), except that
  * the top rung is always at resource.max (ALGORITHMS.md: "top rung at R").
@@ -10,12 +13,45 @@
  * otherwise (R = 50, eta = 3: rungs 1, 3, 9, 50) the last promotion is by
  * less than eta, but survivors are trained to the full budget instead of
  * stopping at 27, which is what a user asking for R = 50 expects and what
- * the anytime "best fully trained config" needs. get_job: for k = K-1 down to 0, the candidates are
- * the best floor(|completed in rung k| / eta) configs of rung k; the best one
- * not yet promoted gets a trial in rung k+1 (same config, resume_from = its
- * rung-k trial). Otherwise a new config starts in rung 0. ASHA never waits,
- * except that option max_trials (default 0 = unlimited) caps the trials
- * created: then it answers WAIT while trials run and DONE after.
+ * the anytime "best fully trained config" needs. A rung's candidates are the
+ * best floor(n / eta) of its n results (or the share "promotion_fraction"
+ * keeps), ranked by option "promotion".
+ *
+ * "type": "promotion" (default; the paper). A trial trains to its rung's
+ * budget and completes. get_job: for k = K-1 down to 0, the best candidate
+ * of rung k not yet promoted gets a trial in rung k+1 (same config,
+ * resume_from = its rung-k trial: a worker that cannot resume retrains it
+ * from scratch). Otherwise a new config starts in rung 0.
+ *
+ * "type": "stopping" (the stopping variant of Ray Tune's
+ * AsyncHyperBandScheduler, Optuna's SuccessiveHalvingPruner, Syne Tune's
+ * type="stopping"). Every trial is a new config, handed out once with the
+ * top rung's budget (resource.max), extra {"bracket": s, "rung": 0}. Its
+ * measurement steps are resource units: the first measurement whose step
+ * reaches a rung's budget enters that rung as the trial's result (a step
+ * past several rungs is judged at the highest of them alone), ranked as a
+ * completed trial of that rung is under "promotion", and the answer is
+ * continue when the result is among the rung's candidates, or when the rung
+ * has none yet (fewer than eta results: too few to judge), else stop, with
+ * a reason. A trial that reaches resource.max completes; its result enters
+ * the top rung. Rung counts then mean: created, trials that reached the
+ * rung; running, those training towards it; promoted, those that went on;
+ * stopped, those stopped there.
+ *
+ * Both types: ASHA never waits, except that option max_trials (default
+ * 0 = unlimited) caps the trials created: then it answers WAIT while trials
+ * run and DONE after. A trial that fails, expires or is stopped leaves no
+ * result beyond those already ranked: its config is never offered again; a
+ * promotion stays counted as done, so the same config is not promoted
+ * twice. A diverged result (+INFINITY) ranks last. Ties go to the lower
+ * config_id. extra = {"bracket": s, "rung": k}.
+ *
+ * Purity (sched.h): state changes only through observe. A stop answer is
+ * a function of the rung's results before the measurement and the
+ * measurement itself, and the measurement changes the state (rank, models,
+ * noise) the same way live and replayed; the engine stores a STOPPED event
+ * after it, which ends the trial in both. So a restart answers the next
+ * measurements as the live daemon would.
  *
  * Asynchronous Hyperband (option brackets, default 1): brackets with
  * s = s_min, s_min+1, ..., s_min+brackets-1 share the workers; job number j
@@ -42,11 +78,7 @@
  * loss; rung 0 (no fall yet) always does. Each refit ranks the whole rung
  * again (rung.h, bd_rung_rerank; refits as the pairs grow by an eighth
  * after the first 64), so unlike "predicted" a rank is not fixed when its
- * result arrives; promotions made stand. Offline it ranked configs by their
- * final loss better than the current loss in 16 of 60 cells and worse in 9;
- * replayed, it found the top 1% of the fourth table in 37 of 60 seeds at
- * W = 4 against "predicted"'s 19, and lost to "predicted" on two other
- * tables (tests/bench/README-mf.md, "A curve model fitted across configs").
+ * result arrives; promotions made (and stop answers given) stand.
  *
  * Option "promotion_fraction" (default "eta", the paper: a rung's
  * candidates are its top floor(n/eta); a new study is stored with
@@ -63,18 +95,13 @@
  * Rung k keeps the top eta^-rho_k of its results as candidates: 1/eta when
  * the ranking is all signal, all of them when it is all noise, where a cut
  * would drop configs at random. Passing a config on costs no repeated
- * epochs (a promotion resumes from the rung's checkpoint), only the epochs
- * up to the next rung, where it is ranked again. Until the study has a
- * noise estimate and a rung two finite losses, the rung keeps 1/eta. The
- * shares change with every result (rung.h, bd_rung_set_keep); promotions
- * made stand. Why (tests/bench/README-mf.md): on the SGD table the rungs at
- * 3 and 9 epochs rank the configs that passed the rung below poorly
- * (Spearman with the final error -0.16 and +0.23 among them), the
- * oscillation of SGD's curves being as large as their differences, and
- * ASHA cut the first config that ends within 0.01 of the best at one of
- * those rungs in 15 of 20 seeds, often last of its rung. Related:
- * PASHA (Bohdal et al., 2023) ranks softly, with a tolerance estimated
- * from the curves' noise, to decide when to stop growing its budgets.
+ * epochs (a promotion resumes from the rung's checkpoint; a stopping-type
+ * trial just goes on), only the epochs up to the next rung, where it is
+ * ranked again. Until the study has a noise estimate and a rung two finite
+ * losses, the rung keeps 1/eta. The shares change with every result
+ * (rung.h, bd_rung_set_keep); promotions made stand. Related: PASHA
+ * (Bohdal et al., 2023) ranks softly, with a tolerance estimated from the
+ * curves' noise, to decide when to stop growing its budgets.
  *
  * Option "asymptote" (default "free"; a new study is stored with
  * "nonnegative"): how both curve fits above (the prediction and the noise
@@ -82,13 +109,11 @@
  * plain pow3 fit; "nonnegative" keeps its asymptote at or above zero
  * (curve.h, BD_CURVE_FLOOR_ZERO), where the free fit sent slowly falling
  * mediocre curves to negative predicted error rates, above the best
- * configs (tests/bench/README-mf.md, "A floor for the asymptote").
+ * configs.
  *
- * A trial that fails, expires or is stopped leaves no result: its config is
- * simply not in that rung (and is never offered again); a promotion stays
- * counted as done, so the same config is not promoted twice. A diverged
- * result (+INFINITY) ranks last. Ties go to the lower config_id.
- * extra = {"bracket": s, "rung": k}.
+ * The measurements behind these options' defaults are in
+ * tests/bench/README-mf.md; those of the two types in
+ * tests/bench/README-stopping.md.
  *
  * Cost: suggest is O(rungs) (each rung answers its candidate in O(1)),
  * observe O(log n) amortized (rung.h), lookups through hash maps. */
@@ -98,6 +123,7 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_linalg.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,9 +143,10 @@ typedef struct asha_bracket {
     int nrungs; /* K + 1 */
     double budget[ASHA_MAX_RUNGS];
     bd_rung rungs[ASHA_MAX_RUNGS];
-    long long created[ASHA_MAX_RUNGS]; /* trials created per rung */
-    long long running[ASHA_MAX_RUNGS];
-    long long failed[ASHA_MAX_RUNGS]; /* failed, expired or stopped */
+    long long created[ASHA_MAX_RUNGS]; /* trials created per rung ("stopping": trials that reached it) */
+    long long running[ASHA_MAX_RUNGS]; /* ("stopping": trials training towards it) */
+    long long failed[ASHA_MAX_RUNGS]; /* failed, expired (and with "type": "promotion", stopped) */
+    long long stopped[ASHA_MAX_RUNGS]; /* "type": "stopping": stopped by a judgement at this rung */
     /* "promotion_fraction": "reliability": the measured losses of the rung's
      * finite results (Welford), and the share it keeps as candidates */
     long long loss_n[ASHA_MAX_RUNGS];
@@ -149,6 +176,7 @@ typedef struct asha_config {
 typedef struct asha_trial { /* a running trial */
     asha_config *cfg;
     int rung;
+    int judged; /* "type": "stopping": the highest rung it was judged at, -1 before the first */
 } asha_trial;
 
 typedef struct asha_sched {
@@ -161,6 +189,7 @@ typedef struct asha_sched {
     long long max_trials; /* 0 = unlimited */
     long long created;    /* CREATED events taken in: the round-robin counter */
     long long running;
+    int stopping;    /* option type: "stopping" */
     int predicted;   /* option promotion: "predicted" */
     int learned;     /* option promotion: "learned" */
     int reliability; /* option promotion_fraction: "reliability" */
@@ -181,11 +210,12 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
     static const char *const known[] = {
         "eta",      "r_min", "s", "brackets", "max_trials", "promotion", "promotion_fraction",
-        "asymptote", BD_PROPOSER_OPTIONS, NULL};
+        "asymptote", "type", BD_PROPOSER_OPTIONS, NULL};
     static const char *const promotions[] = {"current", "predicted", "learned", NULL};
     static const char *const fractions[] = {"eta", "reliability", NULL};
     static const char *const asymptotes[] = {"free", "nonnegative", NULL};
-    const char *promotion, *fraction, *asymptote;
+    static const char *const types[] = {"promotion", "stopping", NULL};
+    const char *promotion, *fraction, *asymptote, *type;
     const json_t *o = def->options;
     long long eta, s, brackets, max_trials;
     double r_min;
@@ -195,7 +225,8 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
         (rc = bd_opt_int(o, "max_trials", 0, 0, 1000000000000LL, &max_trials, err)) ||
         (rc = bd_opt_string(o, "promotion", "current", promotions, &promotion, err)) ||
         (rc = bd_opt_string(o, "promotion_fraction", "eta", fractions, &fraction, err)) ||
-        (rc = bd_opt_string(o, "asymptote", "free", asymptotes, &asymptote, err)))
+        (rc = bd_opt_string(o, "asymptote", "free", asymptotes, &asymptote, err)) ||
+        (rc = bd_opt_string(o, "type", "promotion", types, &type, err)))
         return rc;
     if (!(r_min > 0))
         return bd_err_set(err, BD_EINVAL, "resource.min", "ASHA needs a resource minimum above 0");
@@ -208,6 +239,7 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 
     asha_sched *a = bd_xcalloc(1, sizeof *a);
     a->proposer = proposer;
+    a->stopping = strcmp(type, "stopping") == 0;
     a->predicted = strcmp(promotion, "predicted") == 0;
     a->learned = strcmp(promotion, "learned") == 0;
     a->reliability = strcmp(fraction, "reliability") == 0;
@@ -290,7 +322,7 @@ static int asha_suggest(bd_sched *sched, const bd_suggest_ctx *ctx, bd_suggestio
     if (a->max_trials && a->created >= a->max_trials)
         return a->running ? BD_SUGGEST_WAIT : BD_SUGGEST_DONE;
     const asha_bracket *br = &a->brackets[a->created % a->n_brackets];
-    for (int k = br->nrungs - 2; k >= 0; k--) {
+    for (int k = a->stopping ? -1 : br->nrungs - 2; k >= 0; k--) {
         const bd_rung_entry *e = bd_rung_candidate(&br->rungs[k]);
         if (!e)
             continue;
@@ -304,7 +336,7 @@ static int asha_suggest(bd_sched *sched, const bd_suggest_ctx *ctx, bd_suggestio
     }
     bd_rng rng = ctx->rng;
     out->config = bd_proposer_propose(a->proposer, &rng);
-    out->budget = br->budget[0];
+    out->budget = br->budget[a->stopping ? br->nrungs - 1 : 0]; /* "stopping": trained once, to the top */
     out->extra = extra_json(br->s, 0);
     return BD_SUGGEST_TRIAL;
 }
@@ -338,6 +370,7 @@ static void on_created(asha_sched *a, const bd_event *ev)
     asha_trial *t = bd_xcalloc(1, sizeof *t);
     t->cfg = cfg;
     t->rung = (int)k;
+    t->judged = -1;
     bd_idmap_put(&a->trials, ev->trial_id, t);
     br->created[k]++;
     br->running[k]++;
@@ -477,16 +510,17 @@ static void learned_record(asha_sched *a, asha_bracket *br, asha_config *cfg, in
     learned_add_pair(a, br, cfg, k - 1, loss);
 }
 
-/* What a completed trial ranks by in its rung (option promotion). */
-static double rank_value(asha_sched *a, asha_trial *t, const bd_event *ev)
+/* What cfg's result loss in rung k, reached at step, ranks by (option
+ * promotion). */
+static double rank_value(asha_sched *a, asha_config *cfg, int k, double step, double loss)
 {
-    const asha_bracket *br = &a->brackets[t->cfg->bracket];
-    if (a->learned && t->rung < br->nrungs - 1)
-        return learned_value(br, t->cfg, t->rung);
-    if (!a->predicted || t->rung == br->nrungs - 1 || !isfinite(ev->loss))
-        return ev->loss;
-    curve_add(a, t->cfg, ev->budget, ev->loss); /* the result itself, unless measured already */
-    return bd_curve_predict(t->cfg->curve_step, t->cfg->curve_loss, t->cfg->curve_n, a->def->r_max, a->curve);
+    const asha_bracket *br = &a->brackets[cfg->bracket];
+    if (a->learned && k < br->nrungs - 1)
+        return learned_value(br, cfg, k);
+    if (!a->predicted || k == br->nrungs - 1 || !isfinite(loss))
+        return loss;
+    curve_add(a, cfg, step, loss); /* the result itself, unless measured already */
+    return bd_curve_predict(cfg->curve_step, cfg->curve_loss, cfg->curve_n, a->def->r_max, a->curve);
 }
 
 /* "promotion_fraction": "reliability". The rung's measured losses spread
@@ -514,13 +548,12 @@ static double rung_keep(const asha_sched *a, const asha_bracket *br, int k)
     return pow((double)a->eta, -rho);
 }
 
-static void update_reliability(asha_sched *a, asha_trial *t, const bd_event *ev)
+static void update_reliability(asha_sched *a, asha_config *cfg, int k, double step, double loss)
 {
-    asha_config *cfg = t->cfg;
     asha_bracket *br = &a->brackets[cfg->bracket];
-    if (!isfinite(ev->loss))
+    if (!isfinite(loss))
         return;
-    curve_add(a, cfg, ev->budget, ev->loss); /* the result itself, unless measured already */
+    curve_add(a, cfg, step, loss); /* the result itself, unless measured already */
     double sse;
     size_t dof = bd_curve_residual(cfg->curve_step, cfg->curve_loss, cfg->curve_n, a->curve, &sse);
     a->noise_sse += sse - cfg->noise_sse;
@@ -529,24 +562,85 @@ static void update_reliability(asha_sched *a, asha_trial *t, const bd_event *ev)
         a->noise_sse = 0;
     cfg->noise_sse = sse;
     cfg->noise_dof = dof;
-    if (t->rung < br->nrungs - 1) {
-        int k = t->rung;
-        double d = ev->loss - br->loss_mean[k];
+    if (k < br->nrungs - 1) {
+        double d = loss - br->loss_mean[k];
         br->loss_n[k]++;
         br->loss_mean[k] += d / (double)br->loss_n[k];
-        br->loss_m2[k] += d * (ev->loss - br->loss_mean[k]);
+        br->loss_m2[k] += d * (loss - br->loss_mean[k]);
     }
     /* the noise is the study's: every rung of every bracket may move */
     for (int b = 0; b < a->n_brackets; b++) {
         asha_bracket *x = &a->brackets[b];
-        for (int k = 0; k + 1 < x->nrungs; k++) {
-            double keep = rung_keep(a, x, k);
-            if (keep != x->keep[k]) {
-                x->keep[k] = keep;
-                bd_rung_set_keep(&x->rungs[k], keep);
+        for (int i = 0; i + 1 < x->nrungs; i++) {
+            double keep = rung_keep(a, x, i);
+            if (keep != x->keep[i]) {
+                x->keep[i] = keep;
+                bd_rung_set_keep(&x->rungs[i], keep);
             }
         }
     }
+}
+
+/* cfg's result in rung k: its loss, reached at step (the rung's budget, or
+ * past it for a measurement), joins the rung, the "learned" model, the
+ * proposer (as a result at budget, for which the worker reported seconds
+ * over units of training) and the noise estimate. Returns its entry. */
+static bd_rung_entry *add_result(asha_sched *a, asha_config *cfg, int k, int64_t trial_id, double step, double budget,
+                                 double loss, double seconds, double units)
+{
+    asha_bracket *br = &a->brackets[cfg->bracket];
+    if (a->learned)
+        learned_record(a, br, cfg, k, loss);
+    cfg->entry = bd_rung_add(&br->rungs[k], cfg->id, trial_id, rank_value(a, cfg, k, step, loss));
+    cfg->entry_rung = k;
+    bd_proposer_add_text(a->proposer, cfg->id, cfg->config, budget, loss, seconds, units);
+    if (a->reliability)
+        update_reliability(a, cfg, k, step, loss);
+    return cfg->entry;
+}
+
+/* "type": "stopping": running trial t has reached rung k (counted there). */
+static void move_trial(asha_bracket *br, asha_trial *t, int k)
+{
+    if (k == t->rung)
+        return;
+    br->running[t->rung]--;
+    t->rung = k;
+    br->created[k]++;
+    br->running[k]++;
+}
+
+/* "type": "stopping": a measurement of running trial t whose step reaches
+ * rung k's budget (the highest such rung below the top that t has not
+ * passed) enters rung k as a result; t goes on when that result is among
+ * the rung's candidates (the top 1/eta, or the share "reliability" keeps,
+ * ranked by the option promotion) or when the rung keeps none yet (too
+ * few results to judge), else *out says stop. Ranks, the models and the
+ * noise estimate move exactly as for a completed rung-k trial of the
+ * promotion type, so replaying the same events gives the same answers. */
+static void judge(asha_sched *a, asha_trial *t, const bd_event *ev, bd_decision *out)
+{
+    asha_config *cfg = t->cfg;
+    asha_bracket *br = &a->brackets[cfg->bracket];
+    int k = br->nrungs - 2;
+    while (k > t->judged && !(ev->step >= br->budget[k] * (1 - 1e-9)))
+        k--;
+    if (k <= t->judged)
+        return;
+    t->judged = k;
+    /* the trial trained from scratch: elapsed_seconds and the budget are both cumulative */
+    bd_rung_entry *e = add_result(a, cfg, k, ev->trial_id, ev->step, br->budget[k], ev->loss, ev->elapsed_seconds,
+                                  br->budget[k]);
+    bd_rung *r = &br->rungs[k];
+    move_trial(br, t, k);
+    if (e->in_top || !r->top.n) {
+        bd_rung_promote(r, e); /* counted as "promoted": it trains on to rung k + 1 */
+        move_trial(br, t, k + 1);
+        return;
+    }
+    out->stop = 1;
+    snprintf(out->reason, sizeof out->reason, "asha: not in the top %zu of the %zu results at %s %g (bracket %d)",
+             r->top.n, r->count, a->def->resource_name ? a->def->resource_name : "budget", br->budget[k], br->s);
 }
 
 static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_event *ev, bd_decision *out, bd_err *err)
@@ -554,7 +648,6 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
     (void)ctx;
     asha_sched *a = (asha_sched *)sched;
     asha_trial *t;
-    (void)out;
     (void)err;
     switch (ev->type) {
     case BD_EV_CREATED:
@@ -564,38 +657,45 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
     case BD_EV_COMPLETED:
         if (!(t = end_trial(a, ev->trial_id)))
             break;
-        if (t->rung > t->cfg->entry_rung) {
+        if (a->stopping) {
+            /* the top rung's result, however far its measurements went; trained from scratch */
+            int top = a->brackets[t->cfg->bracket].nrungs - 1;
+            if (t->cfg->entry_rung < top)
+                add_result(a, t->cfg, top, ev->trial_id, ev->budget, ev->budget, ev->loss, ev->elapsed_seconds,
+                           ev->budget);
+        } else if (t->rung > t->cfg->entry_rung) {
             asha_bracket *br = &a->brackets[t->cfg->bracket];
-            if (a->learned)
-                learned_record(a, br, t->cfg, t->rung, ev->loss);
-            t->cfg->entry = bd_rung_add(&br->rungs[t->rung], t->cfg->id, ev->trial_id, rank_value(a, t, ev));
-            t->cfg->entry_rung = t->rung;
             /* a promotion resumes from the rung below (asha_suggest), so it trained the difference */
             double units = br->budget[t->rung] - (t->rung ? br->budget[t->rung - 1] : 0);
-            bd_proposer_add_text(a->proposer, t->cfg->id, t->cfg->config, ev->budget, ev->loss, ev->elapsed_seconds,
-                                 units);
-            if (a->reliability)
-                update_reliability(a, t, ev);
+            add_result(a, t->cfg, t->rung, ev->trial_id, ev->budget, ev->budget, ev->loss, ev->elapsed_seconds, units);
         }
         free(t);
         break;
     case BD_EV_FAILED:
     case BD_EV_EXPIRED:
     case BD_EV_STOPPED:
-        if ((t = end_trial(a, ev->trial_id)))
-            a->brackets[t->cfg->bracket].failed[t->rung]++;
+        if ((t = end_trial(a, ev->trial_id))) {
+            asha_bracket *br = &a->brackets[t->cfg->bracket];
+            if (a->stopping && ev->type == BD_EV_STOPPED)
+                br->stopped[t->rung]++;
+            else
+                br->failed[t->rung]++;
+        }
         free(t);
         break;
     case BD_EV_PRIOR: /* as in bracket.c: the proposer learns, no rung ranks it */
         bd_proposer_add(a->proposer, ev->trial_id, ev->config, ev->budget, ev->loss, NAN, ev->budget);
         break;
     case BD_EV_MEASUREMENT:
+        if (!(t = bd_idmap_get(&a->trials, ev->trial_id)))
+            break;
         /* Steps must be resource units to be extrapolated to resource.max: a
          * step beyond the trial's budget (a batch count, say) is left out, and
          * the curve is then the rung results alone. */
-        if ((a->predicted || a->reliability) && (t = bd_idmap_get(&a->trials, ev->trial_id)) &&
-            isfinite(ev->loss) && ev->step > 0 && ev->step <= ev->budget)
+        if ((a->predicted || a->reliability) && isfinite(ev->loss) && ev->step > 0 && ev->step <= ev->budget)
             curve_add(a, t->cfg, ev->step, ev->loss);
+        if (a->stopping)
+            judge(a, t, ev, out);
         break;
     }
     return 0;
@@ -614,6 +714,8 @@ static json_t *bracket_json(const asha_sched *a, const asha_bracket *br)
                                  "created", (json_int_t)br->created[k], "running", (json_int_t)br->running[k],
                                  "completed", (json_int_t)r->count, "failed", (json_int_t)br->failed[k], "promoted",
                                  (json_int_t)r->n_promoted, "best", best);
+        if (a->stopping)
+            json_object_set_new(rung, "stopped", json_integer(br->stopped[k]));
         if (a->reliability && k + 1 < br->nrungs) /* the share of its results the rung keeps as candidates */
             json_object_set_new(rung, "keep", json_real(br->keep[k] > 0 ? br->keep[k] : 1.0 / r->eta));
         if (a->learned && k >= 1 && k + 1 < br->nrungs) /* its model: loss at k+1 ~ w . (1, loss, fall) */
@@ -646,6 +748,7 @@ static int asha_describe(const bd_sched *sched, json_t **out)
                      (json_int_t)a->running, "brackets", list, "model", bd_proposer_describe(a->proposer));
     const char *promotion = a->predicted ? "predicted" : a->learned ? "learned" : "current";
     json_object_set_new(*out, "promotion", json_string(promotion));
+    json_object_set_new(*out, "type", json_string(a->stopping ? "stopping" : "promotion"));
     /* what the scheduler keeps in memory, as hyperband's describe says it */
     json_object_set_new(*out, "held",
                         json_pack("{s:I, s:I}", "configs", (json_int_t)a->configs.count, "trials",

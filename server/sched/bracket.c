@@ -21,6 +21,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,7 @@ typedef struct bk_member {
     unsigned char queued; /* in the bracket's retry queue */
     unsigned char reused; /* result carried over without a trial */
     int retries;          /* attempts given again so far */
+    int passed;           /* stopping: rungs judged so far (the highest judged is passed - 1) */
     int64_t trial;        /* current (or last) trial, 0 = none */
     int64_t resume_from;  /* for every attempt of this member */
     double loss;          /* when DONE */
@@ -57,7 +59,10 @@ typedef struct bk_rung {
     long long finished; /* DONE members */
     long long created;  /* trials created, retries included */
     long long running;  /* trials running now */
-    long long failed;   /* attempts that failed, expired or were stopped */
+    long long failed;   /* attempts that failed, expired (or, promotion type, were stopped) */
+    long long stopped;  /* stopping: trials stopped at this rung */
+    long long judged;   /* stopping: results this rung judged (completions, at the last rung) */
+    long long went_on;  /* stopping: of those, trials answered continue */
     long long reused;
     long long next;     /* cursor: members before it were handed out at least once */
     int64_t *survivors; /* owned, once the rung is complete: the ids of the configs promoted, best first */
@@ -77,6 +82,7 @@ struct bd_bracket {
     int in_ready;
     int64_t winner_id; /* when done: the best config of the last rung (0 if it had none) */
     double winner_loss;
+    bd_rung *judge; /* stopping: one asynchronous rung (rung.h) per rung, freed on release; else NULL */
     bk_rung rungs[]; /* spec.nrungs of them */
 };
 
@@ -236,6 +242,19 @@ static void place(bd_bracket *b, int i, bd_bk_config *cfg)
  * n[i+1] configs; stops at a rung still waiting for results. */
 static void advance(bd_bracket *b)
 {
+    if (b->set->stopping) {
+        /* one rung of members, each trained towards the last budget: the
+         * bracket ends with its last member, its winner the best completion */
+        const bd_rung *last = &b->judge[b->spec.nrungs - 1];
+        if (b->done || b->rungs[0].finished < b->spec.n[0])
+            return;
+        b->done = 1;
+        if (last->best) {
+            b->winner_id = last->best->config_id;
+            b->winner_loss = last->best->loss;
+        }
+        return;
+    }
     while (!b->done) {
         int i = b->active;
         bk_rung *r = &b->rungs[i];
@@ -302,6 +321,12 @@ static bd_bracket *open_bracket(bd_bkset *set, const bd_bk_spec *spec)
         set->brackets = bd_xrealloc(set->brackets, set->cap_brackets * sizeof *set->brackets);
     }
     set->brackets[set->n_brackets++] = b;
+    if (set->stopping) {
+        b->judge = bd_xcalloc((size_t)spec->nrungs, sizeof *b->judge);
+        set->bracket_bytes += (size_t)spec->nrungs * sizeof *b->judge;
+        for (int k = 0; k < spec->nrungs; k++)
+            bd_rung_init(&b->judge[k], set->stop_eta);
+    }
     if (set->n_brackets > BD_BK_DESCRIBED)
         forget_if_old(set, set->brackets[set->n_brackets - 1 - BD_BK_DESCRIBED]);
     bd_idmap_put(&set->by_label, label_key(spec->iteration, spec->s), b);
@@ -352,6 +377,15 @@ static void release(bd_bkset *set, bd_bracket *b)
     free(b->rq);
     b->rq = NULL;
     b->rq_head = b->rq_n = b->rq_cap = 0;
+    if (b->judge) {
+        for (int k = 0; k < b->spec.nrungs; k++) {
+            set->judged_entries -= (long long)b->judge[k].count;
+            bd_rung_free(&b->judge[k]);
+        }
+        free(b->judge);
+        b->judge = NULL;
+        set->bracket_bytes -= (size_t)b->spec.nrungs * sizeof *b->judge;
+    }
     b->released = 1;
     forget_if_old(set, b); /* a straggler's bracket can end after it left describe's window */
 }
@@ -410,6 +444,9 @@ void bd_bk_free(bd_bkset *set)
             free(b->rungs[k].survivors);
         }
         free(b->rq);
+        for (int k = 0; b->judge && k < b->spec.nrungs; k++)
+            bd_rung_free(&b->judge[k]);
+        free(b->judge);
         free(b);
     }
     free(set->brackets);
@@ -449,7 +486,7 @@ int bd_bk_suggest(const bd_bkset *set, const bd_suggest_ctx *ctx, bd_suggestion 
         if (m) {
             out->config = bd_json_from_text(m->cfg->config);
             out->config_id = m->cfg->id;
-            out->budget = b->spec.budget[m->rung];
+            out->budget = b->spec.budget[set->stopping ? b->spec.nrungs - 1 : m->rung];
             out->resume_from = m->resume_from;
             out->extra = extra_json(set, b->spec.iteration, b->spec.s, m->rung);
             return BD_SUGGEST_TRIAL;
@@ -457,14 +494,14 @@ int bd_bk_suggest(const bd_bkset *set, const bd_suggest_ctx *ctx, bd_suggestion 
         assert(b->fresh_left > 0 && b->active == 0);
         bd_rng rng = ctx->rng;
         out->config = bd_proposer_propose(set->proposer, &rng);
-        out->budget = b->spec.budget[0];
+        out->budget = b->spec.budget[set->stopping ? b->spec.nrungs - 1 : 0];
         out->extra = extra_json(set, b->spec.iteration, b->spec.s, 0);
         return BD_SUGGEST_TRIAL;
     }
     if (set->has_next && !set->next.reuse_arms) {
         bd_rng rng = ctx->rng;
         out->config = bd_proposer_propose(set->proposer, &rng);
-        out->budget = set->next.budget[0];
+        out->budget = set->next.budget[set->stopping ? set->next.nrungs - 1 : 0];
         out->extra = extra_json(set, set->next.iteration, set->next.s, 0);
         return BD_SUGGEST_TRIAL;
     }
@@ -549,6 +586,12 @@ static void on_completed(bd_bkset *set, const bd_event *ev)
     cfg->last_trial = ev->trial_id;
     cfg->trained = ev->budget;
     cfg->last_loss = isnan(ev->loss) ? INFINITY : ev->loss;
+    if (set->stopping) { /* the last rung's result, for the winner */
+        bd_bracket *b = m->bracket;
+        bd_rung_add(&b->judge[b->spec.nrungs - 1], cfg->id, ev->trial_id, ev->loss);
+        b->rungs[b->spec.nrungs - 1].judged++;
+        set->judged_entries++;
+    }
     member_done(set, m, ev->loss);
 }
 
@@ -557,6 +600,12 @@ static void on_ended(bd_bkset *set, const bd_event *ev)
     bk_member *m = running_member(set, ev->trial_id);
     if (!m)
         return;
+    if (set->stopping && ev->type == BD_EV_STOPPED) {
+        /* a stop answer (judge): final, never retried; it ranks by its last judged result */
+        m->bracket->rungs[m->passed ? m->passed - 1 : 0].stopped++;
+        member_done(set, m, m->passed ? m->loss : INFINITY);
+        return;
+    }
     m->bracket->rungs[m->rung].failed++;
     if (m->retries < set->max_retries) {
         m->retries++;
@@ -569,7 +618,51 @@ static void on_ended(bd_bkset *set, const bd_event *ev)
     member_done(set, m, INFINITY);
 }
 
-void bd_bk_observe(bd_bkset *set, const bd_event *ev)
+/* stopping: a measurement of a running trial whose step reaches the budget
+ * of rung i (the highest below the last that its member has not passed)
+ * enters rung i's asynchronous rung (rung.h): continue when it is in the
+ * top floor(n / eta) of the n results there or when that top is still
+ * empty (too few to judge), else *out says stop. A retried member keeps
+ * the rungs it passed. */
+static void judge(bd_bkset *set, const bd_event *ev, bd_decision *out)
+{
+    bk_member *m = bd_idmap_get(&set->trials, ev->trial_id);
+    if (!m || m->state != MB_RUNNING || m->trial != ev->trial_id)
+        return;
+    bd_bracket *b = m->bracket;
+    int i = b->spec.nrungs - 2;
+    while (i >= m->passed && ev->step + BUDGET_TOL * fmax(1.0, b->spec.budget[i]) < b->spec.budget[i])
+        i--;
+    if (i < m->passed)
+        return;
+    m->passed = i + 1;
+    m->loss = isnan(ev->loss) ? INFINITY : ev->loss;
+    bd_rung *r = &b->judge[i];
+    bd_rung_entry *e = bd_rung_add(r, m->cfg->id, ev->trial_id, ev->loss);
+    set->judged_entries++;
+    b->rungs[i].judged++;
+    /* trained from scratch: the seconds and the budget are both cumulative */
+    bd_proposer_add_text(set->proposer, m->cfg->id, m->cfg->config, b->spec.budget[i], ev->loss, ev->elapsed_seconds,
+                         b->spec.budget[i]);
+    if (e->in_top || !r->top.n) {
+        bd_rung_promote(r, e);
+        b->rungs[i].went_on++;
+        return;
+    }
+    out->stop = 1;
+    snprintf(out->reason, sizeof out->reason, "not in the top %zu of the %zu results at %s %g (bracket %d, rung %d)",
+             r->top.n, r->count, set->def->resource_name ? set->def->resource_name : "budget", b->spec.budget[i],
+             b->spec.s, i);
+}
+
+void bd_bk_set_stopping(bd_bkset *set, unsigned eta)
+{
+    assert(eta >= 2 && !set->n_brackets && !set->reuses_first);
+    set->stopping = 1;
+    set->stop_eta = eta;
+}
+
+void bd_bk_observe(bd_bkset *set, const bd_event *ev, bd_decision *out)
 {
     switch (ev->type) {
     case BD_EV_CREATED:
@@ -591,6 +684,8 @@ void bd_bk_observe(bd_bkset *set, const bd_event *ev)
         bd_proposer_add(set->proposer, ev->trial_id, ev->config, ev->budget, ev->loss, NAN, ev->budget);
         break;
     case BD_EV_MEASUREMENT:
+        if (set->stopping)
+            judge(set, ev, out);
         break;
     }
     settle_ready(set);
@@ -604,6 +699,7 @@ size_t bd_bk_held_bytes(const bd_bkset *set)
                    set->config_bytes +
                    (size_t)set->members * (BD_HEAP_BLOCK(sizeof(bk_member)) + 2 * sizeof(bk_member *)) +
                    (size_t)set->survivors * sizeof(int64_t) + set->bracket_bytes +
+                   (size_t)set->judged_entries * (BD_HEAP_BLOCK(sizeof(bd_rung_entry)) + 8 * sizeof(void *)) +
                    set->cap_brackets * sizeof *set->brackets + set->cap_ready * sizeof *set->ready +
                    (set->configs.cap + set->trials.cap + set->by_label.cap) * sizeof(bd_idmap_slot);
     bytes += bd_proposer_held_bytes(set->proposer); /* a learning sampler keeps every result */
@@ -646,6 +742,11 @@ static json_t *bracket_json(const bd_bracket *b)
                       "budget", b->spec.budget[i], "placed", (json_int_t)r->count, "created", (json_int_t)r->created,
                       "running", (json_int_t)r->running, "finished", (json_int_t)r->finished, "failed",
                       (json_int_t)r->failed, "reused", (json_int_t)r->reused);
+        if (b->set->stopping) { /* what the judgements at this rung's budget answered */
+            json_object_set_new(rj, "judged", json_integer(r->judged));
+            json_object_set_new(rj, "continued", json_integer(r->went_on));
+            json_object_set_new(rj, "stopped", json_integer(r->stopped));
+        }
         if (r->survivors) {
             json_t *surv = json_array();
             for (long long j = 0; j < r->n_survivors; j++)
@@ -673,7 +774,8 @@ json_t *bd_bk_describe(const bd_bkset *set)
     /* "held": what the scheduler keeps in memory, for operators of long studies */
     json_t *held = json_pack("{s:I, s:I}", "configs", (json_int_t)set->configs.count, "trials",
                              (json_int_t)set->trials.count);
-    return json_pack("{s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "running", (json_int_t)set->running, "created",
+    return json_pack("{s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:s}", "running", (json_int_t)set->running, "created",
                      (json_int_t)set->created, "brackets_total", (json_int_t)set->n_brackets, "next", next, "brackets",
-                     list, "held", held, "model", bd_proposer_describe(set->proposer));
+                     list, "held", held, "model", bd_proposer_describe(set->proposer), "type",
+                     set->stopping ? "stopping" : "promotion");
 }

@@ -20,6 +20,20 @@
  *   budget and resume_from) up to max_retries times; then it counts as loss
  *   +INFINITY. A diverged result (+INFINITY) ranks last.
  *
+ * Stopping type (bd_bk_set_stopping; the schedulers' "type": "stopping",
+ * as Optuna's HyperbandPruner runs SuccessiveHalvingPruner per bracket):
+ * no trial is promoted. Each of a bracket's n[0] configs gets one trial
+ * with the bracket's last budget and resume_from 0; a measurement whose
+ * step reaches the budget of rung i < nrungs-1 (the highest such rung the
+ * config has not passed) is judged at rung i: continue when its loss is in
+ * the top floor(m / eta) of the m results rung i has seen, itself
+ * included, or when that top is still empty (too few to judge); else
+ * stop. A stopped trial is final (never retried); one that fails or
+ * expires is offered again as above, from scratch, keeping the rungs its
+ * config passed. The bracket ends when all n[0] configs have ended; its
+ * winner is the best completion. The decisions are a pure function of the
+ * events, live or replayed.
+ *
  * Cost: suggest is O(1) plus sampling a config; observe is O(log brackets)
  * plus, once per rung, sorting that rung; memory is O(configs of the
  * brackets not yet ended): an ended bracket keeps only its counts, survivors
@@ -82,6 +96,9 @@ typedef struct bd_bkset {
     long long members;     /* rung places in brackets not yet released */
     long long survivors;   /* survivors' ids kept for describe */
     size_t config_bytes;   /* the configs' texts, allocated */
+    int stopping;          /* the stopping type (bd_bk_set_stopping) */
+    unsigned stop_eta;     /*   its cut: the top 1/stop_eta of a rung goes on */
+    long long judged_entries; /* results in the stopping rungs of brackets not yet released */
     size_t bracket_bytes;  /* of the opened brackets' own structs */
 } bd_bkset;
 
@@ -96,8 +113,13 @@ void bd_bk_free(bd_bkset *set);
 int bd_bk_suggest(const bd_bkset *set, const bd_suggest_ctx *ctx, bd_suggestion *out);
 /* What bd_bk_suggest would answer, without proposing (sched.h status). */
 bd_sched_status bd_bk_status(const bd_bkset *set);
-/* Takes in one event; unknown trials and configs are ignored. */
-void bd_bk_observe(bd_bkset *set, const bd_event *ev);
+/* Makes an initialized set, before any event, of the stopping type (above),
+ * judging at each rung with eta >= 2. Not with a plan that places the
+ * first bracket's configs again (SH's doubling). */
+void bd_bk_set_stopping(bd_bkset *set, unsigned eta);
+/* Takes in one event; unknown trials and configs are ignored. *out is the
+ * answer to a MEASUREMENT (stopping type only; zeroed by the caller). */
+void bd_bk_observe(bd_bkset *set, const bd_event *ev, bd_decision *out);
 /* How many of the last opened brackets describe shows in detail; older ones
  * that have ended are freed (brackets_total still counts them). */
 #define BD_BK_DESCRIBED 64

@@ -35,7 +35,17 @@
  * "iteration": k}; iterations (default 0 = forever) bounds k. eta is 2.
  *
  * Brackets run concurrently (paper section 6.1 on parallelism): while one
- * bracket's rung waits for stragglers, the next bracket starts. */
+ * bracket's rung waits for stragglers, the next bracket starts.
+ *
+ * Option "type": "promotion" (default) is the above: a promoted config gets
+ * a new trial with resume_from, for workers that checkpoint. "stopping"
+ * (Optuna's HyperbandPruner, Syne Tune's type="stopping"; bracket.h): each
+ * of a bracket's n_0 configs gets one trial with the bracket's last budget
+ * (resource.max in finite mode), and a measurement that reaches rung i's
+ * budget answers stop unless the config is in the top 1/eta of what rung i
+ * has seen (or the rung has seen too few to judge). No promotions, so no
+ * rung waits for stragglers. total_budget then counts a bracket's planned
+ * spend as if exactly n_{i+1} configs went on from each rung i. */
 #include "sched.h"
 
 #include <math.h>
@@ -62,6 +72,7 @@ typedef struct hb_sched {
     long long iterations; /* 0 = forever */
     double total_budget;  /* 0 = no cap on the planned resource */
     int max_retries;
+    int stopping;         /* option type: "stopping" */
     bd_bkset set;
 } hb_sched;
 
@@ -154,15 +165,18 @@ static int reject_in_infinite(const json_t *opts, const char *key, bd_err *err)
 static int hb_options(hb_sched *h, const bd_study_def *def, bd_err *err)
 {
     static const char *const known[] = {"eta",        "r_min", "n_max",       "s_min", "exploratory_only",
-                                        "iterations", "mode",  "max_retries", "total_budget", BD_PROPOSER_OPTIONS, NULL};
+                                        "iterations", "mode",  "max_retries", "total_budget", "type", BD_PROPOSER_OPTIONS, NULL};
     static const char *const modes[] = {"finite", "infinite", NULL};
+    static const char *const types[] = {"promotion", "stopping", NULL};
     const json_t *o = def->options;
-    const char *mode;
+    const char *mode, *type;
     long long eta, n_max, s_min, retries;
     int explore, rc;
-    if ((rc = bd_opt_known(o, known, err)) || (rc = bd_opt_string(o, "mode", "finite", modes, &mode, err)))
+    if ((rc = bd_opt_known(o, known, err)) || (rc = bd_opt_string(o, "mode", "finite", modes, &mode, err)) ||
+        (rc = bd_opt_string(o, "type", "promotion", types, &type, err)))
         return rc;
     h->infinite = strcmp(mode, "infinite") == 0;
+    h->stopping = strcmp(type, "stopping") == 0;
     if (h->infinite && ((rc = reject_in_infinite(o, "n_max", err)) || (rc = reject_in_infinite(o, "s_min", err)) ||
                         (rc = reject_in_infinite(o, "exploratory_only", err))))
         return rc;
@@ -209,6 +223,8 @@ static int hb_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     h->base.ops = &bd_sched_hyperband;
     h->def = def;
     bd_bk_init(&h->set, def, h->max_retries, h->infinite || h->iterations != 1, hb_plan, h, proposer);
+    if (h->stopping)
+        bd_bk_set_stopping(&h->set, h->eta);
     *out = &h->base;
     return 0;
 }
@@ -222,9 +238,8 @@ static int hb_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out
 static int hb_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev, bd_decision *out, bd_err *err)
 {
     (void)ctx;
-    (void)out;
     (void)err;
-    bd_bk_observe(&((hb_sched *)s)->set, ev);
+    bd_bk_observe(&((hb_sched *)s)->set, ev, out);
     return 0;
 }
 

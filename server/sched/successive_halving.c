@@ -31,7 +31,15 @@
  * r_0 = 0 (nothing observed), so the first B is the smallest n 2^j r_min that
  * is at least n K r_min (or the budget option). The rounds stop after the
  * first one whose round 0 reaches resource.max (all later ones would repeat
- * it). extra carries "iteration" = the doubling round (1, 2, ...). */
+ * it). extra carries "iteration" = the doubling round (1, 2, ...).
+ *
+ * Option "type": "promotion" (default) is the above, for workers that
+ * checkpoint. "stopping" (Optuna's SuccessiveHalvingPruner; bracket.h):
+ * each of the n configs gets one trial with the last round's cumulative
+ * budget R_{K-1}, and a measurement that reaches R_k (k < K-1) answers stop
+ * unless the config is in the top 1/eta of what round k has seen (or the
+ * round has seen too few to judge). Not with doubling, which re-runs the
+ * same configs. */
 #include "sched.h"
 
 #include <math.h>
@@ -54,6 +62,7 @@ typedef struct sh_sched {
     double budget; /* B of the first (or only) run */
     int doubling;
     int max_retries;
+    int stopping; /* option type: "stopping" */
     bd_bkset set;
 } sh_sched;
 
@@ -94,12 +103,17 @@ static int sh_plan(const void *ud, const bd_bk_spec *prev, bd_bk_spec *next)
 
 static int sh_options(sh_sched *h, const bd_study_def *def, bd_err *err)
 {
-    static const char *const known[] = {"n", "budget", "eta", "doubling", "max_retries", BD_PROPOSER_OPTIONS, NULL};
+    static const char *const known[] = {"n",    "budget", "eta", "doubling", "max_retries", "type",
+                                        BD_PROPOSER_OPTIONS, NULL};
+    static const char *const types[] = {"promotion", "stopping", NULL};
     const json_t *o = def->options;
+    const char *type;
     long long eta, n, retries;
     int rc;
-    if ((rc = bd_opt_known(o, known, err)) || (rc = bd_opt_int(o, "eta", 2, 2, 1000, &eta, err)))
+    if ((rc = bd_opt_known(o, known, err)) || (rc = bd_opt_int(o, "eta", 2, 2, 1000, &eta, err)) ||
+        (rc = bd_opt_string(o, "type", "promotion", types, &type, err)))
         return rc;
+    h->stopping = strcmp(type, "stopping") == 0;
     if (!(def->r_min > 0))
         return bd_err_set(err, BD_EINVAL, "resource.min", "Successive Halving needs a resource minimum above 0");
     int levels = bd_budget_levels(def->r_min, def->r_max, (unsigned)eta, 40);
@@ -110,6 +124,9 @@ static int sh_options(sh_sched *h, const bd_study_def *def, bd_err *err)
         (rc = bd_opt_bool(o, "doubling", 0, &h->doubling, err)) ||
         (rc = bd_opt_int(o, "max_retries", 2, 0, 100, &retries, err)))
         return rc;
+    if (h->stopping && h->doubling)
+        return bd_err_set(err, BD_EINVAL, "scheduler.options.type",
+                          "\"stopping\" trains each config once; it cannot be combined with doubling");
     h->eta = (unsigned)eta;
     h->n = n;
     h->max_retries = (int)retries;
@@ -145,6 +162,8 @@ static int sh_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     }
     h->base.ops = &bd_sched_successive_halving;
     bd_bk_init(&h->set, def, h->max_retries, h->doubling, sh_plan, h, proposer);
+    if (h->stopping)
+        bd_bk_set_stopping(&h->set, h->eta);
     *out = &h->base;
     return 0;
 }
@@ -158,9 +177,8 @@ static int sh_suggest(bd_sched *s, const bd_suggest_ctx *ctx, bd_suggestion *out
 static int sh_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev, bd_decision *out, bd_err *err)
 {
     (void)ctx;
-    (void)out;
     (void)err;
-    bd_bk_observe(&((sh_sched *)s)->set, ev);
+    bd_bk_observe(&((sh_sched *)s)->set, ev, out);
     return 0;
 }
 

@@ -49,6 +49,7 @@ typedef struct hn_trial {
     int state;           /* HN_* state */
     double loss;         /* when completed */
     int worker;
+    int epoch;           /* hn_run_epochs: epochs trained and reported so far */
 } hn_trial;
 
 typedef struct hn hn;
@@ -441,6 +442,72 @@ HN_FN int hn_run(hn *h, int workers, int order, long long max_trials)
                                          : (size_t)bd_rng_below(&h->order_rng, h->n_running);
         hn_finish(h, h->running[pick]);
     }
+}
+
+/* The loss trial t reports after `epoch` epochs (hn_run_epochs). */
+typedef double (*hn_curve_fn)(const hn *h, const hn_trial *t, int epoch, void *ud);
+
+/* For the stopping-type schedulers: keeps `workers` workers busy, as hn_run
+ * does, but a trial trains one epoch at a time: each round one running
+ * trial (chosen by order) trains its next epoch and reports it (hn_measure:
+ * a stop answer ends it); at its budget it completes with that epoch's
+ * loss, or fails when fail_id says so (ids for which fail_id(id) is true
+ * fail after their first epoch; NULL: none). Returns as hn_run. */
+HN_FN int hn_run_epochs(hn *h, int workers, int order, long long max_trials, hn_curve_fn curve, void *ud,
+                        int (*fail_id)(int64_t id))
+{
+    if ((size_t)workers > h->cap_running) {
+        h->cap_running = (size_t)workers;
+        h->running = realloc(h->running, h->cap_running * sizeof *h->running);
+    }
+    for (;;) {
+        int answer = BD_SUGGEST_TRIAL;
+        while ((int)h->n_running < workers) {
+            if (max_trials && (long long)h->n_trials >= max_trials)
+                return HN_LIMIT;
+            int64_t id;
+            answer = hn_suggest(h, (int)h->n_running, &id);
+            if (answer != BD_SUGGEST_TRIAL)
+                break;
+            h->running[h->n_running++] = id;
+        }
+        if (!h->n_running)
+            return answer == BD_SUGGEST_DONE ? HN_DONE : HN_STUCK;
+        size_t pick = order == HN_FIFO   ? 0
+                      : order == HN_LIFO ? h->n_running - 1
+                                         : (size_t)bd_rng_below(&h->order_rng, h->n_running);
+        int64_t id = h->running[pick];
+        hn_trial *t = hn_get(h, id);
+        double loss = curve(h, t, ++t->epoch, ud);
+        if (fail_id && fail_id(id) && t->epoch == 1) {
+            hn_fail(h, id);
+            continue;
+        }
+        if (t->epoch >= t->budget) {
+            hn_complete(h, id, loss);
+            continue;
+        }
+        hn_measure(h, id, t->epoch, loss); /* a stop ends it and takes it off the running list */
+    }
+}
+
+/* Reports the same measurement of running trial id to h's scheduler (as
+ * hn_measure does, logged, ending the trial on a stop) and to other (a
+ * replayed copy, fed live: replay = 0, STOPPED after a stop). Returns 1 when
+ * both answered alike. */
+HN_FN int hn_measure_both(hn *h, bd_sched *other, int64_t id, double step, double loss)
+{
+    bd_decision d = hn_measure(h, id, step, loss), e = {0};
+    bd_err err;
+    for (size_t i = h->n_log - (d.stop ? 2 : 1); i < h->n_log; i++) { /* the MEASUREMENT, then any STOPPED */
+        bd_observe_ctx ctx = {.replay = 0};
+        bd_decision x = {0};
+        bd_observe_ctx_seed(&ctx, h->def.seed, h->log[i].ev.id);
+        cr_assert_eq(h->ops->observe(other, &ctx, &h->log[i].ev, &x, &err), 0);
+        if (h->log[i].ev.type == BD_EV_MEASUREMENT)
+            e = x;
+    }
+    return d.stop == e.stop && strcmp(d.reason, e.reason) == 0;
 }
 
 /* Trials with this bracket label and budget (iteration < 0: any iteration). */

@@ -748,6 +748,8 @@ Test(asha, options_are_validated)
         {"{\"asymptote\": 0}", "scheduler.options.asymptote"},
         {"{\"promotion_fraction\": \"half\"}", "scheduler.options.promotion_fraction"},
         {"{\"promotion_fraction\": 0.5}", "scheduler.options.promotion_fraction"},
+        {"{\"type\": \"pause\"}", "scheduler.options.type"},
+        {"{\"type\": 1}", "scheduler.options.type"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         hn h;
@@ -989,5 +991,187 @@ Test(asha, held_bytes_covers_the_heap_it_holds)
     json_decref(desc);
     free(resumed_at);
     ASHA->destroy(s);
+    hn_close(&h);
+}
+
+/* ------------------------------------------------------ "type": "stopping" */
+
+static long long rung_field(json_t *d, int bracket, int k, const char *key)
+{
+    json_t *rung = json_array_get(json_object_get(json_array_get(json_object_get(d, "brackets"), bracket), "rungs"), k);
+    cr_assert(rung, "no rung %d in bracket %d", k, bracket);
+    return (long long)json_integer_value(json_object_get(rung, key));
+}
+
+/* eta = 3, resource 1..9: rungs at 1, 3 and 9. Six trials are handed out
+ * with budget 9 and report their epoch-1 losses in turn; a result goes on
+ * when it is in the top floor(n/3) of the n results its rung has, itself
+ * included, or when that top is empty (n < 3: too few to judge):
+ *   rung 0: 0.5 (n 1: continue), 0.4 (n 2: continue), 0.6 (top {0.4}: stop),
+ *           0.3 (top {0.3}: continue), 0.45 (top {0.3}: stop),
+ *           0.35 (top {0.3, 0.35}: continue);
+ *   rung 1, the four left, at epoch 3: 0.3 (n 1: continue), 0.2 (n 2:
+ *           continue), 0.25 (top {0.2}: stop), 0.1 (top {0.1}: continue);
+ * the three left complete at epoch 9. */
+Test(asha, stopping_rung_decisions_by_hand)
+{
+    static const double rung0[6] = {0.5, 0.4, 0.6, 0.3, 0.45, 0.35};
+    static const int stop0[6] = {0, 0, 1, 0, 1, 0};
+    static const double rung1[6] = {0.3, 0.2, NAN, 0.25, NAN, 0.1};
+    static const int stop1[6] = {0, 0, 0, 1, 0, 0};
+    hn h;
+    open_ok(&h, "{\"type\": \"stopping\"}", 1, 9, 1);
+    int64_t id[6];
+    for (int i = 0; i < 6; i++) {
+        cr_assert_eq(hn_suggest(&h, i, &id[i]), BD_SUGGEST_TRIAL);
+        const hn_trial *t = hn_get(&h, id[i]);
+        cr_expect_eq(t->budget, 9, "handed out once, with resource.max");
+        cr_expect_eq(t->config_id, t->id, "always a new config");
+        cr_expect_eq(t->resume_from, 0);
+        cr_expect_eq(t->rung, 0);
+    }
+    for (int i = 0; i < 6; i++) {
+        bd_decision d = hn_measure(&h, id[i], 1, rung0[i]);
+        cr_expect_eq(d.stop, stop0[i], "rung 0, trial %d: stop %d", i + 1, d.stop);
+        if (d.stop)
+            cr_expect(strstr(d.reason, "not in the top 1 of the"), "reason: %s", d.reason);
+    }
+    for (int i = 0; i < 6; i++) /* epoch 2 reaches no rung */
+        if (!stop0[i])
+            cr_expect_not(hn_measure(&h, id[i], 2, rung0[i] - 0.01).stop, "trial %d stopped at epoch 2", i + 1);
+    for (int i = 0; i < 6; i++)
+        if (!isnan(rung1[i]))
+            cr_expect_eq(hn_measure(&h, id[i], 3, rung1[i]).stop, stop1[i], "rung 1, trial %d", i + 1);
+    for (int i = 0; i < 6; i++) {
+        if (stop0[i] || stop1[i]) {
+            cr_expect_eq(hn_get(&h, id[i])->state, HN_STOPPED, "trial %d", i + 1);
+            continue;
+        }
+        for (int e = 4; e <= 8; e++) /* nothing is judged between rungs, nor at the top */
+            cr_expect_not(hn_measure(&h, id[i], e, rung1[i] - 0.01 * e).stop, "trial %d at %d", i + 1, e);
+        hn_complete(&h, id[i], 0.2 - 0.01 * i);
+    }
+    json_t *d = hn_describe(&h);
+    cr_expect_str_eq(json_string_value(json_object_get(d, "type")), "stopping");
+    static const long long want[3][5] = {/* created, completed (results), promoted, stopped, running */
+                                         {6, 6, 4, 2, 0},
+                                         {4, 4, 3, 1, 0},
+                                         {3, 3, 0, 0, 0}};
+    static const char *const keys[5] = {"created", "completed", "promoted", "stopped", "running"};
+    for (int k = 0; k < 3; k++)
+        for (int j = 0; j < 5; j++)
+            cr_expect_eq(rung_field(d, 0, k, keys[j]), want[k][j], "rung %d %s = %lld", k, keys[j],
+                         rung_field(d, 0, k, keys[j]));
+    json_t *best = json_object_get(json_array_get(json_object_get(json_array_get(json_object_get(d, "brackets"), 0),
+                                                                   "rungs"),
+                                                  2),
+                                   "best");
+    cr_expect_eq(json_integer_value(json_object_get(best, "config_id")), id[5], "the top rung's best");
+    json_decref(d);
+    int64_t next;
+    cr_assert_eq(hn_suggest(&h, 0, &next), BD_SUGGEST_TRIAL);
+    cr_expect_eq(hn_get(&h, next)->config_id, next, "no promotion: a new config");
+    cr_expect_eq(hn_get(&h, next)->budget, 9);
+    hn_close(&h);
+}
+
+/* A measurement whose step passes several rungs is judged at the highest
+ * of them alone (as Ray Tune's AsyncHyperBand), and with brackets the
+ * rungs are those of the trial's bracket. */
+Test(asha, stopping_judges_a_skipped_rung_at_the_highest)
+{
+    hn h;
+    open_ok(&h, "{\"type\": \"stopping\", \"brackets\": 2}", 1, 27, 1); /* rungs 1, 3, 9, 27 and 3, 9, 27 */
+    int64_t id[4];
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(hn_suggest(&h, i, &id[i]), BD_SUGGEST_TRIAL);
+        cr_expect_eq(hn_get(&h, id[i])->budget, 27);
+        cr_expect_eq(hn_get(&h, id[i])->bracket, i % 2);
+    }
+    cr_expect_not(hn_measure(&h, id[0], 1, 0.5).stop);
+    cr_expect_not(hn_measure(&h, id[1], 1, 0.5).stop, "bracket 1 has no rung at 1");
+    cr_expect_not(hn_measure(&h, id[2], 5, 0.9).stop, "judged at 3 only, the first result there");
+    cr_expect_not(hn_measure(&h, id[2], 6, 0.8).stop);
+    cr_expect_not(hn_measure(&h, id[0], 10, 0.4).stop, "judged at 9 only");
+    json_t *d = hn_describe(&h);
+    cr_expect_eq(rung_field(d, 0, 0, "completed"), 1, "bracket 0, rung 1: one result");
+    cr_expect_eq(rung_field(d, 0, 1, "completed"), 1, "bracket 0, rung 3: the step-5 result");
+    cr_expect_eq(rung_field(d, 0, 2, "completed"), 1, "bracket 0, rung 9: the step-10 result");
+    cr_expect_eq(rung_field(d, 0, 3, "running"), 1, "trial 1 trains towards 27");
+    cr_expect_eq(rung_field(d, 0, 2, "running"), 1, "trial 3 towards 9");
+    cr_expect_eq(rung_field(d, 1, 0, "completed"), 0, "bracket 1 judged nothing");
+    json_decref(d);
+    hn_close(&h);
+}
+
+/* x + 1/epoch with a wobble that makes curves cross */
+static double stop_curve(const hn *h, const hn_trial *t, int epoch, void *ud)
+{
+    (void)h;
+    (void)ud;
+    double x = json_number_value(json_object_get(t->config, "x"));
+    return x + 1.0 / epoch + 0.05 * sin(7.0 * x * epoch + (double)t->id);
+}
+
+static int fail_every_13th(int64_t id)
+{
+    return id % 13 == 0;
+}
+
+/* The style's replay property for the stopping type: drive a study live
+ * (4 workers, random order, a trial in 13 failing), rebuild it from its
+ * events, then the running trials' next measurements get the same answers
+ * from both and the next suggestions are the same. */
+Test(asha, stopping_replay_gives_identical_decisions)
+{
+    static const char *const options[] = {
+        "{\"type\": \"stopping\"}",
+        "{\"type\": \"stopping\", \"brackets\": 2, \"eta\": 2}",
+        "{\"type\": \"stopping\", \"promotion\": \"learned\", \"promotion_fraction\": \"reliability\", "
+        "\"asymptote\": \"nonnegative\"}",
+        "{\"type\": \"stopping\", \"promotion\": \"predicted\", \"max_trials\": 70, \"sampler\": \"tpe\"}"};
+    for (size_t k = 0; k < sizeof options / sizeof options[0]; k++)
+        for (long long stop = 15; stop < 200; stop += 60) {
+            hn h;
+            open_ok(&h, options[k], 1, 27, 1);
+            hn_run_epochs(&h, 4, HN_RANDOM, stop, stop_curve, NULL, fail_every_13th);
+            long long stopped = 0;
+            for (size_t i = 0; i < h.n_trials; i++)
+                stopped += h.trials[i].state == HN_STOPPED;
+            if (stop > 60)
+                cr_expect_gt(stopped, 0, "%s: no trial stopped in %lld", options[k], stop);
+            bd_sched *r = hn_replay(&h);
+            int64_t running[8];
+            size_t n = h.n_running;
+            memcpy(running, h.running, n * sizeof *running);
+            for (size_t i = 0; i < n; i++) {
+                hn_trial *t = hn_get(&h, running[i]);
+                for (int e = t->epoch + 1; e < t->budget && t->state == HN_RUNNING; e++)
+                    cr_expect(hn_measure_both(&h, r, t->id, e, stop_curve(&h, t, e, NULL)),
+                              "%s: trial %lld, epoch %d answered differently after a replay at %lld", options[k],
+                              (long long)t->id, e, stop);
+            }
+            cr_expect(hn_same_next(&h, r, 20), "%s: replay after %lld trials differs", options[k], stop);
+            ASHA->destroy(r);
+            hn_close(&h);
+        }
+}
+
+/* "promotion" stays the default: promotions, budgets below the top. */
+Test(asha, type_promotion_is_the_default)
+{
+    hn h;
+    open_ok(&h, "{}", 1, 9, 1);
+    int64_t id;
+    cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+    cr_expect_eq(hn_get(&h, id)->budget, 1);
+    cr_expect_not(hn_measure(&h, id, 1, 9).stop);
+    json_t *d = hn_describe(&h);
+    cr_expect_str_eq(json_string_value(json_object_get(d, "type")), "promotion");
+    cr_expect_null(json_object_get(json_array_get(json_object_get(json_array_get(json_object_get(d, "brackets"), 0),
+                                                                  "rungs"),
+                                                  0),
+                                   "stopped"));
+    json_decref(d);
     hn_close(&h);
 }

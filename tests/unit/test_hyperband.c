@@ -565,6 +565,8 @@ Test(hyperband, options_are_validated)
         {"{\"r_min\": 100}", "scheduler.options.r_min"},
         {"{\"iterations\": -1}", "scheduler.options.iterations"},
         {"{\"max_retries\": \"2\"}", "scheduler.options.max_retries"},
+        {"{\"type\": \"stop\"}", "scheduler.options.type"},
+        {"{\"type\": true, \"mode\": \"infinite\"}", "scheduler.options.type"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         hn h;
@@ -726,5 +728,166 @@ Test(hyperband, integer_budgets_stay_in_range_at_large_resources)
     hn h;
     open_ok(&h, "{\"eta\": 2}", 5e8, 1e9, 1);
     cr_assert_eq(hn_run(&h, 1, HN_FIFO, 0), HN_DONE); /* the harness checks every budget against [r_min, r_max] */
+    hn_close(&h);
+}
+
+/* ------------------------------------------------------ "type": "stopping" */
+
+static json_t *bracket_rung(json_t *d, int bracket, int k)
+{
+    json_t *rung = json_array_get(json_object_get(json_array_get(json_object_get(d, "brackets"), bracket), "rungs"), k);
+    cr_assert(rung, "no rung %d in bracket %d", k, bracket);
+    return rung;
+}
+
+/* eta = 3, resource 1..9: bracket s = 2 has 9 configs and rungs at 1, 3, 9;
+ * s = 1 has 5 configs and rungs at 3, 9; s = 0 has 3 configs at 9. Every
+ * trial gets its bracket's last budget, 9. Rung 0 of bracket 2 judges
+ *   0.5 (n 1: continue), 0.4 (n 2: continue), 0.6 (top {0.4}: stop),
+ *   0.3 (top {0.3}: continue), 0.45 (stop), 0.35 (top {0.3, 0.35}:
+ *   continue), 0.7 (stop), 0.2 (top {0.2, 0.3}: continue), 0.55 (top
+ *   {0.2, 0.3, 0.35}: stop);
+ * its rung 1, at epoch 3, the five left: 0.3 (continue), 0.2 (continue),
+ *   0.25 (top {0.2}: stop), 0.1 (top {0.1}: continue), 0.15 (stop);
+ * the three left complete at 9 and the best of them wins the bracket.
+ * Nobody waits: the tenth trial starts bracket 1 at once. */
+Test(hyperband, stopping_rung_decisions_by_hand)
+{
+    static const double rung0[9] = {0.5, 0.4, 0.6, 0.3, 0.45, 0.35, 0.7, 0.2, 0.55};
+    static const int stop0[9] = {0, 0, 1, 0, 1, 0, 1, 0, 1};
+    static const double rung1[9] = {0.3, 0.2, NAN, 0.25, NAN, 0.1, NAN, 0.15, NAN};
+    static const int stop1[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+    hn h;
+    open_ok(&h, "{\"type\": \"stopping\"}", 1, 9, 1);
+    int64_t id[10];
+    for (int i = 0; i < 10; i++) {
+        cr_assert_eq(hn_suggest(&h, i, &id[i]), BD_SUGGEST_TRIAL);
+        const hn_trial *t = hn_get(&h, id[i]);
+        cr_expect_eq(t->budget, 9, "trial %d: the bracket's last budget", i + 1);
+        cr_expect_eq(t->resume_from, 0);
+        cr_expect_eq(t->bracket, i < 9 ? 2 : 1, "trial %d in bracket %d", i + 1, t->bracket);
+    }
+    for (int i = 0; i < 9; i++)
+        cr_expect_eq(hn_measure(&h, id[i], 1, rung0[i]).stop, stop0[i], "bracket 2 rung 0, trial %d", i + 1);
+    cr_expect_not(hn_measure(&h, id[9], 1, 0.9).stop, "bracket 1 has no rung at 1");
+    cr_expect_not(hn_measure(&h, id[9], 3, 0.9).stop, "bracket 1's first result at 3");
+    for (int i = 0; i < 9; i++)
+        if (!isnan(rung1[i])) {
+            bd_decision d = hn_measure(&h, id[i], 3, rung1[i]);
+            cr_expect_eq(d.stop, stop1[i], "bracket 2 rung 1, trial %d", i + 1);
+            if (d.stop)
+                cr_expect(strstr(d.reason, "not in the top 1 of the"), "reason: %s", d.reason);
+        }
+    for (int i = 0; i < 9; i++)
+        if (!stop0[i] && !stop1[i]) {
+            cr_expect_not(hn_measure(&h, id[i], 8, 0.1).stop);
+            hn_complete(&h, id[i], 0.2 - 0.01 * i);
+        }
+    json_t *d = hn_describe(&h);
+    cr_expect_str_eq(json_string_value(json_object_get(d, "type")), "stopping");
+    json_t *b2 = json_array_get(json_object_get(d, "brackets"), 0);
+    cr_expect_eq(json_integer_value(json_object_get(b2, "bracket")), 2);
+    cr_expect_str_eq(json_string_value(json_object_get(b2, "state")), "done");
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(b2, "winner"), "config_id")), id[5]);
+    static const long long want[3][3] = {{9, 5, 4}, {5, 3, 2}, {3, 0, 0}}; /* judged, continued, stopped */
+    static const char *const keys[3] = {"judged", "continued", "stopped"};
+    for (int k = 0; k < 3; k++)
+        for (int j = 0; j < 3; j++)
+            cr_expect_eq(json_integer_value(json_object_get(bracket_rung(d, 0, k), keys[j])), want[k][j],
+                         "rung %d %s", k, keys[j]);
+    cr_expect_eq(json_integer_value(json_object_get(bracket_rung(d, 0, 0), "created")), 9);
+    cr_expect_eq(json_integer_value(json_object_get(bracket_rung(d, 1, 0), "judged")), 1);
+    json_decref(d);
+    hn_close(&h);
+}
+
+/* A stopped trial is final; a failed one is offered again from scratch
+ * with the bracket's last budget and keeps the rungs its config passed. */
+Test(hyperband, stopping_retries_failures_not_stops)
+{
+    hn h;
+    open_ok(&h, "{\"type\": \"stopping\", \"exploratory_only\": true}", 1, 9, 1); /* one bracket, 9 configs */
+    int64_t id[9];
+    for (int i = 0; i < 9; i++)
+        cr_assert_eq(hn_suggest(&h, i, &id[i]), BD_SUGGEST_TRIAL);
+    cr_expect_not(hn_measure(&h, id[0], 1, 0.5).stop);
+    cr_expect_not(hn_measure(&h, id[1], 1, 0.4).stop);
+    cr_expect(hn_measure(&h, id[2], 1, 0.6).stop);
+    hn_fail(&h, id[0]);
+    int64_t retry;
+    cr_assert_eq(hn_suggest(&h, 0, &retry), BD_SUGGEST_TRIAL);
+    cr_expect_eq(hn_get(&h, retry)->config_id, id[0], "the failed config again");
+    cr_expect_eq(hn_get(&h, retry)->budget, 9);
+    cr_expect_eq(hn_get(&h, retry)->resume_from, 0, "from scratch");
+    cr_expect_not(hn_measure(&h, retry, 1, 0.9).stop, "rung 0 was passed: not judged again");
+    for (int i = 3; i < 9; i++)
+        hn_complete(&h, id[i], 0.3);
+    hn_complete(&h, id[1], 0.3);
+    hn_complete(&h, retry, 0.2);
+    int64_t none;
+    cr_expect_eq(hn_suggest(&h, 0, &none), BD_SUGGEST_DONE, "the stopped config is not offered again");
+    hn_close(&h);
+}
+
+static double stop_curve(const hn *h, const hn_trial *t, int epoch, void *ud)
+{
+    (void)h;
+    (void)ud;
+    double x = json_number_value(json_object_get(t->config, "x"));
+    return x + 1.0 / epoch + 0.05 * sin(7.0 * x * epoch + (double)t->id);
+}
+
+static int fail_every_13th(int64_t id)
+{
+    return id % 13 == 0;
+}
+
+/* The replay property for the stopping type: drive live (4 workers, random
+ * order, a trial in 13 failing), rebuild from the events, and the running
+ * trials' next measurements get the same answers from both, and the next
+ * suggestions are the same. */
+Test(hyperband, stopping_replay_gives_identical_decisions)
+{
+    static const char *const options[] = {"{\"type\": \"stopping\"}", "{\"type\": \"stopping\", \"iterations\": 0}",
+                                          "{\"type\": \"stopping\", \"mode\": \"infinite\"}",
+                                          "{\"type\": \"stopping\", \"iterations\": 0, \"sampler\": \"tpe\"}"};
+    for (size_t k = 0; k < sizeof options / sizeof options[0]; k++)
+        for (long long stop = 15; stop < 200; stop += 60) {
+            hn h;
+            open_ok(&h, options[k], 1, 27, 1);
+            hn_run_epochs(&h, 4, HN_RANDOM, stop, stop_curve, NULL, fail_every_13th);
+            long long stopped = 0;
+            for (size_t i = 0; i < h.n_trials; i++)
+                stopped += h.trials[i].state == HN_STOPPED;
+            if (stop > 60)
+                cr_expect_gt(stopped, 0, "%s: no trial stopped in %lld", options[k], stop);
+            bd_sched *r = hn_replay(&h);
+            int64_t running[8];
+            size_t n = h.n_running;
+            memcpy(running, h.running, n * sizeof *running);
+            for (size_t i = 0; i < n; i++) {
+                hn_trial *t = hn_get(&h, running[i]);
+                for (int e = t->epoch + 1; e < t->budget && t->state == HN_RUNNING; e++)
+                    cr_expect(hn_measure_both(&h, r, t->id, e, stop_curve(&h, t, e, NULL)),
+                              "%s: trial %lld, epoch %d answered differently after a replay at %lld", options[k],
+                              (long long)t->id, e, stop);
+            }
+            cr_expect(hn_same_next(&h, r, 20), "%s: replay after %lld trials differs", options[k], stop);
+            HB->destroy(r);
+            hn_close(&h);
+        }
+}
+
+/* Memory follows the running brackets in the stopping type too: the
+ * judging rungs are freed with their bracket. */
+Test(hyperband, stopping_held_bytes_covers_the_heap_it_holds)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    cr_skip_test("AddressSanitizer's allocator does not report through mallinfo2");
+#endif
+    hn h;
+    open_ok(&h, "{\"type\": \"stopping\", \"iterations\": 0}", 1, 27, 1);
+    cr_assert_eq(hn_run_epochs(&h, 8, HN_RANDOM, 3000, stop_curve, NULL, NULL), HN_LIMIT);
+    hn_expect_held_bytes(&h, "hyperband stopping");
     hn_close(&h);
 }

@@ -235,6 +235,8 @@ Test(successive_halving, options_are_validated)
         {"{\"eta\": 1}", "scheduler.options.eta"},
         {"{\"doubling\": 1}", "scheduler.options.doubling"},
         {"{\"rounds\": 3}", "scheduler.options.rounds"},
+        {"{\"type\": \"stoping\"}", "scheduler.options.type"},
+        {"{\"type\": \"stopping\", \"doubling\": true}", "scheduler.options.type"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         hn h;
@@ -257,5 +259,107 @@ Test(successive_halving, scale_131k_trials)
     fprintf(stderr, "successive_halving: %zu trials (16 workers, random order) in %.3f s\n", h.n_trials,
             (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
     cr_expect_eq(h.n_trials, 131070);
+    hn_close(&h);
+}
+
+/* ------------------------------------------------------ "type": "stopping" */
+
+/* n = 4, eta = 2, resource 1..8: K = 2 rounds, B = 8, R_0 = 1, R_1 = 3.
+ * Each config gets one trial with budget 3. Round 0 judges at epoch 1:
+ *   0.5 (n 1: continue), 0.6 (top {0.5}: stop), 0.4 (top {0.4}: continue),
+ *   0.45 (top {0.4, 0.45}: continue).
+ * Config 3's trial then fails and is offered again from scratch (its round
+ * 0 already passed); the three left complete and the best wins. */
+Test(successive_halving, stopping_rung_decisions_by_hand)
+{
+    static const double round0[4] = {0.5, 0.6, 0.4, 0.45};
+    static const int stop0[4] = {0, 1, 0, 0};
+    hn h;
+    open_ok(&h, "{\"n\": 4, \"type\": \"stopping\"}", 1, 8, 1);
+    int64_t id[4], next;
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(hn_suggest(&h, i, &id[i]), BD_SUGGEST_TRIAL);
+        cr_expect_eq(hn_get(&h, id[i])->budget, 3, "the last round's budget");
+        cr_expect_eq(hn_get(&h, id[i])->resume_from, 0);
+    }
+    cr_expect_eq(hn_suggest(&h, 4, &next), BD_SUGGEST_WAIT, "all four configs are out");
+    for (int i = 0; i < 4; i++) {
+        bd_decision d = hn_measure(&h, id[i], 1, round0[i]);
+        cr_expect_eq(d.stop, stop0[i], "round 0, trial %d", i + 1);
+        if (d.stop)
+            cr_expect(strstr(d.reason, "not in the top 1 of the 2 results"), "reason: %s", d.reason);
+    }
+    hn_fail(&h, id[2]);
+    cr_assert_eq(hn_suggest(&h, 0, &next), BD_SUGGEST_TRIAL);
+    cr_expect_eq(hn_get(&h, next)->config_id, id[2]);
+    cr_expect_eq(hn_get(&h, next)->budget, 3);
+    cr_expect_eq(hn_get(&h, next)->resume_from, 0);
+    cr_expect_not(hn_measure(&h, next, 1, 0.9).stop, "round 0 is not judged twice");
+    cr_expect_not(hn_measure(&h, next, 2, 0.5).stop);
+    hn_complete(&h, id[0], 0.35);
+    hn_complete(&h, id[3], 0.32);
+    hn_complete(&h, next, 0.3);
+    int64_t none;
+    cr_expect_eq(hn_suggest(&h, 0, &none), BD_SUGGEST_DONE);
+    json_t *d = hn_describe(&h);
+    json_t *b = json_array_get(json_object_get(d, "brackets"), 0);
+    cr_expect_str_eq(json_string_value(json_object_get(d, "type")), "stopping");
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(b, "winner"), "config_id")), id[2]);
+    json_t *r0 = json_array_get(json_object_get(b, "rungs"), 0), *r1 = json_array_get(json_object_get(b, "rungs"), 1);
+    cr_expect_eq(json_integer_value(json_object_get(r0, "judged")), 4);
+    cr_expect_eq(json_integer_value(json_object_get(r0, "continued")), 3);
+    cr_expect_eq(json_integer_value(json_object_get(r0, "stopped")), 1);
+    cr_expect_eq(json_integer_value(json_object_get(r0, "failed")), 1);
+    cr_expect_eq(json_integer_value(json_object_get(r1, "judged")), 3, "the completions");
+    json_decref(d);
+    hn_close(&h);
+}
+
+static double stop_curve(const hn *h, const hn_trial *t, int epoch, void *ud)
+{
+    (void)h;
+    (void)ud;
+    double x = json_number_value(json_object_get(t->config, "x"));
+    return x + 1.0 / epoch + 0.05 * sin(7.0 * x * epoch + (double)t->id);
+}
+
+static int fail_every_7th(int64_t id)
+{
+    return id % 7 == 0;
+}
+
+/* The replay property for the stopping type (as test_asha's). */
+Test(successive_halving, stopping_replay_gives_identical_decisions)
+{
+    static const char *const options[] = {"{\"type\": \"stopping\"}", "{\"type\": \"stopping\", \"n\": 27, \"eta\": 3}",
+                                          "{\"type\": \"stopping\", \"n\": 32, \"sampler\": \"tpe\"}"};
+    for (size_t k = 0; k < sizeof options / sizeof options[0]; k++)
+        for (long long stop = 6; stop < 40; stop += 11) {
+            hn h;
+            open_ok(&h, options[k], 1, 64, 1);
+            hn_run_epochs(&h, 4, HN_RANDOM, stop, stop_curve, NULL, fail_every_7th);
+            bd_sched *r = hn_replay(&h);
+            int64_t running[8];
+            size_t n = h.n_running;
+            memcpy(running, h.running, n * sizeof *running);
+            for (size_t i = 0; i < n; i++) {
+                hn_trial *t = hn_get(&h, running[i]);
+                for (int e = t->epoch + 1; e < t->budget && t->state == HN_RUNNING; e++)
+                    cr_expect(hn_measure_both(&h, r, t->id, e, stop_curve(&h, t, e, NULL)),
+                              "%s: trial %lld, epoch %d answered differently after a replay at %lld", options[k],
+                              (long long)t->id, e, stop);
+            }
+            cr_expect(hn_same_next(&h, r, 20), "%s: replay after %lld trials differs", options[k], stop);
+            SH->destroy(r);
+            hn_close(&h);
+        }
+    hn h; /* and a whole study: every config once, some stopped, then done */
+    open_ok(&h, options[1], 1, 64, 1);
+    cr_expect_eq(hn_run_epochs(&h, 3, HN_RANDOM, 0, stop_curve, NULL, NULL), HN_DONE);
+    long long stopped = 0;
+    for (size_t i = 0; i < h.n_trials; i++)
+        stopped += h.trials[i].state == HN_STOPPED;
+    cr_expect_eq(h.n_trials, 27, "each config once");
+    cr_expect_gt(stopped, 9, "%lld of 27 stopped", stopped);
     hn_close(&h);
 }
