@@ -7,7 +7,9 @@
  *
  * Rules (study_def.h has where the asked parameters are kept):
  * - A name the trial already has answers its value again (a retried request,
- *   or the scheduler proposed it up front): nothing is written.
+ *   or the scheduler proposed it up front): nothing is written. A value a
+ *   user enqueued for a name the study did not know yet is taken if it fits
+ *   the definition (else drawn as if absent).
  * - A name the study knows (declared or asked before) must come with the
  *   same definition; a different one is a 400 naming the differing key.
  * - A new name joins the study's "asked_parameters" (its stored definition
@@ -28,6 +30,7 @@
  * The scheduler never sees asked parameters (study.c strips them from
  * stored configs it replays), so its model of the declared space and its
  * decisions are the same whatever the trials asked. */
+#include "engine.h"
 #include "engine_internal.h"
 #include "json_util.h"
 #include "sched/proposer.h"
@@ -260,8 +263,17 @@ static int ask_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args,
         goto out;
     }
     value = json_incref(json_object_get(config, p->name));
-    if (value)
+    if (value && (declared >= 0 || asked >= 0))
         goto answer; /* asked before, or proposed up front */
+    if (value && bd_space_check_value(a->one, 0, value, "value", NULL) == 0) {
+        /* enqueued before the study knew the name: taken as it fits */
+        rc = grow_space(e, st, a, plan, err);
+        goto out_or_answer;
+    }
+    if (value) { /* enqueued, outside this definition: drawn as if absent */
+        json_decref(value);
+        value = NULL;
+    }
     if (declared >= 0) {
         rc = bd_err_set(err, BD_EINVAL, "name",
                         "\"%s\" is a declared parameter of this study, inactive in this trial's config (its "
@@ -280,6 +292,9 @@ static int ask_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args,
     a->config_text = json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS);
     plan->config_trial = t->id;
     plan->config = a->config_text;
+out_or_answer:
+    if (rc)
+        goto out;
 answer:
     *answer = json_pack("{s:s, s:O}", "name", p->name, "value", value);
 out:

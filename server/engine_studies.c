@@ -2,6 +2,7 @@
  * asking the study's scheduler for trials and recording each as a stored
  * trial plus its CREATED event, all in one transaction. */
 #include "attrs.h"
+#include "engine.h"
 #include "engine_internal.h"
 
 #include <math.h>
@@ -355,13 +356,13 @@ static int parse_suggest(const json_t *body, suggest_args *a, bd_err *err)
 
 /* A scheduler's proposal must fit the study: checked so a scheduler bug
  * becomes a 500 with a message instead of a corrupt trial. */
-static int check_suggestion(const study_rt *st, const bd_suggestion *s, bd_err *err)
+static int check_suggestion(const study_rt *st, const bd_suggestion *s, const json_t *config, bd_err *err)
 {
     const bd_study_def *d = &st->spec.def;
     bd_err why;
-    if (!json_is_object(s->config))
+    if (!json_is_object(config))
         return bd_err_set(err, BD_EINTERNAL, NULL, "scheduler proposed no config");
-    if (bd_space_validate_config(d->space, s->config, &why))
+    if (bd_space_validate_config(d->space, config, &why))
         return bd_err_set(err, BD_EINTERNAL, NULL, "scheduler proposed a config outside the space: %s: %s",
                           why.field[0] ? why.field : "config", why.message);
     if (!(s->budget >= d->r_min - 1e-9 && s->budget <= d->r_max + 1e-9))
@@ -398,8 +399,17 @@ static int plan_trial(bd_engine *e, study_rt *st, bd_write_plan *plan, bd_sugges
     double now = bd_now();
     bd_decision d;
     int rc;
-    if ((rc = check_suggestion(st, s, err)))
+    /* An enqueued config may hold values for parameters trials will ask
+     * for: the scheduler sees the declared ones only. */
+    json_t *seen = json_incref(s->config);
+    if (origin == BD_ORIGIN_ENQUEUED && bd_study_spec_grows(&st->spec)) {
+        json_decref(seen);
+        bd_study_scheduler_config(&st->spec, seen = json_copy(s->config));
+    }
+    if ((rc = check_suggestion(st, s, seen, err))) {
+        json_decref(seen);
         return rc;
+    }
     if (st->spec.def.resource_integer)
         s->budget = round(s->budget);
     if (plan->n_inserts == plan->cap_inserts) {
@@ -429,10 +439,11 @@ static int plan_trial(bd_engine *e, study_rt *st, bd_write_plan *plan, bd_sugges
                             .elapsed_seconds = NAN, .created_at = now};
     int64_t event_id = bd_write_plan_push_event(e, plan, &created)->id;
     bd_event ev = {.type = BD_EV_CREATED, .id = event_id, .trial_id = row->id, .config_id = row->config_id,
-                   .budget = row->budget, .config = s->config, .resume_from = row->resume_from,
+                   .budget = row->budget, .config = seen, .resume_from = row->resume_from,
                    .extra = s->extra, .has_instance = row->has_instance, .instance = row->instance_index,
                    .loss = NAN, .elapsed_seconds = NAN};
     bd_study_feed(st, &ev, 0, resumed, &d);
+    json_decref(seen);
     bd_study_touch(st, now);
     json_array_append_new(trials, bd_study_trial_json(st, row));
     return 0;

@@ -215,7 +215,9 @@ static int integer_in_exact_range(const json_t *v)
            (json_integer_value(v) >= -EXACT_INT_MAX_I && json_integer_value(v) <= EXACT_INT_MAX_I);
 }
 
-/* Is v a whole number within +-2^53 (a JSON integer, or a real like 3.0)? */
+/* Is v a whole number within +-2^53 (a JSON integer, or a real like 3.0)?
+ * A real is accepted for an int but never kept: callers store the JSON
+ * integer (parse_cond's canonical values, bd_space_canonical_config). */
 static int as_integer(const json_t *v, double *x)
 {
     if (!json_is_number(v) || !integer_in_exact_range(v))
@@ -800,6 +802,35 @@ int bd_space_validate_config(const bd_space *s, const json_t *config, bd_err *er
 out:
     free(active);
     return rc;
+}
+
+int bd_space_check_value(const bd_space *s, size_t i, const json_t *value, const char *field, bd_err *err)
+{
+    assert(i < s->n);
+    return check_value(s, i, value, field, err);
+}
+
+json_t *bd_space_canonical_config(const bd_space *s, const json_t *config)
+{
+    json_t *out = jcheck(json_object());
+    for (void *it = json_object_iter((json_t *)config); it; it = json_object_iter_next((json_t *)config, it)) {
+        const char *key = json_object_iter_key(it);
+        json_t *v = json_object_iter_value(it), *canon;
+        long i = bd_space_find(s, key), ci;
+        double x;
+        if (i < 0) {
+            canon = json_deep_copy(v);
+        } else if (s->params[i].type == BD_PARAM_INT) {
+            canon = as_integer(v, &x) ? json_integer((json_int_t)x) : json_deep_copy(v);
+        } else if (s->params[i].type == BD_PARAM_FLOAT) {
+            canon = json_is_number(v) ? json_real(json_number_value(v)) : json_deep_copy(v);
+        } else {
+            ci = choice_find(s, (size_t)i, v);
+            canon = json_deep_copy(ci >= 0 ? json_array_get(s->params[i].choices, (size_t)ci) : v);
+        }
+        jset(out, key, canon);
+    }
+    return out;
 }
 
 /* ---- unit hypercube ---- */

@@ -70,6 +70,17 @@ int bd_space_is_active(const bd_space *space, size_t i, const json_t *config);
 /* Checks a config against the space: exactly the active parameters, each in
  * range and of the right type. err->field is "config.<name>". */
 int bd_space_validate_config(const bd_space *space, const json_t *config, bd_err *err) BD_MUST_CHECK;
+/* config with each value in its parameter's canonical form, as the space's
+ * own samples have it: an int's as a JSON integer (2, not the 2.0 that
+ * validation accepts), a float's as a real, a categorical's as the choice
+ * itself (1 for 1.0); other keys are copied. For a config that passed
+ * bd_space_validate_config. Returns a new reference. */
+json_t *bd_space_canonical_config(const bd_space *space, const json_t *config);
+
+/* Checks one value of parameter i (type and range, or one of the choices);
+ * err->field is field. */
+int bd_space_check_value(const bd_space *space, size_t i, const json_t *value, const char *field,
+                         bd_err *err) BD_MUST_CHECK;
 
 /* Unit-hypercube encoding, one coordinate per parameter (bd_space_size()):
  * float/int: (x - low)/(high - low), in log space when log; categorical

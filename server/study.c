@@ -55,7 +55,7 @@ void bd_study_scheduler_config(const bd_study_spec *spec, json_t *config)
     json_t *value;
     void *tmp;
     json_object_foreach_safe(config, tmp, name, value) {
-        if (bd_space_find(spec->asked, name) >= 0)
+        if (bd_space_find(spec->space, name) < 0)
             json_object_del(config, name);
     }
 }
@@ -313,7 +313,7 @@ static int replay_created(replay_ctx *c, const bd_event_row *row)
         return bd_err_set(c->err, BD_EINTERNAL, NULL, "trial %lld: stored config is not JSON",
                           (long long)row->trial_id);
     }
-    if (config && bd_space_size(c->st->spec.asked) > 0)
+    if (config && bd_study_spec_grows(&c->st->spec))
         bd_study_scheduler_config(&c->st->spec, config);
     int warm = t.origin == BD_ORIGIN_WARM_START;
     bd_event ev = {.type = warm ? BD_EV_PRIOR : BD_EV_CREATED,

@@ -85,9 +85,9 @@ void bd_study_set_meta(study_rt *st, int paused, char *metadata);
  * (after a transaction that changed them did not commit); st->mu held. */
 int bd_study_reload_meta(study_rt *st, bd_store *store, bd_err *err) BD_MUST_CHECK;
 
-/* Removes from config (a trial's stored config) the asked parameters
- * (study_def.h): the scheduler knows only the declared ones, live and in a
- * replay. */
+/* Removes from config (a trial's stored config) every name but the
+ * declared parameters (study_def.h): the scheduler knows only those, live
+ * and in a replay, whatever the trials asked or users enqueued. */
 void bd_study_scheduler_config(const bd_study_spec *spec, json_t *config);
 /* Passes an event to st's scheduler (observe, with its rng seeded from the
  * study seed and ev->id) and updates counts, usage and incumbents. A

@@ -325,6 +325,39 @@ int bd_study_spec_set_asked(bd_study_spec *spec, const json_t *list, bd_err *err
     return 0;
 }
 
+int bd_study_spec_grows(const bd_study_spec *spec)
+{
+    return bd_space_size(spec->space) == 0 || bd_space_size(spec->asked) > 0;
+}
+
+int bd_study_spec_check_config(const bd_study_spec *spec, const json_t *config, bd_err *err)
+{
+    const char *name;
+    const json_t *value;
+    char field[160];
+    int grows = bd_study_spec_grows(spec), rc = 0;
+    if (!json_is_object(config))
+        return bd_err_set(err, BD_EINVAL, "config", "must be an object");
+    json_t *declared = json_object();
+    json_object_foreach((json_t *)config, name, value) {
+        long asked = bd_space_find(spec->asked, name);
+        snprintf(field, sizeof field, "config.%s", name);
+        if (bd_space_find(spec->space, name) >= 0 || !grows)
+            json_object_set(declared, name, (json_t *)value); /* an unknown name fails there */
+        else if (asked >= 0)
+            rc = bd_space_check_value(spec->asked, (size_t)asked, value, field, err);
+        else if (!json_is_string(value) && !json_is_number(value) && !json_is_boolean(value))
+            rc = bd_err_set(err, BD_EINVAL, field, "must be a number, a string or a boolean (a value the trial will "
+                                                   "take when it asks for the parameter)");
+        if (rc)
+            break;
+    }
+    if (!rc)
+        rc = bd_space_validate_config(spec->space, declared, err);
+    json_decref(declared);
+    return rc;
+}
+
 /* "asked_parameters": written by the engine as trials ask (a definition
  * copied from another study may carry them too). Optional. */
 static int parse_asked(const json_t *body, bd_study_spec *out, bd_err *err)

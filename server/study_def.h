@@ -41,6 +41,15 @@ void bd_study_spec_clear(bd_study_spec *spec); /* NULL-safe, idempotent */
  * name, or passes BD_STUDY_MAX_PARAMETERS with the declared ones; spec is
  * then unchanged. */
 int bd_study_spec_set_asked(bd_study_spec *spec, const json_t *list, bd_err *err) BD_MUST_CHECK;
+/* 1 when the study's configs may hold more than its declared parameters:
+ * it declares none, or trials have asked for some. */
+int bd_study_spec_grows(const bd_study_spec *spec);
+/* Checks a config a user gives (enqueued or warm start): the declared
+ * parameters as bd_space_validate_config does; an asked parameter's value
+ * against its definition; a name the study does not know yet only when the
+ * study grows its space, as a scalar that a trial's ask takes if it fits
+ * (err->field "config.<name>"). */
+int bd_study_spec_check_config(const bd_study_spec *spec, const json_t *config, bd_err *err) BD_MUST_CHECK;
 /* The scheduler the spec names (static), or NULL if this build lacks it. */
 const struct bd_sched_ops *bd_study_spec_sched(const bd_study_spec *spec);
 

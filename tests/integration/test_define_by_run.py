@@ -206,6 +206,33 @@ class DefineByRun(bdtest.DaemonTestCase):
         for config_id, c in promoted:
             self.assertEqual(c, first_rung[config_id])
 
+    def test_an_enqueued_config_answers_the_asks_that_fit_it(self):
+        d = self.d
+        study = empty_study(d)
+        enqueue = "/v1/studies/%d/trials" % study["id"]
+        check_status(self, d.request("POST", enqueue, {"config": {"classifier": "rf", "rf_max_depth": 8}}), 201)
+        check_status(self, d.request("POST", enqueue, {"config": {"classifier": "svc", "svc_c": 5000.0}}), 201)
+        body = check_status(self, d.request("POST", enqueue, {"config": {"classifier": {"a": 1}}}), 400)
+        self.assertEqual(body["error"]["field"], "config.classifier")
+        first = suggest(d, study["id"])[0]
+        self.assertEqual(first["origin"], "enqueued")
+        self.assertEqual(value_of(self, d, first["id"], CLASSIFIER), "rf")
+        self.assertEqual(value_of(self, d, first["id"], RF_DEPTH), 8)
+        second = suggest(d, study["id"])[0]
+        self.assertEqual(value_of(self, d, second["id"], CLASSIFIER), "svc")
+        c = value_of(self, d, second["id"], SVC_C)
+        self.assertNotEqual(c, 5000.0, "outside the asked definition: drawn instead")
+        self.assertTrue(1e-3 <= c <= 1e3)
+        complete(self, d, first["id"], 0.1)
+        complete(self, d, second["id"], 0.2)
+        body = check_status(self, d.request("GET", "/v1/studies/%d" % study["id"]), 200)
+        self.assertEqual([p["name"] for p in body["asked_parameters"]], ["classifier", "rf_max_depth", "svc_c"])
+        # a study with a declared space and nothing asked still refuses unknown names (typos)
+        fixed = create_study(d)
+        body = check_status(self, d.request("POST", "/v1/studies/%d/trials" % fixed["id"],
+                                            {"config": {"x": 0.5, "k": "a", "typo": 1}}), 400)
+        self.assertEqual(body["error"]["field"], "config.typo")
+
     def test_values_and_the_grown_space_survive_a_restart(self):
         d = bdtest.Daemon()
         self.addCleanup(d.cleanup)
