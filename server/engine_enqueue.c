@@ -28,7 +28,9 @@
 #define BD_MAX_ENQUEUED_VALUES 100000
 
 typedef struct add_args {
-    const json_t *config;
+    const json_t *config; /* as sent */
+    json_t *canonical;    /* config in canonical form (bd_space_canonical_config: 2, not 2.0, for an int),
+                             what is stored and handed out; set under the study's lock */
     int warm_start;    /* "value" given */
     double value;      /* as reported (not oriented) */
     const json_t *budget; /* "budget", or NULL: resource.max */
@@ -90,12 +92,12 @@ static int enqueue_op(study_rt *st, const add_args *a, bd_write_plan *plan, json
                           BD_MAX_ENQUEUED, BD_MAX_ENQUEUED_VALUES);
     if (bd_study_limit_reached(st) || st->sched->ops->status(st->sched) == BD_STATUS_DONE)
         return bd_err_set(err, BD_ECONFLICT, "config", "the study is done: no suggest would hand the config out");
-    char *text = json_dumps(a->config, JSON_COMPACT | JSON_SORT_KEYS);
+    char *text = json_dumps(a->canonical, JSON_COMPACT | JSON_SORT_KEYS);
     plan->enqueue = text; /* freed by the caller after the commit */
     plan->study_id = st->id;
-    bd_study_enqueue(st, json_deep_copy(a->config)); /* the study's own: the body dies with the request */
+    bd_study_enqueue(st, json_deep_copy(a->canonical)); /* the study's own: the body dies with the request */
     st->dirty = 1; /* the queue now differs from storage until this request commits */
-    *answer = json_pack("{s:s, s:O, s:I}", "state", "enqueued", "config", a->config, "position",
+    *answer = json_pack("{s:s, s:O, s:I}", "state", "enqueued", "config", a->canonical, "position",
                         (json_int_t)st->n_queued);
     return 0;
 }
@@ -121,7 +123,7 @@ static int warm_start_op(bd_engine *e, study_rt *st, const add_args *a, bd_write
     row->id = bd_engine_take_id(e, 0, plan);
     row->study_id = st->id;
     row->config_id = row->id;
-    row->config = json_dumps(a->config, JSON_COMPACT | JSON_SORT_KEYS); /* freed by the caller */
+    row->config = json_dumps(a->canonical, JSON_COMPACT | JSON_SORT_KEYS); /* freed by the caller */
     row->budget = budget;
     row->state = BD_TRIAL_COMPLETED;
     row->origin = BD_ORIGIN_WARM_START;
@@ -136,7 +138,7 @@ static int warm_start_op(bd_engine *e, study_rt *st, const add_args *a, bd_write
     bd_write_plan_push_event(e, plan, &completed);
     /* As replay feeds it (study.c replay_created): one PRIOR at the CREATED event's id. */
     bd_event ev = {.type = BD_EV_PRIOR, .id = created_id, .trial_id = row->id, .config_id = row->id,
-                   .budget = budget, .config = a->config, .loss = bd_study_loss(st, 1, a->value),
+                   .budget = budget, .config = a->canonical, .loss = bd_study_loss(st, 1, a->value),
                    .elapsed_seconds = NAN};
     bd_study_feed(st, &ev, 0, 0, &d);
     bd_study_touch(st, now);
@@ -147,10 +149,16 @@ static int warm_start_op(bd_engine *e, study_rt *st, const add_args *a, bd_write
 /* The operation on the locked study (bd_engine_study_op). */
 static int add_trial_op(bd_engine *e, study_rt *st, void *arg, bd_write_plan *plan, json_t **answer, bd_err *err)
 {
-    const add_args *a = arg;
+    add_args *a = arg;
     int rc = bd_space_validate_config(st->spec.def.space, a->config, err);
     if (rc)
         return rc;
+    /* The declared parameters' values, then the asked ones' (a name
+     * neither knows yet is kept as sent). */
+    json_t *declared = bd_space_canonical_config(st->spec.space, a->config);
+    json_decref(a->canonical); /* a cluster retry (BD_EMOVED) runs this again */
+    a->canonical = bd_space_canonical_config(st->spec.asked, declared);
+    json_decref(declared);
     return a->warm_start ? warm_start_op(e, st, a, plan, answer, err) : enqueue_op(st, a, plan, answer, err);
 }
 
@@ -167,5 +175,6 @@ int bd_engine_add_trial(bd_engine *e, const bd_request *req, int64_t study_id, c
     if (plan.n_inserts)
         free(plan.inserts[0].config);
     bd_write_plan_clear(&plan);
+    json_decref(a.canonical);
     return rc;
 }

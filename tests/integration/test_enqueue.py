@@ -141,6 +141,37 @@ class Enqueue(bdtest.DaemonTestCase):
         self.assertError(add(self.d, spc, {"config": {"s": "a"}}), 400, "invalid_argument", "config")
         self.assertError(add(self.d, spc, {"config": {"s": "a"}, "value": 1}), 400, "invalid_argument", "value")
 
+    def test_a_value_is_stored_as_its_parameter_type(self):
+        # Issue 42: {"layers": 2.0} for an int parameter was stored as sent and
+        # the worker's suggest handed out 2.0. A whole real is accepted (as the
+        # space's own int bounds and "when" values are) and stored as the
+        # integer; a float parameter's value as a real; a categorical's as the
+        # choice itself. Python reads 2.0 as a float, so the types are checked.
+        params = PARAMS + [{"name": "width", "type": "categorical", "choices": [16, 32, 0.5]}]
+        sid = create_study(self.d, parameters=params, scheduler={"name": "random", "options": {}})["id"]
+        raw = '{"config": {"lr": 1, "layers": 2.0, "opt": "adam", "width": 32.0}}'
+        want = {"lr": 1.0, "layers": 2, "opt": "adam", "width": 32}
+
+        def check(config, what):
+            self.assertEqual(config, want, what)
+            self.assertEqual({k: type(v) for k, v in config.items()},
+                             {"lr": float, "layers": int, "opt": str, "width": int}, what)
+
+        st, body, _ = self.d.request("POST", "/v1/studies/%d/trials" % sid, raw_body=raw)
+        self.assertEqual(st, 201, body)
+        check(body["config"], "the enqueue's answer")
+        st, warm, _ = self.d.request("POST", "/v1/studies/%d/trials" % sid, raw_body=raw[:-1] + ', "value": 0.5}')
+        self.assertEqual(st, 201, warm)
+        check(warm["config"], "the warm start's answer")
+        (t,) = suggest(self.d, sid)
+        self.assertEqual(t["origin"], "enqueued")
+        check(t["config"], "the config the worker is handed")
+        self.d.restart()
+        for tid in (t["id"], warm["id"]):
+            check(check_status(self, self.d.request("GET", "/v1/trials/%d" % tid), 200)["config"], "stored")
+        self.assertError(add(self.d, sid, {"config": dict(want, layers=2.5)}), 400, "invalid_argument",
+                         "config.layers")
+
     def test_the_queue_is_bounded(self):
         sid = self.study({"name": "random", "options": {}})
         c = self.d.client()

@@ -842,6 +842,46 @@ Test(space_validate, nested_inactive_child_is_named)
     bd_space_free(s);
 }
 
+/* Issue 42: validation accepts 2.0 for an int (as the space's own bounds and
+ * "when" values do), so what is stored and handed to a worker must be the
+ * canonical form, compared here as text: 2.0 == 2 for json_equal. */
+Test(space_validate, canonical_config_gives_each_value_its_parameters_type)
+{
+    bd_space *s = space_of(MIXED);
+    json_t *c = J("{\"lr\": 1, \"momentum\": 0, \"layers\": 2.0, \"batch\": 64, \"mode\": 3.0,"
+                  " \"tiny\": 1e-10, \"width\": -3.0, \"fixed\": 7.0, \"unknown\": 2.0}");
+    bd_err err = {0};
+    json_t *d = json_copy(c);
+    json_object_del(d, "unknown");
+    cr_assert_eq(bd_space_validate_config(s, d, &err), 0, "%s %s", err.field, err.message);
+    json_t *canon = bd_space_canonical_config(s, c);
+    char *text = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS);
+    cr_expect_str_eq(text, "{\"batch\":64,\"fixed\":7,\"layers\":2,\"lr\":1.0,\"mode\":3,\"momentum\":0.0,"
+                           "\"tiny\":1e-10,\"unknown\":2.0,\"width\":-3}");
+    cr_expect_eq(bd_space_validate_config(s, d, &err), 0, "the input is not modified");
+    cr_expect(json_is_real(json_object_get(c, "layers")), "the input is not modified");
+    free(text);
+    json_decref(canon);
+    json_decref(d);
+    json_decref(c);
+    /* a choice given as another number of the same value: the choice itself */
+    bd_space *m = space_of("[{\"name\": \"k\", \"type\": \"categorical\", \"choices\": [1.5, 2.0, 4]}]");
+    const char *const given[] = {"{\"k\": 2}", "{\"k\": 4.0}", "{\"k\": 1.5}"};
+    const char *const want[] = {"{\"k\":2.0}", "{\"k\":4}", "{\"k\":1.5}"};
+    for (size_t i = 0; i < 3; i++) {
+        c = J(given[i]);
+        cr_assert_eq(bd_space_validate_config(m, c, &err), 0, "%s: %s", given[i], err.message);
+        canon = bd_space_canonical_config(m, c);
+        text = json_dumps(canon, JSON_COMPACT);
+        cr_expect_str_eq(text, want[i]);
+        free(text);
+        json_decref(canon);
+        json_decref(c);
+    }
+    bd_space_free(m);
+    bd_space_free(s);
+}
+
 /* ------------------------------------------------------------ encode/decode */
 
 static void expect_same_config(const json_t *a, const json_t *b)
