@@ -30,7 +30,7 @@
  * random_fraction (0 / 1/3), cost_aware (true: when workers report
  * elapsed_seconds, a candidate's score is per predicted second, so the
  * model does not drift to slow configs that learn more per epoch; see
- * tpe.h). server/sched/README.md has the table.
+ * tpe.h). docs/SCHEDULERS.md has the table.
  *
  * Purity (sched.h): the proposer's state is the list of results it was
  * given (bd_proposer_add, from COMPLETED events), in arrival order; a

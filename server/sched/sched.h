@@ -3,7 +3,8 @@
  * tpe, successive_halving, hyperband, asha, gp_ucb, bo_bos, rising_bandits,
  * spc and caps_race (test builds add test_sleep).
  *
- * Contract (see README.md beside this file for how each scheduler uses it):
+ * Contract (README.md beside this file; docs/SCHEDULERS.md says how each
+ * scheduler uses it):
  * - Only events change a scheduler's state. suggest() proposes the next trial
  *   without changing state; the engine feeds it back as a BD_EV_CREATED
  *   event through observe() and stores it. Measurements, completions,
