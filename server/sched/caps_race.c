@@ -78,9 +78,20 @@
  * (20), defer (0 / 1.3), skip_levels (0 / 0.5) with pilot (5), last_level
  * (1 / 0.0625), race_order ("position" / "ranked"), level_wait ("leader" /
  * "all"), compare ("recount" / "incremental"), incumbent ("leader" /
- * "upper"). Unknown keys are rejected. Why each default, and what it was
- * measured to do: tests/bench/README-spc.md, "caps_race's rules and their
- * measurements".
+ * "upper"). Unknown keys are rejected. Issue 15's rules, each off (the form
+ * before) when a stored study lacks it:
+ * - defer: at the last level, after min_instances compared, a challenger
+ *   whose values sum to more than defer times the leader's (clipped at its
+ *   caps) gets runs only when no other config has one;
+ * - skip_levels: the leader's first `pilot` runs come first; if at most
+ *   that share of them time out at first_cap, theta jumps to kappa;
+ * - last_level: the levels stop at last_level * kappa, then theta = kappa;
+ * - level_wait "all": a level ends when no run is out ("leader": when none
+ *   of the leader's is);
+ * - compare "incremental": a re-run of the leader's lower bound updates the
+ *   compared sums in place ("recount": every prefix summed again).
+ * Why each default, and what it was measured to do: tests/bench/README-spc.md,
+ * "caps_race's rules and their measurements".
  *
  * Cost: suggest, status and observe are O(configs); a change of leader or of
  * level O(total runs) (recompare_all); a re-run of the leader's lower bounds
