@@ -41,6 +41,8 @@ static const bd_route table[] = {
     {BD_HTTP_DELETE, "/v1/tokens/{id}", bd_h_revoke_token, AUTH, 200},
     {BD_HTTP_GET, "/v1/me", bd_h_me, AUTH, 200},
 
+    /* a browser opening the daemon's address finds the dashboard */
+    {BD_HTTP_GET, "/", bd_h_ui_redirect, 0, 301},
     {BD_HTTP_GET, "/ui", bd_h_ui_redirect, 0, 301},
     {BD_HTTP_GET, "/ui/", bd_h_ui_index, 0, 200},
     {BD_HTTP_GET, "/ui/{file}", bd_h_ui_file, 0, 200},

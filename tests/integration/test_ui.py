@@ -35,9 +35,10 @@ class Dashboard(bdtest.DaemonTestCase):
         self.assertEqual(h["Referrer-Policy"], "no-referrer")
 
     def test_redirect_and_index(self):
-        st, body, h = self.get("/ui")
-        self.assertEqual(st, 301)
-        self.assertEqual(h["Location"], "/ui/")
+        for path in ("/ui", "/"):  # the daemon's bare address leads a browser to the dashboard too
+            st, body, h = self.get(path)
+            self.assertEqual(st, 301, path)
+            self.assertEqual(h["Location"], "/ui/", path)
         st, body, h = self.get("/ui/")
         self.assertEqual(st, 200)
         self.assertEqual(h["Content-Type"], "text/html; charset=utf-8")
