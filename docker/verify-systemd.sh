@@ -21,7 +21,7 @@ work=${BD_VERIFY_DIR:-/tmp/banditd-verify}
 root=$work/systemd-root
 out=$work/systemd-out
 
-[ -x "$build/banditd" ] || { echo "no $build/banditd: build first (README: Build)" >&2; exit 1; }
+[ -x "$build/banditd" ] || { echo "no $build/banditd: build first: cmake -S . -B build && cmake --build build" >&2; exit 1; }
 need=""
 for tool in systemd-nspawn:systemd-container debootstrap:debootstrap; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need="$need ${tool#*:}"

@@ -8,7 +8,7 @@
  * Rungs. A bracket with minimum early-stopping rate s has rungs k = 0..K,
  * K = s_max - s, at budget r_min * eta^(s+k), where s_max is the largest s
  * with r_min*eta^s <= resource.max (integer arithmetic, rung.h), except that
- * the top rung is always at resource.max (ALGORITHMS.md: "top rung at R").
+ * the top rung is always at resource.max (docs/ALGORITHMS.md section 3, "asha").
  * When resource.max / r_min is a power of eta this is the paper's schedule;
  * otherwise (R = 50, eta = 3: rungs 1, 3, 9, 50) the last promotion is by
  * less than eta, but survivors are trained to the full budget instead of

@@ -10,7 +10,8 @@
  * open bracket that has some, else from a new bracket, so workers only wait
  * when no open bracket can start a trial and the plan is used up.
  *
- * Rules (README-multifidelity.md):
+ * Rules (docs/SCHEDULERS.md, "Rules common to all three"; the algorithms in
+ * docs/ALGORITHMS.md sections 1-3):
  * - A promotion or a retry is a trial of the same config (config_id) with
  *   resume_from = the config's latest completed trial (0 if none).
  * - A config already trained to at least a rung's budget gets no new trial:

@@ -14,7 +14,8 @@
  * brackets s >= s_min (the paper phrases it as n_min, s = floor(log_eta n_min));
  * exploratory_only keeps the s = s_max bracket alone. iterations (default 1,
  * 0 = forever) repeats the outer loop; the paper recommends repeating it
- * indefinitely and ALGORITHMS.md repeats "while the study has budget left"
+ * indefinitely and the earlier spec repeats "while the study has budget left"
+ * (docs/ALGORITHMS.md section 2.1, "Repetition")
  * (a study has no total budget in the API), banditd ends a study after one
  * pass unless asked, so that a study finishes by default. Repetitions are
  * labelled "iteration" in extra. total_budget (resource units, default 0 =

@@ -332,7 +332,7 @@ def main():
             "{:,}".format(res["ledger_writes"]),
             sum(len(r["lost"]) for r in rows) + len(res["final_lost"]), sum(len(r["phantom"]) for r in rows)])
     print()
-    print("=== disk fault campaign summary (paste into tests/bench/README.md)")
+    print("=== disk fault campaign summary (for a dated file tests/bench/results/YYYY-MM-DD-<topic>.md; the current headline goes to tests/bench/README.md)")
     print(bench_common.md_table(headers, table))
     print()
     print("per fault:")

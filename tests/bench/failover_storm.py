@@ -650,7 +650,7 @@ def report(args, r, info):
            len(r["lost"]), len(r["phantom"]), "%d / %d" % (len(r["twice"]), len(r["rungs"])),
            "%s / %s / %s (%s / %s / %s, %d pairs)" % (g["p50_s"], g["p99_s"], g["max_s"], a["p50_s"], a["p99_s"],
                                                       a["max_s"], a["pairs"])]
-    print("=== failover storm summary (paste into tests/bench/README.md)")
+    print("=== failover storm summary (for a dated file tests/bench/results/YYYY-MM-DD-<topic>.md; the current headline goes to tests/bench/README.md)")
     print(bench_common.md_table(headers, [row]))
     print("RESULT passed=%d lost=%d phantom=%d handed_twice=%d rung_violations=%d unfinished=%d "
           "kill_to_answer_p50_s=%s kill_to_answer_p99_s=%s kill_to_answer_max_s=%s"

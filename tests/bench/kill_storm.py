@@ -347,7 +347,7 @@ def main():
                                                         len(L.completed)),
                      len(r["lost"]), len(r["phantom"]), len(r["left_running"]),
                      "%.2f / %.2f" % (bench_common.quantile(r["restart_s"], 0.5), max(r["restart_s"]))])
-    print("=== kill storm summary (paste into tests/bench/README.md)")
+    print("=== kill storm summary (for a dated file tests/bench/results/YYYY-MM-DD-<topic>.md; the current headline goes to tests/bench/README.md)")
     print(bench_common.md_table(headers, rows))
     if any(r["failure"] for r in results):
         return 2

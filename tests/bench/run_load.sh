@@ -8,7 +8,8 @@
 # --sync full, runs optuna_load.py (the same workload through Optuna 3.1 on SQLite),
 # then does all of it again with the 32 workers spread round-robin over 8 studies,
 # and prints a summary table with the ratio banditd/optuna, the slow-call
-# diagnostics, and the figures as a Markdown table for tests/bench/README.md.
+# diagnostics, and the figures as a Markdown table for a dated file under
+# tests/bench/results/ (the current headline goes to tests/bench/README.md).
 #
 # Environment (all optional): BENCH_WORKERS (32), BENCH_DURATION (20), BENCH_WARMUP (2),
 # BENCH_STUDIES ("1 8": the variants run, each a number of studies),
@@ -301,9 +302,9 @@ for studies in $STUDIES_LIST; do
     done
 done
 
-# The same figures as a Markdown table for tests/bench/README.md.
+# The same figures as a Markdown table for tests/bench/results/.
 echo
-echo "=== Markdown (paste into tests/bench/README.md; fill in the machine's disk and the source state if not shown)"
+echo "=== Markdown (for a dated file tests/bench/results/YYYY-MM-DD-load.md; fill in the machine's disk and the source state if not shown)"
 MACHINE="$(nproc)-core $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(df --output=fstype "$TMP" | tail -n 1)"
 SOURCE="$(git -C "$HERE" log -1 --format='%h "%s"' 2>/dev/null | cut -c1-70)"
 [ -n "$(git -C "$HERE" status --porcelain --untracked-files=no 2>/dev/null)" ] && SOURCE="$SOURCE + uncommitted changes"

@@ -334,7 +334,7 @@ for studies in $STUDIES_LIST; do
 done
 
 echo
-echo "=== Markdown (paste into tests/bench/README.md)"
+echo "=== Markdown (for a dated file tests/bench/results/YYYY-MM-DD-<topic>.md; the current headline goes to tests/bench/README.md)"
 MACHINE="$(nproc)-core $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(df --output=fstype "$TMP" | tail -n 1)"
 SRC="$(git -C "$HERE" log -1 --format='%h "%s"' 2>/dev/null | cut -c1-70)"
 [ -n "$(git -C "$HERE" status --porcelain --untracked-files=no 2>/dev/null)" ] && SRC="$SRC + uncommitted changes"

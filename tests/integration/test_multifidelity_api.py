@@ -47,7 +47,7 @@ def loss_of(config, budget):
 
 
 def rank_key(t):
-    """Ranking rule of README "Rules common to all three": smaller loss first, ties to the lower config_id."""
+    """Ranking rule of docs/SCHEDULERS.md "Rules common to all three": smaller loss first, ties to the lower config_id."""
     return (t["loss"], t["config_id"])
 
 
