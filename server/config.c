@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../storage/store.h"
+
 extern char **environ;
 
 typedef int (*setter_fn)(bd_config *cfg, const char *value, const char *who, bd_err *err);
@@ -111,45 +113,6 @@ static int set_listen(bd_config *cfg, const char *value, const char *who, bd_err
     return 0;
 }
 
-/* Copies a database URL into out with its password (user:PASSWORD@ and a
- * password= parameter) replaced by "***": the daemon logs where its database
- * is, never the secret to it. Anything else is copied as it is. */
-static void mask_db_password(const char *db, char *out, size_t size)
-{
-    const char *scheme = strstr(db, "://");
-    size_t n = 0;
-#define PUT(c) (n + 1 < size ? (void)(out[n++] = (c)) : (void)0)
-    if (!scheme || (strncmp(db, "postgresql://", 13) != 0 && strncmp(db, "postgres://", 11) != 0)) {
-        snprintf(out, size, "%s", db);
-        return;
-    }
-    const char *auth = scheme + 3, *auth_end = auth + strcspn(auth, "/?");
-    const char *at = NULL;
-    for (const char *p = auth; p < auth_end; p++)
-        if (*p == '@')
-            at = p; /* the last @ ends the user info */
-    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-    for (const char *p = db; *p;) {
-        if (colon && p == colon + 1) {
-            for (const char *m = "***"; *m; m++)
-                PUT(*m);
-            p = at;
-            colon = NULL; /* once: with an empty password ("user:@host") at is colon + 1 */
-            continue;
-        }
-        if (p > auth_end && (p[-1] == '?' || p[-1] == '&') && strncmp(p, "password=", 9) == 0) {
-            for (const char *m = "password=***"; *m; m++)
-                PUT(*m);
-            p += strcspn(p, "&");
-            continue;
-        }
-        PUT(*p);
-        p++;
-    }
-#undef PUT
-    out[n < size ? n : size - 1] = '\0';
-}
-
 static int set_db(bd_config *cfg, const char *value, const char *who, bd_err *err)
 {
     if (!*value)
@@ -160,7 +123,7 @@ static int set_db(bd_config *cfg, const char *value, const char *who, bd_err *er
      * chooses the backend by the prefix); the checks of a SQLite path
      * (no file: URI, no symbolic link) are the store's, at open. */
     strcpy(cfg->db_path, value);
-    mask_db_password(value, cfg->db_display, sizeof cfg->db_display);
+    bd_store_redact_url(value, cfg->db_display, sizeof cfg->db_display); /* never a password in the log */
     return 0;
 }
 

@@ -361,4 +361,11 @@ int bd_store_clock_skew(bd_store *s, double *skew, bd_err *err) BD_MUST_CHECK;
  * step across daemons). Without cluster mode: nothing to do, 0. */
 int bd_store_lock_user(bd_store *s, int64_t user_id, bd_err *err) BD_MUST_CHECK;
 
+/* Copies the database name db (a path, or a PostgreSQL URL or connection
+ * string) into out (size bytes, NUL-terminated, cut if longer) with every
+ * value libpq would read as a password or other secret replaced by "***",
+ * however it is spelled (user:PASSWORD@, password=, %70assword=,
+ * password='...'): the text the daemon logs (pg_redact.c). */
+void bd_store_redact_url(const char *db, char *out, size_t size);
+
 #endif

@@ -339,6 +339,43 @@ Test(config, postgresql_url_is_kept_whole_and_shown_without_its_password)
     cr_assert_str_eq(cfg.db_display, "postgresql://:***@");
 }
 
+/* Issue 42: libpq decodes a URL's parameter names (%70assword and
+ * pass%77ord are password) and reads keyword=value strings too; whatever it
+ * would take as a password (or sslpassword) is never shown. */
+Test(config, every_spelling_libpq_reads_as_a_password_is_masked)
+{
+    static const struct {
+        const char *db, *shown;
+    } cases[] = {
+        {"postgresql://bd@host/db?%70assword=S3cret", "postgresql://bd@host/db?%70assword=***"},
+        {"postgresql://bd@host/db?pass%77ord=S3cret&sslmode=disable",
+         "postgresql://bd@host/db?pass%77ord=***&sslmode=disable"},
+        {"postgresql://bd@host/db?sslmode=disable&%50ASSWORD=S3cret", NULL},
+        {"postgres://bd@host/db?sslpassword=S3cret&%73slpassword=S3cret",
+         "postgres://bd@host/db?sslpassword=***&%73slpassword=***"},
+        {"postgresql://bd:S3cret@host/db", "postgresql://bd:***@host/db"},
+        {"postgresql://bd:S3cret?x@host/db", NULL}, /* libpq's user info ends at the first @, past a ? */
+        {"host=db.example user=bd password=S3cret dbname=banditd", NULL},
+        {"host=db.example password = 'S3cret x' dbname=banditd", NULL},
+    };
+    bd_config cfg;
+    bd_err err;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char db[256];
+        snprintf(db, sizeof db, "%s", cases[i].db);
+        cr_assert_eq(PARSE(&cfg, no_env, &err, "--db", db), BD_CONFIG_RUN, "%s", err.message);
+        cr_assert_str_eq(cfg.db_path, cases[i].db, "libpq gets the string as given");
+        cr_expect_null(strstr(cfg.db_display, "S3cret"), "%s shown as %s", cases[i].db, cfg.db_display);
+        cr_expect_not_null(strstr(cfg.db_display, "***"), "%s shown as %s", cases[i].db, cfg.db_display);
+        if (cases[i].shown)
+            cr_expect_str_eq(cfg.db_display, cases[i].shown);
+    }
+    /* Nothing libpq reads as a password: shown as given. */
+    cr_assert_eq(PARSE(&cfg, no_env, &err, "--db", "postgresql://bd@host/db?passfile=/run/pgpass&user=password"),
+                 BD_CONFIG_RUN);
+    cr_expect_str_eq(cfg.db_display, "postgresql://bd@host/db?passfile=/run/pgpass&user=password");
+}
+
 Test(config, cluster_flags_default_off_and_parse_from_flag_or_environment)
 {
     bd_config cfg;
