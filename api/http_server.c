@@ -751,9 +751,11 @@ static enum MHD_Result answer_error(bd_http_server *s, struct MHD_Connection *co
     return answer(s, conn, ctx, &resp);
 }
 
-/* How a request frames its body: Content-Length headers and Transfer-Encoding. */
+/* How a request frames its body: Content-Length headers and Transfer-Encoding;
+ * and its Host headers. */
 typedef struct framing {
     int content_lengths, transfer_encodings;
+    int hosts;
 } framing;
 
 static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
@@ -765,7 +767,22 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
         f->content_lengths++;
     else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
         f->transfer_encodings++;
+    else if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
+        f->hosts++;
     return MHD_YES;
+}
+
+/* RFC 9112 section 3.2: an HTTP/1.1 request without a Host header, or any
+ * request with more than one, is a 400. libmicrohttpd checks the first only
+ * in its strict mode (MHD_OPTION_STRICT_FOR_CLIENT), which refuses more than
+ * that; an HTTP/1.0 request may leave Host out. */
+static int bad_host(const char *version, const framing *f, bd_err *err)
+{
+    if (f->hosts > 1)
+        return bd_err_set(err, BD_EINVAL, "headers.Host", "a request must have one Host header, not %d", f->hosts);
+    if (!f->hosts && version && strcmp(version, MHD_HTTP_VERSION_1_1) == 0)
+        return bd_err_set(err, BD_EINVAL, "headers.Host", "an HTTP/1.1 request must have a Host header");
+    return 0;
 }
 
 /* RFC 9112 section 6.3: a body framed two ways (several Content-Length
@@ -822,12 +839,13 @@ static void ctx_free(bd_http_server *s, request_ctx *ctx)
 
 /* First call: headers are in, no body yet. */
 static enum MHD_Result begin(bd_http_server *s, struct MHD_Connection *conn, const char *url, const char *method,
-                             void **con_cls)
+                             const char *version, void **con_cls)
 {
     conn_track *t = track_of(conn);
     request_ctx *ctx;
     const char *cl;
-    framing f = {0, 0};
+    framing f = {0, 0, 0};
+    bd_err host_err;
 
     /* the headers are in: no deadline while the request is served, unless
      * the sweeper was quicker and is closing the connection */
@@ -851,6 +869,12 @@ static enum MHD_Result begin(bd_http_server *s, struct MHD_Connection *conn, con
     bd_api_route(&ctx->req);
 
     MHD_get_connection_values(conn, MHD_HEADER_KIND, count_framing, &f);
+    if (bad_host(version, &f, &host_err)) {
+        bd_http_resp resp = {0};
+        resp.close = 1;
+        bd_api_error_response(&resp, &host_err);
+        return answer(s, conn, ctx, &resp);
+    }
     if (ambiguous_framing(&f)) {
         bd_http_resp resp = {0};
         bd_err err;
@@ -961,9 +985,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     bd_http_server *s = cls;
     request_ctx *ctx = *con_cls;
 
-    (void)version;
     if (!ctx)
-        return begin(s, conn, url, method, con_cls);
+        return begin(s, conn, url, method, version, con_cls);
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;

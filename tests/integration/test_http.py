@@ -211,8 +211,9 @@ class RawHTTP(bdtest.DaemonTestCase):
         return st, err
 
     # (name, raw request, status, error code, field): the answers libmicrohttpd
-    # gives by itself, rewritten to JSON by api/mhd_errors.c, and the 501 of
-    # api/http_server.c for a transfer coding it cannot decode.
+    # gives by itself, rewritten to JSON by api/mhd_errors.c, and those of
+    # api/http_server.c: the 501 for a transfer coding it cannot decode, the
+    # 400 for a missing or repeated Host.
     HTTP_LAYER_ERRORS = [
         ("HTTP/2.0", b"GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n", 505, "http_version_not_supported", "version"),
         ("HTTP/9.9", b"GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n", 505, "http_version_not_supported", "version"),
@@ -243,6 +244,15 @@ class RawHTTP(bdtest.DaemonTestCase):
         ("3000 headers", b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-H%d: v\r\n" % i for i in range(3000))
          + b"\r\n", 431, "header_fields_too_large", "headers"),
         ("40 kB URL", b"GET /healthz?" + b"a" * 40000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414, "uri_too_long", "path"),
+        # RFC 9112 section 3.2 (issue 42: libmicrohttpd, not in its strict
+        # mode, served these; api/http_server.c answers them).
+        ("HTTP/1.1 without Host", b"GET /healthz HTTP/1.1\r\n\r\n", 400, "invalid_argument", "headers.Host"),
+        ("HTTP/1.1 POST without Host", b"POST /v1/studies HTTP/1.1\r\nContent-Type: application/json\r\n"
+         b"Content-Length: 2\r\n\r\n{}", 400, "invalid_argument", "headers.Host"),
+        ("two Host headers", b"GET /healthz HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", 400, "invalid_argument",
+         "headers.Host"),
+        ("HTTP/1.0 with two Host headers", b"GET /healthz HTTP/1.0\r\nHost: x\r\nHost: y\r\n\r\n", 400,
+         "invalid_argument", "headers.Host"),
     ]
 
     def test_http_layer_errors_are_json(self):
@@ -262,6 +272,16 @@ class RawHTTP(bdtest.DaemonTestCase):
                 self.assertEqual(self.read_response(s)[0], 200)
                 st, err = self.read_error(s, raw)
                 self.assertEqual((st, err["code"], err["field"]), (status, code, field), err)
+
+    def test_http10_without_host_and_an_empty_host_are_served(self):
+        # Host is HTTP/1.1's requirement; an empty value is what a client
+        # sends for a target without an authority (RFC 9112 section 3.2).
+        for raw in (b"GET /healthz HTTP/1.0\r\n\r\n", b"GET /healthz HTTP/1.1\r\nHost:\r\n\r\n"):
+            with self.subTest(raw=raw):
+                s = self.connect()
+                s.sendall(raw)
+                st, data, _ = self.read_response(s)
+                self.assertEqual((st, json.loads(data)), (200, {"status": "ok"}))
 
     def test_requests_without_an_answer(self):
         # libmicrohttpd closes these without an answer, so there is nothing to
