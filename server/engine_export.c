@@ -4,8 +4,9 @@
  * finished_at, steps, last_step_value, reason, user_attrs (the trial's
  * attributes as compact JSON text, empty when none), origin (suggested,
  * enqueued or warm_start), then params_<name> for each
- * parameter of the space in its order (Optuna's trials_dataframe naming); an
- * inactive parameter is an empty cell, times are Unix seconds.
+ * parameter of the space in its order, the declared ones then those trials
+ * asked for (Optuna's trials_dataframe naming); an inactive or never asked
+ * parameter is an empty cell, times are Unix seconds.
  *
  * The export is read in pages of BD_CSV_PAGE trials, each one storage query
  * that also counts every trial's measurements (bd_store_trial_each_with_steps),
@@ -59,10 +60,12 @@ int bd_engine_csv_open(bd_engine *e, const bd_caller *who, int64_t study_id, con
                           n_instances);
     }
     bd_csv_export *x = bd_xcalloc(1, sizeof *x);
-    x->n_params = bd_space_size(st->spec.def.space);
+    size_t declared = bd_space_size(st->spec.space);
+    x->n_params = declared + bd_space_size(st->spec.asked);
     x->params = bd_xcalloc(x->n_params ? x->n_params : 1, sizeof *x->params);
     for (size_t i = 0; i < x->n_params; i++)
-        x->params[i] = bd_xstrdup(bd_space_param(st->spec.def.space, i)->name);
+        x->params[i] = bd_xstrdup(i < declared ? bd_space_param(st->spec.space, i)->name
+                                               : bd_space_param(st->spec.asked, i - declared)->name);
     bd_engine_unlock_study(e, st);
     x->e = e;
     x->st = st;

@@ -82,6 +82,10 @@ class DefineByRun(bdtest.DaemonTestCase):
         self.assertEqual(sorted(names), ["classifier", "rf_max_depth", "svc_c"])
         self.assertEqual(names[0], "classifier", "in order of first appearance")
         self.assertEqual(body["parameters"], [])
+        st, csv_text, _ = d.request("GET", "/v1/studies/%d/trials.csv" % study["id"])
+        self.assertEqual(st, 200)
+        header = csv_text.splitlines()[0].split(",")
+        self.assertEqual([c for c in header if c.startswith("params_")], ["params_" + n for n in names])
 
     def test_asking_again_answers_the_same_value_and_writes_nothing(self):
         d = self.d
