@@ -150,7 +150,7 @@ static int warm_start_op(bd_engine *e, study_rt *st, const add_args *a, bd_write
 static int add_trial_op(bd_engine *e, study_rt *st, void *arg, bd_write_plan *plan, json_t **answer, bd_err *err)
 {
     add_args *a = arg;
-    int rc = bd_space_validate_config(st->spec.def.space, a->config, err);
+    int rc = bd_study_spec_check_config(&st->spec, a->config, err);
     if (rc)
         return rc;
     /* The declared parameters' values, then the asked ones' (a name
