@@ -136,11 +136,15 @@ static int warm_start_op(bd_engine *e, study_rt *st, const add_args *a, bd_write
     bd_event_row completed = {.study_id = st->id, .trial_id = row->id, .type = BD_EV_COMPLETED, .has_value = 1,
                               .value = a->value, .elapsed_seconds = NAN, .created_at = now};
     bd_write_plan_push_event(e, plan, &completed);
-    /* As replay feeds it (study.c replay_created): one PRIOR at the CREATED event's id. */
+    /* As replay feeds it (study.c replay_created): one PRIOR at the CREATED
+     * event's id, with the declared parameters only. */
+    json_t *seen = json_copy(a->canonical);
+    bd_study_scheduler_config(&st->spec, seen);
     bd_event ev = {.type = BD_EV_PRIOR, .id = created_id, .trial_id = row->id, .config_id = row->id,
-                   .budget = budget, .config = a->canonical, .loss = bd_study_loss(st, 1, a->value),
+                   .budget = budget, .config = seen, .loss = bd_study_loss(st, 1, a->value),
                    .elapsed_seconds = NAN};
     bd_study_feed(st, &ev, 0, 0, &d);
+    json_decref(seen);
     bd_study_touch(st, now);
     *answer = bd_study_trial_json(st, row);
     return 0;
