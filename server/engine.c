@@ -1,14 +1,16 @@
 /* engine.c: the engine's lifecycle (open: storage, the first admin, the
  * index of studies; close), the lease reaper thread, health and the
  * figures of /metrics. The top of the engine: it calls the other engine
- * files and none of them calls it (server/README.md), except for the
- * accessors at the end, which read a field and call nothing.
+ * files and none of them calls it (server/README.md).
  *
- * struct bd_engine is defined here only. It holds what no other file
- * writes (the store, the options, the reaper) and the parts other files
- * own: the registry of studies (engine_registry.c) and the auth caches
- * (engine_auth.c), each private to its file. */
-#include "engine_internal.h"
+ * It builds and frees struct bd_engine (engine_state.h), the one file
+ * besides engine_state.c that reads its fields: what no other file writes
+ * (the store, the options, the reaper) and the parts other files own, the
+ * registry of studies (engine_registry.c) and the auth caches
+ * (engine_auth.c), each private to its file. The other files read it
+ * through engine_state.c's accessors. */
+#include "engine.h"
+#include "engine_state.h"
 #include "log.h"
 
 #include <gsl/gsl_errno.h>
@@ -18,30 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-struct bd_engine {
-    bd_store *store;
-    bd_registry *registry;          /* every live study, the cache, ids, cluster membership */
-    bd_auth_cache *auth;            /* valid tokens and users */
-    double default_lease;
-
-    pthread_t reaper;
-    int reaper_running;
-    int reaper_stop;
-    atomic_int closing;             /* bd_engine_close began: a sweep stops between trials */
-    double reaper_interval;
-    pthread_mutex_t reaper_mu;
-    pthread_cond_t reaper_cv;
-
-    char *first_admin_token;        /* set when this open created the admin */
-    bd_user_slots user_slots;       /* each user's requests in costly studies (admission.h) */
-
-    int64_t max_studies;            /* default quotas of a user (engine.h bd_engine_opts) */
-    int64_t max_definition_bytes;
-
-    _Atomic double last_probe;      /* bd_monotonic() of the latest storage probe */
-    atomic_int requests;            /* HTTP requests in progress (the store's busy hint) */
-};
 
 /* ------------------------------------------------------------------ reaper */
 
@@ -289,51 +267,6 @@ void bd_engine_stats_get(bd_engine *e, bd_engine_stats *out)
     bd_engine_registry_stats(e, out);
     out->storage_writable = bd_store_writable(e->store);
     out->storage_failures = (int64_t)bd_store_failures(e->store);
-}
-
-/* --------------------------------------------------------------- accessors
- * For the files below (engine_internal.h). Each reads one field and calls
- * nothing, so calling one never runs code above the caller (the layering
- * check, test_engine_layering.py, requires that of them). */
-
-bd_store *bd_engine_store(bd_engine *e)
-{
-    return e->store;
-}
-
-bd_registry *bd_engine_registry(bd_engine *e)
-{
-    return e->registry;
-}
-
-bd_auth_cache *bd_engine_auth_cache(bd_engine *e)
-{
-    return e->auth;
-}
-
-double bd_engine_default_lease(bd_engine *e)
-{
-    return e->default_lease;
-}
-
-bd_user_slots *bd_engine_user_slots(bd_engine *e)
-{
-    return &e->user_slots;
-}
-
-int64_t bd_engine_default_max_studies(bd_engine *e)
-{
-    return e->max_studies;
-}
-
-int64_t bd_engine_default_max_definition_bytes(bd_engine *e)
-{
-    return e->max_definition_bytes;
-}
-
-int bd_engine_closing(bd_engine *e)
-{
-    return atomic_load(&e->closing);
 }
 
 void bd_engine_request_started(bd_engine *e)

@@ -7,6 +7,7 @@
  * heard of, so entries there expire after BD_AUTH_CLUSTER_TTL. This file
  * owns that state (struct bd_auth_cache, defined here only; the engine
  * holds a pointer to it). Calls storage only. */
+#include "engine.h"
 #include "engine_internal.h"
 
 #include <stdio.h>

@@ -14,6 +14,7 @@
  * Both go into the event log like any trial (created, and completed for a
  * warm start), so a replay rebuilds the same scheduler. Calls
  * engine_txn.c and study.c. */
+#include "engine.h"
 #include "engine_internal.h"
 #include "json_util.h"
 

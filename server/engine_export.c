@@ -15,6 +15,7 @@
  * atomic flag; the study's definition may be unloaded from the cache while a slow client
  * reads, so the export keeps no pointer into it). Memory: the text of one page, so an
  * export costs the same for 100 or 100,000 trials. */
+#include "engine.h"
 #include "engine_internal.h"
 #include "csv.h"
 

@@ -15,6 +15,7 @@
  * Memory: the improvements (few: about log n in practice), 16 bytes per
  * resumed trial, and the points; not the trials (before: 56 bytes each,
  * 72 MB at a million trials). The answer is bounded by points. */
+#include "engine.h"
 #include "engine_internal.h"
 #include "history.h"
 

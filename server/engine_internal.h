@@ -1,14 +1,17 @@
 /* engine_internal.h: what the engine's files share (server/README.md has
  * the layout and the one direction calls go). Not for use outside
- * server/engine*.c and their unit tests.
+ * server/engine*.c and their unit tests. It includes engine_types.h, not
+ * engine.h: a file includes engine.h only to define what it declares.
  *
  * Who owns what: each piece of the engine's state is defined in, and
  * written by, one file only; the others reach it through the functions
  * below, grouped by the file that defines them.
- * - engine.c: struct bd_engine (the store, the options, the lease reaper,
- *   the first admin's token, the per-user slots of admission.h) and
- *   pointers to the two parts below. Its accessors read one field each and
- *   call nothing.
+ * - engine_state.c: struct bd_engine (engine_state.h: the store, the
+ *   options, the lease reaper, the first admin's token, the per-user slots
+ *   of admission.h) and pointers to the two parts below. engine.c builds
+ *   and frees it (open, close); every other file reads it through
+ *   engine_state.c's accessors, which read or update one field each and
+ *   call nothing, so every engine file may call them.
  * - engine_registry.c: struct bd_registry: every live study, the cache of
  *   loaded studies, recovery after a failed commit, trial and event ids,
  *   and the cluster membership (daemon id, ownership lease).
@@ -32,13 +35,13 @@
 #include "../storage/store.h"
 #include "admission.h"
 #include "auth.h"
-#include "engine.h"
+#include "engine_types.h"
 #include "study.h"
 
 typedef struct bd_registry bd_registry;     /* engine_registry.c */
 typedef struct bd_auth_cache bd_auth_cache; /* engine_auth.c */
 
-/* ================================================ engine.c
+/* ================================================ engine_state.c
  * The accessors of struct bd_engine. Each reads one field and calls
  * nothing. Pointers are borrowed, valid until bd_engine_close. */
 

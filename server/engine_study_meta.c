@@ -6,6 +6,7 @@
  * mutex with meta_dirty set, so a transaction that does not commit is
  * undone by rereading the row (engine_txn.c, and recovery). */
 #include "attrs.h"
+#include "engine.h"
 #include "engine_internal.h"
 #include "json_util.h"
 

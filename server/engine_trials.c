@@ -6,6 +6,7 @@
  * in one short transaction, so they happen together or not at all (engine.c
  * rebuilds the scheduler if the writes fail). */
 #include "attrs.h"
+#include "engine.h"
 #include "engine_internal.h"
 #include "json_util.h"
 

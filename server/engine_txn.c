@@ -4,6 +4,7 @@
  * one protocol of a study request, bd_engine_study_op: lock -> replay a
  * repeated key -> decide -> commit -> unlock -> wait until durable. Calls
  * engine_registry.c, study.c and storage. */
+#include "engine.h"
 #include "engine_internal.h"
 #include "log.h"
 

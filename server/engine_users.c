@@ -2,6 +2,7 @@
  * revoking tokens, /v1/me, quotas (set by an admin, checked when a study
  * is created), and the first admin. The caches that authenticate a request
  * are engine_auth.c's. */
+#include "engine.h"
 #include "engine_internal.h"
 #include "json_util.h"
 #include "log.h"
