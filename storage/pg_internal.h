@@ -84,13 +84,19 @@ struct bd_pg {
     pthread_mutex_t ctl_mu;       /* serializes every use of ctl (never taken with mu held, nor mu under it) */
 };
 
-/* Cluster mode (pg_cluster.c): connects s->ctl to url. */
+/* ---- pg_cluster.c ---- */
+
+/* Cluster mode: connects s->ctl to url. */
 int bd_pg_ctl_connect(bd_pg *s, const char *url, bd_err *err) BD_MUST_CHECK;
+
+/* ---- pg_schema.c ---- */
 
 /* Creates (in the connection's current schema) or migrates the schema and
  * stores its version in *version. A schema written by a newer build, or one
  * with tables that are not banditd's, is refused with BD_ESTORAGE. */
 int bd_pg_migrate(PGconn *conn, int *version, bd_err *err) BD_MUST_CHECK;
+
+/* ---- pg_conn.c: the helpers every file of the backend calls ---- */
 
 /* msg (a libpq message: newlines, tabs) as one line into out. */
 void bd_pg_one_line(const char *msg, char *out, size_t size);
@@ -173,60 +179,19 @@ int bd_pg_scan_once(bd_pg *s, enum bd_pg_stmt which, const bd_pg_rowtype *type,
                     void (*bind)(bd_pg_params *p, const void *key), const void *key, int64_t limit,
                     int (*call)(const void *row, void *cb), void *cb, bd_err *err, const char *what) BD_MUST_CHECK;
 
-/* The backend's half of store.h (bd_pg_open is in store_ops.h): each is the
- * store.h function of the same name, s a bd_store * of this backend. */
+/* ---- the backend's half of store.h ----
+ * bd_pg_open is in store_ops.h. Each is the store.h function of the same
+ * name, s a bd_store * of this backend, declared from store_ops.h's lists;
+ * pg_store.c's ops table names them all. */
 extern const bd_store_ops bd_pg_ops;
 void bd_pg_close(bd_store *s);
 int bd_pg_schema_version(bd_store *s);
-int bd_pg_probe(bd_store *s, double now, bd_err *err);
-int bd_pg_user_create(bd_store *s, const char *name, int is_admin, double now, int64_t *id, bd_err *err);
-int bd_pg_user_by_name(bd_store *s, const char *name, bd_user *out, bd_err *err);
-int bd_pg_user_by_id(bd_store *s, int64_t id, bd_user *out, bd_err *err);
-int bd_pg_user_count(bd_store *s, int64_t *count, bd_err *err);
-int bd_pg_user_set_limits(bd_store *s, int64_t user_id, int64_t max_studies, int64_t max_definition_bytes, bd_err *err);
-int bd_pg_user_usage(bd_store *s, int64_t user_id, int64_t *studies, int64_t *definition_bytes, bd_err *err);
-int bd_pg_token_add(bd_store *s, int64_t user_id, const uint8_t hash[32], double now, int64_t *token_id, bd_err *err);
-int bd_pg_token_get(bd_store *s, int64_t token_id, uint8_t hash[32], int64_t *user_id, bd_err *err);
-int bd_pg_token_revoke(bd_store *s, int64_t token_id, bd_err *err);
-int bd_pg_study_insert(bd_store *s, const bd_study_row *row, int64_t *id, bd_err *err);
-int bd_pg_study_get(bd_store *s, int64_t id, bd_study_row *out, bd_err *err);
-int bd_pg_study_each(bd_store *s, int64_t user_id, bd_study_fn fn, void *arg, bd_err *err);
-int bd_pg_study_index_each(bd_store *s, bd_study_fn fn, void *arg, bd_err *err);
-int bd_pg_study_page(bd_store *s, int64_t user_id, const char *name, int64_t after_id, int64_t limit, bd_study_fn fn, void *arg, bd_err *err);
-int bd_pg_study_delete(bd_store *s, int64_t id, bd_err *err);
-int bd_pg_study_set_paused(bd_store *s, int64_t id, int paused, bd_err *err);
-int bd_pg_study_set_metadata(bd_store *s, int64_t id, const char *metadata, bd_err *err);
-int bd_pg_study_set_definition(bd_store *s, int64_t id, const char *definition, bd_err *err);
-int bd_pg_trial_counts_each(bd_store *s, bd_trial_count_fn fn, void *arg, bd_err *err);
-int bd_pg_trial_insert(bd_store *s, const bd_trial_row *row, int64_t *id, bd_err *err);
-int bd_pg_trial_get(bd_store *s, int64_t id, bd_trial_row *out, bd_err *err);
-int bd_pg_trial_finish(bd_store *s, const bd_trial_row *row, bd_err *err);
-int bd_pg_trial_set_lease(bd_store *s, int64_t id, double lease_expires_at, bd_err *err);
-int bd_pg_trial_set_user_attrs(bd_store *s, int64_t id, const char *user_attrs, bd_err *err);
-int bd_pg_trial_set_config(bd_store *s, int64_t id, const char *config, bd_err *err);
-int bd_pg_trial_each(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);
-int bd_pg_trial_each_best(bd_store *s, int64_t study_id, int maximize, int64_t instance, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);
-int bd_pg_trial_each_with_steps(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);
-int bd_pg_trial_each_expired(bd_store *s, double now, bd_trial_fn fn, void *arg, bd_err *err);
-int bd_pg_enqueue_push(bd_store *s, int64_t study_id, const char *config, double now, bd_err *err);
-int bd_pg_enqueue_pop(bd_store *s, int64_t study_id, int64_t n, bd_err *err);
-int bd_pg_enqueue_each(bd_store *s, int64_t study_id, bd_enqueued_fn fn, void *arg, bd_err *err);
-int bd_pg_event_append(bd_store *s, const bd_event_row *row, int64_t *id, bd_err *err);
-int bd_pg_next_ids(bd_store *s, int64_t *trial_id, int64_t *event_id, bd_err *err);
-int bd_pg_event_each(bd_store *s, int64_t study_id, bd_event_fn fn, void *arg, bd_err *err);
-int bd_pg_event_each_of_trial(bd_store *s, int64_t trial_id, bd_event_fn fn, void *arg, bd_err *err);
-int bd_pg_idem_get(bd_store *s, int64_t user_id, const char *key, char **fingerprint, char **response, bd_err *err);
-int bd_pg_idem_put(bd_store *s, int64_t user_id, const char *key, const char *fingerprint, const char *response, double now, bd_err *err);
-int bd_pg_idem_prune(bd_store *s, double before, bd_err *err);
-int bd_pg_cluster_join(bd_store *s, const char *url, int64_t *daemon_id, bd_err *err);
-int bd_pg_cluster_heartbeat(bd_store *s, int64_t daemon_id, bd_err *err);
-void bd_pg_cluster_leave(bd_store *s, int64_t daemon_id);
-int bd_pg_id_block(bd_store *s, int64_t *first, int64_t *count, bd_err *err);
-int bd_pg_owner_acquire(bd_store *s, int64_t study_id, int64_t daemon_id, double lease, int steal, int64_t *token,
-                        bd_err *err);
-int bd_pg_owner_renew(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token, double lease, bd_err *err);
-void bd_pg_owner_release(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token);
-int bd_pg_clock_skew(bd_store *s, double *skew, bd_err *err);
-int bd_pg_lock_user(bd_store *s, int64_t user_id, bd_err *err);
+#define BD_PG_DECLARE(name, params, args) int bd_pg_##name params;
+BD_STORE_CALLS(BD_PG_DECLARE)
+BD_STORE_CLUSTER_CALLS(BD_PG_DECLARE)
+#define BD_PG_DECLARE_VOID(name, params, args) void bd_pg_##name params;
+BD_STORE_CLUSTER_VOID_CALLS(BD_PG_DECLARE_VOID)
+#undef BD_PG_DECLARE_VOID
+#undef BD_PG_DECLARE
 
 #endif

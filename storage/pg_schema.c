@@ -174,20 +174,6 @@ static const struct migration migrations[] = {
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 _Static_assert(BD_STORE_SCHEMA_LATEST == 6, "append a PostgreSQL migration to the new schema version");
 
-int bd_pg_exec_simple(PGconn *conn, const char *sql, bd_err *err, const char *what)
-{
-    PGresult *res = PQexec(conn, sql);
-    ExecStatusType st = PQresultStatus(res);
-    int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
-    if (!ok) {
-        char line[512];
-        bd_pg_one_line(PQerrorMessage(conn), line, sizeof line);
-        bd_err_set(err, BD_ESTORAGE, NULL, "storage: %s: %s", what, line);
-    }
-    PQclear(res);
-    return ok ? 0 : BD_ESTORAGE;
-}
-
 /* The single value a query answers, as a new string (NULL for SQL NULL) in *out. */
 static int query_text(PGconn *conn, const char *sql, char **out, bd_err *err)
 {

@@ -102,13 +102,3 @@ const char *const bd_pg_sql[BD_PG_NSTMTS] = {
                        "VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1",
     [BD_PG_IDEM_PRUNE] = "DELETE FROM idempotency WHERE created_at < $1",
 };
-
-PGconn *bd_pg_connect(const char *url)
-{
-    /* Later keywords override earlier ones; dbname (the URL, expanded)
-     * comes last so that what the operator wrote there wins. */
-    static const char *const keys[] = {"connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval",
-                                       "keepalives_count", "dbname", NULL};
-    const char *values[] = {"5", "1", "10", "3", "3", url, NULL};
-    return PQconnectdbParams(keys, values, 1);
-}

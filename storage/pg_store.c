@@ -1,10 +1,11 @@
 /* pg_store.c: the PostgreSQL backend's connection: open (connect, claim the
  * schema, migrate, prepare every statement once), close, the lock,
- * transactions with group commit, and the run/scan helpers the table files
- * share. Transactions are group_commit.h's, as for SQLite: one connection
+ * transactions with group commit, and the ops table. Transactions are group_commit.h's, as for SQLite: one connection
  * behind its lock, a request a SAVEPOINT inside the batch's BEGIN, the
  * first waiter of a batch COMMITs it, and a failed COMMIT fails every
- * request in the batch and poisons the store until bd_store_recovered.
+ * request in the batch and poisons the store until bd_store_recovered. The
+ * top of the backend: its ops table names the table files' functions, and
+ * it calls pg_schema.c, pg_cluster.c and pg_conn.c, none of which calls it.
  *
  * One daemon per schema: open holds a session advisory lock on the schema
  * for the connection's life (the counterpart of SQLite's exclusive locking),
@@ -26,9 +27,7 @@
 #include <unistd.h>
 
 #include "pg_internal.h"
-#include "scan.h"
 
-#define SCAN_BATCH 256
 /* A daemon killed a moment ago may still hold the schema's lock until its
  * server process notices: the new one retries this long. */
 #define CLAIM_TRIES 50
@@ -176,140 +175,6 @@ int bd_pg_schema_version(bd_store *store)
     return ((bd_pg *)store)->version;
 }
 
-/* ---- parameters, running, columns ---- */
-
-static int add(bd_pg_params *p)
-{
-    if (p->n >= BD_PG_MAX_PARAMS) {
-        fprintf(stderr, "banditd: storage: too many statement parameters\n");
-        abort();
-    }
-    p->format[p->n] = 0;
-    p->length[p->n] = 0;
-    return p->n++;
-}
-
-void bd_pg_p_i64(bd_pg_params *p, int64_t v)
-{
-    int i = add(p);
-    snprintf(p->buf[i], sizeof p->buf[i], "%" PRId64, v);
-    p->value[i] = p->buf[i];
-}
-
-void bd_pg_p_id(bd_pg_params *p, int64_t v)
-{
-    if (v)
-        bd_pg_p_i64(p, v);
-    else
-        p->value[add(p)] = NULL;
-}
-
-void bd_pg_p_double(bd_pg_params *p, double v)
-{
-    int i = add(p);
-    if (isnan(v)) {
-        p->value[i] = NULL;
-        return;
-    }
-    if (isinf(v))
-        snprintf(p->buf[i], sizeof p->buf[i], "%s", v > 0 ? "Infinity" : "-Infinity");
-    else
-        snprintf(p->buf[i], sizeof p->buf[i], "%.17g", v); /* 17 digits: exact */
-    p->value[i] = p->buf[i];
-}
-
-void bd_pg_p_text(bd_pg_params *p, const char *v)
-{
-    p->value[add(p)] = v;
-}
-
-void bd_pg_p_bytes(bd_pg_params *p, const void *v, int len)
-{
-    int i = add(p);
-    p->value[i] = v;
-    p->length[i] = len;
-    p->format[i] = 1;
-}
-
-void bd_pg_one_line(const char *msg, char *out, size_t size)
-{
-    size_t n = 0;
-    for (const char *p = msg; *p && n + 1 < size; p++) {
-        char c = *p == '\n' || *p == '\t' || *p == '\r' ? ' ' : *p;
-        if (c == ' ' && (n == 0 || out[n - 1] == ' '))
-            continue;
-        out[n++] = c;
-    }
-    while (n > 0 && out[n - 1] == ' ')
-        n--;
-    out[n] = '\0';
-}
-
-/* The BD_E* code of a failed result, and its message into err. */
-static int fail(bd_pg *s, PGresult *res, bd_err *err, const char *what)
-{
-    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-    const char *msg = res ? PQresultErrorMessage(res) : "";
-    int code = BD_ESTORAGE;
-    if (state && strcmp(state, "23505") == 0)
-        code = BD_ECONFLICT;
-    else if (state && strcmp(state, "23503") == 0)
-        code = BD_ENOTFOUND;
-    if (!msg || !*msg)
-        msg = PQerrorMessage(s->conn);
-    char one_line[512];
-    bd_pg_one_line(msg, one_line, sizeof one_line);
-    return bd_err_set(err, code, NULL, "storage: %s: %s", what, one_line);
-}
-
-PGresult *bd_pg_run(bd_pg *s, enum bd_pg_stmt which, const bd_pg_params *p, int *ret, bd_err *err,
-                    const char *what)
-{
-    char name[16];
-    snprintf(name, sizeof name, "bd%d", (int)which);
-    PGresult *res = PQexecPrepared(s->conn, name, p ? p->n : 0, p ? p->value : NULL, p ? p->length : NULL,
-                                   p ? p->format : NULL, 0);
-    ExecStatusType st = PQresultStatus(res);
-    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-        *ret = 0;
-        return res;
-    }
-    *ret = fail(s, res, err, what);
-    PQclear(res);
-    return NULL;
-}
-
-int bd_pg_run_done(bd_pg *s, enum bd_pg_stmt which, const bd_pg_params *p, int64_t *changed, bd_err *err,
-                   const char *what)
-{
-    int ret;
-    PGresult *res = bd_pg_run(s, which, p, &ret, err, what);
-    if (res && changed)
-        *changed = strtoll(PQcmdTuples(res), NULL, 10);
-    PQclear(res);
-    return ret;
-}
-
-int bd_pg_col_null(const PGresult *res, int r, int c)
-{
-    return PQgetisnull(res, r, c);
-}
-
-int64_t bd_pg_col_i64(const PGresult *res, int r, int c)
-{
-    return PQgetisnull(res, r, c) ? 0 : strtoll(PQgetvalue(res, r, c), NULL, 10);
-}
-
-double bd_pg_col_double(const PGresult *res, int r, int c, double if_null)
-{
-    return PQgetisnull(res, r, c) ? if_null : strtod(PQgetvalue(res, r, c), NULL);
-}
-
-char *bd_pg_col_text(const PGresult *res, int r, int c)
-{
-    return PQgetisnull(res, r, c) ? NULL : bd_xstrdup(PQgetvalue(res, r, c));
-}
-
 /* ---- transactions (group_commit.h) ---- */
 
 static int control(bd_pg *s, const char *sql, bd_err *err)
@@ -399,136 +264,31 @@ static const bd_gc_ops pg_gc_ops = {
     .idle = gc_idle,
 };
 
+/* A write in a transaction of its own, through the group commit itself:
+ * the backend calls nothing of store.c. */
 int bd_pg_probe(bd_store *store, double now, bd_err *err)
 {
     bd_pg *s = (bd_pg *)store;
-    int ret = bd_store_begin(store, err);
+    int ret = bd_gc_begin(&s->gc, err);
     if (ret)
         return ret;
     bd_pg_params p = {0};
     bd_pg_p_double(&p, now);
     ret = bd_pg_run_done(s, BD_PG_PROBE, &p, NULL, err, "probe write");
     if (ret) {
-        bd_store_rollback(store);
+        bd_gc_rollback(&s->gc);
         return ret;
     }
-    return bd_store_commit(store, err);
+    return bd_gc_commit(&s->gc, err);
 }
 
-/* ---- scans ---- */
-
-/* One batch under the lock: runs which with (after_id, want, bind's), copies
- * its rows into rows (*n of them) and *last_id; the result is freed before
- * the lock is left. */
-static int read_batch(bd_pg *s, enum bd_pg_stmt which, const bd_pg_rowtype *type,
-                      void (*bind)(bd_pg_params *p, const void *key), const void *key, int64_t after_id, int want,
-                      char *rows, int *n, int64_t *last_id, bd_err *err, const char *what)
-{
-    bd_pg_params p = {0};
-    bd_pg_p_i64(&p, after_id);
-    bd_pg_p_i64(&p, want);
-    if (bind)
-        bind(&p, key);
-    int locked = bd_pg_enter(s), ret;
-    PGresult *res = bd_pg_run(s, which, &p, &ret, err, what);
-    *n = 0;
-    int got = res ? PQntuples(res) : 0;
-    for (int r = 0; !ret && r < got && r < want; r++) {
-        *last_id = bd_pg_col_i64(res, r, 0);
-        if ((ret = type->read(res, r, rows + (size_t)r * type->size, err)))
-            break;
-        ++*n;
-    }
-    PQclear(res);
-    bd_pg_leave(s, locked);
-    return ret;
-}
-
-/* bd_scan's reader: one of this backend's statements with a caller's key. */
-typedef struct pg_scan {
-    bd_pg *s;
-    enum bd_pg_stmt which;
-    const bd_pg_rowtype *type;
-    void (*bind)(bd_pg_params *p, const void *key);
-    const void *key;
-    const char *what;
-} pg_scan;
-
-static int scan_read(void *ctx, int64_t after_id, int want, char *rows, int *n, int64_t *last_id, bd_err *err)
-{
-    const pg_scan *c = ctx;
-    return read_batch(c->s, c->which, c->type, c->bind, c->key, after_id, want, rows, n, last_id, err, c->what);
-}
-
-int bd_pg_scan(bd_pg *s, enum bd_pg_stmt which, const bd_pg_rowtype *type,
-               void (*bind)(bd_pg_params *p, const void *key), const void *key, int64_t after_id, int64_t limit,
-               int (*call)(const void *row, void *cb), void *cb, bd_err *err, const char *what)
-{
-    pg_scan c = {s, which, type, bind, key, what};
-    bd_scan_rows rows = {type->size, type->clear};
-    return bd_scan(scan_read, &c, &rows, SCAN_BATCH, after_id, limit, call, cb, err);
-}
-
-int bd_pg_scan_once(bd_pg *s, enum bd_pg_stmt which, const bd_pg_rowtype *type,
-                    void (*bind)(bd_pg_params *p, const void *key), const void *key, int64_t limit,
-                    int (*call)(const void *row, void *cb), void *cb, bd_err *err, const char *what)
-{
-    pg_scan c = {s, which, type, bind, key, what};
-    bd_scan_rows rows = {type->size, type->clear};
-    return bd_scan_once(scan_read, &c, &rows, limit, call, cb, err);
-}
-
+#define SLOT(name, params, args) .name = bd_pg_##name,
 const bd_store_ops bd_pg_ops = {
     .name = "postgresql",
-    .cluster_join = bd_pg_cluster_join,
-    .cluster_heartbeat = bd_pg_cluster_heartbeat,
-    .cluster_leave = bd_pg_cluster_leave,
-    .id_block = bd_pg_id_block,
-    .owner_acquire = bd_pg_owner_acquire,
-    .owner_renew = bd_pg_owner_renew,
-    .owner_release = bd_pg_owner_release,
-    .clock_skew = bd_pg_clock_skew,
-    .lock_user = bd_pg_lock_user,
     .close = bd_pg_close,
     .schema_version = bd_pg_schema_version,
-    .probe = bd_pg_probe,
-    .user_create = bd_pg_user_create,
-    .user_by_name = bd_pg_user_by_name,
-    .user_by_id = bd_pg_user_by_id,
-    .user_count = bd_pg_user_count,
-    .user_set_limits = bd_pg_user_set_limits,
-    .user_usage = bd_pg_user_usage,
-    .token_add = bd_pg_token_add,
-    .token_get = bd_pg_token_get,
-    .token_revoke = bd_pg_token_revoke,
-    .study_insert = bd_pg_study_insert,
-    .study_get = bd_pg_study_get,
-    .study_each = bd_pg_study_each,
-    .study_index_each = bd_pg_study_index_each,
-    .study_page = bd_pg_study_page,
-    .study_delete = bd_pg_study_delete,
-    .study_set_paused = bd_pg_study_set_paused,
-    .study_set_metadata = bd_pg_study_set_metadata,
-    .study_set_definition = bd_pg_study_set_definition,
-    .trial_counts_each = bd_pg_trial_counts_each,
-    .trial_insert = bd_pg_trial_insert,
-    .trial_get = bd_pg_trial_get,
-    .trial_finish = bd_pg_trial_finish,
-    .trial_set_lease = bd_pg_trial_set_lease,
-    .trial_set_user_attrs = bd_pg_trial_set_user_attrs,
-    .trial_set_config = bd_pg_trial_set_config,
-    .trial_each = bd_pg_trial_each,
-    .trial_each_best = bd_pg_trial_each_best,
-    .trial_each_with_steps = bd_pg_trial_each_with_steps,
-    .trial_each_expired = bd_pg_trial_each_expired,
-    .enqueue_push = bd_pg_enqueue_push,
-    .enqueue_pop = bd_pg_enqueue_pop,
-    .enqueue_each = bd_pg_enqueue_each,
-    .event_append = bd_pg_event_append,
-    .next_ids = bd_pg_next_ids,
-    .event_each = bd_pg_event_each,
-    .event_each_of_trial = bd_pg_event_each_of_trial,
-    .idem_get = bd_pg_idem_get,
-    .idem_put = bd_pg_idem_put,
-    .idem_prune = bd_pg_idem_prune,
+    BD_STORE_CALLS(SLOT)
+    BD_STORE_CLUSTER_CALLS(SLOT)
+    BD_STORE_CLUSTER_VOID_CALLS(SLOT)
 };
+#undef SLOT

@@ -76,19 +76,6 @@ int bd_pg_user_count(bd_store *store, int64_t *count, bd_err *err)
     return ret;
 }
 
-/* See pg_internal.h. */
-int bd_pg_update_one(bd_pg *s, enum bd_pg_stmt which, const bd_pg_params *p, const char *missing, bd_err *err,
-                      const char *what)
-{
-    int64_t changed = 0;
-    int locked = bd_pg_enter(s);
-    int ret = bd_pg_run_done(s, which, p, &changed, err, what);
-    if (!ret && changed == 0)
-        ret = bd_err_set(err, BD_ENOTFOUND, NULL, "%s", missing);
-    bd_pg_leave(s, locked);
-    return ret;
-}
-
 int bd_pg_user_set_limits(bd_store *store, int64_t user_id, int64_t max_studies, int64_t max_definition_bytes,
                           bd_err *err)
 {

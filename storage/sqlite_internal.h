@@ -85,6 +85,8 @@ struct bd_sqlite {
     sqlite3_stmt *stmt[BD_SQL_NSTMTS];
 };
 
+/* ---- sqlite_schema.c ---- */
+
 /* Brings the schema of db up to the newest version (one transaction per
  * migration) and stores the result in *version; then writes migration 1's
  * IN-list CHECK constraints as OR chains, once (sqlite_schema.c says why). A
@@ -104,6 +106,8 @@ static inline void bd_sqlite_leave(bd_sqlite *s, int locked)
 {
     bd_gc_leave(&s->gc, locked);
 }
+
+/* ---- sqlite_stmt.c: the helpers every file of the backend calls ---- */
 
 /* Makes st reusable: reset (whose code repeats the last step's, already
  * handled by the caller) and clear its bindings. */
@@ -186,50 +190,15 @@ int bd_sqlite_scan_once(bd_sqlite *s, enum bd_sql_stmt which, const bd_sqlite_ro
                         int (*call)(const void *row, void *cb), void *cb, bd_err *err,
                         const char *what) BD_MUST_CHECK;
 
-/* The backend's half of store.h (bd_sqlite_open is in store_ops.h): each is
- * the store.h function of the same name, s a bd_store * of this backend. */
+/* ---- the backend's half of store.h ----
+ * bd_sqlite_open is in store_ops.h. Each is the store.h function of the
+ * same name, s a bd_store * of this backend, declared from store_ops.h's
+ * lists; sqlite_store.c's ops table names them all. */
 extern const bd_store_ops bd_sqlite_ops;
 void bd_sqlite_close(bd_store *s);
 int bd_sqlite_schema_version(bd_store *s);
-int bd_sqlite_probe(bd_store *s, double now, bd_err *err);
-int bd_sqlite_user_create(bd_store *s, const char *name, int is_admin, double now, int64_t *id, bd_err *err);
-int bd_sqlite_user_by_name(bd_store *s, const char *name, bd_user *out, bd_err *err);
-int bd_sqlite_user_by_id(bd_store *s, int64_t id, bd_user *out, bd_err *err);
-int bd_sqlite_user_count(bd_store *s, int64_t *count, bd_err *err);
-int bd_sqlite_user_set_limits(bd_store *s, int64_t user_id, int64_t max_studies, int64_t max_definition_bytes, bd_err *err);
-int bd_sqlite_user_usage(bd_store *s, int64_t user_id, int64_t *studies, int64_t *definition_bytes, bd_err *err);
-int bd_sqlite_token_add(bd_store *s, int64_t user_id, const uint8_t hash[32], double now, int64_t *token_id, bd_err *err);
-int bd_sqlite_token_get(bd_store *s, int64_t token_id, uint8_t hash[32], int64_t *user_id, bd_err *err);
-int bd_sqlite_token_revoke(bd_store *s, int64_t token_id, bd_err *err);
-int bd_sqlite_study_insert(bd_store *s, const bd_study_row *row, int64_t *id, bd_err *err);
-int bd_sqlite_study_get(bd_store *s, int64_t id, bd_study_row *out, bd_err *err);
-int bd_sqlite_study_each(bd_store *s, int64_t user_id, bd_study_fn fn, void *arg, bd_err *err);
-int bd_sqlite_study_index_each(bd_store *s, bd_study_fn fn, void *arg, bd_err *err);
-int bd_sqlite_study_page(bd_store *s, int64_t user_id, const char *name, int64_t after_id, int64_t limit, bd_study_fn fn, void *arg, bd_err *err);
-int bd_sqlite_study_delete(bd_store *s, int64_t id, bd_err *err);
-int bd_sqlite_study_set_paused(bd_store *s, int64_t id, int paused, bd_err *err);
-int bd_sqlite_study_set_metadata(bd_store *s, int64_t id, const char *metadata, bd_err *err);
-int bd_sqlite_study_set_definition(bd_store *s, int64_t id, const char *definition, bd_err *err);
-int bd_sqlite_trial_counts_each(bd_store *s, bd_trial_count_fn fn, void *arg, bd_err *err);
-int bd_sqlite_trial_insert(bd_store *s, const bd_trial_row *row, int64_t *id, bd_err *err);
-int bd_sqlite_trial_get(bd_store *s, int64_t id, bd_trial_row *out, bd_err *err);
-int bd_sqlite_trial_finish(bd_store *s, const bd_trial_row *row, bd_err *err);
-int bd_sqlite_trial_set_lease(bd_store *s, int64_t id, double lease_expires_at, bd_err *err);
-int bd_sqlite_trial_set_user_attrs(bd_store *s, int64_t id, const char *user_attrs, bd_err *err);
-int bd_sqlite_trial_set_config(bd_store *s, int64_t id, const char *config, bd_err *err);
-int bd_sqlite_trial_each(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);
-int bd_sqlite_trial_each_best(bd_store *s, int64_t study_id, int maximize, int64_t instance, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);
-int bd_sqlite_trial_each_with_steps(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id, int64_t limit, bd_trial_fn fn, void *arg, bd_err *err);
-int bd_sqlite_trial_each_expired(bd_store *s, double now, bd_trial_fn fn, void *arg, bd_err *err);
-int bd_sqlite_enqueue_push(bd_store *s, int64_t study_id, const char *config, double now, bd_err *err);
-int bd_sqlite_enqueue_pop(bd_store *s, int64_t study_id, int64_t n, bd_err *err);
-int bd_sqlite_enqueue_each(bd_store *s, int64_t study_id, bd_enqueued_fn fn, void *arg, bd_err *err);
-int bd_sqlite_event_append(bd_store *s, const bd_event_row *row, int64_t *id, bd_err *err);
-int bd_sqlite_next_ids(bd_store *s, int64_t *trial_id, int64_t *event_id, bd_err *err);
-int bd_sqlite_event_each(bd_store *s, int64_t study_id, bd_event_fn fn, void *arg, bd_err *err);
-int bd_sqlite_event_each_of_trial(bd_store *s, int64_t trial_id, bd_event_fn fn, void *arg, bd_err *err);
-int bd_sqlite_idem_get(bd_store *s, int64_t user_id, const char *key, char **fingerprint, char **response, bd_err *err);
-int bd_sqlite_idem_put(bd_store *s, int64_t user_id, const char *key, const char *fingerprint, const char *response, double now, bd_err *err);
-int bd_sqlite_idem_prune(bd_store *s, double before, bd_err *err);
+#define BD_SQLITE_DECLARE(name, params, args) int bd_sqlite_##name params;
+BD_STORE_CALLS(BD_SQLITE_DECLARE)
+#undef BD_SQLITE_DECLARE
 
 #endif

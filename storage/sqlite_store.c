@@ -1,6 +1,9 @@
 /* sqlite_store.c: the SQLite backend's connection: open (configure, migrate,
  * prepare every statement once), close (checkpoint the WAL), the lock,
- * transactions, and the step/scan helpers the table files share.
+ * transactions, the probe and the ops table. The top of the backend: its
+ * ops table names the table files' functions, and it calls
+ * sqlite_schema.c, sqlite_walbuf.c and sqlite_stmt.c, none of which calls
+ * it.
  *
  * Locking: one connection, opened SQLITE_OPEN_NOMUTEX because the lock of
  * its group commit (group_commit.h) serializes all use of it; a batch is a
@@ -16,12 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "scan.h"
 #include "sqlite_internal.h"
 #include "sqlite_walbuf.h"
 
 #define BUSY_TIMEOUT_MS 5000
-#define SCAN_BATCH 256
 /* The committer holds its batch open this long (without the lock) for the
  * requests in progress to join it, when there are any (group_commit.h).
  * With synchronous=FULL one disk sync then covers them all. With NORMAL
@@ -59,53 +60,6 @@ static void configure_library(void)
     if (sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) != SQLITE_OK)
         fprintf(stderr, "banditd: storage: SQLite was in use before the store opened; "
                         "its memory statistics stay on\n");
-}
-
-void bd_sqlite_done(sqlite3_stmt *st)
-{
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st); /* always SQLITE_OK */
-}
-
-int bd_sqlite_fail(bd_sqlite *s, int rc, bd_err *err, const char *what)
-{
-    int code = BD_ESTORAGE;
-    if ((rc & 0xff) == SQLITE_CONSTRAINT) {
-        int ext = sqlite3_extended_errcode(s->db);
-        if (ext == SQLITE_CONSTRAINT_UNIQUE || ext == SQLITE_CONSTRAINT_PRIMARYKEY)
-            code = BD_ECONFLICT;
-        else if (ext == SQLITE_CONSTRAINT_FOREIGNKEY)
-            code = BD_ENOTFOUND;
-    }
-    return bd_err_set(err, code, NULL, "storage: %s: %s", what, sqlite3_errmsg(s->db));
-}
-
-int bd_sqlite_step_done(bd_sqlite *s, sqlite3_stmt *st, int rc, bd_err *err, const char *what)
-{
-    if (rc == SQLITE_OK)
-        rc = sqlite3_step(st);
-    return rc == SQLITE_DONE ? 0 : bd_sqlite_fail(s, rc, err, what);
-}
-
-int bd_sqlite_step_row(bd_sqlite *s, sqlite3_stmt *st, int rc, bd_err *err, const char *what)
-{
-    if (rc == SQLITE_OK)
-        rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        return 1;
-    return rc == SQLITE_DONE ? 0 : bd_sqlite_fail(s, rc, err, what);
-}
-
-char *bd_sqlite_col_text(sqlite3_stmt *st, int i)
-{
-    if (sqlite3_column_type(st, i) == SQLITE_NULL)
-        return NULL;
-    const char *text = (const char *)sqlite3_column_text(st, i);
-    if (!text) {
-        fprintf(stderr, "banditd: storage: out of memory reading a text column\n");
-        abort();
-    }
-    return bd_xstrdup(text);
 }
 
 /* ---- open and close ---- */
@@ -334,10 +288,12 @@ static const bd_gc_ops sqlite_gc_ops = {
     .abort = gc_abort,
 };
 
+/* A write in a transaction of its own, through the group commit itself:
+ * the backend calls nothing of store.c. */
 int bd_sqlite_probe(bd_store *store, double now, bd_err *err)
 {
     bd_sqlite *s = (bd_sqlite *)store;
-    int ret = bd_store_begin(store, err);
+    int ret = bd_gc_begin(&s->gc, err);
     if (ret)
         return ret;
     sqlite3_stmt *st = s->stmt[BD_SQL_PROBE];
@@ -346,132 +302,17 @@ int bd_sqlite_probe(bd_store *store, double now, bd_err *err)
     ret = bd_sqlite_step_done(s, st, rc, err, "probe write");
     bd_sqlite_done(st);
     if (ret) {
-        bd_store_rollback(store);
+        bd_gc_rollback(&s->gc);
         return ret;
     }
-    return bd_store_commit(store, err);
+    return bd_gc_commit(&s->gc, err);
 }
 
-/* ---- scans ---- */
-
-/* Reads up to want rows of the bound statement st into rows; *n receives how many. */
-static int fill_batch(bd_sqlite *s, sqlite3_stmt *st, const bd_sqlite_rowtype *type, char *rows, int want, int *n,
-                      int64_t *last_id, bd_err *err, const char *what)
-{
-    int ret = 0;
-    *n = 0;
-    while (*n < want) {
-        ret = bd_sqlite_step_row(s, st, SQLITE_OK, err, what);
-        if (ret <= 0)
-            break;
-        *last_id = sqlite3_column_int64(st, 0);
-        ret = type->read(st, rows + (size_t)*n * type->size, err);
-        if (ret)
-            break;
-        ++*n;
-    }
-    return ret;
-}
-
-/* One batch under the store lock: binds (after_id, want) and the caller's
- * key, reads up to want rows into rows; *last_id receives the last row's id. */
-static int read_batch(bd_sqlite *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
-                      int (*bind)(sqlite3_stmt *st, const void *key), const void *key, int64_t after_id, int want,
-                      char *rows, int *n, int64_t *last_id, bd_err *err, const char *what)
-{
-    int locked = bd_sqlite_enter(s);
-    sqlite3_stmt *st = s->stmt[which];
-    int rc = SQLITE_OK, ret;
-    bd_sqlite_bind_i64(st, 1, after_id, &rc);
-    bd_sqlite_bind_i64(st, 2, want, &rc);
-    if (rc == SQLITE_OK)
-        rc = bind(st, key);
-    if (rc != SQLITE_OK)
-        ret = bd_sqlite_fail(s, rc, err, what);
-    else
-        ret = fill_batch(s, st, type, rows, want, n, last_id, err, what);
-    bd_sqlite_done(st);
-    bd_sqlite_leave(s, locked);
-    return ret;
-}
-
-/* bd_scan's reader: one of this backend's statements with a caller's key. */
-typedef struct sqlite_scan {
-    bd_sqlite *s;
-    enum bd_sql_stmt which;
-    const bd_sqlite_rowtype *type;
-    int (*bind)(sqlite3_stmt *st, const void *key);
-    const void *key;
-    const char *what;
-} sqlite_scan;
-
-static int scan_read(void *ctx, int64_t after_id, int want, char *rows, int *n, int64_t *last_id, bd_err *err)
-{
-    const sqlite_scan *c = ctx;
-    return read_batch(c->s, c->which, c->type, c->bind, c->key, after_id, want, rows, n, last_id, err, c->what);
-}
-
-int bd_sqlite_scan(bd_sqlite *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
-                   int (*bind)(sqlite3_stmt *st, const void *key), const void *key, int64_t after_id,
-                   int64_t limit, int (*call)(const void *row, void *cb), void *cb, bd_err *err,
-                   const char *what)
-{
-    sqlite_scan c = {s, which, type, bind, key, what};
-    bd_scan_rows rows = {type->size, type->clear};
-    return bd_scan(scan_read, &c, &rows, SCAN_BATCH, after_id, limit, call, cb, err);
-}
-
-int bd_sqlite_scan_once(bd_sqlite *s, enum bd_sql_stmt which, const bd_sqlite_rowtype *type,
-                        int (*bind)(sqlite3_stmt *st, const void *key), const void *key, int64_t limit,
-                        int (*call)(const void *row, void *cb), void *cb, bd_err *err, const char *what)
-{
-    sqlite_scan c = {s, which, type, bind, key, what};
-    bd_scan_rows rows = {type->size, type->clear};
-    return bd_scan_once(scan_read, &c, &rows, limit, call, cb, err);
-}
-
+#define SLOT(name, params, args) .name = bd_sqlite_##name,
 const bd_store_ops bd_sqlite_ops = {
     .name = "sqlite",
     .close = bd_sqlite_close,
     .schema_version = bd_sqlite_schema_version,
-    .probe = bd_sqlite_probe,
-    .user_create = bd_sqlite_user_create,
-    .user_by_name = bd_sqlite_user_by_name,
-    .user_by_id = bd_sqlite_user_by_id,
-    .user_count = bd_sqlite_user_count,
-    .user_set_limits = bd_sqlite_user_set_limits,
-    .user_usage = bd_sqlite_user_usage,
-    .token_add = bd_sqlite_token_add,
-    .token_get = bd_sqlite_token_get,
-    .token_revoke = bd_sqlite_token_revoke,
-    .study_insert = bd_sqlite_study_insert,
-    .study_get = bd_sqlite_study_get,
-    .study_each = bd_sqlite_study_each,
-    .study_index_each = bd_sqlite_study_index_each,
-    .study_page = bd_sqlite_study_page,
-    .study_delete = bd_sqlite_study_delete,
-    .study_set_paused = bd_sqlite_study_set_paused,
-    .study_set_metadata = bd_sqlite_study_set_metadata,
-    .study_set_definition = bd_sqlite_study_set_definition,
-    .trial_counts_each = bd_sqlite_trial_counts_each,
-    .trial_insert = bd_sqlite_trial_insert,
-    .trial_get = bd_sqlite_trial_get,
-    .trial_finish = bd_sqlite_trial_finish,
-    .trial_set_lease = bd_sqlite_trial_set_lease,
-    .trial_set_user_attrs = bd_sqlite_trial_set_user_attrs,
-    .trial_set_config = bd_sqlite_trial_set_config,
-    .trial_each = bd_sqlite_trial_each,
-    .trial_each_best = bd_sqlite_trial_each_best,
-    .trial_each_with_steps = bd_sqlite_trial_each_with_steps,
-    .trial_each_expired = bd_sqlite_trial_each_expired,
-    .enqueue_push = bd_sqlite_enqueue_push,
-    .enqueue_pop = bd_sqlite_enqueue_pop,
-    .enqueue_each = bd_sqlite_enqueue_each,
-    .event_append = bd_sqlite_event_append,
-    .next_ids = bd_sqlite_next_ids,
-    .event_each = bd_sqlite_event_each,
-    .event_each_of_trial = bd_sqlite_event_each_of_trial,
-    .idem_get = bd_sqlite_idem_get,
-    .idem_put = bd_sqlite_idem_put,
-    .idem_prune = bd_sqlite_idem_prune,
+    BD_STORE_CALLS(SLOT)
 };
+#undef SLOT

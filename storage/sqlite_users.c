@@ -188,3 +188,12 @@ int bd_sqlite_token_revoke(bd_store *store, int64_t token_id, bd_err *err)
     bd_sqlite_leave(s, locked);
     return ret;
 }
+
+int bd_sqlite_lock_user(bd_store *store, int64_t user_id, bd_err *err)
+{
+    /* One daemon per SQLite file: its store lock already serializes. */
+    (void)store;
+    (void)user_id;
+    (void)err;
+    return 0;
+}
