@@ -5,13 +5,15 @@
     study = client.study("demo", parameters, "hyperband", if_exists="load", ...)
     result = study.optimize(fn, n_workers=2)   # fn(config, budget, report) -> value
 
-banditd.client is the HTTP client, banditd.optimize the tuning loop (standard
-library only). The names below are the package's public interface.
+banditd.client is the HTTP client, banditd.optimize the tuning loop, and
+banditd.errors their error answer, BanditdError (standard library only).
+The names below are the package's public interface.
 banditd.optuna (import it by name; it needs Optuna 3.1) runs an Optuna
 objective unchanged on a banditd study: banditd.optuna.create_study(...).
 """
 
-from banditd.client import BanditdError, Client, read_token
+from banditd.client import Client, read_token
+from banditd.errors import BanditdError
 from banditd.optimize import (MAX_RETRY_SLEEP, Objective, OptimizeResult, Reporter, Study, TooManyFailures,
                               TrialStopped)
 

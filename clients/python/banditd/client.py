@@ -32,10 +32,10 @@ import threading
 import time
 import urllib.parse
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
-if TYPE_CHECKING:  # pragma: no cover
-    from banditd.optimize import Study
+from banditd.errors import BanditdError
+from banditd.optimize import Study
 
 __all__ = ["Client", "BanditdError", "read_token"]
 
@@ -43,21 +43,6 @@ _MISSING = object()
 _RETRYABLE = (OSError, http.client.HTTPException)  # socket.timeout and ConnectionError are OSErrors
 _BUSY_FIRST_WAIT = 0.25  # seconds: the first wait after a 429 without a longer Retry-After
 _BUSY_MAX_WAIT = 30.0  # seconds: no single wait after a 429 is longer, whatever Retry-After says
-
-
-class BanditdError(Exception):
-    """An error answer: HTTP status, error code ("not_found", ...), message, field (or None)."""
-
-    def __init__(self, status: int, code: str, message: str, field: Optional[str] = None) -> None:
-        super().__init__(status, code, message, field)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.field = field
-
-    def __str__(self) -> str:
-        where = " (field %s)" % self.field if self.field else ""
-        return "HTTP %d %s: %s%s" % (self.status, self.code, self.message, where)
 
 
 def read_token(path: str) -> str:
@@ -268,11 +253,10 @@ class Client:
 
     def study(self, name: Optional[str] = None, parameters: Optional[List[Dict[str, Any]]] = None,
               scheduler: Union[str, Dict[str, Any], None] = None, study_id: Optional[int] = None,
-              if_exists: Optional[str] = None, **kwargs: Any) -> "Study":
+              if_exists: Optional[str] = None, **kwargs: Any) -> Study:
         """Returns a banditd.Study for the optimize loop: the study study_id when
         given, else a new one (create_study's arguments); if_exists="load" loads
         the caller's study of that name instead when it exists."""
-        from banditd.optimize import Study  # here: optimize imports this module
         if study_id is not None:
             return Study.load(self, study_id)
         if name is None or parameters is None or scheduler is None:

@@ -1,6 +1,8 @@
-"""banditd.optimize: the tuning loop on top of banditd.client: a Study and
+"""banditd.optimize: the tuning loop on a banditd.Client: a Study and
 Study.optimize(fn), which asks the daemon for trials, runs the user's objective
 fn(config, budget, report) on each, and reports what it returns.
+banditd.client imports this module (Client.study returns a Study); this one
+imports only banditd.errors of the package.
 
     study = client.study("demo", parameters, "hyperband", options={"eta": 3},
                          objective={"metric": "loss", "goal": "minimize"},
@@ -42,10 +44,50 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
-from banditd.client import BanditdError
+from banditd.errors import BanditdError
 
-if TYPE_CHECKING:  # pragma: no cover - for type checkers only (client.py imports this module)
-    from banditd.client import Client
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    from typing import Protocol, Union
+
+    class Client(Protocol):
+        """What the loop calls of its client: these methods of banditd.Client,
+        with their signatures (banditd.client imports this module for
+        Client.study, so this one names no class of it)."""
+
+        def create_study(self, name: str, parameters: List[Dict[str, Any]], scheduler: Union[str, Dict[str, Any]],
+                         options: Optional[Dict[str, Any]] = ..., objective: Optional[Dict[str, Any]] = ...,
+                         resource: Optional[Dict[str, Any]] = ..., seed: Optional[int] = ...,
+                         lease_seconds: Optional[float] = ..., idempotency_key: Optional[str] = ...,
+                         metadata: Optional[Dict[str, Any]] = ..., **extra: Any) -> Dict[str, Any]:
+            ...
+
+        def get_study(self, study_id: int) -> Dict[str, Any]:
+            ...
+
+        def suggest(self, study_id: int, worker: Optional[str] = ..., count: Optional[int] = ...,
+                    idempotency_key: Optional[str] = ...) -> Dict[str, Any]:
+            ...
+
+        def measure(self, trial_id: int, step: float, value: float, elapsed_seconds: Optional[float] = ...,
+                    idempotency_key: Optional[str] = ...) -> Dict[str, Any]:
+            ...
+
+        def complete(self, trial_id: int, value: Any = ..., status: Optional[str] = ...,
+                     runtime: Optional[float] = ..., elapsed_seconds: Optional[float] = ...,
+                     reason: Optional[str] = ..., idempotency_key: Optional[str] = ...,
+                     user_attrs: Optional[Dict[str, Any]] = ...) -> Dict[str, Any]:
+            ...
+
+        def fail(self, trial_id: int, reason: Optional[str] = ...,
+                 idempotency_key: Optional[str] = ...) -> Dict[str, Any]:
+            ...
+
+        def heartbeat(self, trial_id: int, idempotency_key: Optional[str] = ...) -> Dict[str, Any]:
+            ...
+
+        def close_thread(self) -> None:
+            ...
+
 
 __all__ = ["Study", "Reporter", "TrialStopped", "TooManyFailures", "OptimizeResult", "Objective",
            "MAX_RETRY_SLEEP"]
