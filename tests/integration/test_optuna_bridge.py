@@ -9,10 +9,14 @@ with the measurements reported (banditd step = Optuna step + 1); the
 multi-fidelity ones stop each trial exactly at its budget and complete it
 with the value there; study.best_params / best_value / best_trial are
 banditd's incumbent and the best completed value; trials_dataframe() has a
-row per trial. Also: n_jobs=2 (two banditd workers), the space inferred from
-a probe run, bo_bos stops as PRUNED, the objective's own TrialPruned,
-exceptions (propagated, catch=), user attributes, ask/tell, a stepped int,
-enqueue_trial, and the example run as a user runs it."""
+row per trial. Also: n_jobs=2 (two banditd workers), a define-by-run study
+(no search_space: each trial asks for its parameters), bo_bos stops as
+PRUNED, the objective's own TrialPruned, exceptions (propagated, catch=),
+user attributes, ask/tell, a stepped int, enqueue_trial, sampler= and
+pruner= mapped to schedulers (and refused where banditd has no
+counterpart), stopping-type pruning read back as PRUNED, load_study, and the
+example run as a user runs it. tests/integration/test_optuna_programs.py runs
+whole Optuna programs."""
 
 import ast
 import difflib
@@ -183,14 +187,17 @@ class OptunaBridge(bdtest.DaemonTestCase):
         self.assertEqual(len({t["worker"] for t in trials}), 2, "two threads, two banditd workers")
         self.assertGreater(max(t["budget"] for t in trials), 1, "ASHA promoted configs")
 
-    def test_tpe_space_from_a_probe(self):
+    def test_tpe_define_by_run(self):
         study = self.create({"name": "tpe", "options": {"max_trials": 12, "n_startup_trials": 5}},
                             search_space=None)
-        self.assertIsNone(study.banditd_id, "created by the first optimize()")
+        doc = self.c.get_study(study.banditd_id)  # created by create_study, with no parameters
+        self.assertEqual((doc["parameters"], doc.get("asked_parameters", [])), ([], []))
         study.optimize(objective, n_trials=30)
-        self.assertEqual(self.c.get_study(study.banditd_id)["parameters"], to_parameters(SPACE))
+        doc = self.c.get_study(study.banditd_id)
+        self.assertEqual(doc["asked_parameters"], to_parameters(SPACE), "in the order the objective asks")
         trials, doc = self.check(study, multi_fidelity=False)
         self.assertEqual(len(trials), 12, "max_trials ends the study before n_trials")
+        self.assertEqual([t.distributions for t in study.trials], [SPACE] * 12)
 
     def test_gp_ucb_n_trials(self):
         study = self.create({"name": "gp_ucb", "options": {"n_init": 4}})
@@ -223,7 +230,10 @@ class OptunaBridge(bdtest.DaemonTestCase):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             study = self.create({"name": "bo_bos", "options": {"max_trials": 16, "n_init": 4, "paths": 2000}},
-                                direction="minimize", search_space=None,
+                                direction="minimize", search_space={
+                                    "alpha": FloatDistribution(1e-6, 1e-1, log=True),
+                                    "eta0": FloatDistribution(1e-5, 1.0, log=True),
+                                    "loss": CategoricalDistribution(["hinge", "log_loss", "modified_huber"])},
                                 resource={"name": "epochs", "min": 1, "max": 20, "integer": True})
             study.optimize(error, n_jobs=2)
         trials = list(self.c.list_trials(study.banditd_id, measurements=True))
@@ -281,10 +291,16 @@ class OptunaBridge(bdtest.DaemonTestCase):
         self.assertEqual([(t["state"], t["value"]) for t in last], [("completed", 0.25), ("completed", None)])
         self.assertEqual(study.trials[-1].value, math.inf)
 
-        # A parameter banditd's study lacks is refused, naming it.
+        # A parameter the study did not declare is asked for (define-by-run); the same name
+        # with another distribution is refused, naming the key that differs.
         trial = study.ask()
-        with self.assertRaisesRegex(ValueError, "'y' is not in banditd study"):
-            trial.suggest_float("y", 0.0, 1.0)
+        y = trial.suggest_float("y", 0.0, 1.0)
+        self.assertEqual(trial.params, {"x": trial.params["x"], "y": y})
+        self.assertEqual(self.c.get_trial(trial._trial_id)["config"], trial.params)
+        other = study.ask()
+        with self.assertRaisesRegex(ValueError, "another high.*field high"):
+            other.suggest_float("y", 0.0, 2.0)
+        study.tell(other, state=TrialState.FAIL)
         study.tell(trial, state=TrialState.FAIL)
 
     def test_stepped_int_and_single_values(self):
@@ -353,6 +369,131 @@ class OptunaBridge(bdtest.DaemonTestCase):
         with self.assertRaises(BanditdError):
             banditd.optuna.create_study(url=self.url, token="bdt_wrong", study_name=bdtest.unique_name("x"),
                                         scheduler="random", search_space={"x": FloatDistribution(0.0, 1.0)})
+
+    def test_the_study_exists_when_create_study_returns(self):
+        """ask, tell and enqueue_trial at once; a taken name is refused by
+        create_study itself; load_if_exists=True and load_study load the
+        stored study with its trials, whatever its definition; trial numbers
+        count from 0 in each study."""
+        name = bdtest.unique_name("now")
+        first = banditd.optuna.create_study(url=self.url, token=self.d.token, study_name=name)
+        other = banditd.optuna.create_study(url=self.url, token=self.d.token, study_name=bdtest.unique_name("o"))
+        first.enqueue_trial({"x": 0.5})
+        for study, value in ((first, 1.0), (other, 2.0), (first, 3.0), (other, 4.0)):
+            trial = study.ask()
+            study.tell(trial, trial.suggest_float("x", 0.0, 1.0) + value)
+        self.assertEqual([t.number for t in first.trials], [0, 1])
+        self.assertEqual([t.number for t in other.trials], [0, 1])
+        self.assertEqual(first.trials[0].params, {"x": 0.5})
+        self.assertEqual(first.trials[0].value, 1.5)
+        with self.assertRaisesRegex(optuna.exceptions.DuplicatedStudyError, "already exists"):
+            banditd.optuna.create_study(url=self.url, token=self.d.token, study_name=name)
+        again = banditd.optuna.create_study(url=self.url, token=self.d.token, study_name=name, load_if_exists=True,
+                                            direction="maximize", pruner=optuna.pruners.NopPruner())
+        self.assertEqual(again.banditd_id, first.banditd_id)
+        self.assertEqual(again.direction, optuna.study.StudyDirection.MINIMIZE, "as stored, as Optuna does")
+        self.assertEqual([(t.number, t.params, t.value) for t in again.trials],
+                         [(t.number, t.params, t.value) for t in first.trials])
+        loaded = banditd.optuna.load_study(study_name=name, url=self.url, token=self.d.token)
+        self.assertEqual(loaded.best_trial.number, 0)
+        self.assertEqual(loaded.trials[1].distributions, {"x": FloatDistribution(0.0, 1.0)})
+        loaded.optimize(lambda t: t.suggest_float("x", 0.0, 1.0), n_trials=2)
+        self.assertEqual([t.number for t in first.trials], [0, 1, 2, 3])
+        with self.assertRaisesRegex(KeyError, "no banditd study named"):
+            banditd.optuna.load_study(study_name=bdtest.unique_name("none"), url=self.url, token=self.d.token)
+
+    def test_sampler_and_pruner_map_to_schedulers(self):
+        mf = {"name": "steps", "min": 1, "max": banditd.optuna.DEFAULT_MAX_STEPS, "integer": True}
+        rule = {"type": "stopping", "promotion": "current", "promotion_fraction": "eta"}
+        cases = [
+            ((None, None), ({"name": "asha", "options": dict(rule, eta=2, sampler="tpe")}, mf)),
+            ((None, optuna.pruners.NopPruner()), ({"name": "tpe", "options": {}}, None)),
+            ((optuna.samplers.RandomSampler(seed=1), optuna.pruners.NopPruner()), ({"name": "random", "options": {}},
+                                                                                  None)),
+            ((optuna.samplers.TPESampler(n_startup_trials=4, multivariate=True), optuna.pruners.NopPruner()),
+             ({"name": "tpe", "options": {"n_startup_trials": 4, "multivariate": True}}, None)),
+            ((optuna.samplers.RandomSampler(), optuna.pruners.MedianPruner(n_warmup_steps=4)),
+             ({"name": "asha", "options": dict(rule, eta=2, sampler="random")}, dict(mf, min=5))),
+            ((None, optuna.pruners.SuccessiveHalvingPruner(min_resource=2, reduction_factor=3,
+                                                            min_early_stopping_rate=1)),
+             ({"name": "asha", "options": dict(rule, eta=3, s=1, sampler="tpe")}, dict(mf, min=2))),
+            ((None, optuna.pruners.HyperbandPruner(min_resource=1, max_resource=27, reduction_factor=3)),
+             ({"name": "hyperband", "options": {"type": "stopping", "eta": 3, "iterations": 0, "sampler": "tpe"}},
+              dict(mf, max=27))),
+            ((None, optuna.pruners.HyperbandPruner()),
+             ({"name": "hyperband", "options": {"type": "stopping", "eta": 3, "iterations": 0, "sampler": "tpe"}},
+              mf)),
+        ]
+        for (sampler, pruner), want in cases:
+            self.assertEqual(banditd.optuna.scheduler_for(sampler, pruner), want, (sampler, pruner))
+        kwargs = dict(url=self.url, token=self.d.token)
+        refused = [
+            (dict(sampler=optuna.samplers.CmaEsSampler()), ValueError, r"sampler=CmaEsSampler\(\): .*TPESampler"),
+            (dict(sampler=optuna.samplers.GridSampler({"x": [0, 1]})), ValueError, "sampler=GridSampler.*enqueue"),
+            (dict(pruner=optuna.pruners.PercentilePruner(25.0)), ValueError, "pruner=PercentilePruner.*MedianPruner"),
+            (dict(pruner=optuna.pruners.ThresholdPruner(upper=1.0)), ValueError, "pruner=ThresholdPruner"),
+            (dict(sampler=optuna.pruners.MedianPruner()), ValueError, "that is a pruner, not a sampler"),
+            (dict(sampler=optuna.samplers.TPESampler(constraints_func=lambda t: [0.0])), ValueError,
+             "constraints_func"),
+            (dict(directions=["minimize", "maximize"]), NotImplementedError, "directions=.*one objective"),
+            (dict(storage="sqlite:///x.db"), ValueError, "storage=.*url="),
+            (dict(scheduler="tpe", sampler=optuna.samplers.RandomSampler()), ValueError, "not both"),
+        ]
+        for extra, error, message in refused:
+            with self.assertRaisesRegex(error, message, msg=extra):
+                banditd.optuna.create_study(study_name=bdtest.unique_name("refused"), **kwargs, **extra)
+        # A study with Optuna's defaults is created as the table says.
+        study = banditd.optuna.create_study(directions=["maximize"], **kwargs)
+        doc = self.c.get_study(study.banditd_id)
+        self.assertEqual((doc["scheduler"]["name"], doc["scheduler"]["options"]["type"],
+                          doc["scheduler"]["options"]["sampler"], doc["resource"]["max"], doc["objective"]["goal"]),
+                         ("asha", "stopping", "tpe", banditd.optuna.DEFAULT_MAX_STEPS, "maximize"))
+
+    def test_median_pruner_stops_and_best_is_complete(self):
+        """The pruning example with MedianPruner (stopping-type ASHA): a
+        stopped trial is PRUNED before its last epoch, no trial is retrained,
+        the others run all epochs and complete, and best_trial is the best of
+        those (Optuna's rule)."""
+        study = banditd.optuna.create_study(url=self.url, token=self.d.token, direction="maximize",
+                                            pruner=optuna.pruners.MedianPruner(), seed=5)
+        study.optimize(objective, n_trials=14, n_jobs=2)
+        trials = list(self.c.list_trials(study.banditd_id, measurements=True))
+        self.assertEqual(len(trials), 14)
+        self.assertEqual([t["resume_from"] for t in trials], [None] * 14, "nothing retrained")
+        stopped = [t for t in trials if t["state"] == "stopped"]
+        completed = [t for t in trials if t["state"] == "completed"]
+        self.assertTrue(stopped and completed, [t["state"] for t in trials])
+        self.assertEqual(len(stopped) + len(completed), 14)
+        for t in stopped:
+            self.assertLess(len(t["measurements"]), EPOCHS, t)
+        for t in completed:
+            self.assertEqual(len(t["measurements"]), EPOCHS, t)
+        pruned = study.get_trials(states=(TrialState.PRUNED,))
+        self.assertEqual(sorted(t._trial_id for t in pruned), sorted(t["id"] for t in stopped))
+        self.assertEqual(study.best_trial.state, TrialState.COMPLETE)
+        self.assertEqual(study.best_value, max(t["value"] for t in completed))
+        self.assertEqual(sorted(t.number for t in study.trials), list(range(14)))
+
+    def test_conditional_params_hold_what_the_trial_asked(self):
+        study = banditd.optuna.create_study(url=self.url, token=self.d.token, sampler=optuna.samplers.TPESampler(),
+                                            pruner=optuna.pruners.NopPruner())
+
+        def fn(trial):
+            if trial.suggest_categorical("kind", ["a", "b"]) == "a":
+                return (trial.suggest_float("a_x", -1.0, 1.0) - 0.25) ** 2
+            return 0.5 + trial.suggest_int("b_n", 1, 4)
+
+        study.optimize(fn, n_trials=12)
+        kinds = {t.params["kind"] for t in study.trials}
+        self.assertEqual(kinds, {"a", "b"})
+        for t in study.trials:
+            self.assertEqual(set(t.params), {"kind", "a_x"} if t.params["kind"] == "a" else {"kind", "b_n"})
+            self.assertEqual(set(t.distributions), set(t.params))
+        best = study.best_trial
+        self.assertEqual(set(best.params), {"kind", "a_x"} if best.params["kind"] == "a" else {"kind", "b_n"})
+        doc = self.c.get_study(study.banditd_id)
+        self.assertEqual([p["name"] for p in doc["asked_parameters"]][:1], ["kind"])
+        self.assertEqual({p["name"] for p in doc["asked_parameters"]}, {"kind", "a_x", "b_n"})
 
     def test_example_as_a_user_runs_it(self):
         plain = os.path.join(EXAMPLES, "optuna_pruning_plain.py")

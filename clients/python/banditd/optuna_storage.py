@@ -1,26 +1,33 @@
 """banditd.optuna_storage: an Optuna storage whose one study is a banditd study.
 
 Optuna's trials are banditd's trials: the trial id is banditd's, and the trial
-number is the trial's position in the study's id order (trials are never
-removed one by one, so positions never change). banditd is the one source of
-truth for every trial except those this process is running: until Optuna
-tells a trial's end, its record (_Run) is local (Optuna requires RUNNING until
-then, while banditd may already have stopped it).
+number is the trial's position in the study's id order, from 0 (trials are
+never removed one by one, so positions never change). banditd is the one
+source of truth for every trial except those this process is running: until
+Optuna tells a trial's end, its record (_Run) is local (Optuna requires
+RUNNING until then, while banditd may already have stopped it).
 
 - create_new_trial asks banditd's suggest for a trial (waiting out
   retry_after_ms; "done" raises StudyDone) and keeps its lease alive with a
-  heartbeat thread; the trial's params are banditd's config from the start,
-  so trial.suggest_*() answers with them (BanditdSampler only sees names
-  banditd does not know, and refuses them).
+  heartbeat thread; the trial's params start as its banditd config (the
+  parameters the study declared, or an enqueued config), and each
+  trial.suggest_*() of a name it lacks asks the daemon (ask_param: POST
+  /v1/trials/{id}/parameters), so params hold what the trial asked for.
 - set_trial_intermediate_value sends a measurement at banditd step = Optuna
   step + step_offset; an answer "stop" (or a lost lease) makes should_prune()
-  true. So does the trial's budget, once reached, for a study with a resource.
+  true. So does the trial's budget, once reached, on a study whose scheduler
+  promotes (a multi-fidelity one without "type": "stopping", or bo_bos).
 - set_trial_state_values ends the trial on banditd: COMPLETE -> complete;
   PRUNED -> nothing after a stop, complete with the last value at the budget,
   else fail with PRUNED_REASON (banditd has no worker-side stop); FAIL -> fail.
 - State read back: running -> RUNNING, completed -> COMPLETE (a diverged
   value null -> the worst infinity), stopped -> PRUNED, failed -> FAIL (PRUNED
-  with PRUNED_REASON), expired -> FAIL, any other (an enqueued trial) -> WAITING.
+  with PRUNED_REASON), expired -> FAIL, any other -> WAITING.
+- A parameter's distribution: the one this process gave (search_space=) or
+  asked with, else the study's definition of it on the daemon
+  (optuna_space.from_parameter).
+- get_best_trial is Optuna's rule: the best COMPLETE trial (banditd's best
+  completed trial, GET .../trials?order=best).
 - User attributes go to PATCH /v1/trials/{id} {"user_attrs"} and PATCH
   /v1/studies/{id} {"metadata"} (merge); a daemon that answers 404/405 to the
   route keeps them in this process only. System attributes are always local.
@@ -43,7 +50,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from banditd.client import BanditdError, Client
 from banditd.optimize import MAX_RETRY_SLEEP, _cut, _Heartbeat
-from banditd.optuna_space import grid_of, to_parameters, value_from_banditd
+from banditd.optuna_space import from_parameter, grid_of, to_parameter, value_from_banditd
 
 __all__ = ["BanditdStorage", "StudyDone", "PRUNED_REASON", "STUDY_ID"]
 
@@ -53,6 +60,9 @@ STUDY_ID = 0  # the Optuna study id of a storage's one study (banditd's id is Ba
 #: The reason of a failed banditd trial that the objective pruned itself (read back as PRUNED).
 PRUNED_REASON = "pruned by the objective (optuna.TrialPruned without a stop from banditd)"
 _PAGE = 1000  # trials per listing page (the daemon's largest)
+#: The schedulers whose trials train to a budget below resource.max (api/openapi.yaml: those that
+#: need a resource), unless "type": "stopping" gives each trial the whole resource.
+_BUDGETED = ("successive_halving", "hyperband", "asha", "bo_bos")
 _STATES = {"running": TrialState.RUNNING, "completed": TrialState.COMPLETE, "stopped": TrialState.PRUNED,
            "failed": TrialState.FAIL, "expired": TrialState.FAIL}
 
@@ -81,6 +91,7 @@ class _Run:
         self.ended: Optional[str] = None  # why banditd no longer runs it: stopped, diverged, lost
         self.fail_reason: Optional[str] = None  # the objective's exception, for fail
         self.heartbeat: Optional[_Heartbeat] = None
+        self.lock = threading.Lock()  # one ask at a time (a retried ask answers the same value anyway)
 
 
 def _banditd_attrs(t: Dict[str, Any]) -> Dict[str, Any]:
@@ -110,27 +121,30 @@ def _only_waiting(states: Optional[Container[TrialState]]) -> bool:
 
 
 class BanditdStorage(optuna.storages.BaseStorage):
-    """One banditd study as an Optuna storage; made by banditd.optuna.create_study().
+    """One banditd study as an Optuna storage; made by banditd.optuna.create_study()
+    and load_study() from the study as the daemon describes it (doc).
 
-    definition: the study definition without "parameters" (name, objective,
-    scheduler, resource, ...); space: the Optuna distributions, or None until
-    the first optimize() infers them (then the banditd study is created)."""
+    space: the distributions given up front (search_space=), or None."""
 
-    def __init__(self, client: Client, definition: Dict[str, Any], direction: StudyDirection,
-                 space: Optional[Dict[str, BaseDistribution]], step_offset: float, budget_stop: bool,
-                 worker: Optional[str]) -> None:
+    def __init__(self, client: Client, doc: Dict[str, Any], space: Optional[Dict[str, BaseDistribution]],
+                 step_offset: float, worker: Optional[str]) -> None:
         self.client = client
-        self.name = str(definition["name"])
-        self.definition = definition
-        self.direction = direction
-        self.space = space
+        self.banditd_id = int(doc["id"])  #: the banditd study's id
+        self.name = str(doc["name"])
+        goal = (doc.get("objective") or {}).get("goal")
+        self.direction = StudyDirection.MAXIMIZE if goal == "maximize" else StudyDirection.MINIMIZE
+        scheduler = doc.get("scheduler") or {}
+        stopping = (scheduler.get("options") or {}).get("type") == "stopping"
+        # A promoting scheduler's trial ends at its budget; a stopping-type one judges at its rungs
+        # and lets the objective's loop decide where the trial ends, as Optuna's pruners do.
+        self.budget_stop = scheduler.get("name") in _BUDGETED and not stopping
         self.step_offset = step_offset
-        self.budget_stop = budget_stop
-        self.seed = definition.get("seed")  # the probe's sampler seed, when the space is inferred
         self.worker = worker or "%s-%d" % (socket.gethostname(), os.getpid())
-        self.banditd_id: Optional[int] = None  #: the banditd study's id, once created
         self.deadline: Optional[float] = None  # time.monotonic() after which no new trial is waited for
         self._lock = threading.RLock()
+        self._space: Dict[str, BaseDistribution] = dict(space or {})  # given or asked in this process
+        self._defined: Dict[str, BaseDistribution] = {}  # the daemon's definitions (from_parameter)
+        self._learn_definitions(doc)
         self._runs: Dict[int, _Run] = {}
         self._ids: List[int] = []  # trial ids in id order: the index is the Optuna number
         self._numbers: Dict[int, int] = {}
@@ -139,36 +153,47 @@ class BanditdStorage(optuna.storages.BaseStorage):
         self._study_user_attrs: Dict[str, Any] = {}
         self._study_system_attrs: Dict[str, Any] = {}
         self._patch = {"trials": True, "studies": True}  # False once the daemon lacks the PATCH route
-        self._lease = 300.0
+        self._lease = float(doc.get("lease_seconds") or 300)
+
+    # ---- the search space ----
+
+    def _learn_definitions(self, doc: Dict[str, Any]) -> None:
+        defined = {}
+        for p in (doc.get("parameters") or []) + (doc.get("asked_parameters") or []):
+            try:
+                defined[p["name"]] = from_parameter(p)
+            except (KeyError, TypeError, ValueError) as e:
+                log.warning("banditd study %d: parameter %r: %s", self.banditd_id, p.get("name"), e)
+        with self._lock:
+            self._defined = defined
+
+    def _dist(self, name: str) -> Optional[BaseDistribution]:
+        with self._lock:
+            return self._space.get(name) or self._defined.get(name)
+
+    def _dists(self, names: Sequence[str], fetch: bool = True) -> Dict[str, BaseDistribution]:
+        """The distribution of each name that has one, reading the study's
+        definition again (fetch) when a name is new to this process (another
+        worker's trial asked for it)."""
+        if fetch and any(self._dist(n) is None for n in names):
+            self._learn_definitions(self.client.get_study(self.banditd_id))
+        out = {}
+        for n in names:
+            dist = self._dist(n)
+            if dist is not None:
+                out[n] = dist
+        return out
+
+    @property
+    def space(self) -> Dict[str, BaseDistribution]:
+        """Every parameter known: the daemon's definitions as last read, then
+        this process's own distributions over them."""
+        with self._lock:
+            return dict(self._defined, **self._space)
 
     # ---- the banditd study ----
 
-    def create(self, space: Dict[str, BaseDistribution]) -> int:
-        """Creates (or loads, with if_exists "load") the banditd study for space; returns its id."""
-        with self._lock:
-            if self.banditd_id is not None:
-                return self.banditd_id
-            body = dict(self.definition, parameters=to_parameters(space))
-            try:
-                doc = self.client.request("POST", "/v1/studies", body)
-            except BanditdError as e:
-                if e.status == 409 and e.field == "name":
-                    raise optuna.exceptions.DuplicatedStudyError(
-                        "a banditd study named %r exists (load_if_exists=True loads it): %s" % (self.name, e)) from e
-                raise
-            self.space = space
-            self.banditd_id = int(doc["id"])
-            self._lease = float(doc.get("lease_seconds") or 300)
-            pending = dict(self._study_user_attrs)
-        for key, value in pending.items():  # set before the study existed
-            self._patch_attr("studies", self.banditd_id, "metadata", key, value)
-        return self.banditd_id
-
     def _bid(self) -> int:
-        if self.banditd_id is None:
-            raise RuntimeError("the banditd study does not exist yet: it is created by the first optimize(), "
-                               "which infers the search space from the objective (or give search_space= to "
-                               "banditd.optuna.create_study to use ask()/tell() first)")
         return self.banditd_id
 
     def _check_study(self, study_id: int) -> None:
@@ -194,16 +219,13 @@ class BanditdStorage(optuna.storages.BaseStorage):
 
     def delete_study(self, study_id: int) -> None:
         self._check_study(study_id)
-        if self.banditd_id is not None:
-            self.client.delete_study(self.banditd_id)
+        self.client.delete_study(self.banditd_id)
 
     def set_study_user_attr(self, study_id: int, key: str, value: Any) -> None:
         self._check_study(study_id)
         with self._lock:
             self._study_user_attrs[key] = value
-            bid = self.banditd_id
-        if bid is not None:
-            self._patch_attr("studies", bid, "metadata", key, value)
+        self._patch_attr("studies", self.banditd_id, "metadata", key, value)
 
     def set_study_system_attr(self, study_id: int, key: str, value: Any) -> None:
         self._check_study(study_id)
@@ -226,7 +248,7 @@ class BanditdStorage(optuna.storages.BaseStorage):
     def get_study_user_attrs(self, study_id: int) -> Dict[str, Any]:
         self._check_study(study_id)
         out: Dict[str, Any] = {}
-        if self.banditd_id is not None and self._patch["studies"]:
+        if self._patch["studies"]:
             out.update(self.client.get_study(self.banditd_id).get("metadata") or {})
         with self._lock:
             out.update(self._study_user_attrs)
@@ -273,7 +295,7 @@ class BanditdStorage(optuna.storages.BaseStorage):
     def get_trial_id_from_study_id_trial_number(self, study_id: int, trial_number: int) -> int:
         self._check_study(study_id)
         with self._lock:
-            if self.banditd_id is not None and trial_number >= len(self._ids):
+            if trial_number >= len(self._ids):
                 self._sync()
             if 0 <= trial_number < len(self._ids):
                 return self._ids[trial_number]
@@ -285,8 +307,6 @@ class BanditdStorage(optuna.storages.BaseStorage):
         self._check_study(study_id)
         if template_trial is not None:
             return self._add(template_trial)
-        if self.banditd_id is None and self.space is not None:
-            self.create(self.space)
         bid = self._bid()
         worker = "%s/%s" % (self.worker, threading.current_thread().name)
         while True:
@@ -323,16 +343,13 @@ class BanditdStorage(optuna.storages.BaseStorage):
             self._runs[run.id] = run
         return run.id
 
-    def _params(self, config: Dict[str, Any]):
-        params, dists = {}, {}
-        space = self.space or {}
-        for name, value in config.items():
-            dist = space.get(name)
-            if dist is None:
-                continue  # not a parameter of this space (the daemon's study differs): not shown to Optuna
-            params[name] = value_from_banditd(dist, value)
-            dists[name] = dist
-        return params, dists
+    def _params(self, config: Dict[str, Any], fetch: bool = True):
+        """The params and distributions of a banditd config: each value as its
+        distribution's suggest_* returns it. A name with no distribution known
+        (an enqueued value not yet asked for) is left out."""
+        dists = self._dists(list(config), fetch)
+        params = {name: value_from_banditd(dists[name], value) for name, value in config.items() if name in dists}
+        return params, {name: dists[name] for name in params}
 
     def _to_banditd(self, params: Dict[str, Any]) -> Dict[str, Any]:
         """A user's params as banditd's config: a stepped parameter is a categorical of its
@@ -341,7 +358,7 @@ class BanditdStorage(optuna.storages.BaseStorage):
         off the grid is refused by name."""
         out = {}
         for name, value in params.items():
-            dist = (self.space or {}).get(name)
+            dist = self._dist(name)
             if dist is not None and grid_of(dist) is not None and isinstance(value, (int, float)):
                 grid = grid_of(dist)
                 step = dist.step if dist.step is not None else 1
@@ -356,9 +373,11 @@ class BanditdStorage(optuna.storages.BaseStorage):
     def _add(self, template: FrozenTrial) -> int:
         """enqueue_trial (a WAITING template: {"config"}) or add_trial (a COMPLETE
         one: {"config", "value"}) through POST /v1/studies/{id}/trials."""
-        if self.banditd_id is None and self.space is not None:
-            self.create(self.space)
         bid = self._bid()
+        if template.state == TrialState.COMPLETE:
+            with self._lock:
+                for name, dist in template.distributions.items():
+                    self._space.setdefault(name, dist)
         if template.state == TrialState.WAITING:
             body = {"config": self._to_banditd(template.system_attrs.get("fixed_params") or template.params)}
         elif template.state == TrialState.COMPLETE:
@@ -386,13 +405,56 @@ class BanditdStorage(optuna.storages.BaseStorage):
             self._patch_attr("trials", trial_id, "user_attrs", key, value)
         return trial_id
 
+    def ask_param(self, trial_id: int, name: str, dist: BaseDistribution) -> Any:
+        """The value of parameter name for running trial trial_id: asked of the
+        daemon (POST /v1/trials/{id}/parameters with dist as a banditd
+        parameter), which draws it with the study's sampler, or answers the
+        value the trial already has (declared up front, or enqueued). A
+        distribution the study knows otherwise is a ValueError naming the
+        differing key. A trial banditd no longer runs (stopped, its lease
+        lost) gets a random value that stays in this process."""
+        run = self._running(trial_id)
+        with run.lock:
+            if name in run.params:
+                return run.params[name]
+            body = to_parameter(name, dist)
+            value: Any = None
+            if run.ended is None:
+                try:
+                    value = self.client.request("POST", "/v1/trials/%d/parameters" % run.id, body)["value"]
+                except BanditdError as e:
+                    if e.status == 400:
+                        raise ValueError("parameter %r: banditd study %r refuses %s: %s"
+                                         % (name, self.name, body, e)) from e
+                    if e.status in (404, 405) and e.field is None and "no route" in e.message:
+                        raise NotImplementedError("this banditd has no define-by-run parameters (POST "
+                                                  "/v1/trials/{id}/parameters: %s); give search_space=" % e) from e
+                    if e.status not in (404, 409):
+                        raise
+                    log.warning("trial %d: banditd no longer runs it: %s", run.id, e)
+                    run.ended = "lost"
+            if run.ended is not None:
+                value = dist.to_external_repr(
+                    optuna.samplers.RandomSampler().sample_independent(None, None, name, dist))
+            value = value_from_banditd(dist, value)
+            run.params[name] = value
+            run.distributions[name] = dist
+        with self._lock:
+            self._space[name] = dist
+        return value
+
     def set_trial_param(self, trial_id: int, param_name: str, param_value_internal: float,
                         distribution: BaseDistribution) -> None:
-        # Trial._suggest calls this only for a name missing from the trial's
-        # params: banditd decided no value for it (see BanditdSampler).
-        self._running(trial_id)
-        raise ValueError("parameter %r is not in banditd study %r's search space (%s); give every parameter "
-                         "in search_space=" % (param_name, self.name, ", ".join(sorted(self.space or {}))))
+        # Trial._suggest calls this for a name missing from the trial's params
+        # after BanditdSampler asked for it (the value is recorded), or for one
+        # Optuna decides itself (a single-valued distribution): asked here.
+        run = self._running(trial_id)
+        if param_name not in run.params:
+            wanted = distribution.to_external_repr(param_value_internal)
+            got = self.ask_param(trial_id, param_name, distribution)
+            if got != wanted:
+                raise ValueError("parameter %r: banditd's value %r differs from Optuna's %r"
+                                 % (param_name, got, wanted))
 
     # ---- running trials ----
 
@@ -535,7 +597,7 @@ class BanditdStorage(optuna.storages.BaseStorage):
                            user_attrs=dict(run.user_attrs), system_attrs=dict(run.system_attrs),
                            intermediate_values=dict(run.intermediate), trial_id=run.id)
 
-    def _frozen(self, t: Dict[str, Any], number: int) -> FrozenTrial:
+    def _frozen(self, t: Dict[str, Any], number: int, fetch: bool = True) -> FrozenTrial:
         """A banditd trial (with its measurements) as Optuna sees it."""
         tid = int(t["id"])
         reason = t.get("reason") or ""
@@ -552,7 +614,7 @@ class BanditdStorage(optuna.storages.BaseStorage):
                 value = math.inf if self.direction == StudyDirection.MINIMIZE else -math.inf
         elif state == TrialState.PRUNED and intermediate:
             value = intermediate[max(intermediate)]  # as Optuna records a pruned trial
-        params, dists = self._params(t.get("config") or {})
+        params, dists = self._params(t.get("config") or {}, fetch)
         with self._lock:
             user_attrs = dict(t.get("user_attrs") or {})
             user_attrs.update(self._trial_user_attrs.get(tid, {}))
@@ -569,8 +631,6 @@ class BanditdStorage(optuna.storages.BaseStorage):
             run = self._runs.get(trial_id)
         if run is not None:
             return self._frozen_run(run)
-        if self.banditd_id is None:
-            raise KeyError("no trial %r: the banditd study does not exist yet" % (trial_id,))
         try:
             t = self.client.get_trial(int(trial_id))
         except BanditdError as e:
@@ -586,14 +646,16 @@ class BanditdStorage(optuna.storages.BaseStorage):
         self._check_study(study_id)
         # Study.ask() looks for WAITING trials to claim before each new one; banditd
         # hands enqueued trials out through suggest instead, so there are none to claim.
-        if self.banditd_id is None or _only_waiting(states):
+        if _only_waiting(states):
             return []
+        trials = list(self.client.list_trials(self.banditd_id, limit=_PAGE, measurements=True))
+        self._dists(sorted({name for t in trials for name in t.get("config") or {}}))  # one read of new names
         ids, out = [], []
-        for t in self.client.list_trials(self.banditd_id, limit=_PAGE, measurements=True):
+        for t in trials:
             ids.append(int(t["id"]))
             with self._lock:
                 run = self._runs.get(ids[-1])
-            frozen = self._frozen_run(run) if run is not None else self._frozen(t, len(ids) - 1)
+            frozen = self._frozen_run(run) if run is not None else self._frozen(t, len(ids) - 1, fetch=False)
             if states is None or frozen.state in states:
                 out.append(frozen)
         with self._lock:
@@ -601,15 +663,13 @@ class BanditdStorage(optuna.storages.BaseStorage):
         return out
 
     def get_best_trial(self, study_id: int) -> FrozenTrial:
-        """banditd's incumbent (the best completed trial, ties to the first
-        completed), so Optuna's best_trial is the trial banditd names."""
+        """Optuna's rule: the best COMPLETE trial (banditd's best completed
+        trial by the study's goal; a stopped trial is PRUNED, never the best)."""
         self._check_study(study_id)
-        if self.banditd_id is None:
+        best = self.client.best_trials(self.banditd_id, limit=1, measurements=True)
+        if not best:
             raise ValueError("No trials are completed yet.")
-        incumbent = self.client.get_study(self.banditd_id).get("incumbent")
-        if not incumbent:
-            raise ValueError("No trials are completed yet.")
-        return self.get_trial(int(incumbent["trial_id"]))
+        return self._frozen(best[0], self._number(int(best[0]["id"])))
 
     def remove_session(self) -> None:
         # Optuna calls this at the end of each optimize thread's work: close that

@@ -1,0 +1,51 @@
+"""Callbacks: optimize(callbacks=[...]) with a callback of the program's own
+that records each finished trial and every improvement of the best value,
+and Optuna's MaxTrialsCallback, which stops the study after 25 complete
+trials although optimize() was asked for 60. The objective is a plain
+function of two parameters (the Rosenbrock function).
+
+Written for banditd's tests in the style of Optuna's callback examples;
+run by tests/integration/test_optuna_programs.py on plain Optuna and on banditd."""
+
+import optuna
+from optuna.trial import TrialState
+
+
+class Recorder:
+    def __init__(self):
+        self.numbers = []
+        self.states = []
+        self.improvements = 0
+        self.best = None
+
+    def __call__(self, study, trial):
+        self.numbers.append(trial.number)
+        self.states.append(trial.state)
+        if self.best is None or study.best_value < self.best:
+            self.best = study.best_value
+            self.improvements += 1
+
+
+def objective(trial):
+    x = trial.suggest_float("x", -2.0, 2.0)
+    y = trial.suggest_float("y", -1.0, 3.0)
+    return (1 - x) ** 2 + 100 * (y - x * x) ** 2
+
+
+def main():
+    recorder = Recorder()
+    study = optuna.create_study(direction="minimize")
+    study.optimize(objective, n_trials=60,
+                   callbacks=[recorder, optuna.study.MaxTrialsCallback(25, states=(TrialState.COMPLETE,))])
+
+    print("trials:", len(study.trials))
+    print("callback calls:", len(recorder.numbers))
+    print("callback saw trials in order:", recorder.numbers == list(range(len(study.trials))))
+    print("callback saw complete trials:", set(recorder.states) == {TrialState.COMPLETE})
+    print("best value improved:", recorder.improvements > 1)
+    print("callback's best is the study's:", recorder.best == study.best_value)
+    print("best value: %.4f" % study.best_value)
+
+
+if __name__ == "__main__":
+    main()
