@@ -420,9 +420,9 @@ class OptunaBridge(bdtest.DaemonTestCase):
             ((None, optuna.pruners.HyperbandPruner(min_resource=1, max_resource=27, reduction_factor=3)),
              ({"name": "hyperband", "options": {"type": "stopping", "eta": 3, "iterations": 0, "sampler": "tpe"}},
               dict(mf, max=27))),
-            ((None, optuna.pruners.HyperbandPruner()),
+            ((None, optuna.pruners.HyperbandPruner()),  # 3^13: rungs at 1, 3, 9, ... as Optuna's
              ({"name": "hyperband", "options": {"type": "stopping", "eta": 3, "iterations": 0, "sampler": "tpe"}},
-              mf)),
+              dict(mf, max=3 ** 13))),
         ]
         for (sampler, pruner), want in cases:
             self.assertEqual(banditd.optuna.scheduler_for(sampler, pruner), want, (sampler, pruner))

@@ -86,9 +86,13 @@ def _successive_halving(p: "optuna.pruners.SuccessiveHalvingPruner") -> Tuple[Di
 
 def _hyperband(p: "optuna.pruners.HyperbandPruner") -> Tuple[Dict[str, Any], Optional[int], Optional[int]]:
     # iterations 0: brackets follow each other for as long as trials are asked for, as Optuna's pruner
-    # serves any number of trials
-    high = p._max_resource if isinstance(p._max_resource, int) else None
-    return {"type": "stopping", "eta": int(p._reduction_factor), "iterations": 0}, p._min_resource, high
+    # serves any number of trials. Hyperband's rungs count down from the maximum (R / eta^k), so a
+    # maximum of its own is min_resource * eta^k: the rungs then sit at min_resource * eta^i, as Optuna's.
+    eta, low = int(p._reduction_factor), p._min_resource if isinstance(p._min_resource, int) else 1
+    high = p._max_resource if isinstance(p._max_resource, int) else low
+    while not isinstance(p._max_resource, int) and high < DEFAULT_MAX_STEPS:
+        high *= eta
+    return {"type": "stopping", "eta": eta, "iterations": 0}, low, high
 
 
 _CMA = ("banditd has no CMA-ES sampler: use TPESampler() or RandomSampler(), or scheduler=\"gp_ucb\" for a "
@@ -144,7 +148,8 @@ def scheduler_for(sampler: Any = None, pruner: Any = None) -> Tuple[Dict[str, An
     multi-fidelity) for an Optuna sampler and pruner. None means Optuna's
     default: TPESampler() and MedianPruner(). A pruner's resource is its step
     range: min its min_resource (1 when Optuna estimates it), max its
-    max_resource, else DEFAULT_MAX_STEPS."""
+    max_resource, else DEFAULT_MAX_STEPS (for Hyperband, whose rungs count
+    down from the maximum, min_resource * eta^k, the first at or above it)."""
     sampler = sampler or optuna.samplers.TPESampler()
     pruner = pruner or optuna.pruners.MedianPruner()
     sampler_name, sampler_options = _row("sampler", sampler)
