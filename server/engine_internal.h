@@ -10,7 +10,7 @@
  *   options, the lease reaper, the first admin's token, the per-user slots
  *   of admission.h) and pointers to the two parts below. engine.c builds
  *   and frees it (open, close); every other file reads it through
- *   engine_state.c's accessors, which read or update one field each and
+ *   engine_state.c's accessors, which read one field each and
  *   call nothing, so every engine file may call them.
  * - engine_registry.c: struct bd_registry: every live study, the cache of
  *   loaded studies, recovery after a failed commit, trial and event ids,
