@@ -12,11 +12,14 @@ ends at the recorded cumulative seconds of that row, and is then reported
 pruner is set). A "stop" (or a prune) ends the trial; the budget reached
 ends it with complete (Optuna: tell). A promoted banditd trial (resume_from)
 continues its row from the epoch its parent reached and is charged only the
-new epochs. Events are processed in simulated-time order, so each method
+new epochs, except for the NO_CHECKPOINT methods, whose worker keeps no
+checkpoint: their promoted trial trains its row again from epoch 0 and is
+charged every epoch of its budget. Events are processed in simulated-time order, so each method
 sees the other workers' results exactly when they would have arrived.
 
 Recorded per run: every improvement of the best epoch-50 error among configs
-trained to 50 epochs (time, error), trials, full trainings (and the distinct
+trained to 50 epochs (time, error; and in epoch_points the epochs all
+workers had trained by then), trials, full trainings (and the distinct
 table rows among them, full_rows), stopped trials,
 the epochs stopped trials did not train (saved) and the stopped trials whose
 row's epoch-50 error beat the best epoch-50 error known when they were
@@ -127,7 +130,25 @@ BANDITD_METHODS = {
     # "A curve model fitted across configs"), with the default's cut and floor
     "asha_learned": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "learned",
                               "promotion_fraction": "reliability", "asymptote": "nonnegative"}),
+    # issue 39: the stopping type (each config one trial to resource.max, stopped at the rungs) against
+    # the promotion type run by a worker that does not checkpoint (NO_CHECKPOINT: a promoted trial
+    # retrains from epoch 0 and is charged its whole budget again); README-stopping.md
+    "asha_stop": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "current",
+                           "promotion_fraction": "eta", "type": "stopping"}),
+    "asha_scratch": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "current",
+                              "promotion_fraction": "eta", "type": "promotion"}),
+    "asha_stop_learned": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "learned",
+                                   "promotion_fraction": "reliability", "asymptote": "nonnegative",
+                                   "type": "stopping"}),
+    "asha_scratch_learned": ("asha", {"eta": 3, "sampler": "random", "brackets": 1, "promotion": "learned",
+                                      "promotion_fraction": "reliability", "asymptote": "nonnegative",
+                                      "type": "promotion"}),
+    "hyperband_stop": ("hyperband", {"eta": 3, "iterations": 0, "sampler": "random", "type": "stopping"}),
+    "hyperband_scratch": ("hyperband", {"eta": 3, "iterations": 0, "sampler": "random", "type": "promotion"}),
 }
+# Methods whose worker keeps no checkpoint: resume_from is ignored, so a promoted trial trains its
+# config again from epoch 0 (Optuna users' objectives, which train one model in a loop).
+NO_CHECKPOINT = {"asha_scratch", "asha_scratch_learned", "hyperband_scratch"}
 
 
 def resolve_options(options, d):
@@ -161,6 +182,7 @@ class Record:
         self.points = []  # [t, best] at each improvement
         self.trials = self.full = self.stopped = self.diverged = 0
         self.epochs = 0
+        self.epoch_points = []  # epochs trained by all workers at each point of points
         self.saved = 0
         self.wrong = 0
         self.idle = 0
@@ -173,6 +195,7 @@ class Record:
         if v < self.best:
             self.best = v
             self.points.append([t, v])
+            self.epoch_points.append(self.epochs)
 
     def stopped_at(self, row, epoch):
         self.stopped += 1
@@ -249,6 +272,7 @@ class BanditdDriver:
         }
         self.sid = self.c.call("POST", "/v1/studies", body)["id"]
         self.reached = {}  # trial id -> epoch its row stands at
+        self.checkpoints = method not in NO_CHECKPOINT
         self.problems = []
 
     def ask(self, t, w):
@@ -257,7 +281,9 @@ class BanditdDriver:
             return None
         tr = self.last_trial = ans["trials"][0]  # the answer itself, for subclasses (asha_diagnose.py)
         row = self.table.nearest(tr["config"])
-        e0 = self.reached.get(tr.get("resume_from"), 0) if tr.get("resume_from") is not None else 0
+        e0 = 0
+        if tr.get("resume_from") is not None and self.checkpoints:
+            e0 = self.reached.get(tr["resume_from"], 0)
         budget = int(round(tr["budget"]))
         if not 1 <= budget <= self.table.epochs or budget <= e0:
             self.problems.append("trial %d: budget %r from epoch %d" % (tr["id"], tr["budget"], e0))
@@ -409,6 +435,7 @@ def main():
                                 "table": table_name, "method": method, "seed": seed, "workers": w,
                                 "horizon": horizon, "points": rec.points,
                                 "best": None if rec.best == math.inf else rec.best, "table_best": table.best,
+                                "epoch_points": rec.epoch_points,
                                 "trials": rec.trials, "full": rec.full, "full_rows": len(rec.full_rows),
                                 "stopped": rec.stopped,
                                 "diverged": rec.diverged, "epochs": rec.epochs, "saved": rec.saved,

@@ -29,6 +29,18 @@ cell's best median (a median of ∞ counts as 10x; a cell no method
 reached counts 1 for all) and the (run, target) pairs that reached the
 target (a run counts once per target):
 one figure for choosing a default over several tables.
+
+    /usr/bin/python3 tests/bench/mf_report.py --stopping runs.jsonl [...]
+
+prints instead issue 39's comparison (README-stopping.md): for each pair of
+a stopping-type method and its promotion-type twin run without checkpoints
+(asha_stop / asha_scratch, hyperband_stop / hyperband_scratch, ...), per
+(table, W) and target, the epochs all workers had trained and the
+simulated time when the target was first reached, median [Q1, Q3] over the
+seeds both ran (∞: not by the horizon; a median of ∞ shows as —) and the
+seeds that reached it, and seed by seed on which side fewer epochs were
+spent; then what each spent by the horizon (trials, full trainings,
+stopped trials, epochs).
 """
 
 import math
@@ -48,7 +60,8 @@ ORDER = ["tpe", "tpe_hyperband", "tpe_median", "random", "bd_tpe", "bd_tpe_nocos
          "gp_logei_cost_d1_q", "gp_logei_cost_sobol_q", "bo_bos", "bo_bos_logei", "bo_bos_logei_cost",
          "bo_bos_logei_cost_half_q", "bo_bos_logei_cost_sobol", "hyperband", "hb_gp", "bohb", "bohb_nocost", "asha", "asha_tpe",
          "asha_tpe_nocost", "asha_hb", "asha_pred", "asha_gp", "asha_pred_gp", "asha_pred_tpe",
-         "asha_rel", "asha_cur_rel", "asha_floor", "asha_learned"]
+         "asha_rel", "asha_cur_rel", "asha_floor", "asha_learned", "asha_stop", "asha_scratch", "asha_stop_learned",
+         "asha_scratch_learned", "hyperband_stop", "hyperband_scratch"]
 LABEL = {
     "tpe": "Optuna TPE", "tpe_hyperband": "Optuna TPE + HyperbandPruner", "tpe_median": "Optuna TPE + MedianPruner",
     "random": "random", "bd_tpe": "tpe", "bd_tpe_nocost": "tpe, cost_aware false",
@@ -77,6 +90,10 @@ LABEL = {
     "asha_pred_gp": "asha, gp sampler, promotion by predicted loss",
     "asha_pred_tpe": "asha, tpe sampler, promotion by predicted loss",
     "bo_bos_logei_cost_sobol": "bo_bos, LogEI per second, n_init d+1 Sobol",
+    "asha_stop": "asha, type stopping", "asha_scratch": "asha, promotion retrained from scratch",
+    "asha_stop_learned": "asha, learned + reliability, type stopping",
+    "asha_scratch_learned": "asha, learned + reliability, promotion from scratch",
+    "hyperband_stop": "hyperband, type stopping", "hyperband_scratch": "hyperband, promotion retrained from scratch",
 }
 PEER = "tpe"
 DEFAULT_ASHA = "asha_learned"  # what a new asha study runs (asha_new_study_defaults; "asha_floor" before 2026-11-28)
@@ -267,7 +284,77 @@ def compare(runs, methods):
     return "\n".join(out) + "\n"
 
 
+STOP_PAIRS = [("asha_stop", "asha_scratch"), ("asha_stop_learned", "asha_scratch_learned"),
+              ("hyperband_stop", "hyperband_scratch")]
+
+
+def first_epochs(run, target):
+    """Epochs trained by all workers when the best full training first came within target (∞: never)."""
+    for (_, v), e in zip(run["points"], run.get("epoch_points", [])):
+        if v <= target + 1e-12:
+            return e
+    return math.inf
+
+
+def stopping(runs):
+    out = []
+    for a, b in STOP_PAIRS:
+        cells = [(key, by) for key, by in sorted(runs.items()) if a in by and b in by]
+        if not cells:
+            continue
+        out.append("\n### %s against %s\n" % (a, b))
+        out.append("Epochs (all workers) and simulated seconds until the best full training came within the "
+                   "target: median [Q1, Q3] over the seeds both ran, (seeds that got there); then the seeds where "
+                   "%s needed fewer / more epochs than %s (a seed that got there against one that did not "
+                   "counts as fewer).\n" % (a, b))
+        out.append("| table, W (seeds) | target | %s epochs | %s epochs | fewer / more | %s s | %s s |" % (a, b, a, b))
+        out.append("|---|---|---|---|---|---|---|")
+        fewer_cells = {"within 0.01": [0, 0], "top 1%": [0, 0]}
+        fewer_seeds = {"within 0.01": [0, 0], "top 1%": [0, 0]}
+        for (name, w), by in cells:
+            seeds = sorted(set(by[a]) & set(by[b]))
+            for target, what in zip(targets(name), ("within 0.01", "top 1%")):
+                ea = [first_epochs(by[a][s], target) for s in seeds]
+                eb = [first_epochs(by[b][s], target) for s in seeds]
+                ta = [first_time(by[a][s]["points"], target) for s in seeds]
+                tb = [first_time(by[b][s]["points"], target) for s in seeds]
+                reached = lambda xs: sum(x != math.inf for x in xs)  # noqa: E731
+                ma, mb = statistics.median(ea), statistics.median(eb)
+                fewer_cells[what][0] += ma < mb
+                fewer_cells[what][1] += mb < ma
+                fewer_seeds[what][0] += sum(x < y for x, y in zip(ea, eb))
+                fewer_seeds[what][1] += sum(y < x for x, y in zip(ea, eb))
+                out.append("| %s, %d (%d) | %s | %s (%d) | %s (%d) | %d / %d | %s (%d) | %s (%d) |" % (
+                    name, w, len(seeds), what, fmt_q(ea, 0), reached(ea), fmt_q(eb, 0), reached(eb),
+                    sum(x < y for x, y in zip(ea, eb)), sum(y < x for x, y in zip(ea, eb)),
+                    fmt_q(ta, 1), reached(ta), fmt_q(tb, 1), reached(tb)))
+        for what, (fewer, more) in fewer_cells.items():
+            out.append("| cells where %s's median epochs are fewer / more | %s | | | %d / %d | | |"
+                       % (a, what, fewer, more))
+        for what, (fewer, more) in fewer_seeds.items():
+            out.append("| (table, W, seed) runs where %s spent fewer / more epochs | %s | | | %d / %d | | |"
+                       % (a, what, fewer, more))
+        out.append("\nBy the horizon, medians over seeds: trials, full trainings (to the table's last epoch), "
+                   "stopped trials, epochs.\n")
+        out.append("| table, W | %s | %s |" % (a, b))
+        out.append("|---|---|---|")
+        for (name, w), by in cells:
+            seeds = sorted(set(by[a]) & set(by[b]))
+            cell = lambda m: "%d trials, %d full, %d stopped, %d epochs" % tuple(  # noqa: E731
+                statistics.median(by[m][s][k] for s in seeds) for k in ("trials", "full", "stopped", "epochs"))
+            out.append("| %s, %d | %s | %s |" % (name, w, cell(a), cell(b)))
+    return "\n".join(out).lstrip("\n") + "\n" if out else "no stopping pair in these runs\n"
+
+
 def main():
+    if "--stopping" in sys.argv:
+        import argparse
+        ap = argparse.ArgumentParser(description="mf_report --stopping: stopping type against promotion from scratch")
+        ap.add_argument("--stopping", action="store_true")
+        ap.add_argument("runs", nargs="+")
+        args = ap.parse_args()
+        print(stopping(load(args.runs)), end="")
+        return
     if "--compare" in sys.argv:
         import argparse
         ap = argparse.ArgumentParser(description="mf_report --compare: several methods over every cell")
