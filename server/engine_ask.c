@@ -48,8 +48,6 @@
 typedef struct ask_args {
     bd_space *one;          /* the asked parameter as a space of one (owned) */
     json_t *canonical;      /* its canonical definition (owned) */
-    char *config_text;      /* the trial's new config (owned; the plan borrows it) */
-    char *definition_text;  /* the study's grown definition, or NULL (owned; the plan borrows it) */
 } ask_args;
 
 /* ------------------------------------------------------------ checking */
@@ -235,8 +233,7 @@ static int grow_space(bd_engine *e, study_rt *st, ask_args *a, bd_write_plan *pl
     if (rc)
         return rc;
     st->meta_dirty = 1; /* the definition differs from storage until this request commits */
-    a->definition_text = json_dumps(st->spec.normalized, JSON_COMPACT);
-    plan->definition = a->definition_text;
+    plan->definition = bd_write_plan_own(plan, json_dumps(st->spec.normalized, JSON_COMPACT));
     plan->study_id = st->id;
     return 0;
 }
@@ -289,9 +286,8 @@ static int ask_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args,
         goto out;
     }
     json_object_set(config, p->name, value);
-    a->config_text = json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS);
+    plan->config = bd_write_plan_own(plan, json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS));
     plan->config_trial = t->id;
-    plan->config = a->config_text;
 out_or_answer:
     if (rc)
         goto out;
@@ -312,7 +308,5 @@ int bd_engine_ask_parameter(bd_engine *e, const bd_request *req, int64_t trial_i
         rc = bd_engine_with_trial(e, req, trial_id, BD_OP_WAIT, ask_op, &a, out, err);
     bd_space_free(a.one);
     json_decref(a.canonical);
-    free(a.config_text);
-    free(a.definition_text);
     return rc;
 }

@@ -93,8 +93,7 @@ static int enqueue_op(study_rt *st, const add_args *a, bd_write_plan *plan, json
                           BD_MAX_ENQUEUED, BD_MAX_ENQUEUED_VALUES);
     if (bd_study_limit_reached(st) || st->sched->ops->status(st->sched) == BD_STATUS_DONE)
         return bd_err_set(err, BD_ECONFLICT, "config", "the study is done: no suggest would hand the config out");
-    char *text = json_dumps(a->canonical, JSON_COMPACT | JSON_SORT_KEYS);
-    plan->enqueue = text; /* freed by the caller after the commit */
+    plan->enqueue = bd_write_plan_own(plan, json_dumps(a->canonical, JSON_COMPACT | JSON_SORT_KEYS));
     plan->study_id = st->id;
     bd_study_enqueue(st, json_deep_copy(a->canonical)); /* the study's own: the body dies with the request */
     st->dirty = 1; /* the queue now differs from storage until this request commits */
@@ -124,7 +123,7 @@ static int warm_start_op(bd_engine *e, study_rt *st, const add_args *a, bd_write
     row->id = bd_engine_take_id(e, 0, plan);
     row->study_id = st->id;
     row->config_id = row->id;
-    row->config = json_dumps(a->canonical, JSON_COMPACT | JSON_SORT_KEYS); /* freed by the caller */
+    row->config = bd_write_plan_own(plan, json_dumps(a->canonical, JSON_COMPACT | JSON_SORT_KEYS));
     row->budget = budget;
     row->state = BD_TRIAL_COMPLETED;
     row->origin = BD_ORIGIN_WARM_START;
@@ -176,9 +175,6 @@ int bd_engine_add_trial(bd_engine *e, const bd_request *req, int64_t study_id, c
         return rc;
     bd_write_plan plan = {0};
     rc = bd_engine_study_op(e, req, study_id, BD_OP_WAIT, add_trial_op, &a, &plan, out, err);
-    free((char *)plan.enqueue);
-    if (plan.n_inserts)
-        free(plan.inserts[0].config);
     bd_write_plan_clear(&plan);
     json_decref(a.canonical);
     return rc;

@@ -144,7 +144,7 @@ void bd_engine_recover_if_needed(bd_engine *e);
 /* The storage writes of one study request, gathered while its scheduler
  * decides (no storage lock held) and applied in one short transaction. */
 typedef struct bd_write_plan {
-    bd_trial_row *inserts;          /* new trials (borrowed strings) */
+    bd_trial_row *inserts;          /* new trials (their strings borrowed, or owned by the plan) */
     size_t n_inserts, cap_inserts;
     bd_event_row *events;           /* appended in order */
     size_t n_events, cap_events;
@@ -166,6 +166,9 @@ typedef struct bd_write_plan {
     int64_t config_trial;           /* a trial whose config to set to config (borrowed), or 0 */
     const char *config;
     const char *definition;         /* the study's grown definition (borrowed), or NULL (engine_ask.c) */
+    char **owned;                   /* texts the plan owns (bd_write_plan_own): freed by
+                                       bd_write_plan_clear */
+    size_t n_owned, cap_owned;
 } bd_write_plan;
 
 /* A new trial id (events 0) or event id (events 1), unused by every
@@ -173,7 +176,13 @@ typedef struct bd_write_plan {
  * ids_mu whenever the block is used up; when no block can be taken it
  * sets p->ids_failed and returns 0. */
 int64_t bd_engine_take_id(bd_engine *e, int events, bd_write_plan *p);
-void bd_write_plan_clear(bd_write_plan *p); /* frees the arrays, not the strings */
+/* Frees the arrays and the texts the plan owns, and empties the plan; the
+ * strings it borrows stay. */
+void bd_write_plan_clear(bd_write_plan *p);
+/* Gives text (new, or NULL) to the plan, which frees it when it is cleared:
+ * also when a request whose study moved runs again from an empty plan
+ * (bd_engine_study_op). Returns text, borrowed until then. */
+char *bd_write_plan_own(bd_write_plan *p, char *text);
 /* Appends a copy of ev with the next event id; the pointer is valid until
  * the next push. */
 bd_event_row *bd_write_plan_push_event(bd_engine *e, bd_write_plan *p, const bd_event_row *ev);
@@ -187,7 +196,9 @@ void bd_engine_plan_event(bd_engine *e, study_rt *st, bd_write_plan *p, const bd
  * -> op (the scheduler decides; the writes go into plan and the answer into
  * *answer) -> commit plan and answer in one transaction -> unlock -> wait
  * until the commit is on disk. plan is the caller's (it may borrow strings
- * the caller frees after this returns; the caller clears it). */
+ * the caller frees after this returns; the caller clears it). A text op
+ * makes for the plan is the plan's (bd_write_plan_own): op may run more
+ * than once (cluster mode, BD_EMOVED), each run from a cleared plan. */
 typedef int (*bd_study_op_fn)(bd_engine *e, study_rt *st, void *arg, bd_write_plan *plan, json_t **answer,
                               bd_err *err);
 enum { BD_OP_WAIT = 0, BD_OP_NO_WAIT = 1 };

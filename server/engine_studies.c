@@ -391,8 +391,8 @@ static double budget_of(bd_engine *e, const bd_write_plan *plan, int64_t id)
 }
 
 /* Plans one proposal as a running trial and feeds its CREATED event. The
- * row's config and extra text are new (free_planned_texts); its worker and
- * instance name are borrowed. */
+ * row's config and extra text are the plan's (bd_write_plan_own); its
+ * worker and instance name are borrowed. */
 static int plan_trial(bd_engine *e, study_rt *st, bd_write_plan *plan, bd_suggestion *s, bd_trial_origin origin,
                       const char *worker, json_t *trials, bd_err *err)
 {
@@ -421,8 +421,8 @@ static int plan_trial(bd_engine *e, study_rt *st, bd_write_plan *plan, bd_sugges
     row->id = bd_engine_take_id(e, 0, plan);
     row->study_id = st->id;
     row->config_id = s->config_id ? s->config_id : row->id;
-    row->config = json_dumps(s->config, JSON_COMPACT | JSON_SORT_KEYS);
-    row->extra = s->extra ? json_dumps(s->extra, JSON_COMPACT) : NULL;
+    row->config = bd_write_plan_own(plan, json_dumps(s->config, JSON_COMPACT | JSON_SORT_KEYS));
+    row->extra = s->extra ? bd_write_plan_own(plan, json_dumps(s->extra, JSON_COMPACT)) : NULL;
     row->budget = s->budget;
     row->resume_from = s->resume_from;
     row->state = BD_TRIAL_RUNNING;
@@ -447,14 +447,6 @@ static int plan_trial(bd_engine *e, study_rt *st, bd_write_plan *plan, bd_sugges
     bd_study_touch(st, now);
     json_array_append_new(trials, bd_study_trial_json(st, row));
     return 0;
-}
-
-static void free_planned_texts(bd_write_plan *plan)
-{
-    for (size_t i = 0; i < plan->n_inserts; i++) {
-        free(plan->inserts[i].config);
-        free(plan->inserts[i].extra);
-    }
 }
 
 /* A user's enqueued config stands in for a fresh one the scheduler
@@ -531,7 +523,6 @@ int bd_engine_suggest(bd_engine *e, const bd_request *req, int64_t study_id, con
         return rc;
     bd_write_plan plan = {0};
     rc = bd_engine_study_op(e, req, study_id, BD_OP_WAIT, suggest_op, &a, &plan, out, err);
-    free_planned_texts(&plan); /* the plan borrowed them until its commit */
     bd_write_plan_clear(&plan);
     return rc;
 }

@@ -22,9 +22,24 @@
 
 void bd_write_plan_clear(bd_write_plan *p)
 {
+    for (size_t i = 0; i < p->n_owned; i++)
+        free(p->owned[i]);
+    free(p->owned);
     free(p->inserts);
     free(p->events);
     memset(p, 0, sizeof *p);
+}
+
+char *bd_write_plan_own(bd_write_plan *p, char *text)
+{
+    if (!text)
+        return NULL;
+    if (p->n_owned == p->cap_owned) {
+        p->cap_owned = p->cap_owned ? 2 * p->cap_owned : 4;
+        p->owned = bd_xrealloc(p->owned, p->cap_owned * sizeof *p->owned);
+    }
+    p->owned[p->n_owned++] = text;
+    return text;
 }
 
 bd_event_row *bd_write_plan_push_event(bd_engine *e, bd_write_plan *p, const bd_event_row *ev)
@@ -263,7 +278,7 @@ int bd_engine_study_op(bd_engine *e, const bd_request *req, int64_t study_id, in
             break;
         json_decref(answer);
         answer = NULL;
-        bd_write_plan_clear(plan);
+        bd_write_plan_clear(plan); /* with the texts it owns: the next run plans anew */
         bd_err_clear(err);
         struct timespec pause = {0, (long)(1 + attempt) * (1000000L + (long)(rand_r(&seed) % 4000000))};
         nanosleep(&pause, NULL);
