@@ -189,8 +189,8 @@ class BanditdSampler(optuna.samplers.BaseSampler):
 
 class BanditdPruner(optuna.pruners.BasePruner):
     """should_prune(): banditd answered "stop" to a measurement (or no longer
-    runs the trial), or, for a study given resource=, the trial's last reported
-    step reached the budget banditd gave it."""
+    runs the trial), or, with a promoting multi-fidelity scheduler, the
+    trial's last reported step reached the budget banditd gave it."""
 
     def __init__(self, storage: BanditdStorage) -> None:
         self._storage = storage

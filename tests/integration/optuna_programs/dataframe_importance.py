@@ -27,13 +27,13 @@ def objective(trial):
 
 def main():
     study = optuna.create_study(direction="maximize")
-    study.optimize(objective, n_trials=20)
+    study.optimize(objective, n_trials=16)
 
     df = study.trials_dataframe()
     print("rows:", len(df))
     print("param columns:", sorted(c for c in df.columns if c.startswith("params_")))
     print("has number, value, state, duration:", {"number", "value", "state", "duration"} <= set(df.columns))
-    print("numbers:", list(df["number"]) == list(range(20)))
+    print("numbers:", list(df["number"]) == list(range(16)))
     print("states:", sorted(set(df["state"])))
     print("best row is the best trial:", int(df.loc[df["value"].idxmax(), "number"]) == study.best_trial.number)
     small = study.trials_dataframe(attrs=("number", "value", "params"))

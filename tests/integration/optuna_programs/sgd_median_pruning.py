@@ -17,7 +17,7 @@ EPOCHS = 20
 def objective(trial):
     digits = sklearn.datasets.load_digits()
     x_train, x_valid, y_train, y_valid = sklearn.model_selection.train_test_split(
-        digits.data / 16.0, digits.target, train_size=600, test_size=400, random_state=0)
+        digits.data / 16.0, digits.target, train_size=400, test_size=300, random_state=0)
     classes = np.unique(digits.target)
 
     alpha = trial.suggest_float("alpha", 1e-6, 1e-1, log=True)
