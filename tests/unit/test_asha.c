@@ -1175,3 +1175,36 @@ Test(asha, type_promotion_is_the_default)
     json_decref(d);
     hn_close(&h);
 }
+
+/* asha's ranking rules apply to the stopping type's rungs: the late
+ * bloomer of predicted_promotion_prefers_the_late_bloomer reaches rung 1
+ * (budget 3) third, after a poor and the flat config: by the current loss
+ * (0.45 against 0.37 and 0.93) it is not the top 1 of 3 and is stopped; by
+ * the loss its curve extrapolates to at 9 it is, and goes on. */
+Test(asha, stopping_ranks_by_the_promotion_option)
+{
+    static const double bloomer[3] = {0.90, 0.60, 0.45};
+    static const double flat[3] = {0.40, 0.38, 0.37};
+    static const double poor[3] = {0.95, 0.94, 0.93};
+    const double *curve[3] = {bloomer, poor, flat};
+    for (int predicted = 0; predicted <= 1; predicted++) {
+        hn h;
+        open_ok(&h, predicted ? "{\"type\": \"stopping\", \"promotion\": \"predicted\"}" : "{\"type\": \"stopping\"}", 1,
+                9, 1);
+        int64_t id[3];
+        for (int i = 0; i < 3; i++)
+            cr_assert_eq(hn_suggest(&h, i, &id[i]), BD_SUGGEST_TRIAL);
+        for (int e = 1; e <= 2; e++) /* rung 0: 0.90, 0.95 (too few), then 0.40 (the best): all go on */
+            for (int i = 0; i < 3; i++)
+                cr_assert_not(hn_measure(&h, id[i], e, curve[i][e - 1]).stop, "trial %d, epoch %d", i + 1, e);
+        cr_expect_not(hn_measure(&h, id[1], 3, poor[2]).stop);
+        cr_expect_not(hn_measure(&h, id[2], 3, flat[2]).stop);
+        bd_decision d = hn_measure(&h, id[0], 3, bloomer[2]);
+        cr_expect_eq(d.stop, !predicted, "%s: the bloomer %s", predicted ? "predicted" : "current",
+                     d.stop ? "stopped" : "went on");
+        bd_sched *r = hn_replay(&h);
+        cr_expect(hn_same_next(&h, r, 5), "replay differs");
+        ASHA->destroy(r);
+        hn_close(&h);
+    }
+}
