@@ -5,9 +5,18 @@
 
 #include "auth.h"
 #include "body.h"
+#include "../server/engine_cluster.h"
 #include "errors.h"
+#include "forward.h"
 #include "idempotency.h"
 #include "router.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+/* Cluster mode: how often a request is sent to the study's holder again
+ * after the holder was gone or no longer held it (then 503 "moved"). */
+#define FORWARD_TRIES 4
 
 void bd_api_route(bd_http_req *req)
 {
@@ -30,6 +39,12 @@ static int prepare(const bd_api *api, bd_http_req *req, bd_http_resp *resp, bd_e
     }
     if (!r)
         return bd_err_set(err, BD_ENOTFOUND, NULL, "no route for %s %s", req->method_name, req->path);
+    /* A request a peer forwarded to a daemon id other than this one: the
+     * peer's address now serves a restarted daemon. Nothing is done here. */
+    if (req->forwarded_to && api->engine &&
+        (!bd_engine_cluster(api->engine) || strtoll(req->forwarded_to, NULL, 10) != bd_engine_daemon_id(api->engine)))
+        return bd_err_set(err, BD_EFORWARD, "daemon", "this is not daemon %s; look its studies up again",
+                          req->forwarded_to);
     if (req->inline_only && !(r->flags & BD_ROUTE_INLINE))
         return bd_err_set(err, BD_EWOULDBLOCK, NULL, "%s runs on a handler thread", r->pattern);
     if (r->flags & BD_ROUTE_AUTH) {
@@ -62,17 +77,53 @@ static int prepare(const bd_api *api, bd_http_req *req, bd_http_resp *resp, bd_e
     return 0;
 }
 
+/* Runs the route's handler. In cluster mode a study a live peer holds
+ * makes it fail with BD_EFORWARD having done nothing: the request is then
+ * sent to that peer (forward.h) and *forwarded set when resp holds the
+ * peer's answer, as it is. Returns the handler's (or the forward's) code. */
+static int run_handler(const bd_api *api, bd_http_req *req, bd_http_resp *resp, int *forwarded, bd_err *err)
+{
+    for (int tries = 0;; tries++) {
+        resp->status = req->route->status;
+        int rc = req->route->handler(api, req, resp, err);
+        if (rc != BD_EFORWARD || req->forwarded_to)
+            return rc; /* a forwarded request is never forwarded again: 421 "study" to its sender */
+        int64_t peer;
+        char url[256];
+        bd_http_resp_clear(resp);
+        bd_err_clear(err);
+        if (bd_engine_forward_target(&peer, url, sizeof url) != 0)
+            return bd_err_set(err, BD_EINTERNAL, NULL, "a study operation asked to forward to no daemon");
+        if (tries == FORWARD_TRIES) {
+            rc = bd_err_set(err, BD_EMOVED, "study", "the study moved between daemons %d times; retry", tries);
+            err->retry_after = 1;
+            return rc;
+        }
+        rc = bd_api_forward(req, peer, url, resp, err);
+        if (rc == BD_FORWARD_ANSWERED) {
+            *forwarded = 1;
+            return 0;
+        }
+        if (rc < 0)
+            return rc;
+        if (rc == BD_FORWARD_GONE)
+            bd_engine_peer_gone(api->engine, peer);
+        else
+            bd_engine_forward_stale(api->engine);
+        bd_http_resp_clear(resp);
+    }
+}
+
 int bd_api_dispatch(const bd_api *api, bd_http_req *req, bd_http_resp *resp)
 {
     bd_err err;
-    int rc;
+    int rc, forwarded = 0;
 
     bd_err_clear(&err);
     rc = prepare(api, req, resp, &err);
     if (rc < 0)
         goto out;
-    resp->status = req->route->status;
-    rc = req->route->handler(api, req, resp, &err);
+    rc = run_handler(api, req, resp, &forwarded, &err);
     if (rc == 0 && !resp->json && !resp->text && !resp->stream_read && !resp->body)
         rc = bd_err_set(&err, BD_EINTERNAL, NULL, "the handler of %s %s gave no answer", req->method_name,
                         req->route->pattern);

@@ -27,6 +27,7 @@ static const struct {
     {BD_EINTERNAL, 500, "internal error"},
     {BD_EUNAVAILABLE, 503, "the server is shutting down"},
     {BD_EMOVED, 503, "the study moved to another daemon meanwhile; retry"},
+    {BD_EFORWARD, 421, "this daemon does not serve the study; look its holder up again"},
     {BD_EWOULDBLOCK, 500, "internal error"}, /* the server runs such a request again instead of sending this */
 };
 #define N_CODES (sizeof table / sizeof table[0])

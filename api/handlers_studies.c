@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../server/engine_cluster.h"
 #include "../server/log.h"
+#include "forward.h"
 
 #define TRIALS_LIMIT_DEFAULT 100
 #define TRIALS_LIMIT_MAX 1000
@@ -27,6 +29,45 @@ BD_HANDLER(bd_h_create_study)
     return rc;
 }
 
+/* Cluster mode: the entries of page (studies.[]) that a peer holds are
+ * stubs {"id", "forward": {"daemon", "url"}} (engine_studies.c); each is
+ * replaced by that peer's GET /v1/studies/{id}, or dropped when it answers
+ * 404 (deleted meanwhile). 0 done, 1 a peer was gone or no longer held its
+ * study (list again), < 0 an error. */
+static int fill_from_peers(const bd_api *api, const bd_http_req *req, json_t *page, bd_err *err)
+{
+    json_t *list = json_object_get(page, "studies");
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        json_t *entry = json_array_get(list, i), *fwd = json_object_get(entry, "forward"), *got = NULL;
+        if (!fwd)
+            continue;
+        char path[64];
+        int status = 0;
+        int64_t peer = json_integer_value(json_object_get(fwd, "daemon"));
+        snprintf(path, sizeof path, "/v1/studies/%lld", (long long)json_integer_value(json_object_get(entry, "id")));
+        int rc = bd_api_forward_get(req->authorization, peer, json_string_value(json_object_get(fwd, "url")), path,
+                                    &status, &got, err);
+        if (rc == BD_FORWARD_GONE)
+            bd_engine_peer_gone(api->engine, peer);
+        else if (rc == BD_FORWARD_STALE)
+            bd_engine_forget_holder(api->engine, json_integer_value(json_object_get(entry, "id")));
+        if (rc != BD_FORWARD_ANSWERED)
+            return rc < 0 ? rc : 1;
+        if (status == 404) {
+            json_decref(got);
+            json_array_remove(list, i--);
+            continue;
+        }
+        if (status != 200 || !got) {
+            json_decref(got);
+            return bd_err_set(err, BD_EUNAVAILABLE, NULL, "the daemon holding study %s answered %d; retry",
+                              path + 12, status);
+        }
+        json_array_set_new(list, i, got);
+    }
+    return 0;
+}
+
 BD_HANDLER(bd_h_list_studies)
 {
     int present;
@@ -40,7 +81,19 @@ BD_HANDLER(bd_h_list_studies)
     if (present && (!q.name || !*q.name || strlen(q.name) > STUDY_NAME_MAX))
         return bd_err_set(err, BD_EINVAL, "name", "query parameter name must be a study name of 1 to %d bytes",
                           STUDY_NAME_MAX);
-    return bd_engine_list_studies(api->engine, &req->caller, &q, &resp->json, err);
+    for (int tries = 0;; tries++) {
+        if ((rc = bd_engine_list_studies(api->engine, &req->caller, &q, &resp->json, err)) != 0)
+            return rc;
+        if ((rc = fill_from_peers(api, req, resp->json, err)) <= 0)
+            return rc;
+        json_decref(resp->json);
+        resp->json = NULL;
+        if (tries == 3) {
+            rc = bd_err_set(err, BD_EMOVED, "study", "studies of this page moved between daemons; retry");
+            err->retry_after = 1;
+            return rc;
+        }
+    }
 }
 
 BD_HANDLER(bd_h_get_study)

@@ -38,6 +38,7 @@ void bd_http_resp_clear(bd_http_resp *resp)
     free(resp->text);
     if (resp->stream_ctx && resp->stream_free)
         resp->stream_free(resp->stream_ctx);
+    free(resp->owned);
     memset(resp, 0, sizeof *resp);
 }
 

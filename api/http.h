@@ -80,6 +80,8 @@ typedef struct bd_http_req {
     bd_http_method method;
     const char *method_name;   /* as received */
     const char *path;          /* decoded, without the query string */
+    const char *target;        /* the request target as received (path and query, not decoded); NULL if unknown */
+    const char *forwarded_to;  /* cluster mode: the Banditd-Forwarded-To header (api/forward.h); NULL when absent */
     const char *authorization; /* header values; NULL when absent */
     const char *content_type;
     const char *idem_key;
@@ -138,7 +140,7 @@ typedef struct bd_http_resp {
     char disposition[160];    /* Content-Disposition header when non-empty */
     const void *body; /* borrowed, static (compiled-in files): the body when json, text and stream_read are NULL */
     size_t body_len;
-    const char *content_type; /* static; NULL means application/json */
+    const char *content_type; /* static or in owned; NULL means application/json */
     bd_http_header headers[BD_RESP_HEADERS_MAX]; /* extra headers, sent in order */
     int header_count;
     char allow[64];           /* Allow header when non-empty */
@@ -147,6 +149,7 @@ typedef struct bd_http_resp {
     int close;                /* send Connection: close */
     int err_code;             /* BD_E* when this is an error answer, else 0 */
     char err_message[256];    /* its message, for the error log */
+    void *owned;              /* free()d with the response: a forwarded answer's header strings */
 } bd_http_resp;
 
 /* What handlers and the dispatcher share for the life of the server. */

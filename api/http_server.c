@@ -50,9 +50,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../server/engine_cluster.h"
 #include "../server/log.h"
 #include "dispatch.h"
 #include "errors.h"
+#include "forward.h"
 #include "http.h"
 #include "metrics.h"
 #include "mhd_errors.h"
@@ -91,6 +93,7 @@ typedef struct conn_track {
     struct bd_http_server *server;
     MHD_socket fd;
     int line_parsed; /* the current request's line was parsed; its polling thread's only */
+    char *target;    /* the current request's target as received (new; freed at the next one or on close) */
     atomic_int_fast64_t deadline; /* ms (bd_monotonic) by which the next request's headers must be in;
                                      0: none, a request is being served; -1: expired, being closed */
 } conn_track;
@@ -98,6 +101,7 @@ typedef struct conn_track {
 struct bd_http_server {
     struct MHD_Daemon *daemon;
     bd_api api;
+    int cluster; /* cluster mode: requests may be forwarded to peers (forward.h) */
     size_t max_body;
     atomic_int in_flight; /* requests between their first call and on_completed */
     atomic_int stopping;  /* a graceful stop began: requests starting now get 503 */
@@ -241,6 +245,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         t->server = s;
         t->fd = ci ? ci->connect_fd : MHD_INVALID_SOCKET;
         t->line_parsed = 0;
+        t->target = NULL;
         atomic_init(&t->deadline, now_ms() + s->header_ms);
         pthread_mutex_lock(&s->lock);
         t->next = s->conns.next;
@@ -256,6 +261,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         t->prev->next = t->next;
         t->next->prev = t->prev;
         pthread_mutex_unlock(&s->lock);
+        free(t->target);
         free(t);
         *socket_context = NULL;
         bd_metrics_connection(s->api.metrics, BD_CONN_CLOSED, 1);
@@ -263,17 +269,20 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 }
 
 /* MHD's URI log callback: a request line has arrived, so on a kept-alive
- * connection the header deadline runs from now. Returns NULL: the first
- * on_request call still sees no context. */
+ * connection the header deadline runs from now. The target is kept as
+ * received (MHD decodes its own copy in place) for a request forwarded to
+ * a peer (forward.h). Returns NULL: the first on_request call still sees no
+ * context. */
 static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     bd_http_server *s = cls;
     conn_track *t = track_of(conn);
 
-    (void)uri;
     if (t) {
         set_deadline(t, now_ms() + s->header_ms, 1);
         t->line_parsed = 1;
+        free(t->target);
+        t->target = s->cluster ? bd_xstrdup(uri) : NULL;
     }
     return NULL;
 }
@@ -962,6 +971,9 @@ static enum MHD_Result finish(bd_http_server *s, struct MHD_Connection *conn, re
     req->content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
     req->idem_key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key");
     req->if_none_match = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+    req->forwarded_to = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, BD_FORWARD_HEADER);
+    conn_track *t = track_of(conn);
+    req->target = t ? t->target : NULL;
     req->body = ctx->body;
     req->body_len = ctx->len;
     req->query = lookup_query;
@@ -1124,6 +1136,9 @@ int bd_http_server_start(const bd_http_opts *opts, bd_engine *engine, bd_http_se
 
     s = bd_xcalloc(1, sizeof *s);
     s->api.engine = engine;
+    s->cluster = engine && bd_engine_cluster(engine);
+    if (s->cluster)
+        bd_api_forward_init();
     s->api.metrics = bd_metrics_new(routes, nroutes);
     s->max_body = opts->max_body_bytes;
     s->header_ms = 1000 * (int64_t)header_timeout;

@@ -44,6 +44,7 @@ const char *bd_err_name(int code)
     case BD_EBUSY: return "busy";
     case BD_EMOVED: return "moved";
     case BD_EWOULDBLOCK: return "would_block";
+    case BD_EFORWARD: return "misdirected";
     case BD_EQUOTA: return "quota_exceeded";
     case BD_EURI: return "uri_too_long";
     case BD_EHEADERS: return "header_fields_too_large";

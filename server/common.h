@@ -34,8 +34,10 @@ enum {
     BD_EVERSION = -16,    /* an HTTP version other than 1.0 and 1.1 (505) */
     BD_ENOTIMPL = -17,    /* a transfer coding other than chunked (501, RFC 9112 section 6.1) */
     BD_EMOVED = -18,      /* cluster mode: another daemon took the study meanwhile; nothing was written (503) */
-    BD_EWOULDBLOCK = -19  /* a request asked to run on the HTTP polling thread (bd_request.inline_only) could
+    BD_EWOULDBLOCK = -19, /* a request asked to run on the HTTP polling thread (bd_request.inline_only) could
                              wait or take long there; nothing was done: it runs on a handler thread (never sent) */
+    BD_EFORWARD = -20     /* cluster mode: a live peer holds the study; nothing was done: the HTTP layer sends
+                             the request there (api/forward.h); 421 "misdirected" to a peer that forwarded it */
 };
 
 /* What went wrong, for the user. code is a BD_E* value; field is the JSON path

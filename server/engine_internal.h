@@ -107,10 +107,12 @@ int bd_engine_try_lock_study(bd_engine *e, const bd_caller *who, int64_t study_i
 int bd_engine_lock_study_now(bd_engine *e, const bd_caller *who, int64_t study_id, study_rt **out, bd_err *err)
     BD_MUST_CHECK;
 /* Cluster mode, st->mu held: takes or renews this daemon's lease on st.
- * A live lease of another daemon (one whose heartbeat is recent) is never
- * taken: with wait, the call polls until it expires, for at most the lease
- * plus half a second, then answers BD_EMOVED (503, retry_after set);
- * without wait it answers BD_EBUSY at once. When the token changed (another
+ * A lease this daemon holds and the reaper renewed costs no round trip. A
+ * live lease of another daemon (one whose heartbeat is recent) is never
+ * taken nor waited for: with wait the call answers BD_EFORWARD (that
+ * peer's address in bd_engine_forward_target: the HTTP layer sends the
+ * request there), without wait BD_EBUSY. A peer found gone at its address
+ * (bd_engine_peer_gone) has its lease taken. When the token changed (another
  * daemon may have written) st is unloaded, to be replayed, and the id
  * blocks are renewed (ids above every id the previous owner used); the same
  * token (this daemon held it last) keeps what is loaded. BD_ENOTFOUND marks
@@ -121,7 +123,8 @@ int bd_engine_claim_study(bd_engine *e, study_rt *st, int wait, bd_err *err) BD_
 void bd_engine_study_disown(bd_engine *e, study_rt *st, int release);
 /* Cluster mode: releases the leases of the studies idle past the lease
  * (reaper), keeping what is loaded and the token: if no peer takes the
- * study meanwhile, the next claim gets the same token and replays nothing. */
+ * study meanwhile, the next claim gets the same token and replays nothing;
+ * then renews every other lease held, in one statement. */
 void bd_engine_drop_idle_owned(bd_engine *e);
 /* Releases st, then trims the cache if it is over budget. */
 void bd_engine_unlock_study(bd_engine *e, study_rt *st);

@@ -6,6 +6,7 @@
  * nothing here calls a file that calls it. This file owns that state, and
  * the ids and the cluster membership the studies are served under (struct
  * bd_registry, defined here only; the engine holds a pointer to it). */
+#include "engine_cluster.h"
 #include "engine_internal.h"
 #include "log.h"
 
@@ -20,6 +21,12 @@
  * sweep); a study's mu -> cache_mu (a load, an unload), and cache_mu -> a
  * study's mu only by trylock (cache_trim); a study's mu -> ids_mu -> the
  * store's lock (a refill). */
+/* Peers remembered at once (the slot of the one seen longest ago is reused). */
+#define PEERS_MAX 64
+/* How long a peer found gone at its address has its leases taken rather
+ * than waited for (after this its heartbeat is 10 s old anyway). */
+#define GONE_SECONDS 10.0
+
 struct bd_registry {
     pthread_rwlock_t studies_lock;
     study_rt **studies;             /* indexed by study id; NULL for unused ids */
@@ -47,6 +54,12 @@ struct bd_registry {
     pthread_mutex_t ids_mu;         /* one id-block refill at a time; guards the two ends */
     int64_t trial_ids_end;          /* the current blocks of ids (store.h bd_store_id_block) end here */
     int64_t event_ids_end;
+    pthread_mutex_t peers_mu;       /* guards peers */
+    struct peer {                   /* members seen holding a study: where to forward to */
+        int64_t id;                 /* 0: a free slot */
+        char url[256];
+        double gone_until;          /* found gone at its address: its leases are taken until then */
+    } peers[PEERS_MAX];
 };
 
 bd_registry *bd_registry_new(const bd_engine_opts *opts, int cluster)
@@ -55,6 +68,7 @@ bd_registry *bd_registry_new(const bd_engine_opts *opts, int cluster)
     r->cluster = cluster;
     r->owner_lease = opts->ownership_lease_seconds > 0 ? opts->ownership_lease_seconds : 2.0;
     pthread_mutex_init(&r->ids_mu, NULL);
+    pthread_mutex_init(&r->peers_mu, NULL);
     pthread_rwlock_init(&r->studies_lock, NULL);
     pthread_mutex_init(&r->recover_mu, NULL);
     pthread_mutex_init(&r->cache_mu, NULL);
@@ -71,6 +85,7 @@ void bd_registry_free(bd_registry *r)
         bd_study_free(r->studies[i]);
     free(r->studies);
     pthread_mutex_destroy(&r->ids_mu);
+    pthread_mutex_destroy(&r->peers_mu);
     pthread_rwlock_destroy(&r->studies_lock);
     pthread_mutex_destroy(&r->recover_mu);
     pthread_mutex_destroy(&r->cache_mu);
@@ -361,33 +376,149 @@ int64_t bd_engine_take_id(bd_engine *e, int events, bd_write_plan *p)
     return id;
 }
 
-/* The longest a request waits for a peer's live lease to run out. */
-#define CLAIM_WAIT_MAX 5.0
-/* Between two looks at a peer's lease. */
-#define CLAIM_POLL_NS 20000000L
+/* ------------------------------------------------------ cluster: claims */
+
+/* This thread's latest BD_EFORWARD (bd_engine_forward_target). */
+static _Thread_local struct {
+    int set;
+    int64_t study_id, daemon_id;
+    char url[256];
+} forward_to;
+
+/* A lease this daemon holds surely runs until a renewal's start plus this
+ * share of the lease (the rest: the statement's own time and clock rates). */
+#define LEASE_SURE 0.9
+/* Claims that meet a peer's takeover under way (BD_EBUSY) look again this often. */
+#define CLAIM_TRIES 3
+
+/* The slot of peer id, or a slot to reuse for it; peers_mu held. */
+static struct peer *peer_slot(bd_registry *r, int64_t id)
+{
+    struct peer *free_slot = NULL;
+    for (int i = 0; i < PEERS_MAX; i++) {
+        if (r->peers[i].id == id)
+            return &r->peers[i];
+        if (!free_slot && (!r->peers[i].id || r->peers[i].gone_until < bd_monotonic() - GONE_SECONDS))
+            free_slot = &r->peers[i];
+    }
+    if (!free_slot)
+        free_slot = &r->peers[id % PEERS_MAX];
+    memset(free_slot, 0, sizeof *free_slot);
+    free_slot->id = id;
+    return free_slot;
+}
+
+static int peer_gone(bd_registry *r, int64_t id)
+{
+    pthread_mutex_lock(&r->peers_mu);
+    int gone = 0;
+    for (int i = 0; i < PEERS_MAX; i++)
+        if (r->peers[i].id == id)
+            gone = r->peers[i].gone_until > bd_monotonic();
+    pthread_mutex_unlock(&r->peers_mu);
+    return gone;
+}
+
+/* Sets this thread's forward target to st's peer id; BD_EFORWARD, or 0 when
+ * its address is unknown or it was found gone (then the caller looks up). */
+static int forward(bd_registry *r, study_rt *st, int64_t id, const char *url, bd_err *err)
+{
+    int ok = 0;
+    pthread_mutex_lock(&r->peers_mu);
+    struct peer *p = peer_slot(r, id);
+    if (url && url[0])
+        snprintf(p->url, sizeof p->url, "%s", url);
+    if (p->url[0] && p->gone_until <= bd_monotonic()) {
+        forward_to.set = 1;
+        forward_to.study_id = st->id;
+        forward_to.daemon_id = id;
+        snprintf(forward_to.url, sizeof forward_to.url, "%s", p->url);
+        ok = 1;
+    }
+    pthread_mutex_unlock(&r->peers_mu);
+    if (!ok)
+        return 0;
+    return bd_err_set(err, BD_EFORWARD, "study", "study %lld is served by daemon %lld", (long long)st->id,
+                      (long long)id);
+}
+
+int bd_engine_forward_target(int64_t *daemon_id, char *url, size_t n)
+{
+    if (!forward_to.set)
+        return -1;
+    *daemon_id = forward_to.daemon_id;
+    snprintf(url, n, "%s", forward_to.url);
+    return 0;
+}
+
+void bd_engine_forget_holder(bd_engine *e, int64_t study_id)
+{
+    bd_registry *r = bd_engine_registry(e);
+    pthread_rwlock_rdlock(&r->studies_lock);
+    if (study_id > 0 && (size_t)study_id < r->studies_cap && r->studies[study_id])
+        atomic_store(&r->studies[study_id]->peer_id, 0);
+    pthread_rwlock_unlock(&r->studies_lock);
+}
+
+void bd_engine_forward_stale(bd_engine *e)
+{
+    if (forward_to.set)
+        bd_engine_forget_holder(e, forward_to.study_id);
+}
+
+void bd_engine_peer_gone(bd_engine *e, int64_t daemon_id)
+{
+    bd_registry *r = bd_engine_registry(e);
+    pthread_mutex_lock(&r->peers_mu);
+    peer_slot(r, daemon_id)->gone_until = bd_monotonic() + GONE_SECONDS;
+    pthread_mutex_unlock(&r->peers_mu);
+    bd_engine_forward_stale(e);
+    bd_log(BD_LOG_WARN, "cluster: daemon %lld is gone from its address; its studies are taken over",
+           (long long)daemon_id);
+}
 
 int bd_engine_claim_study(bd_engine *e, study_rt *st, int wait, bd_err *err)
 {
     bd_registry *r = bd_engine_registry(e);
+    double now = bd_monotonic();
     int64_t token = 0;
-    double until = bd_monotonic() + fmin(r->owner_lease + 0.5, CLAIM_WAIT_MAX);
-    int rc;
-    /* A live peer's lease is waited out rather than stolen: taking it
-     * would cost both daemons a replay per request and make routing
-     * meaningless. BD_EBUSY also comes from lock_timeout, when a peer's
-     * open batch holds the lease row (its fence). */
-    while ((rc = bd_store_owner_acquire(bd_engine_store(e), st->id, r->daemon_id, r->owner_lease, 0, &token, err)) ==
-               BD_EBUSY &&
-           wait && bd_monotonic() < until) {
-        struct timespec pause = {0, CLAIM_POLL_NS};
-        nanosleep(&pause, NULL);
+    int rc = BD_EBUSY;
+    /* The common case: a lease the reaper keeps renewed, no round trip. */
+    if (atomic_load(&st->lease_held) && now < atomic_load(&st->lease_until))
+        return 0;
+    /* A study a peer serves: its requests go there (one hop, api/forward.h)
+     * while that peer's lease was last seen running. Never waited for. */
+    int64_t peer = atomic_load(&st->peer_id);
+    if (wait && peer && now < atomic_load(&st->peer_until) && forward(r, st, peer, NULL, err) == BD_EFORWARD)
+        return BD_EFORWARD;
+    for (int tries = 0; rc == BD_EBUSY && tries < CLAIM_TRIES; tries++) {
+        bd_owner o;
+        if (tries) {
+            struct timespec pause = {0, 5000000L};
+            nanosleep(&pause, NULL);
+        }
+        if ((rc = bd_store_owner_lookup(bd_engine_store(e), st->id, &o, err)) != 0)
+            return rc;
+        int peers = o.daemon_id && o.daemon_id != r->daemon_id && o.live;
+        int gone = peers && peer_gone(r, o.daemon_id);
+        if (peers && !gone) {
+            if (!wait) /* the daemon's own work (the reaper) leaves a peer's study to that peer */
+                return bd_err_set(err, BD_EBUSY, "study", "study %lld is served by daemon %lld", (long long)st->id,
+                                  (long long)o.daemon_id);
+            atomic_store(&st->peer_id, o.daemon_id);
+            atomic_store(&st->peer_until, now + fmin(o.remaining, r->owner_lease));
+            if ((rc = forward(r, st, o.daemon_id, o.url, err)) == BD_EFORWARD)
+                return rc;
+            gone = 1; /* no address: take it as from a gone peer */
+        }
+        double t0 = bd_monotonic();
+        rc = bd_store_owner_acquire(bd_engine_store(e), st->id, r->daemon_id, r->owner_lease,
+                                    gone ? (int)o.daemon_id : 0, &token, err);
+        if (!rc)
+            atomic_store(&st->lease_until, t0 + LEASE_SURE * r->owner_lease);
     }
-    if (rc == BD_EBUSY && wait) {
-        rc = bd_err_set(err, BD_EMOVED, "study",
-                        "study %lld is served by another daemon; retry (or send its requests there)",
-                        (long long)st->id);
-        err->retry_after = (int)ceil(r->owner_lease);
-    }
+    if (rc == BD_EBUSY) /* a takeover kept the row; nothing was done */
+        err->retry_after = 1;
     if (rc == BD_ENOTFOUND) { /* deleted through a peer */
         st->deleted = 1;
         bd_engine_study_disown(e, st, 0);
@@ -395,6 +526,7 @@ int bd_engine_claim_study(bd_engine *e, study_rt *st, int wait, bd_err *err)
     }
     if (rc)
         return rc;
+    atomic_store(&st->peer_id, 0);
     int moved = token != atomic_load(&st->owner_token);
     if (moved) {
         /* Held by a peer since: what is in memory may miss its writes. */
@@ -421,11 +553,60 @@ void bd_engine_study_disown(bd_engine *e, study_rt *st, int release)
     bd_registry *r = bd_engine_registry(e);
     int64_t token = atomic_exchange(&st->owner_token, 0);
     atomic_store(&st->lease_held, 0);
+    atomic_store(&st->lease_until, 0.0);
     bd_engine_study_unload(e, st);
     if (release && token)
         bd_store_owner_release(bd_engine_store(e), st->id, r->daemon_id, token);
 }
 
+/* The leases one renewal extended, gathered while the store is locked. */
+typedef struct renewed {
+    int64_t *ids, *tokens;
+    size_t n, cap;
+} renewed;
+
+static void note_renewed(void *arg, int64_t study_id, int64_t token)
+{
+    renewed *rn = arg;
+    if (rn->n == rn->cap) {
+        rn->cap = rn->cap ? 2 * rn->cap : 64;
+        rn->ids = bd_xrealloc(rn->ids, rn->cap * sizeof *rn->ids);
+        rn->tokens = bd_xrealloc(rn->tokens, rn->cap * sizeof *rn->tokens);
+    }
+    rn->ids[rn->n] = study_id;
+    rn->tokens[rn->n++] = token;
+}
+
+/* Renews every lease this daemon holds, in one statement, off the request
+ * path: a claim of a study whose lease_until has not passed makes no round
+ * trip. A lease not renewed (it ran out, or a peer took it) is claimed
+ * again by the next request. */
+static void renew_held(bd_engine *e)
+{
+    bd_registry *r = bd_engine_registry(e);
+    renewed rn = {0};
+    bd_err err;
+    double t0 = bd_monotonic();
+    if (bd_store_owner_renew_held(bd_engine_store(e), r->daemon_id, r->owner_lease, note_renewed, &rn, &err)) {
+        bd_log(BD_LOG_WARN, "cluster: renewing the leases: %s", err.message);
+        goto out;
+    }
+    pthread_rwlock_rdlock(&r->studies_lock);
+    for (size_t i = 0; i < rn.n; i++) {
+        study_rt *st = rn.ids[i] > 0 && (size_t)rn.ids[i] < r->studies_cap ? r->studies[rn.ids[i]] : NULL;
+        /* lease_held is set under st->mu, after owner_token: a lease taken
+         * meanwhile counts from its own claim. */
+        if (st && atomic_load(&st->lease_held) && atomic_load(&st->owner_token) == rn.tokens[i])
+            atomic_store(&st->lease_until, t0 + LEASE_SURE * r->owner_lease);
+    }
+    pthread_rwlock_unlock(&r->studies_lock);
+out:
+    free(rn.ids);
+    free(rn.tokens);
+}
+
+/* Called by the reaper every half second: releases the leases of idle
+ * studies, then renews the others. */
 void bd_engine_drop_idle_owned(bd_engine *e)
 {
     bd_registry *r = bd_engine_registry(e);
@@ -444,11 +625,13 @@ void bd_engine_drop_idle_owned(bd_engine *e)
              * peer took it meanwhile the next claim gets the same token and
              * serves from memory (no replay). The cache evicts it if need be. */
             atomic_store(&st->lease_held, 0);
+            atomic_store(&st->lease_until, 0.0);
             bd_store_owner_release(bd_engine_store(e), st->id, r->daemon_id, atomic_load(&st->owner_token));
         }
         pthread_mutex_unlock(&st->mu);
     }
     pthread_rwlock_unlock(&r->studies_lock);
+    renew_held(e);
 }
 
 study_rt *bd_engine_study_register(bd_engine *e, study_rt *st)

@@ -3,6 +3,7 @@
  * trial plus its CREATED event, all in one transaction. */
 #include "attrs.h"
 #include "engine.h"
+#include "engine_cluster.h"
 #include "engine_internal.h"
 
 #include <math.h>
@@ -256,6 +257,15 @@ static int add_study(const bd_study_row *row, void *arg)
     int rc = bd_engine_lock_study(c->e, c->who, row->id, &st, c->err);
     if (rc == BD_ENOTFOUND) { /* deleted since the read */
         bd_err_clear(c->err);
+        return 0;
+    }
+    if (rc == BD_EFORWARD) { /* cluster mode: a peer holds it; the HTTP layer asks that peer for the entry */
+        int64_t peer = 0;
+        char url[256] = "";
+        (void)bd_engine_forward_target(&peer, url, sizeof url);
+        bd_err_clear(c->err);
+        json_array_append_new(c->list, json_pack("{s:I, s:{s:I, s:s}}", "id", (json_int_t)row->id, "forward",
+                                                 "daemon", (json_int_t)peer, "url", url));
         return 0;
     }
     if (rc) /* busy: the page is refused whole rather than missing a study */

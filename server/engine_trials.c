@@ -370,8 +370,10 @@ int bd_engine_get_trial(bd_engine *e, const bd_caller *who, int64_t trial_id, js
     int rc = bd_store_trial_get(bd_engine_store(e), trial_id, &t, err);
     if (rc)
         return rc == BD_ENOTFOUND ? no_trial(trial_id, err) : rc;
-    if (bd_engine_lock_study(e, who, t.study_id, &st, &ignored)) {
+    if ((rc = bd_engine_lock_study(e, who, t.study_id, &st, &ignored))) {
         bd_store_trial_row_clear(&t);
+        if (rc == BD_EFORWARD) /* cluster mode: a peer holds the study; the HTTP layer asks it */
+            return bd_err_set(err, rc, ignored.field, "%s", ignored.message);
         return no_trial(trial_id, err);
     }
     json_t *answer = bd_study_trial_json(st, &t);

@@ -72,6 +72,10 @@ typedef struct study_rt {
                                        the study (kept after an idle release: a claim that gets it back
                                        keeps the memory), 0 when the memory is not current (under mu) */
     _Atomic int lease_held;         /* cluster mode: 1 while the lease is this daemon's (under mu) */
+    _Atomic double lease_until;     /* cluster mode: bd_monotonic() until which the lease surely runs
+                                       (the reaper renews it); a claim before then is no round trip */
+    _Atomic int64_t peer_id;        /* cluster mode: the peer last seen holding it (0: none) ... */
+    _Atomic double peer_until;      /* ... until this bd_monotonic(): its requests go there unlooked */
     size_t cache_bytes;             /* estimated heap of spec and sched while loaded */
     size_t definition_bytes;        /* of the stored definition, for the estimate */
     struct study_rt *lru_prev, *lru_next; /* the engine's loaded studies, most recent first (cache_mu) */

@@ -15,10 +15,14 @@
  *   once and never waits inside a batch, so it cannot close a lock cycle
  *   with the batches of the main connection.
  * - The fence (renew) runs on the main connection inside the request's
- *   transaction: UPDATE ... WHERE daemon = me AND token = mine. A takeover's
- *   UPDATE of the same row waits for that batch's COMMIT, so a write is
- *   either committed before the takeover (and replayed by the new owner) or
- *   refused (BD_EMOVED).
+ *   transaction: SELECT ... WHERE daemon = me AND token = mine FOR KEY
+ *   SHARE. (study_id, token) is a unique index, so the token is a key
+ *   column: a takeover, which changes the token, waits for that batch's
+ *   COMMIT, and a write is either committed before the takeover (and
+ *   replayed by the new owner) or refused (BD_EMOVED). A renewal changes
+ *   expires_at alone and waits for no batch.
+ * - Leases are renewed off the request path: the holder's reaper renews all
+ *   of them in one statement (owner_renew_held), every half second.
  * - Times are PostgreSQL's clock_timestamp(): daemons' clocks never compare.
  * - Id blocks come from a sequence (never given back, never waits) and are
  *   handed out in increasing order, so a block taken after a takeover is
@@ -52,6 +56,8 @@ static const char *const cluster_ddl =
     "  token      bigint NOT NULL,"
     "  expires_at timestamptz NOT NULL);"
     "CREATE INDEX IF NOT EXISTS study_owners_daemon ON study_owners (daemon_id);"
+    /* makes the token a key column: the fence's FOR KEY SHARE holds off a takeover, not a renewal */
+    "CREATE UNIQUE INDEX IF NOT EXISTS study_owners_token ON study_owners (study_id, token);"
     "CREATE SEQUENCE IF NOT EXISTS bd_id_blocks;"
     /* Above every id a lone daemon stored before the cluster started (the two
      * modes exclude each other: pg_store.c's schema lock). */
@@ -176,7 +182,7 @@ int bd_pg_cluster_join(bd_store *store, const char *url, int64_t *daemon_id, bd_
         return ret;
     ctl_enter(s);
     PGresult *res = NULL;
-    char sql[1200];
+    char sql[2048];
     snprintf(sql, sizeof sql, "BEGIN; %s; COMMIT", cluster_ddl);
     if ((ret = bd_pg_exec_simple(s->ctl, sql, err, "create the cluster tables")) != 0) {
         PGresult *r = PQexec(s->ctl, "ROLLBACK");
@@ -255,26 +261,27 @@ int bd_pg_owner_acquire(bd_store *store, int64_t study_id, int64_t daemon_id, do
                         int64_t *token, bd_err *err)
 {
     bd_pg *s = (bd_pg *)store;
-    char a[32], b[32], c[32];
-    const char *v[4] = {a, b, c, steal ? "1" : "0"};
+    char a[32], b[32], c[32], d[32];
+    const char *v[4] = {a, b, c, d};
     int ret = need_cluster(s, err);
     if (ret)
         return ret;
     snprintf(a, sizeof a, "%" PRId64, study_id);
     snprintf(b, sizeof b, "%" PRId64, daemon_id);
     snprintf(c, sizeof c, "%.6f", lease);
+    snprintf(d, sizeof d, "%d", steal);
     ctl_enter(s);
     /* Mine: renewed, same token (nobody else wrote). Free, expired, held
      * by a daemon without a recent heartbeat (hung, or gone without its
-     * leave), or stolen ($4): token + 1, which fences the previous owner's
-     * writes. */
+     * leave), or held by the daemon $4 (found gone at its address): token
+     * + 1, which fences the previous owner's writes. */
     PGresult *res = run_ctl(s,
                         "INSERT INTO study_owners AS o (study_id, daemon_id, token, expires_at) "
                         "VALUES ($1, $2, 1, clock_timestamp() + make_interval(secs => $3::float8)) "
                         "ON CONFLICT (study_id) DO UPDATE SET daemon_id = $2, "
                         "  token = CASE WHEN o.daemon_id = $2 THEN o.token ELSE o.token + 1 END, "
                         "  expires_at = clock_timestamp() + make_interval(secs => $3::float8) "
-                        "WHERE o.daemon_id = $2 OR o.expires_at < clock_timestamp() OR $4::int = 1 "
+                        "WHERE o.daemon_id = $2 OR o.expires_at < clock_timestamp() OR o.daemon_id = $4::bigint "
                         "  OR NOT EXISTS (SELECT 1 FROM daemons d WHERE d.id = o.daemon_id "
                         "    AND d.heartbeat > extract(epoch FROM clock_timestamp()) - " HEARTBEAT_DEAD ") "
                         "RETURNING token",
@@ -294,24 +301,80 @@ int bd_pg_owner_renew(bd_store *store, int64_t study_id, int64_t daemon_id, int6
                       bd_err *err)
 {
     bd_pg *s = (bd_pg *)store;
-    char a[32], b[32], c[32], d[32];
-    const char *v[4] = {a, b, c, d};
+    char a[32], b[32], c[32];
+    const char *v[3] = {a, b, c};
     int ret = need_cluster(s, err);
+    (void)lease; /* the reaper renews (owner_renew_held); the fence only holds the token */
     if (ret)
         return ret;
     snprintf(a, sizeof a, "%" PRId64, study_id);
     snprintf(b, sizeof b, "%" PRId64, daemon_id);
     snprintf(c, sizeof c, "%" PRId64, token);
-    snprintf(d, sizeof d, "%.6f", lease);
     int locked = bd_pg_enter(s);
     PGresult *res = run(s->conn,
-                        "UPDATE study_owners SET expires_at = clock_timestamp() + make_interval(secs => $4::float8) "
-                        "WHERE study_id = $1 AND daemon_id = $2 AND token = $3",
-                        4, v, &ret, err, "renew the study's lease");
-    if (res && strtoll(PQcmdTuples(res), NULL, 10) != 1)
+                        "SELECT 1 FROM study_owners WHERE study_id = $1 AND daemon_id = $2 AND token = $3 "
+                        "FOR KEY SHARE",
+                        3, v, &ret, err, "check the study's lease");
+    if (res && PQntuples(res) != 1)
         ret = bd_err_set(err, BD_EMOVED, "study", "study %" PRId64 " moved to another daemon; retry", study_id);
     PQclear(res);
     bd_pg_leave(s, locked);
+    return ret;
+}
+
+int bd_pg_owner_lookup(bd_store *store, int64_t study_id, bd_owner *out, bd_err *err)
+{
+    bd_pg *s = (bd_pg *)store;
+    char a[32];
+    const char *v[1] = {a};
+    int ret = need_cluster(s, err);
+    memset(out, 0, sizeof *out);
+    if (ret)
+        return ret;
+    snprintf(a, sizeof a, "%" PRId64, study_id);
+    ctl_enter(s);
+    /* A plain read: it never waits for a batch holding the row. */
+    PGresult *res = run_ctl(s,
+                            "SELECT o.daemon_id, o.token, coalesce(d.url, ''), "
+                            "  CASE WHEN o.expires_at > clock_timestamp() THEN extract(epoch FROM o.expires_at) "
+                            "    - extract(epoch FROM clock_timestamp()) ELSE 0 END, "
+                            "  coalesce(d.heartbeat > extract(epoch FROM clock_timestamp()) - " HEARTBEAT_DEAD ", false) "
+                            "FROM study_owners o LEFT JOIN daemons d ON d.id = o.daemon_id WHERE o.study_id = $1",
+                            1, v, &ret, err, "look the study's lease up");
+    if (res && PQntuples(res) == 1) {
+        out->daemon_id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        out->token = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+        snprintf(out->url, sizeof out->url, "%s", PQgetvalue(res, 0, 2));
+        out->remaining = strtod(PQgetvalue(res, 0, 3), NULL);
+        out->live = out->remaining > 0 && PQgetvalue(res, 0, 4)[0] == 't';
+    }
+    PQclear(res);
+    ctl_leave(s);
+    return ret;
+}
+
+int bd_pg_owner_renew_held(bd_store *store, int64_t daemon_id, double lease, bd_owner_fn fn, void *arg, bd_err *err)
+{
+    bd_pg *s = (bd_pg *)store;
+    char a[32], b[32];
+    const char *v[2] = {a, b};
+    int ret = need_cluster(s, err);
+    if (ret)
+        return ret;
+    snprintf(a, sizeof a, "%" PRId64, daemon_id);
+    snprintf(b, sizeof b, "%.6f", lease);
+    ctl_enter(s);
+    /* Live leases only: a released one (-infinity) stays released. A
+     * batch's fence (FOR KEY SHARE) does not hold this up; a peer's
+     * takeover of one of these rows would, for its one statement. */
+    PGresult *res = run_ctl(s,
+                            "UPDATE study_owners SET expires_at = clock_timestamp() + make_interval(secs => $2::float8) "
+                            "WHERE daemon_id = $1 AND expires_at > clock_timestamp() RETURNING study_id, token",
+                            2, v, &ret, err, "renew the leases");
+    for (int i = 0; res && i < PQntuples(res); i++)
+        fn(arg, strtoll(PQgetvalue(res, i, 0), NULL, 10), strtoll(PQgetvalue(res, i, 1), NULL, 10));
+    PQclear(res);
+    ctl_leave(s);
     return ret;
 }
 

@@ -339,17 +339,34 @@ int bd_store_id_block(bd_store *s, int64_t *first, int64_t *count, bd_err *err) 
  * (outside any transaction of the caller): *token is unchanged when
  * daemon_id held it last, else the previous token + 1 (or 1). A lease live
  * under another daemon whose heartbeat is recent (10 s) is taken only when
- * steal; else BD_EBUSY (also when a peer's open transaction holds the lease
- * row for longer than the lock timeout, 250 ms). BD_ENOTFOUND when the study
+ * that daemon's id is steal (a daemon found gone at its address; 0: none);
+ * else BD_EBUSY (also when a peer's open transaction holds the lease row
+ * for longer than the lock timeout, 250 ms). BD_ENOTFOUND when the study
  * does not exist. */
 int bd_store_owner_acquire(bd_store *s, int64_t study_id, int64_t daemon_id, double lease, int steal,
                            int64_t *token, bd_err *err) BD_MUST_CHECK;
-/* Inside the caller's transaction (bd_store_begin): extends the lease if
- * daemon_id still holds it with token; else BD_EMOVED (field "study"), and
- * the caller must roll back. The fence: a takeover waits for this
- * transaction's commit. */
+/* Inside the caller's transaction (bd_store_begin): checks that daemon_id
+ * still holds the lease with token; else BD_EMOVED (field "study"), and the
+ * caller must roll back. The fence: a takeover waits for this transaction's
+ * commit (a renewal does not). lease is unused (bd_store_owner_renew_held
+ * renews). */
 int bd_store_owner_renew(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token, double lease,
                          bd_err *err) BD_MUST_CHECK;
+/* Who holds study_id's lease (a plain read: it waits for no transaction). */
+typedef struct bd_owner {
+    int64_t daemon_id; /* 0: nobody ever held it */
+    int64_t token;
+    char url[256];     /* the holder's advertised URL ("" when its daemons row is gone) */
+    double remaining;  /* seconds the lease still runs (0 when expired or released) */
+    int live;          /* the lease runs and the holder's heartbeat is recent (10 s) */
+} bd_owner;
+int bd_store_owner_lookup(bd_store *s, int64_t study_id, bd_owner *out, bd_err *err) BD_MUST_CHECK;
+/* Called with each lease a renewal extended (the store's lock is held: call nothing of it). */
+typedef void (*bd_owner_fn)(void *arg, int64_t study_id, int64_t token);
+/* Extends every live lease of daemon_id by lease seconds, in one statement
+ * on the ownership connection; fn sees each. */
+int bd_store_owner_renew_held(bd_store *s, int64_t daemon_id, double lease, bd_owner_fn fn, void *arg,
+                              bd_err *err) BD_MUST_CHECK;
 /* Expires the lease if daemon_id holds it with token (the token stays). */
 void bd_store_owner_release(bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token);
 /* The database server's clock minus this process's wall clock (seconds),

@@ -77,6 +77,8 @@
     X(id_block, (bd_store *s, int64_t *first, int64_t *count, bd_err *err), (s, first, count, err)) \
     X(owner_acquire, (bd_store *s, int64_t study_id, int64_t daemon_id, double lease, int steal, int64_t *token, bd_err *err), (s, study_id, daemon_id, lease, steal, token, err)) \
     X(owner_renew, (bd_store *s, int64_t study_id, int64_t daemon_id, int64_t token, double lease, bd_err *err), (s, study_id, daemon_id, token, lease, err)) \
+    X(owner_lookup, (bd_store *s, int64_t study_id, bd_owner *out, bd_err *err), (s, study_id, out, err)) \
+    X(owner_renew_held, (bd_store *s, int64_t daemon_id, double lease, bd_owner_fn fn, void *arg, bd_err *err), (s, daemon_id, lease, fn, arg, err)) \
     X(clock_skew, (bd_store *s, double *skew, bd_err *err), (s, skew, err))
 
 /* Cluster mode, void calls: store.c does nothing where the slot is NULL. */
