@@ -82,7 +82,7 @@ struct bd_bracket {
     int in_ready;
     int64_t winner_id; /* when done: the best config of the last rung (0 if it had none) */
     double winner_loss;
-    bd_rung *judge; /* stopping: one asynchronous rung (rung.h) per rung, freed on release; else NULL */
+    bd_rung *judge;  /* stopping: one asynchronous rung (rung.h) per rung, freed on release; else NULL */
     bk_rung rungs[]; /* spec.nrungs of them */
 };
 

@@ -73,7 +73,7 @@ typedef struct hb_sched {
     long long iterations; /* 0 = forever */
     double total_budget;  /* 0 = no cap on the planned resource */
     int max_retries;
-    int stopping;         /* option type: "stopping" */
+    int stopping; /* option type: "stopping" */
     bd_bkset set;
 } hb_sched;
 
@@ -165,8 +165,9 @@ static int reject_in_infinite(const json_t *opts, const char *key, bd_err *err)
 
 static int hb_options(hb_sched *h, const bd_study_def *def, bd_err *err)
 {
-    static const char *const known[] = {"eta",        "r_min", "n_max",       "s_min", "exploratory_only",
-                                        "iterations", "mode",  "max_retries", "total_budget", "type", BD_PROPOSER_OPTIONS, NULL};
+    static const char *const known[] = {
+        "eta",  "r_min",       "n_max",        "s_min", "exploratory_only",  "iterations",
+        "mode", "max_retries", "total_budget", "type",  BD_PROPOSER_OPTIONS, NULL};
     static const char *const modes[] = {"finite", "infinite", NULL};
     static const char *const types[] = {"promotion", "stopping", NULL};
     const json_t *o = def->options;

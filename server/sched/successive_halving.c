@@ -103,8 +103,8 @@ static int sh_plan(const void *ud, const bd_bk_spec *prev, bd_bk_spec *next)
 
 static int sh_options(sh_sched *h, const bd_study_def *def, bd_err *err)
 {
-    static const char *const known[] = {"n",    "budget", "eta", "doubling", "max_retries", "type",
-                                        BD_PROPOSER_OPTIONS, NULL};
+    static const char *const known[] = {"n", "budget", "eta", "doubling", "max_retries", "type", BD_PROPOSER_OPTIONS,
+                                        NULL};
     static const char *const types[] = {"promotion", "stopping", NULL};
     const json_t *o = def->options;
     const char *type;
