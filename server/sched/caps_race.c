@@ -203,7 +203,7 @@ static int read_config_list(caps_race *p, const json_t *list, bd_err *err)
         return rc;
     size_t n = json_array_size(list);
     for (size_t i = 0; i < n; i++)
-        add_racer(p, json_deep_copy(json_array_get(list, i)));
+        add_racer(p, bd_space_canonical_config(p->def->space, json_array_get(list, i))); /* 2, not 2.0 */
     return 0;
 }
 

@@ -127,8 +127,11 @@ int bd_opt_config_list(const json_t *list, const bd_space *space, size_t max, bd
         if (!json_is_object(c) || bd_space_validate_config(space, c, &why))
             rc = bd_err_set(err, BD_EINVAL, "scheduler.options.configs", "configs[%zu] is not a config of the space%s%s",
                             i, json_is_object(c) ? ": " : "", json_is_object(c) ? why.message : "");
-        else
-            texts[i] = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
+        else {
+            json_t *canonical = bd_space_canonical_config(space, c); /* {"n": 2.0} repeats {"n": 2} */
+            texts[i] = json_dumps(canonical, JSON_COMPACT | JSON_SORT_KEYS);
+            json_decref(canonical);
+        }
     }
     if (!rc) { /* repeats: the canonical texts, sorted, side by side */
         qsort(texts, n, sizeof *texts, text_cmp);

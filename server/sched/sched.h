@@ -223,7 +223,10 @@ int bd_opt_string(const json_t *opts, const char *key, const char *dflt, const c
 /* Rejects keys not in the NULL-terminated list known (typos must not pass silently). */
 int bd_opt_known(const json_t *opts, const char *const *known, bd_err *err) BD_MUST_CHECK;
 /* Option `configs` of the algorithm configurators (spc, caps_race): list must
- * be an array of 1 to max configs of space, without repeats. Only checks. */
+ * be an array of 1 to max configs of space, without repeats (compared in
+ * canonical form: {"n": 2.0} repeats {"n": 2}). Only checks: a scheduler
+ * keeps each config as bd_space_canonical_config gives it, so a worker gets
+ * 2 for an int. */
 int bd_opt_config_list(const json_t *list, const bd_space *space, size_t max, bd_err *err) BD_MUST_CHECK;
 
 #endif

@@ -373,7 +373,7 @@ static int read_config_list(spc *p, const json_t *list, bd_err *err)
     size_t n = json_array_size(list);
     add_sample(p, n);
     for (size_t i = 0; i < n; i++)
-        add_tester(p, json_deep_copy(json_array_get(list, i)), 0);
+        add_tester(p, bd_space_canonical_config(p->def->space, json_array_get(list, i)), 0); /* 2, not 2.0 */
     return 0;
 }
 

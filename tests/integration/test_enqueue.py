@@ -172,6 +172,19 @@ class Enqueue(bdtest.DaemonTestCase):
         self.assertError(add(self.d, sid, {"config": dict(want, layers=2.5)}), 400, "invalid_argument",
                          "config.layers")
 
+    def test_fixed_configs_are_handed_out_in_canonical_form_too(self):
+        # The other configs a user writes (issue 42): spc's and caps_race's
+        # options.configs reached the worker as written, 2.0 for an int.
+        for sched in ("spc", "caps_race"):
+            with self.subTest(sched):
+                sid = create_study(self.d, parameters=[{"name": "n", "type": "int", "low": 1, "high": 4}],
+                                   resource={"name": "seconds", "min": 1, "max": 8}, instances=["i1", "i2"],
+                                   objective={"metric": "runtime", "goal": "minimize"},
+                                   scheduler={"name": sched, "options": {"configs": [{"n": 2.0}, {"n": 3}]}})["id"]
+                handed = [t["config"]["n"] for t in suggest(self.d, sid, count=2)]
+                self.assertIn(2, handed)
+                self.assertEqual({type(n) for n in handed}, {int}, handed)
+
     def test_the_queue_is_bounded(self):
         sid = self.study({"name": "random", "options": {}})
         c = self.d.client()
