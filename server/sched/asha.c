@@ -128,6 +128,7 @@
 #include <string.h>
 
 #include "../model/curve.h"
+#include "fidelity.h"
 #include "idmap.h"
 #include "proposer.h"
 #include "rung.h"
@@ -171,6 +172,8 @@ typedef struct asha_config {
     double noise_sse; /* "reliability": its curve's pow3 residuals (its share of the study's noise) */
     size_t noise_dof;
     double *rung_loss; /* "learned": its measured loss per rung of its bracket, NAN where none (owned) */
+    double *lv_loss;   /* "fidelity": "measured", full-fidelity bracket: its loss at levels 0..lv_n-1 (owned) */
+    int lv_n;
 } asha_config;
 
 typedef struct asha_trial { /* a running trial */
@@ -204,18 +207,29 @@ typedef struct asha_sched {
      * and rung losses, in bytes allocated */
     size_t config_bytes, curve_bytes, rung_loss_bytes;
     bd_proposer *proposer; /* owned: where new configs come from; learns from every result */
+    /* option "fidelity": "measured" (fidelity.h): levels 0..s_max at lv_budget,
+     * per level below the top the rank agreement of its losses with the final
+     * ones over the full-fidelity bracket's configs, and its trust (-1:
+     * unknown); the budget committed so far, in all and to that bracket */
+    int measured;
+    double lv_budget[ASHA_MAX_RUNGS];
+    bd_fid_tau fid[ASHA_MAX_RUNGS];
+    double trust[ASHA_MAX_RUNGS];
+    double spent_all, spent_full;
+    size_t fid_bytes;
 } asha_sched;
 
 static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
     static const char *const known[] = {
         "eta",      "r_min", "s", "brackets", "max_trials", "promotion", "promotion_fraction",
-        "asymptote", "type", BD_PROPOSER_OPTIONS, NULL};
+        "asymptote", "type", "fidelity", BD_PROPOSER_OPTIONS, NULL};
     static const char *const promotions[] = {"current", "predicted", "learned", NULL};
     static const char *const fractions[] = {"eta", "reliability", NULL};
     static const char *const asymptotes[] = {"free", "nonnegative", NULL};
     static const char *const types[] = {"promotion", "stopping", NULL};
-    const char *promotion, *fraction, *asymptote, *type;
+    static const char *const fidelities[] = {"fixed", "measured", NULL};
+    const char *promotion, *fraction, *asymptote, *type, *fidelity;
     const json_t *o = def->options;
     long long eta, s, brackets, max_trials;
     double r_min;
@@ -226,15 +240,23 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
         (rc = bd_opt_string(o, "promotion", "current", promotions, &promotion, err)) ||
         (rc = bd_opt_string(o, "promotion_fraction", "eta", fractions, &fraction, err)) ||
         (rc = bd_opt_string(o, "asymptote", "free", asymptotes, &asymptote, err)) ||
-        (rc = bd_opt_string(o, "type", "promotion", types, &type, err)))
+        (rc = bd_opt_string(o, "type", "promotion", types, &type, err)) ||
+        (rc = bd_opt_string(o, "fidelity", "fixed", fidelities, &fidelity, err)))
         return rc;
+    int measured = strcmp(fidelity, "measured") == 0;
     if (!(r_min > 0))
         return bd_err_set(err, BD_EINVAL, "resource.min", "ASHA needs a resource minimum above 0");
     int s_max = bd_budget_levels(r_min, def->r_max, (unsigned)eta, ASHA_MAX_RUNGS - 1);
     bd_proposer *proposer = NULL;
+    /* "measured": every bracket from s up, the full-fidelity one included */
     if ((rc = bd_opt_int(o, "s", 0, 0, s_max, &s, err)) ||
-        (rc = bd_opt_int(o, "brackets", 1, 1, s_max - s + 1, &brackets, err)) ||
-        (rc = bd_proposer_create(def, "random", 1, &proposer, err)))
+        (rc = bd_opt_int(o, "brackets", measured ? s_max - s + 1 : 1, 1, s_max - s + 1, &brackets, err)))
+        return rc;
+    if (measured && s + brackets - 1 != s_max)
+        return bd_err_set(err, BD_EINVAL, "scheduler.options.brackets",
+                          "\"fidelity\": \"measured\" needs every bracket from s up to the full-fidelity one "
+                          "(leave brackets out)");
+    if ((rc = bd_proposer_create(def, "random", 1, &proposer, err)))
         return rc;
 
     asha_sched *a = bd_xcalloc(1, sizeof *a);
@@ -263,6 +285,13 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
             bd_rung_init(&br->rungs[k], a->eta);
         }
         br->budget[br->nrungs - 1] = def->r_max;
+    }
+    a->measured = measured;
+    for (int i = 0; i <= s_max; i++) {
+        a->lv_budget[i] = i < s_max ? bd_budget_round(r_min * bd_pow(a->eta, i), r_min, def->r_max,
+                                                      def->resource_integer)
+                                    : def->r_max;
+        a->trust[i] = -1;
     }
     *out = &a->base;
     return 0;
@@ -315,6 +344,31 @@ static json_t *extra_json(int s, int rung)
     return json_pack("{s:i, s:i}", "bracket", s, "rung", rung);
 }
 
+/* The best candidate of rung k of br as a promotion into rung k+1, 0 when
+ * the rung has none. */
+static int promotion(const asha_sched *a, const asha_bracket *br, int k, bd_suggestion *out)
+{
+    const bd_rung_entry *e = bd_rung_candidate(&br->rungs[k]);
+    if (!e)
+        return 0;
+    const asha_config *cfg = bd_idmap_get(&a->configs, e->config_id);
+    out->config = bd_json_from_text(cfg->config);
+    out->config_id = cfg->id;
+    out->budget = br->budget[k + 1];
+    out->resume_from = e->trial_id;
+    out->extra = extra_json(br->s, k + 1);
+    return 1;
+}
+
+/* "fidelity": "measured": the bracket index a new config goes to
+ * (fidelity.h, bd_fid_plan); *chosen, *phi as there. */
+static int measured_bracket(const asha_sched *a, int *chosen, double *phi)
+{
+    int s = bd_fid_plan(a->eta, a->s_max, a->s_min, a->lv_budget, a->trust, a->spent_full, a->spent_all, chosen,
+                        phi);
+    return s - a->s_min;
+}
+
 static int asha_suggest(bd_sched *sched, const bd_suggest_ctx *ctx, bd_suggestion *out, bd_err *err)
 {
     asha_sched *a = (asha_sched *)sched;
@@ -322,23 +376,38 @@ static int asha_suggest(bd_sched *sched, const bd_suggest_ctx *ctx, bd_suggestio
     if (a->max_trials && a->created >= a->max_trials)
         return a->running ? BD_SUGGEST_WAIT : BD_SUGGEST_DONE;
     const asha_bracket *br = &a->brackets[a->created % a->n_brackets];
-    for (int k = a->stopping ? -1 : br->nrungs - 2; k >= 0; k--) {
-        const bd_rung_entry *e = bd_rung_candidate(&br->rungs[k]);
-        if (!e)
-            continue;
-        const asha_config *cfg = bd_idmap_get(&a->configs, e->config_id);
-        out->config = bd_json_from_text(cfg->config);
-        out->config_id = cfg->id;
-        out->budget = br->budget[k + 1];
-        out->resume_from = e->trial_id;
-        out->extra = extra_json(br->s, k + 1);
-        return BD_SUGGEST_TRIAL;
+    if (a->measured) {
+        /* every bracket's promotions first, the highest level first; then a
+         * new config in the bracket the measured trust plans for */
+        for (int lv = a->stopping ? -1 : a->s_max - 1; lv >= a->s_min; lv--)
+            for (int b = 0; b < a->n_brackets && a->brackets[b].s <= lv; b++)
+                if (promotion(a, &a->brackets[b], lv - a->brackets[b].s, out))
+                    return BD_SUGGEST_TRIAL;
+        int chosen;
+        double phi;
+        br = &a->brackets[measured_bracket(a, &chosen, &phi)];
+    } else {
+        for (int k = a->stopping ? -1 : br->nrungs - 2; k >= 0; k--)
+            if (promotion(a, br, k, out))
+                return BD_SUGGEST_TRIAL;
     }
     bd_rng rng = ctx->rng;
     out->config = bd_proposer_propose(a->proposer, &rng);
     out->budget = br->budget[a->stopping ? br->nrungs - 1 : 0]; /* "stopping": trained once, to the top */
     out->extra = extra_json(br->s, 0);
     return BD_SUGGEST_TRIAL;
+}
+
+static int is_full_bracket(const asha_sched *a, const asha_bracket *br)
+{
+    return br->s == a->s_max;
+}
+
+static void spend(asha_sched *a, const asha_bracket *br, double units)
+{
+    a->spent_all += units;
+    if (is_full_bracket(a, br))
+        a->spent_full += units;
 }
 
 static void on_created(asha_sched *a, const bd_event *ev)
@@ -375,6 +444,10 @@ static void on_created(asha_sched *a, const bd_event *ev)
     br->created[k]++;
     br->running[k]++;
     a->running++;
+    /* the budget this trial commits: its rung's budget above the rung it
+     * resumes from (a stopping-type trial: its rung 0, then each rung it
+     * goes on to, move_trial) */
+    spend(a, br, k ? br->budget[k] - br->budget[k - 1] : br->budget[0]);
 }
 
 /* Takes a running trial out of the map (nothing reads an ended trial: its
@@ -548,6 +621,56 @@ static double rung_keep(const asha_sched *a, const asha_bracket *br, int k)
     return pow((double)a->eta, -rho);
 }
 
+/* Sets every rung's share of candidates: the larger of what
+ * "promotion_fraction": "reliability" and "fidelity": "measured" keep (0,
+ * 1/eta, when neither applies). */
+static void apply_keeps(asha_sched *a)
+{
+    for (int b = 0; b < a->n_brackets; b++) {
+        asha_bracket *x = &a->brackets[b];
+        for (int i = 0; i + 1 < x->nrungs; i++) {
+            double keep = a->reliability ? rung_keep(a, x, i) : 0;
+            if (a->measured && a->trust[x->s + i] >= 0)
+                keep = fmax(keep, bd_fid_keep(a->eta, a->trust[x->s + i]));
+            if (keep != x->keep[i]) {
+                x->keep[i] = keep;
+                bd_rung_set_keep(&x->rungs[i], keep);
+            }
+        }
+    }
+}
+
+/* "fidelity": "measured": a measurement of a full-fidelity trial records
+ * its loss at every level whose budget it reaches first (a step past
+ * several levels gives them all its loss). */
+static void measured_record(asha_sched *a, asha_config *cfg, double step, double loss)
+{
+    if (!cfg->lv_loss) {
+        cfg->lv_loss = bd_xcalloc((size_t)a->s_max + 1, sizeof *cfg->lv_loss);
+        a->fid_bytes += ((size_t)a->s_max + 1) * sizeof *cfg->lv_loss;
+    }
+    while (cfg->lv_n < a->s_max && step >= a->lv_budget[cfg->lv_n] * (1 - 1e-9))
+        cfg->lv_loss[cfg->lv_n++] = isnan(loss) ? INFINITY : loss;
+}
+
+/* "fidelity": "measured": a full-fidelity config completed with final loss
+ * y; each level it was measured at gains a pair, its trust is estimated
+ * again (fidelity.h), and the rungs' shares follow. */
+static void measured_final(asha_sched *a, asha_config *cfg, double y)
+{
+    if (!cfg->lv_n)
+        return;
+    for (int i = 0; i < cfg->lv_n; i++) {
+        bd_fid_tau *f = &a->fid[i];
+        size_t cap = f->cap;
+        bd_fid_tau_add(f, cfg->lv_loss[i], y);
+        a->fid_bytes += 2 * (f->cap - cap) * sizeof(double);
+        a->trust[i] = bd_fid_trust(bd_fid_tau_value(f), bd_fid_tau_se(f->n), f->n);
+    }
+    cfg->lv_n = 0; /* once per config */
+    apply_keeps(a);
+}
+
 static void update_reliability(asha_sched *a, asha_config *cfg, int k, double step, double loss)
 {
     asha_bracket *br = &a->brackets[cfg->bracket];
@@ -568,17 +691,7 @@ static void update_reliability(asha_sched *a, asha_config *cfg, int k, double st
         br->loss_mean[k] += d / (double)br->loss_n[k];
         br->loss_m2[k] += d * (loss - br->loss_mean[k]);
     }
-    /* the noise is the study's: every rung of every bracket may move */
-    for (int b = 0; b < a->n_brackets; b++) {
-        asha_bracket *x = &a->brackets[b];
-        for (int i = 0; i + 1 < x->nrungs; i++) {
-            double keep = rung_keep(a, x, i);
-            if (keep != x->keep[i]) {
-                x->keep[i] = keep;
-                bd_rung_set_keep(&x->rungs[i], keep);
-            }
-        }
-    }
+    apply_keeps(a); /* the noise is the study's: every rung of every bracket may move */
 }
 
 /* cfg's result in rung k: its loss, reached at step (the rung's budget, or
@@ -600,10 +713,11 @@ static bd_rung_entry *add_result(asha_sched *a, asha_config *cfg, int k, int64_t
 }
 
 /* "type": "stopping": running trial t has reached rung k (counted there). */
-static void move_trial(asha_bracket *br, asha_trial *t, int k)
+static void move_trial(asha_sched *a, asha_bracket *br, asha_trial *t, int k)
 {
     if (k == t->rung)
         return;
+    spend(a, br, br->budget[k] - br->budget[t->rung]);
     br->running[t->rung]--;
     t->rung = k;
     br->created[k]++;
@@ -632,10 +746,10 @@ static void judge(asha_sched *a, asha_trial *t, const bd_event *ev, bd_decision 
     bd_rung_entry *e = add_result(a, cfg, k, ev->trial_id, ev->step, br->budget[k], ev->loss, ev->elapsed_seconds,
                                   br->budget[k]);
     bd_rung *r = &br->rungs[k];
-    move_trial(br, t, k);
+    move_trial(a, br, t, k);
     if (e->in_top || !r->top.n) {
         bd_rung_promote(r, e); /* counted as "promoted": it trains on to rung k + 1 */
-        move_trial(br, t, k + 1);
+        move_trial(a, br, t, k + 1);
         return;
     }
     out->stop = 1;
@@ -669,6 +783,8 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
             double units = br->budget[t->rung] - (t->rung ? br->budget[t->rung - 1] : 0);
             add_result(a, t->cfg, t->rung, ev->trial_id, ev->budget, ev->budget, ev->loss, ev->elapsed_seconds, units);
         }
+        if (a->measured && is_full_bracket(a, &a->brackets[t->cfg->bracket]))
+            measured_final(a, t->cfg, ev->loss);
         free(t);
         break;
     case BD_EV_FAILED:
@@ -694,6 +810,9 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
          * the curve is then the rung results alone. */
         if ((a->predicted || a->reliability) && isfinite(ev->loss) && ev->step > 0 && ev->step <= ev->budget)
             curve_add(a, t->cfg, ev->step, ev->loss);
+        if (a->measured && is_full_bracket(a, &a->brackets[t->cfg->bracket]) && ev->step > 0 &&
+            ev->step <= ev->budget)
+            measured_record(a, t->cfg, ev->step, ev->loss);
         if (a->stopping)
             judge(a, t, ev, out);
         break;
@@ -729,6 +848,32 @@ static json_t *bracket_json(const asha_sched *a, const asha_bracket *br)
     return json_pack("{s:i, s:o}", "bracket", br->s, "rungs", rungs);
 }
 
+static json_t *num_or_null(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* "fidelity": "measured": per level below the top its budget, pairs,
+ * Kendall's tau with the final loss, its standard error, the trust (null:
+ * unknown) and the share its rungs keep; the plan for the next new config. */
+static json_t *measured_json(const asha_sched *a)
+{
+    json_t *levels = json_array();
+    for (int i = 0; i < a->s_max; i++) {
+        const bd_fid_tau *f = &a->fid[i];
+        json_array_append_new(
+            levels, json_pack("{s:f, s:I, s:o, s:o, s:o, s:f}", "budget", a->lv_budget[i], "pairs", (json_int_t)f->n,
+                              "tau", num_or_null(bd_fid_tau_value(f)), "se", num_or_null(bd_fid_tau_se(f->n)), "trust",
+                              a->trust[i] >= 0 ? json_real(a->trust[i]) : json_null(), "keep",
+                              a->trust[i] >= 0 ? bd_fid_keep(a->eta, a->trust[i]) : 1.0 / a->eta));
+    }
+    int chosen;
+    double phi;
+    int next = measured_bracket(a, &chosen, &phi);
+    return json_pack("{s:o, s:i, s:i, s:f, s:f, s:f}", "levels", levels, "chosen_bracket", chosen, "next_bracket",
+                     a->brackets[next].s, "full_share", phi, "spent", a->spent_all, "spent_full", a->spent_full);
+}
+
 static bd_sched_status asha_status(const bd_sched *sched)
 {
     const asha_sched *a = (const asha_sched *)sched;
@@ -758,6 +903,9 @@ static int asha_describe(const bd_sched *sched, json_t **out)
     if (a->reliability)
         json_object_set_new(*out, "noise_variance",
                             a->noise_dof ? json_real(a->noise_sse / (double)a->noise_dof) : json_null());
+    json_object_set_new(*out, "fidelity", json_string(a->measured ? "measured" : "fixed"));
+    if (a->measured)
+        json_object_set_new(*out, "fidelity_measured", measured_json(a));
     return 0;
 }
 
@@ -772,7 +920,7 @@ static size_t asha_held_bytes(const bd_sched *sched)
     size_t configs = a->configs.count;
     size_t bytes = sizeof *a + (size_t)a->n_brackets * sizeof *a->brackets +
                    configs * (BD_HEAP_BLOCK(sizeof(asha_config)) + 4 * BD_HEAP_BLOCK(0)) + a->config_bytes +
-                   a->curve_bytes + a->rung_loss_bytes + a->trials.count * BD_HEAP_BLOCK(sizeof(asha_trial)) +
+                   a->curve_bytes + a->rung_loss_bytes + a->fid_bytes + a->trials.count * BD_HEAP_BLOCK(sizeof(asha_trial)) +
                    (a->configs.cap + a->trials.cap) * sizeof(bd_idmap_slot);
     for (int b = 0; b < a->n_brackets; b++)
         for (int k = 0; k < a->brackets[b].nrungs; k++)
@@ -796,6 +944,7 @@ static void asha_destroy(bd_sched *sched)
             free(c->curve_step);
             free(c->curve_loss);
             free(c->rung_loss);
+            free(c->lv_loss);
             free(c);
         }
     }
@@ -805,6 +954,8 @@ static void asha_destroy(bd_sched *sched)
     bd_idmap_clear(&a->configs);
     bd_idmap_clear(&a->trials);
     bd_proposer_free(a->proposer);
+    for (int i = 0; i < ASHA_MAX_RUNGS; i++)
+        bd_fid_tau_free(&a->fid[i]);
     free(a->brackets);
     free(a);
 }

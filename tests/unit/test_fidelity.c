@@ -1,0 +1,266 @@
+/* test_fidelity.c: the measured trust of a study's low fidelities
+ * (server/sched/fidelity.c) against vectors computed by hand (a brute-force
+ * Kendall tau-b in python), and the decisions it drives inside asha
+ * ("fidelity": "measured"): on curves whose first epochs rank the final
+ * losses backwards every new config ends up trained in full; on curves whose
+ * first epochs rank them exactly, new configs go to the most aggressive
+ * bracket; a replay decides alike. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "sched_harness.h"
+#include "server/sched/fidelity.h"
+
+extern const struct bd_sched_ops bd_sched_asha;
+
+#define ASHA (&bd_sched_asha)
+
+Test(fidelity, tau_b_matches_a_brute_force_vector)
+{
+    /* x = 1..6, y = [2, 1, 4, 3, 6, 5]: 12 concordant, 3 discordant pairs: tau 0.6 */
+    static const double y[] = {2, 1, 4, 3, 6, 5};
+    bd_fid_tau t = {0};
+    cr_expect(isnan(bd_fid_tau_value(&t)));
+    for (int i = 0; i < 6; i++)
+        bd_fid_tau_add(&t, i + 1, y[i]);
+    cr_expect_float_eq(bd_fid_tau_value(&t), 0.6, 1e-12);
+    bd_fid_tau_free(&t);
+    /* ties on both sides: tau-b 0.15 (python, brute force) */
+    static const double x2[] = {0.5, 0.5, 0.2, 0.9, 0.1, 0.7, 0.3}, y2[] = {0.3, 0.4, 0.4, 0.8, 0.2, 0.1, 0.5};
+    for (int i = 0; i < 7; i++)
+        bd_fid_tau_add(&t, x2[i], y2[i]);
+    cr_expect_float_eq(bd_fid_tau_value(&t), 0.15, 1e-12);
+    bd_fid_tau_free(&t);
+    /* a diverged (NaN) loss ranks with +INFINITY, last */
+    bd_fid_tau_add(&t, 1, 1);
+    bd_fid_tau_add(&t, 2, 2);
+    bd_fid_tau_add(&t, NAN, INFINITY);
+    cr_expect_float_eq(bd_fid_tau_value(&t), 1.0, 1e-12);
+    bd_fid_tau_free(&t);
+}
+
+Test(fidelity, standard_error_and_trust)
+{
+    cr_expect_float_eq(bd_fid_tau_se(6), 0.35486043161491804, 1e-12);
+    cr_expect_float_eq(bd_fid_tau_se(7), 0.3170632437371139, 1e-12);
+    cr_expect(isnan(bd_fid_tau_se(1)));
+    /* trust sin(pi/2 (tau - se)) */
+    cr_expect_float_eq(bd_fid_trust(0.6, bd_fid_tau_se(6), 6), 0.37561876022339324, 1e-12);
+    cr_expect_eq(bd_fid_trust(0.3, bd_fid_tau_se(6), 6), 0); /* the lower bound below 0 */
+    cr_expect_eq(bd_fid_trust(1.0, 0.1, BD_FID_MIN_PAIRS - 1), -1); /* too few pairs: unknown */
+    cr_expect_eq(bd_fid_trust(NAN, 0.1, 50), -1);
+    cr_expect_float_eq(bd_fid_trust(1.0, 0, 50), 1.0, 1e-12);
+    /* the share a rung keeps */
+    cr_expect_float_eq(bd_fid_keep(3, 1), 1.0 / 3, 1e-12);
+    cr_expect_float_eq(bd_fid_keep(3, 0), 1.0, 1e-12);
+    cr_expect_float_eq(bd_fid_keep(3, -1), 1.0 / 3, 1e-12);
+    cr_expect_float_eq(bd_fid_keep(3, 0.5), 1 / sqrt(3), 1e-12);
+}
+
+Test(fidelity, bracket_scores_by_hand)
+{
+    /* levels 1, 3, 9, 50, eta 3 (python, fidelity.h's formula) */
+    static const double b[] = {1, 3, 9, 50};
+    static const double all1[] = {1, 1, 1}, all0[] = {0, 0, 0}, mixed[] = {0.2, 0.5, 0.9}, unknown[] = {-1, -1, -1};
+    static const double e_all1[] = {0.25961538461538464, 0.10465116279069768, 0.04411764705882353, 0.02};
+    static const double e_mixed[] = {0.01982283136742369, 0.03720421755014003, 0.03864172262730794, 0.02};
+    for (int s = 0; s <= 3; s++) {
+        cr_expect_float_eq(bd_fid_score(3, 3, b, all1, s), e_all1[s], 1e-12, "s %d", s);
+        cr_expect_float_eq(bd_fid_score(3, 3, b, unknown, s), e_all1[s], 1e-12, "s %d", s);
+        cr_expect_float_eq(bd_fid_score(3, 3, b, all0, s), 0.02, 1e-12, "s %d", s);
+        cr_expect_float_eq(bd_fid_score(3, 3, b, mixed, s), e_mixed[s], 1e-12, "s %d", s);
+    }
+}
+
+Test(fidelity, plan_by_hand)
+{
+    static const double b[] = {1, 3, 9, 50};
+    static const double unknown[] = {-1, -1, -1}, all0[] = {0, 0, 0}, mixed[] = {0.2, 0.5, 0.9},
+                        good[] = {0.8, 0.9, 0.95};
+    int chosen;
+    double phi;
+    /* nothing measured: the paper's ASHA, half the budget owed to full training */
+    cr_expect_eq(bd_fid_plan(3, 3, 0, b, unknown, 0, 0, &chosen, &phi), 0);
+    cr_expect_eq(chosen, 0);
+    cr_expect_float_eq(phi, 0.5, 1e-12);
+    cr_expect_eq(bd_fid_plan(3, 3, 0, b, unknown, 10, 30, &chosen, &phi), 3); /* 10 < 15: full */
+    cr_expect_eq(bd_fid_plan(3, 3, 0, b, unknown, 15, 30, &chosen, &phi), 0);
+    /* no level ranks: every config trained in full (ties go to the full bracket) */
+    cr_expect_eq(bd_fid_plan(3, 3, 0, b, all0, 1000, 1000, &chosen, &phi), 3);
+    cr_expect_eq(chosen, 3);
+    cr_expect_float_eq(phi, 1, 1e-12);
+    /* only the upper levels rank: bracket 2 (score 0.0386 above 0.0372 and 0.02), full share 1 - 0.9 */
+    cr_expect_eq(bd_fid_plan(3, 3, 0, b, mixed, 15, 100, &chosen, &phi), 2);
+    cr_expect_eq(chosen, 2);
+    cr_expect_float_eq(phi, 0.1, 1e-12);
+    cr_expect_eq(bd_fid_plan(3, 3, 0, b, mixed, 9, 100, &chosen, &phi), 3);
+    /* the first level ranks well: bracket 0, full share 0.2; s_min bounds the choice */
+    cr_expect_eq(bd_fid_plan(3, 3, 0, b, good, 25, 100, &chosen, &phi), 0);
+    cr_expect_float_eq(phi, 1 - 0.8, 1e-12);
+    cr_expect_eq(bd_fid_plan(3, 3, 0, b, good, 19, 100, &chosen, &phi), 3);
+    cr_expect_eq(bd_fid_plan(3, 3, 1, b, good, 25, 100, &chosen, &phi), 1);
+}
+
+/* Early epochs rank the configs backwards: at epoch 1 the loss is x, at the
+ * top (27) it is 1 - x, linear in between. */
+static double backwards_curve(const hn *h, const hn_trial *t, int epoch, void *ud)
+{
+    (void)h;
+    (void)ud;
+    double x = json_number_value(json_object_get(t->config, "x"));
+    return x + (1 - 2 * x) * (epoch - 1) / 26.0;
+}
+
+/* Early epochs rank them exactly: x + 1/epoch. */
+static double faithful_curve(const hn *h, const hn_trial *t, int epoch, void *ud)
+{
+    (void)h;
+    (void)ud;
+    double x = json_number_value(json_object_get(t->config, "x"));
+    return x + 1.0 / epoch;
+}
+
+/* New configs (rung-0 trials) among trials [from, to) in bracket s. */
+static long long new_in_bracket(const hn *h, size_t from, size_t to, int s, long long *all)
+{
+    long long n = 0;
+    *all = 0;
+    for (size_t i = from; i < to && i < h->n_trials; i++)
+        if (h->trials[i].rung == 0) {
+            ++*all;
+            n += h->trials[i].bracket == s;
+        }
+    return n;
+}
+
+static const json_t *level(json_t *d, int i)
+{
+    return json_array_get(json_object_get(json_object_get(d, "fidelity_measured"), "levels"), (size_t)i);
+}
+
+Test(fidelity, backwards_first_epochs_end_in_full_training)
+{
+    static const char *const types[] = {"promotion", "stopping"};
+    for (int k = 0; k < 2; k++) {
+        char options[128];
+        snprintf(options, sizeof options, "{\"fidelity\": \"measured\", \"type\": \"%s\"}", types[k]);
+        hn h;
+        cr_assert_eq(hn_open(&h, ASHA, options, 1, 27, 1), 0, "%s", h.err.message);
+        hn_run_epochs(&h, 1, HN_FIFO, 300, backwards_curve, NULL, NULL);
+        json_t *d = hn_describe(&h);
+        for (int i = 0; i < 3; i++) {
+            const json_t *lv = level(d, i);
+            cr_assert(lv, "%s: no level %d", types[k], i);
+            cr_expect_gt(json_integer_value(json_object_get(lv, "pairs")), 10, "%s: level %d", types[k], i);
+            cr_expect_lt(json_number_value(json_object_get(lv, "tau")), 0, "%s: level %d", types[k], i);
+            cr_expect_eq(json_number_value(json_object_get(lv, "trust")), 0, "%s: level %d", types[k], i);
+            cr_expect_float_eq(json_number_value(json_object_get(lv, "keep")), 1, 1e-12, "%s", types[k]);
+        }
+        json_t *m = json_object_get(d, "fidelity_measured");
+        cr_expect_eq(json_integer_value(json_object_get(m, "chosen_bracket")), 3, "%s", types[k]);
+        long long all, full = new_in_bracket(&h, h.n_trials - 60, h.n_trials, 3, &all);
+        cr_expect_gt(all, 0);
+        cr_expect_eq(full, all, "%s: %lld of the last %lld new configs trained in full", types[k], full, all);
+        json_decref(d);
+        hn_close(&h);
+    }
+}
+
+Test(fidelity, faithful_first_epochs_go_to_the_aggressive_bracket)
+{
+    hn h;
+    cr_assert_eq(hn_open(&h, ASHA, "{\"fidelity\": \"measured\"}", 1, 27, 1), 0, "%s", h.err.message);
+    hn_run_epochs(&h, 2, HN_FIFO, 600, faithful_curve, NULL, NULL);
+    json_t *d = hn_describe(&h);
+    json_t *m = json_object_get(d, "fidelity_measured");
+    cr_expect_eq(json_integer_value(json_object_get(m, "chosen_bracket")), 0);
+    const json_t *lv = level(d, 0);
+    cr_expect_float_eq(json_number_value(json_object_get(lv, "tau")), 1, 1e-12);
+    double trust = json_number_value(json_object_get(lv, "trust"));
+    char *text = json_dumps(json_object_get(d, "fidelity_measured"), JSON_COMPACT);
+    cr_log_info("%s", text);
+    free(text);
+    cr_expect_gt(trust, 0.85); /* 8 pairs, all concordant: sin(pi/2 (1 - 0.289)) */
+    double spent = json_number_value(json_object_get(m, "spent"));
+    double full_spent = json_number_value(json_object_get(m, "spent_full"));
+    /* the full-fidelity bracket gets about its share 1 - trust of the budget, no more */
+    cr_expect_lt(full_spent / spent, 1 - trust + 0.1, "full-fidelity share %g, trust %g", full_spent / spent, trust);
+    long long all, aggressive = new_in_bracket(&h, h.n_trials / 2, h.n_trials, 0, &all);
+    cr_expect_gt(aggressive * 10, all * 8, "%lld of %lld new configs in bracket 0", aggressive, all);
+    json_decref(d);
+    hn_close(&h);
+}
+
+static int fail_every_11th(int64_t id)
+{
+    return id % 11 == 0;
+}
+
+static double mixed_curve(const hn *h, const hn_trial *t, int epoch, void *ud)
+{
+    (void)h;
+    (void)ud;
+    double x = json_number_value(json_object_get(t->config, "x"));
+    return 0.5 * x + 0.5 / epoch + 0.1 * sin(11.0 * x * epoch + (double)t->id);
+}
+
+/* The style's replay property: drive a study live (4 workers, random
+ * order, a trial in 11 failing), rebuild it from its events, then the next
+ * suggestions are the same, and so are the answers to the running trials'
+ * next measurements. */
+Test(fidelity, replay_gives_identical_decisions)
+{
+    static const char *const options[] = {
+        "{\"fidelity\": \"measured\"}",
+        "{\"fidelity\": \"measured\", \"type\": \"stopping\", \"sampler\": \"tpe\"}",
+        "{\"fidelity\": \"measured\", \"promotion\": \"learned\", \"promotion_fraction\": \"reliability\", "
+        "\"asymptote\": \"nonnegative\", \"sampler\": \"tpe\", \"s\": 1}"};
+    for (size_t k = 0; k < sizeof options / sizeof options[0]; k++)
+        for (long long stop = 40; stop < 400; stop += 170) {
+            hn h;
+            cr_assert_eq(hn_open(&h, ASHA, options[k], 1, 27, 1), 0, "%s", h.err.message);
+            hn_run_epochs(&h, 4, HN_RANDOM, stop, mixed_curve, NULL, fail_every_11th);
+            bd_sched *r = hn_replay(&h);
+            int64_t running[8];
+            size_t n = h.n_running;
+            memcpy(running, h.running, n * sizeof *running);
+            for (size_t i = 0; i < n; i++) {
+                hn_trial *t = hn_get(&h, running[i]);
+                for (int e = t->epoch + 1; e < t->budget && t->state == HN_RUNNING; e++)
+                    cr_expect(hn_measure_both(&h, r, t->id, e, mixed_curve(&h, t, e, NULL)),
+                              "%s: trial %lld, epoch %d answered differently after a replay at %lld", options[k],
+                              (long long)t->id, e, stop);
+            }
+            cr_expect(hn_same_next(&h, r, 20), "%s: replay after %lld trials differs", options[k], stop);
+            ASHA->destroy(r);
+            hn_close(&h);
+        }
+}
+
+Test(fidelity, options_are_validated)
+{
+    static const struct {
+        const char *options, *field;
+    } bad[] = {
+        {"{\"fidelity\": \"bogus\"}", "scheduler.options.fidelity"},
+        {"{\"fidelity\": 1}", "scheduler.options.fidelity"},
+        {"{\"fidelity\": \"measured\", \"brackets\": 2}", "scheduler.options.brackets"},
+        {"{\"fidelity\": \"measured\", \"s\": 1, \"brackets\": 2}", "scheduler.options.brackets"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        hn h;
+        cr_expect_neq(hn_open(&h, ASHA, bad[i].options, 1, 27, 1), 0, "%s accepted", bad[i].options);
+        cr_expect_str_eq(h.err.field, bad[i].field, "%s", bad[i].options);
+        hn_close(&h);
+    }
+    /* every bracket from s up, spelled out, is accepted; and the full-fidelity bracket alone */
+    hn h;
+    cr_expect_eq(hn_open(&h, ASHA, "{\"fidelity\": \"measured\", \"s\": 1, \"brackets\": 3}", 1, 27, 1), 0, "%s",
+                 h.err.message);
+    hn_close(&h);
+    cr_expect_eq(hn_open(&h, ASHA, "{\"fidelity\": \"measured\", \"s\": 3}", 1, 27, 1), 0, "%s", h.err.message);
+    hn_run_epochs(&h, 2, HN_FIFO, 30, faithful_curve, NULL, NULL);
+    for (size_t i = 0; i < h.n_trials; i++)
+        cr_expect_eq(h.trials[i].budget, 27);
+    hn_close(&h);
+}
