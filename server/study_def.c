@@ -3,6 +3,8 @@
  * typo ("objectve") is an error rather than a silently ignored default. */
 #include "study_def.h"
 
+#include "auto_scheduler.h"
+
 #include "json_util.h"
 
 #include <math.h>
@@ -208,28 +210,61 @@ out:
     return rc;
 }
 
+/* "scheduler": absent or {"name": "auto"} is stored as {"name": "auto"}
+ * until resolve_auto (after the rest of the definition) replaces it by the
+ * scheduler auto_scheduler.h chooses. "chosen_by" and "why", which that
+ * choice writes, are kept as given (a stored or copied definition). */
 static int parse_scheduler(const json_t *body, json_t *norm, bd_err *err)
 {
-    static const char *const known[] = {"name", "options", NULL};
+    static const char *const known[] = {"name", "options", "chosen_by", "why", NULL};
     const json_t *obj = json_object_get(body, "scheduler");
-    const char *name = NULL;
+    const char *name = NULL, *chosen_by = NULL, *why = NULL;
     int rc;
-    if (!obj)
-        return bd_err_set(err, BD_EINVAL, "scheduler", "is required, e.g. {\"name\": \"random\"}");
+    if (!obj) {
+        json_object_set_new(norm, "scheduler", json_pack("{s:s, s:{}}", "name", "auto", "options"));
+        return 0;
+    }
     if (!json_is_object(obj))
         return bd_err_set(err, BD_EINVAL, "scheduler", "must be an object");
     if ((rc = bd_json_reject_unknown(obj, "scheduler", known, err)) ||
-        (rc = get_string(obj, "name", "scheduler.name", NULL, &name, err)))
+        (rc = get_string(obj, "name", "scheduler.name", NULL, &name, err)) ||
+        (rc = get_string(obj, "chosen_by", "scheduler.chosen_by", "", &chosen_by, err)))
         return rc;
-    if (!bd_sched_find(name))
-        return bd_err_set(err, BD_EINVAL, "scheduler.name", "unknown scheduler \"%s\"; known: %s", name,
+    const json_t *why_v = json_object_get(obj, "why");
+    if (why_v && (!json_is_string(why_v) || json_string_length(why_v) > 1000))
+        return bd_err_set(err, BD_EINVAL, "scheduler.why", "must be a string of at most 1000 characters");
+    why = why_v ? json_string_value(why_v) : "";
+    int is_auto = strcmp(name, "auto") == 0;
+    if (!is_auto && !bd_sched_find(name))
+        return bd_err_set(err, BD_EINVAL, "scheduler.name", "unknown scheduler \"%s\"; known: auto, %s", name,
                           bd_sched_names());
+    if (*chosen_by && (is_auto || strcmp(chosen_by, "auto") != 0))
+        return bd_err_set(err, BD_EINVAL, "scheduler.chosen_by",
+                          "is written by auto beside the scheduler it chose (\"auto\"); leave it out");
     const json_t *opts = json_object_get(obj, "options");
     if (opts && !json_is_object(opts))
         return bd_err_set(err, BD_EINVAL, "scheduler.options", "must be an object");
+    if (is_auto && json_object_size(opts) > 0)
+        return bd_err_set(err, BD_EINVAL, "scheduler.options",
+                          "auto takes no options: name the scheduler whose options you set");
     json_t *options = opts ? json_deep_copy(opts) : json_object();
-    json_object_set_new(norm, "scheduler", json_pack("{s:s, s:o}", "name", name, "options", options));
+    json_t *sch = json_pack("{s:s, s:o}", "name", name, "options", options);
+    if (*chosen_by)
+        json_object_set_new(sch, "chosen_by", json_string(chosen_by));
+    if (*why && !is_auto)
+        json_object_set_new(sch, "why", json_string(why));
+    json_object_set_new(norm, "scheduler", sch);
     return 0;
+}
+
+/* A study that named no scheduler, or "auto", gets the one its shape
+ * calls for (auto_scheduler.h), written into the definition with why. */
+static void resolve_auto(const json_t *body, bd_study_spec *spec)
+{
+    const json_t *sch = json_object_get(spec->normalized, "scheduler");
+    if (strcmp(json_string_value(json_object_get(sch, "name")), "auto") == 0)
+        json_object_set_new(spec->normalized, "scheduler",
+                            bd_auto_scheduler(spec->normalized, json_object_get(body, "resource") != NULL, spec->space));
 }
 
 static int parse_seed_and_lease(const json_t *body, double default_lease, json_t *norm, bd_err *err)
@@ -417,10 +452,12 @@ int bd_study_spec_parse(const json_t *body, double default_lease, bd_study_spec 
     }
     json_object_set_new(out->normalized, "parameters", bd_space_to_json(out->space));
     if ((rc = parse_asked(body, out, err)) || (rc = parse_scheduler(body, out->normalized, err)) ||
-        (rc = check_empty_space(out, err)) || (rc = parse_objective(body, out->normalized, err)) ||
-        (rc = parse_resource(body, out->normalized, err)) ||
+        (rc = parse_objective(body, out->normalized, err)) || (rc = parse_resource(body, out->normalized, err)) ||
         (rc = parse_seed_and_lease(body, default_lease, out->normalized, err)) ||
         (rc = parse_instances(body, out->normalized, err)) || (rc = parse_limits(body, out->normalized, err)))
+        goto out;
+    resolve_auto(body, out);
+    if ((rc = check_empty_space(out, err)))
         goto out;
     const struct bd_sched_ops *ops = bd_study_spec_sched(out);
     if (ops->multi_fidelity && !json_object_get(body, "resource")) {

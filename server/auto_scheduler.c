@@ -1,0 +1,83 @@
+/* auto_scheduler.c: the scheduler of a study that names none
+ * (auto_scheduler.h). */
+#include "auto_scheduler.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int has_children(const bd_space *s, size_t i)
+{
+    for (size_t j = i + 1; j < bd_space_size(s); j++) {
+        const bd_param *q = bd_space_param(s, j);
+        for (size_t c = 0; c < q->n_conds; c++)
+            if (q->conds[c].parent == i)
+                return 1;
+    }
+    return 0;
+}
+
+/* The one top-level categorical with conditional children (rising_bandits'
+ * default arm parameter), or NULL when none or several. */
+static const char *arm_parameter(const bd_space *s)
+{
+    const char *found = NULL;
+    for (size_t i = 0; i < bd_space_size(s); i++) {
+        const bd_param *p = bd_space_param(s, i);
+        if (p->type == BD_PARAM_CATEGORICAL && p->n_conds == 0 && has_children(s, i)) {
+            if (found)
+                return NULL;
+            found = p->name;
+        }
+    }
+    return found;
+}
+
+static json_t *chosen(const char *name, json_t *options, const char *why)
+{
+    return json_pack("{s:s, s:o, s:s, s:s}", "name", name, "options", options, "chosen_by", "auto", "why", why);
+}
+
+json_t *bd_auto_scheduler(const json_t *norm, int has_resource, const bd_space *space)
+{
+    char why[512];
+    const json_t *res = has_resource ? json_object_get(norm, "resource") : NULL;
+    const json_t *obj = json_object_get(norm, "objective");
+    const json_t *instances = json_object_get(norm, "instances");
+    if (json_array_size(instances) > 0)
+        return chosen("caps_race", json_object(),
+                      "the study declares instances: caps_race races configs on them, the resource as the cap");
+    if (res) {
+        snprintf(why, sizeof why,
+                 "the study has a resource (%s, %g to %g): asha with TPE proposals, cutting at each budget only as "
+                 "far as the study's own results show that budget ranks the final losses (fidelity measured), and "
+                 "training in full where it does not",
+                 json_string_value(json_object_get(res, "name")), json_number_value(json_object_get(res, "min")),
+                 json_number_value(json_object_get(res, "max")));
+        return chosen("asha",
+                      json_pack("{s:s, s:s, s:i, s:s}", "fidelity", "measured", "sampler", "tpe", "eta", 3, "type",
+                                "promotion"),
+                      why);
+    }
+    const char *arm = arm_parameter(space);
+    const json_t *limits = json_object_get(norm, "limits");
+    int maximize = strcmp(json_string_value(json_object_get(obj, "goal")), "maximize") == 0;
+    int horizon = json_integer_value(json_object_get(limits, "trials")) > 0;
+    int scale = maximize || json_object_get(obj, "bounds");
+    if (arm && horizon && scale) {
+        snprintf(why, sizeof why,
+                 "the choices of \"%.200s\" carry their own conditional parameters: rising_bandits runs an optimizer "
+                 "per choice and eliminates the choices that cannot end best within limits.trials",
+                 arm);
+        return chosen("rising_bandits", json_object(), why);
+    }
+    if (arm)
+        snprintf(why, sizeof why,
+                 "no resource: tpe (the choices of \"%.200s\" carry conditional parameters, but rising_bandits needs "
+                 "limits.trials and, to minimize, objective.bounds)",
+                 arm);
+    else if (bd_space_size(space) == 0)
+        snprintf(why, sizeof why, "no resource and no declared parameters: tpe, which grows the space as trials ask");
+    else
+        snprintf(why, sizeof why, "no resource: tpe (Optuna's TPE defaults)");
+    return chosen("tpe", json_object(), why);
+}
