@@ -238,6 +238,28 @@ static int grow_space(bd_engine *e, study_rt *st, ask_args *a, bd_write_plan *pl
     return 0;
 }
 
+/* The trial's stored value of the asked parameter in canonical form (2,
+ * not the 2.0 a config enqueued before the study knew the name holds as
+ * sent: bd_space_canonical_config), or NULL when it has none. When the form
+ * differs, the trial's config is stored with it too. New reference. */
+static json_t *stored_value(const ask_args *a, bd_trial_row *t, json_t *config, bd_write_plan *plan)
+{
+    const char *name = bd_space_param(a->one, 0)->name;
+    json_t *value = json_object_get(config, name);
+    if (!value)
+        return NULL;
+    json_t *one = json_pack("{s:O}", name, value), *canonical = bd_space_canonical_config(a->one, one);
+    value = json_incref(json_object_get(canonical, name));
+    if (!json_equal(value, json_object_get(one, name))) {
+        json_object_set(config, name, value);
+        plan->config = bd_write_plan_own(plan, json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS));
+        plan->config_trial = t->id;
+    }
+    json_decref(one);
+    json_decref(canonical);
+    return value;
+}
+
 static int ask_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, bd_write_plan *plan,
                   json_t **answer, bd_err *err)
 {
@@ -259,7 +281,7 @@ static int ask_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args,
         rc = bd_err_set(err, BD_EINTERNAL, NULL, "trial %lld: stored config is not a JSON object", (long long)t->id);
         goto out;
     }
-    value = json_incref(json_object_get(config, p->name));
+    value = stored_value(a, t, config, plan);
     if (value && (declared >= 0 || asked >= 0))
         goto answer; /* asked before, or proposed up front */
     if (value && bd_space_check_value(a->one, 0, value, "value", NULL) == 0) {

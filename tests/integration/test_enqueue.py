@@ -185,6 +185,24 @@ class Enqueue(bdtest.DaemonTestCase):
                 self.assertIn(2, handed)
                 self.assertEqual({type(n) for n in handed}, {int}, handed)
 
+    def test_a_value_enqueued_before_its_parameter_was_asked_is_handed_out_canonical(self):
+        # A define-by-run study keeps a value for a name it does not know yet
+        # as sent; the trial that asks for it as an int gets 2, not 2.0.
+        sid = create_study(self.d, parameters=[], scheduler={"name": "random", "options": {}})["id"]
+        for _ in range(2):
+            st, body, _ = self.d.request("POST", "/v1/studies/%d/trials" % sid,
+                                         raw_body='{"config": {"layers": 2.0, "k": 4.0}}')
+            self.assertEqual(st, 201, body)
+        asks = [{"name": "layers", "type": "int", "low": 1, "high": 4},
+                {"name": "k", "type": "categorical", "choices": [1, 4, 0.5]}]
+        for i in range(2):  # the first trial's ask grows the space; the second's finds the names known
+            (t,) = suggest(self.d, sid)
+            for ask, want in zip(asks, (2, 4)):
+                got = check_status(self, self.d.request("POST", "/v1/trials/%d/parameters" % t["id"], ask), 200)
+                self.assertEqual((got["value"], type(got["value"])), (want, int), "trial %d: %r" % (i, got))
+            config = check_status(self, self.d.request("GET", "/v1/trials/%d" % t["id"]), 200)["config"]
+            self.assertEqual({k: type(v) for k, v in config.items()}, {"layers": int, "k": int}, config)
+
     def test_the_queue_is_bounded(self):
         sid = self.study({"name": "random", "options": {}})
         c = self.d.client()
