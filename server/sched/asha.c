@@ -111,6 +111,22 @@
  * mediocre curves to negative predicted error rates, above the best
  * configs.
  *
+ * Option "fidelity" (default "fixed": the brackets and cuts above; the
+ * scheduler auto stores "measured" for a study with a resource,
+ * server/auto_scheduler.h). "measured" (fidelity.h) puts every bracket from
+ * s up to the full-fidelity one (s_max) in play, records the measurements
+ * of the full-fidelity bracket's trials at every lower level's budget,
+ * and, as each of them completes, estimates per level Kendall's tau of
+ * the level's loss with the final loss and its trust (the lower bound as
+ * a correlation). The trust sets the cut of the rungs at that level (the
+ * top eta^-trust; with "reliability" the larger of the two shares), the
+ * bracket of each new config and the budget share owed to the
+ * full-fidelity bracket; promotions, from every bracket, the highest
+ * level first, come before new configs. Where no level ranks the final
+ * losses every config is trained in full; where the first one ranks them
+ * well the study is the paper's ASHA plus a small full-fidelity share.
+ * The measurements behind it: tests/bench/README-auto.md.
+ *
  * The measurements behind these options' defaults are in
  * tests/bench/README-mf.md; those of the two types in
  * tests/bench/README-stopping.md.
