@@ -251,8 +251,8 @@ int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, const char *
 int bd_engine_check_quota(bd_engine *e, int64_t user_id, int new_studies, size_t definition_bytes,
                           bd_err *err) BD_MUST_CHECK;
 
-/* ================================================ engine_trials.c
- * The helpers of a request about one trial, shared with engine_ask.c. */
+/* ================================================ engine_txn.c
+ * The protocol of a request about one trial (engine_trials.c, engine_ask.c). */
 
 /* An operation on one trial; t is fresh from storage under the study's
  * mutex. It feeds its events to the scheduler and puts its writes in plan.

@@ -2,7 +2,8 @@
  * writes a scheduler's decision needs, gathered before the storage lock is
  * taken), idempotency keys (a repeated key answers from storage), and the
  * one protocol of a study request, bd_engine_study_op: lock -> replay a
- * repeated key -> decide -> commit -> unlock -> wait until durable. Calls
+ * repeated key -> decide -> commit -> unlock -> wait until durable, and its
+ * form for a request about one trial, bd_engine_with_trial. Calls
  * engine_registry.c, study.c and storage. */
 #include "engine.h"
 #include "engine_internal.h"
@@ -293,5 +294,59 @@ int bd_engine_study_op(bd_engine *e, const bd_request *req, int64_t study_id, in
         return rc;
     }
     *out = answer;
+    return 0;
+}
+
+/* ------------------------------------------------- requests about one trial
+ * (engine_trials.c's reports, engine_ask.c's parameters) */
+
+static int no_trial(int64_t id, bd_err *err)
+{
+    return bd_err_set(err, BD_ENOTFOUND, NULL, "no trial %lld", (long long)id);
+}
+
+/* What bd_engine_with_trial hands its study operation. */
+typedef struct trial_op_call {
+    int64_t trial_id;
+    bd_trial_op_fn op;
+    const void *args;
+    bd_trial_row t; /* read under the study's mutex; cleared by bd_engine_with_trial */
+} trial_op_call;
+
+static int run_trial_op(bd_engine *e, study_rt *st, void *arg, bd_write_plan *plan, json_t **answer, bd_err *err)
+{
+    trial_op_call *c = arg;
+    bd_store_trial_row_clear(&c->t); /* a cluster retry (BD_EMOVED) reads it again */
+    int rc = bd_store_trial_get(bd_engine_store(e), c->trial_id, &c->t, err);
+    return rc ? rc : c->op(e, st, &c->t, c->args, plan, answer, err);
+}
+
+int bd_engine_with_trial(bd_engine *e, const bd_request *req, int64_t trial_id, int flags, bd_trial_op_fn op,
+                         const void *args, json_t **out, bd_err *err)
+{
+    trial_op_call c = {.trial_id = trial_id, .op = op, .args = args};
+    int rc = bd_store_trial_get(bd_engine_store(e), trial_id, &c.t, err);
+    if (rc)
+        return rc == BD_ENOTFOUND ? no_trial(trial_id, err) : rc;
+    int64_t study_id = c.t.study_id; /* a trial never changes study, so this read needs no lock */
+    bd_store_trial_row_clear(&c.t);
+    bd_write_plan plan = {0};
+    rc = bd_engine_study_op(e, req, study_id, flags, run_trial_op, &c, &plan, out, err);
+    if (rc == BD_ENOTFOUND) /* another user's trial answers like a missing one */
+        rc = no_trial(trial_id, err);
+    bd_write_plan_clear(&plan);
+    bd_store_trial_row_clear(&c.t);
+    return rc;
+}
+
+int bd_engine_require_running(const bd_trial_row *t, double now, bd_err *err)
+{
+    if (t->state != BD_TRIAL_RUNNING)
+        return bd_err_set(err, BD_ECONFLICT, NULL, "trial %lld is %s, not running", (long long)t->id,
+                          bd_trial_state_name(t->state));
+    if (now > t->lease_expires_at)
+        return bd_err_set(err, BD_ECONFLICT, NULL,
+                          "trial %lld's lease expired %.1f s ago (send heartbeats or measurements more often)",
+                          (long long)t->id, now - t->lease_expires_at);
     return 0;
 }
