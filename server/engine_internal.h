@@ -208,6 +208,19 @@ enum { BD_OP_WAIT = 0, BD_OP_NO_WAIT = 1 };
 int bd_engine_study_op(bd_engine *e, const bd_request *req, int64_t study_id, int flags, bd_study_op_fn op, void *arg,
                        bd_write_plan *plan, json_t **out, bd_err *err) BD_MUST_CHECK;
 
+
+/* An operation on one trial; t is fresh from storage under the study's
+ * mutex. It feeds its events to the scheduler and puts its writes in plan.
+ * *answer is the new response body. */
+typedef int (*bd_trial_op_fn)(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, bd_write_plan *plan,
+                              json_t **answer, bd_err *err);
+/* Finds the trial's study (the caller's, else 404) and runs op on it
+ * (bd_engine_study_op; flags as there). */
+int bd_engine_with_trial(bd_engine *e, const bd_request *req, int64_t trial_id, int flags, bd_trial_op_fn op,
+                         const void *args, json_t **out, bd_err *err) BD_MUST_CHECK;
+/* BD_ECONFLICT unless t is running with its lease still valid at now. */
+int bd_engine_require_running(const bd_trial_row *t, double now, bd_err *err) BD_MUST_CHECK;
+
 /* Transaction helpers for requests that touch no scheduler (users, tokens,
  * creating or deleting a study): begin, and (when req has a key) look the
  * key up. Returns 1 with *out set when the request was already answered
@@ -250,20 +263,5 @@ int bd_engine_bootstrap_admin(bd_engine *e, const char *token_path, const char *
  * writes them, so concurrent requests count each other. */
 int bd_engine_check_quota(bd_engine *e, int64_t user_id, int new_studies, size_t definition_bytes,
                           bd_err *err) BD_MUST_CHECK;
-
-/* ================================================ engine_txn.c
- * The protocol of a request about one trial (engine_trials.c, engine_ask.c). */
-
-/* An operation on one trial; t is fresh from storage under the study's
- * mutex. It feeds its events to the scheduler and puts its writes in plan.
- * *answer is the new response body. */
-typedef int (*bd_trial_op_fn)(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, bd_write_plan *plan,
-                              json_t **answer, bd_err *err);
-/* Finds the trial's study (the caller's, else 404) and runs op on it
- * (bd_engine_study_op; flags as there). */
-int bd_engine_with_trial(bd_engine *e, const bd_request *req, int64_t trial_id, int flags, bd_trial_op_fn op,
-                         const void *args, json_t **out, bd_err *err) BD_MUST_CHECK;
-/* BD_ECONFLICT unless t is running with its lease still valid at now. */
-int bd_engine_require_running(const bd_trial_row *t, double now, bd_err *err) BD_MUST_CHECK;
 
 #endif
