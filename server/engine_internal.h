@@ -208,7 +208,6 @@ enum { BD_OP_WAIT = 0, BD_OP_NO_WAIT = 1 };
 int bd_engine_study_op(bd_engine *e, const bd_request *req, int64_t study_id, int flags, bd_study_op_fn op, void *arg,
                        bd_write_plan *plan, json_t **out, bd_err *err) BD_MUST_CHECK;
 
-
 /* An operation on one trial; t is fresh from storage under the study's
  * mutex. It feeds its events to the scheduler and puts its writes in plan.
  * *answer is the new response body. */
