@@ -28,7 +28,9 @@
 #                             the server the tests run a throwaway cluster of
 #                             (tests/pgcluster.sh: initdb, pg_ctl; its psql edits a
 #                             stopped daemon's database as the SQLite tests do))
-#   install-deps.sh --bench   also the benchmark peers (Optuna, plotting, sklearn)
+#   install-deps.sh --bench   also the benchmark peers (Optuna, plotting, sklearn) and
+#                             haproxy, the proxy tests/bench/run_load_pg.sh puts in front
+#                             of its clusters (bench only: no test needs it)
 # Packages already present are skipped, so re-running it is cheap.
 set -eu
 
@@ -37,7 +39,7 @@ libsqlite3-dev libgsl-dev libsodium-dev libcurl4-openssl-dev help2man python3-ya
 test_pkgs="libcriterion-dev curl python3 python3-yaml clang libclang-rt-14-dev minisat systemd python3-venv \
 python3-wheel python3-sklearn python3-numpy chromium python3-optuna python3-pandas \
 python3-xgboost python3-matplotlib python3-plotly postgresql-15"
-bench_pkgs="python3-optuna python3-matplotlib python3-sklearn python3-numpy dataset-fashion-mnist"
+bench_pkgs="python3-optuna python3-matplotlib python3-sklearn python3-numpy dataset-fashion-mnist haproxy"
 
 node_pkgs=""
 command -v node >/dev/null 2>&1 || node_pkgs="nodejs"

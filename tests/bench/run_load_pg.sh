@@ -17,6 +17,11 @@
 #   pg2-direct   the same two daemons with no proxy: bd_loadgen --via sends the workers of
 #                study j to daemon j mod 2, so each study stays on one daemon (the round-robin
 #                in the load generator, by study).
+#   pg1-cluster-haproxy  one cluster daemon behind haproxy: what pg3 is compared with (issue 42);
+#   pg3          three cluster daemons behind haproxy balancing round-robin per request (issue 42);
+#   pg3-sticky   the same three, haproxy sticky per client connection (a stick table on the
+#                client's source port: each bd_loadgen worker keeps one connection, so it stays
+#                on one daemon; a study's workers are spread over the three).
 # Each configuration runs once per BENCH_STUDIES variant ("1 8": the workers on one study,
 # then round-robin over 8). Prints calls/s, trials/s, p50/p99/p99.9 and the CPU of the
 # daemons and of haproxy per configuration, and the same as a Markdown table.
@@ -33,7 +38,8 @@
 # same as there; `balance roundrobin` and no backup is the difference.
 #
 # Environment (all optional): BENCH_WORKERS (32), BENCH_DURATION (20), BENCH_WARMUP (2),
-# BENCH_STUDIES ("1 8"), BENCH_CONFIGS ("sqlite pg1 pg1-haproxy pg1-cluster pg2 pg2-direct"), BENCH_LOG_LEVEL (warn),
+# BENCH_STUDIES ("1 8"), BENCH_CONFIGS ("sqlite pg1 pg1-haproxy pg1-cluster pg2 pg2-direct"; also
+# pg1-cluster-haproxy pg3 pg3-sticky), BENCH_LOG_LEVEL (warn),
 # BENCH_OWNERSHIP_LEASE (2: --ownership-lease-seconds of the pg2 daemons), BENCH_HAPROXY_BALANCE
 # (roundrobin: haproxy's balance algorithm, e.g. "first" sends everything to the first daemon
 # while it is up), BENCH_PG_URL,
@@ -78,7 +84,7 @@ done
 for c in $CONFIGS; do
     case $c in
     sqlite | pg1 | pg1-cluster | pg2-direct) ;;
-    pg1-haproxy | pg2) command -v haproxy >/dev/null || { echo "run_load_pg.sh: $c needs haproxy" >&2; exit 1; } ;;
+    pg1-haproxy | pg2 | pg1-cluster-haproxy | pg3 | pg3-sticky) command -v haproxy >/dev/null || { echo "run_load_pg.sh: $c needs haproxy" >&2; exit 1; } ;;
     *) echo "run_load_pg.sh: unknown configuration $c in BENCH_CONFIGS" >&2; exit 1 ;;
     esac
 done
@@ -153,6 +159,10 @@ start_haproxy() {
         echo "    default_backend banditd"
         echo "backend banditd"
         echo "    balance $BALANCE"
+        if [ "${STICKY:-0}" = 1 ]; then
+            echo "    stick-table type integer size 100k expire 10m"
+            echo "    stick on src_port"
+        fi
         echo "    option httpchk"
         echo "    http-check send meth GET uri /healthz ver HTTP/1.1 hdr Host banditd"
         echo "    http-check expect status 200"
@@ -208,7 +218,7 @@ NOT_RUN=0
 # bench CONFIG STUDIES: starts CONFIG, runs bd_loadgen on it, stops it; output in $TMP/loadgen-CONFIG-sSTUDIES.out.
 bench() {
     local config=$1 studies=$2 label=$1-s$2 out=$TMP/loadgen-$1-s$2.out
-    local url token db pa pb hp daemons=() proxy= via=() rc t0 t1 hz c0 c1 h0 h1 p
+    local url token db pa pb pc hp daemons=() proxy= via=() rc t0 t1 hz c0 c1 h0 h1 p
     : >"$TMP/daemons"
     echo "=== $config: $WORKERS workers over $studies stud$([ "$studies" = 1 ] && echo y || echo ies)," \
         "${DURATION} s (+${WARMUP} s warm-up)"
@@ -233,7 +243,7 @@ bench() {
             proxy=$LAST_PID url=127.0.0.1:$hp
         fi
         ;;
-    pg1-cluster | pg2 | pg2-direct)
+    pg1-cluster | pg2 | pg2-direct | pg1-cluster-haproxy | pg3 | pg3-sticky)
         if ! "$BANDITD" --help 2>&1 | grep -q -- '--advertise-url'; then
             echo "not run: $BANDITD has no --advertise-url (multi-daemon clusters, branch i16-own)" | tee "$out"
             NOT_RUN=1
@@ -247,13 +257,28 @@ bench() {
             --advertise-url "http://127.0.0.1:$pa" --ownership-lease-seconds "$OWN_LEASE"
         daemons+=("$LAST_PID")
         token=$TOKEN_FILE url=127.0.0.1:$pa
-        if [ "$config" != pg1-cluster ]; then
+        if [ "$config" != pg1-cluster ] && [ "$config" != pg1-cluster-haproxy ]; then
             start_banditd "$label-b" "$pb" "$db" --admin-token-file "$TOKEN_FILE" \
                 --advertise-url "http://127.0.0.1:$pb" --ownership-lease-seconds "$OWN_LEASE"
             daemons+=("$LAST_PID")
         fi
+        if [ "$config" = pg3 ] || [ "$config" = pg3-sticky ]; then
+            pc=$(free_port)
+            start_banditd "$label-c" "$pc" "$db" --admin-token-file "$TOKEN_FILE" \
+                --advertise-url "http://127.0.0.1:$pc" --ownership-lease-seconds "$OWN_LEASE"
+            daemons+=("$LAST_PID")
+        fi
         if [ "$config" = pg2 ]; then
             start_haproxy "$label" "$hp" "$pa" "$pb"
+            proxy=$LAST_PID url=127.0.0.1:$hp
+        elif [ "$config" = pg1-cluster-haproxy ]; then
+            start_haproxy "$label" "$hp" "$pa"
+            proxy=$LAST_PID url=127.0.0.1:$hp
+        elif [ "$config" = pg3 ]; then
+            start_haproxy "$label" "$hp" "$pa" "$pb" "$pc"
+            proxy=$LAST_PID url=127.0.0.1:$hp
+        elif [ "$config" = pg3-sticky ]; then
+            STICKY=1 start_haproxy "$label" "$hp" "$pa" "$pb" "$pc"
             proxy=$LAST_PID url=127.0.0.1:$hp
         elif [ "$config" = pg2-direct ]; then
             via=(--via "127.0.0.1:$pa,127.0.0.1:$pb")
@@ -309,6 +334,9 @@ describe() {
     pg1-cluster) echo "PostgreSQL, 1 daemon in cluster mode" ;;
     pg2) echo "PostgreSQL, 2 daemons, haproxy $BALANCE" ;;
     pg2-direct) echo "PostgreSQL, 2 daemons, a study's workers on one" ;;
+    pg1-cluster-haproxy) echo "PostgreSQL, 1 cluster daemon, haproxy" ;;
+    pg3) echo "PostgreSQL, 3 cluster daemons, haproxy $BALANCE" ;;
+    pg3-sticky) echo "PostgreSQL, 3 cluster daemons, haproxy sticky per connection" ;;
     esac
 }
 echo "=== summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $WORKERS workers;" \
