@@ -145,6 +145,24 @@ BANDITD_METHODS = {
                                       "type": "promotion"}),
     "hyperband_stop": ("hyperband", {"eta": 3, "iterations": 0, "sampler": "random", "type": "stopping"}),
     "hyperband_scratch": ("hyperband", {"eta": 3, "iterations": 0, "sampler": "random", "type": "promotion"}),
+    # issue 40: ASHA that measures its own fidelities (asha.c, "fidelity": "measured"; fidelity.h): every
+    # bracket from s = 0 to the full-fidelity one, the cuts, the bracket and the full-fidelity share set by
+    # the measured rank agreement of each level with the final loss; TPE proposals. "auto" is the
+    # scheduler a study gets when it names none (server/auto_scheduler.c), with whatever it picks.
+    "asha_measured": ("asha", {"eta": 3, "sampler": "tpe", "promotion": "learned",
+                               "promotion_fraction": "reliability", "asymptote": "nonnegative",
+                               "fidelity": "measured", "type": "promotion"}),
+    "asha_measured_stop": ("asha", {"eta": 3, "sampler": "tpe", "promotion": "learned",
+                                    "promotion_fraction": "reliability", "asymptote": "nonnegative",
+                                    "fidelity": "measured", "type": "stopping"}),
+    "asha_measured_cur": ("asha", {"eta": 3, "sampler": "tpe", "promotion": "current",
+                                   "promotion_fraction": "eta", "fidelity": "measured", "type": "promotion"}),
+    "asha_measured_rand": ("asha", {"eta": 3, "sampler": "random", "promotion": "learned",
+                                    "promotion_fraction": "reliability", "asymptote": "nonnegative",
+                                    "fidelity": "measured", "type": "promotion"}),
+    "asha_tpe3": ("asha", {"eta": 3, "sampler": "tpe", "brackets": 3, "promotion": "learned",
+                           "promotion_fraction": "reliability", "asymptote": "nonnegative"}),
+    "auto": ("auto", None),
 }
 # Methods whose worker keeps no checkpoint: resume_from is ignored, so a promoted trial trains its
 # config again from epoch 0 (Optuna users' objectives, which train one model in a loop).
@@ -164,7 +182,8 @@ OPTUNA_METHODS = ("tpe", "tpe_hyperband", "tpe_median")
 # recorded seconds: SGD 2.44, MLP 1.23, Fashion-MNIST MLP 4.91, its two-layer
 # 30-epoch twin 5.46, a NAS-Bench-NLP run 20,976).
 HORIZON = {"sgd_fashion_mnist": 200.0, "mlp_digits": 100.0, "fmnist_mlp": 400.0, "fmnist_mlp2": 440.0,
-           "nasbench_nlp": 1.68e6}
+           "nasbench_nlp": 1.68e6,
+           "warmup_digits": 50.0}  # issue 40's warm-up table: mean full training 0.615 s
 
 
 class Job:
@@ -265,8 +284,9 @@ class BanditdDriver:
             "parameters": table.space(),
             "objective": {"metric": "val_error", "goal": "minimize", "bounds": [0, 1]},
             "resource": {"name": "epochs", "min": 1, "max": table.epochs, "integer": True},
-            "scheduler": {"name": BANDITD_METHODS[method][0],
-                          "options": resolve_options(BANDITD_METHODS[method][1], len(table.params))},
+            "scheduler": ({"name": BANDITD_METHODS[method][0],
+                           "options": resolve_options(BANDITD_METHODS[method][1], len(table.params))}
+                          if BANDITD_METHODS[method][1] is not None else {"name": BANDITD_METHODS[method][0]}),
             "seed": seed,
             "lease_seconds": 86400,
         }

@@ -89,6 +89,14 @@ TABLES = {
     # Its one parameter is the run's index (linear scale: the cells have no
     # coordinates, so only samplers that need none, random proposals, mean anything).
     "nasbench_nlp": (NLP_FILE, 50, [("arch", "int", 0, 340, "arch", float, False)]),
+    # issue 40: an MLP on digits by SGD under a linear warm-up and a cosine decay
+    # (curves/make_warmup_curves.py): long warm-ups stand badly after one epoch and may end best
+    "warmup_digits": ("warmup_digits.csv.gz", 30, [
+        ("hidden", "int", 16, 128, "hidden", float),
+        ("peak_lr", "float", 1e-3, 1.0, "peak_lr", float),
+        ("warmup", "int", 1, 20, "warmup", float, False),
+        ("one_minus_momentum", "float", 0.01, 0.5, "momentum", lambda s: 1.0 - float(s)),
+    ]),
 }
 
 
