@@ -40,7 +40,7 @@ import bdtest  # noqa: E402
 PROGRAMS = os.path.join(HERE, "optuna_programs")
 RUNNER = "run_on_banditd.py"
 PYTHON = "/usr/bin/python3"  # Debian's, with python3-optuna
-TIMEOUT = 200  # seconds for one run (about 5 s each on an idle machine)
+TIMEOUT = 200  # seconds for one run (1 to 4 s of CPU each)
 
 # The programs' modules, looked up without importing them here.
 HAVE_DEPS = all(importlib.util.find_spec(m) for m in ("optuna", "sklearn", "pandas", "xgboost", "matplotlib"))

@@ -20,9 +20,10 @@ RUNNING until then, while banditd may already have stopped it).
 - set_trial_state_values ends the trial on banditd: COMPLETE -> complete;
   PRUNED -> nothing after a stop, complete with the last value at the budget,
   else fail with PRUNED_REASON (banditd has no worker-side stop); FAIL -> fail.
-- State read back: running -> RUNNING, completed -> COMPLETE (a diverged
-  value null -> the worst infinity), stopped -> PRUNED, failed -> FAIL (PRUNED
-  with PRUNED_REASON), expired -> FAIL, any other -> WAITING.
+- State read back: running -> RUNNING (FAIL when this process ended it and
+  banditd refused the report: its lease ran out), completed -> COMPLETE (a
+  diverged value null -> the worst infinity), stopped -> PRUNED, failed ->
+  FAIL (PRUNED with PRUNED_REASON), expired -> FAIL, any other -> WAITING.
 - A parameter's distribution: the one this process gave (search_space=) or
   asked with, else the study's definition of it on the daemon
   (optuna_space.from_parameter).
@@ -152,6 +153,7 @@ class BanditdStorage(optuna.storages.BaseStorage):
         self._trial_system_attrs: Dict[int, Dict[str, Any]] = {}
         self._study_user_attrs: Dict[str, Any] = {}
         self._study_system_attrs: Dict[str, Any] = {}
+        self._refused: set = set()  # trials ended here whose final report banditd refused
         self._patch = {"trials": True, "studies": True}  # False once the daemon lacks the PATCH route
         self._lease = float(doc.get("lease_seconds") or 300)
 
@@ -581,6 +583,8 @@ class BanditdStorage(optuna.storages.BaseStorage):
             if e.status not in (404, 409):
                 raise
             log.warning("trial %d: banditd refused the final report: %s", run.id, e)
+            with self._lock:
+                self._refused.add(run.id)
 
     def set_trial_user_attr(self, trial_id: int, key: str, value: Any) -> None:
         self._running(trial_id).user_attrs[key] = value
@@ -604,6 +608,11 @@ class BanditdStorage(optuna.storages.BaseStorage):
         state = _STATES.get(t.get("state"), TrialState.WAITING)
         if state == TrialState.FAIL and t.get("state") == "failed" and reason == PRUNED_REASON:
             state = TrialState.PRUNED
+        with self._lock:
+            if state == TrialState.RUNNING and tid in self._refused:
+                # Ended here, its report refused (the lease ran out): lost, though banditd
+                # reads it running until it expires it.
+                state = TrialState.FAIL
         intermediate = {}
         for m in sorted(t.get("measurements") or [], key=lambda m: m["step"]):
             intermediate[_step_key(m["step"] - self.step_offset)] = float(m["value"])
@@ -664,11 +673,17 @@ class BanditdStorage(optuna.storages.BaseStorage):
 
     def get_best_trial(self, study_id: int) -> FrozenTrial:
         """Optuna's rule: the best COMPLETE trial (banditd's best completed
-        trial by the study's goal; a stopped trial is PRUNED, never the best)."""
+        trial by the study's goal; a stopped trial is PRUNED, never the best).
+        Of several with the best value, banditd's incumbent when it is one of
+        them (the first completed, as Optuna's in-memory storage), else the
+        first created."""
         self._check_study(study_id)
         best = self.client.best_trials(self.banditd_id, limit=1, measurements=True)
         if not best:
             raise ValueError("No trials are completed yet.")
+        incumbent = self.client.get_study(self.banditd_id).get("incumbent") or {}
+        if incumbent.get("trial_id") not in (None, best[0]["id"]) and incumbent.get("value") == best[0]["value"]:
+            return self.get_trial(int(incumbent["trial_id"]))
         return self._frozen(best[0], self._number(int(best[0]["id"])))
 
     def remove_session(self) -> None:

@@ -1,5 +1,5 @@
 """Callbacks: optimize(callbacks=[...]) with a callback of the program's own
-that records each finished trial and every improvement of the best value,
+that records each finished trial and the best value after it,
 and Optuna's MaxTrialsCallback, which stops the study after 25 complete
 trials although optimize() was asked for 60. The objective is a plain
 function of two parameters (the Rosenbrock function).
@@ -15,15 +15,12 @@ class Recorder:
     def __init__(self):
         self.numbers = []
         self.states = []
-        self.improvements = 0
-        self.best = None
+        self.bests = []
 
     def __call__(self, study, trial):
         self.numbers.append(trial.number)
         self.states.append(trial.state)
-        if self.best is None or study.best_value < self.best:
-            self.best = study.best_value
-            self.improvements += 1
+        self.bests.append(study.best_value)
 
 
 def objective(trial):
@@ -42,8 +39,10 @@ def main():
     print("callback calls:", len(recorder.numbers))
     print("callback saw trials in order:", recorder.numbers == list(range(len(study.trials))))
     print("callback saw complete trials:", set(recorder.states) == {TrialState.COMPLETE})
-    print("best value improved:", recorder.improvements > 1)
-    print("callback's best is the study's:", recorder.best == study.best_value)
+    print("best value never got worse:", recorder.bests == sorted(recorder.bests, reverse=True))
+    print("best value is the best trial's so far:", all(
+        b == min(t.value for t in study.trials[:i + 1]) for i, b in enumerate(recorder.bests)))
+    print("callback's last best is the study's:", recorder.bests[-1] == study.best_value)
     print("best value: %.4f" % study.best_value)
 
 
