@@ -113,15 +113,18 @@ def main():
             best = min(bd, key=lambda m: (-reached(bd[m]), med(bd[m])))
             a = times["auto"][k]
             opt = times.get("tpe", [None, None])[k]
-            ratio_best = med(a) / med(bd[best]) if med(bd[best]) not in (0, math.inf) else math.nan
-            ratio_opt = med(a) / med(opt) if opt and med(opt) not in (0, math.inf) else math.nan
+            def ratio(x, peer):
+                """auto's median over peer's: "—" when either is not reached by the horizon (∞) or peer is absent"""
+                if peer is None or med(peer) in (0, math.inf) or med(x) == math.inf:
+                    return "—"
+                return "%.2fx" % (med(x) / med(peer))
             checks.append("| %s | %d | %s | %s: %d | %d | %s | %s |" % (
-                name, w, what, LABEL.get(best, best), reached(bd[best]), reached(a),
-                "%.2fx" % ratio_best if not math.isnan(ratio_best) else ("∞" if med(a) == math.inf else "—"),
-                "%.2fx" % ratio_opt if not math.isnan(ratio_opt) else ("∞" if med(a) == math.inf else "—")))
+                name, w, what, LABEL.get(best, best), reached(bd[best]), reached(a), ratio(a, bd[best]),
+                ratio(a, opt)))
     out += ["", "## Done-when checks for `auto`", "",
             "Best banditd scheduler of the cell: most seeds reaching the target, then the lowest median. "
-            "Targets: seeds >= best's - 1; median <= 1.1x the best's and <= 0.7x Optuna TPE's (no pruner).", "",
+            "Targets: seeds >= best's - 1; median <= 1.1x the best's and <= 0.7x Optuna TPE's (no pruner). "
+            "—: a median not reached by the horizon (∞) on either side.", "",
             "| table | W | target | best banditd scheduler: seeds | auto: seeds | auto median / best's | "
             "auto median / Optuna TPE's |", "|---|---|---|---|---|---|---|"] + checks
     text = "\n".join(out) + "\n"
