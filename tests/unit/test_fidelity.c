@@ -111,6 +111,15 @@ static double backwards_curve(const hn *h, const hn_trial *t, int epoch, void *u
     return x + (1 - 2 * x) * (epoch - 1) / 26.0;
 }
 
+/* The same over 81 epochs. */
+static double backwards_curve81(const hn *h, const hn_trial *t, int epoch, void *ud)
+{
+    (void)h;
+    (void)ud;
+    double x = json_number_value(json_object_get(t->config, "x"));
+    return x + (1 - 2 * x) * (epoch - 1) / 80.0;
+}
+
 /* Early epochs rank them exactly: x + 1/epoch. */
 static double faithful_curve(const hn *h, const hn_trial *t, int epoch, void *ud)
 {
@@ -262,5 +271,22 @@ Test(fidelity, options_are_validated)
     hn_run_epochs(&h, 2, HN_FIFO, 30, faithful_curve, NULL, NULL);
     for (size_t i = 0; i < h.n_trials; i++)
         cr_expect_eq(h.trials[i].budget, 27);
+    hn_close(&h);
+}
+
+/* held_bytes counts what "measured" adds: each full-fidelity config's level
+ * losses and every level's pairs. */
+Test(fidelity, held_bytes_covers_the_heap_it_holds)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    cr_skip_test("AddressSanitizer's allocator does not report through mallinfo2");
+#endif
+    hn h;
+    cr_assert_eq(hn_open(&h, ASHA, "{\"fidelity\": \"measured\"}", 1, 81, 1), 0, "%s", h.err.message);
+    hn_run_epochs(&h, 4, HN_RANDOM, 3000, backwards_curve81, NULL, NULL);
+    json_t *d = hn_describe(&h);
+    cr_expect_gt(json_integer_value(json_object_get(level(d, 0), "pairs")), 100);
+    json_decref(d);
+    hn_expect_held_bytes(&h, "asha, fidelity measured");
     hn_close(&h);
 }
