@@ -31,7 +31,8 @@ import optuna
 from optuna.distributions import BaseDistribution
 from optuna.study import StudyDirection
 
-from banditd.client import BanditdError, Client
+from banditd.client import Client
+from banditd.errors import BanditdError
 from banditd.optuna_space import normalize_space, to_parameters
 from banditd.optuna_storage import PRUNED_REASON, BanditdStorage, StudyDone
 

@@ -49,7 +49,8 @@ from optuna.study import StudyDirection
 from optuna.study._frozen import FrozenStudy
 from optuna.trial import FrozenTrial, TrialState
 
-from banditd.client import BanditdError, Client
+from banditd.client import Client
+from banditd.errors import BanditdError
 from banditd.optimize import MAX_RETRY_SLEEP, _cut, _Heartbeat
 from banditd.optuna_space import from_parameter, grid_of, to_parameter, value_from_banditd
 
