@@ -100,8 +100,9 @@ Test(engine, study_validation_names_the_field)
         {"{\"parameters\": []}", "name"},
         /* no parameters: a define-by-run study, which a model-based scheduler cannot run */
         {"{\"name\": \"a\", \"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"gp_ucb\"}}", "parameters"},
-        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}]}",
-         "scheduler"},
+        /* no scheduler is auto's choice; a scheduler that is not an object is an error */
+        {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
+         " \"objective\": {\"goal\": \"minimize\"}, \"scheduler\": \"random\"}", "scheduler"},
         {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
          " \"objective\": {\"goal\": \"minimize\"}, \"scheduler\": {\"name\": \"nope\"}}", "scheduler.name"},
         {"{\"name\": \"a\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
