@@ -43,7 +43,9 @@ json_t *bd_auto_scheduler(const json_t *norm, int has_resource, const bd_space *
     const json_t *res = has_resource ? json_object_get(norm, "resource") : NULL;
     const json_t *obj = json_object_get(norm, "objective");
     const json_t *instances = json_object_get(norm, "instances");
-    if (json_array_size(instances) > 0)
+    /* caps_race needs a cap (the resource) and its configs up front; without
+     * them the study is tuned as one without instances, whose trials name none */
+    if (json_array_size(instances) > 0 && res && bd_space_size(space) > 0)
         return chosen("caps_race", json_object(),
                       "the study declares instances: caps_race races configs on them, the resource as the cap");
     if (res) {

@@ -200,19 +200,29 @@ static json_t *draw(bd_engine *e, study_rt *st, const bd_trial_row *t, const bd_
     return value;
 }
 
-/* The value the trial's config (config_id) holds for name in its first
- * trial, when t continues it; new, or NULL. */
-static json_t *continued_value(bd_engine *e, const bd_trial_row *t, const char *name)
+/* When t continues earlier trials of its config (a promotion, a retry):
+ * the value of parameter one (a space of one) that the trial it resumes
+ * holds, else its config's first trial, if it fits the definition; new (in
+ * canonical form), or NULL. */
+static json_t *continued_value(bd_engine *e, const bd_trial_row *t, const bd_space *one)
 {
-    bd_trial_row first = {0};
-    bd_err ignored;
+    const char *name = bd_space_param(one, 0)->name;
+    const int64_t earlier[] = {t->resume_from, t->config_id};
     json_t *value = NULL;
-    if (t->config_id == t->id || bd_store_trial_get(bd_engine_store(e), t->config_id, &first, &ignored))
-        return NULL;
-    json_t *config = json_loads(first.config, 0, NULL);
-    value = json_incref(json_object_get(config, name));
-    json_decref(config);
-    bd_store_trial_row_clear(&first);
+    for (size_t i = 0; !value && i < sizeof earlier / sizeof earlier[0]; i++) {
+        bd_trial_row row = {0};
+        bd_err ignored;
+        if (!earlier[i] || earlier[i] == t->id || bd_store_trial_get(bd_engine_store(e), earlier[i], &row, &ignored))
+            continue;
+        json_t *config = json_loads(row.config, 0, NULL), *v = json_object_get(config, name);
+        if (v && bd_space_check_value(one, 0, v, "value", NULL) == 0) {
+            json_t *canonical = bd_space_canonical_config(one, config);
+            value = json_incref(json_object_get(canonical, name));
+            json_decref(canonical);
+        }
+        json_decref(config);
+        bd_store_trial_row_clear(&row);
+    }
     return value;
 }
 
@@ -282,11 +292,12 @@ static int ask_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args,
         goto out;
     }
     value = stored_value(a, t, config, plan);
-    if (value && (declared >= 0 || asked >= 0))
-        goto answer; /* asked before, or proposed up front */
+    if (value && declared >= 0)
+        goto answer; /* proposed up front by the scheduler */
     if (value && bd_space_check_value(a->one, 0, value, "value", NULL) == 0) {
-        /* enqueued before the study knew the name: taken as it fits */
-        rc = grow_space(e, st, a, plan, err);
+        /* asked before, or enqueued (perhaps before the study knew the name): taken as it fits */
+        if (asked < 0)
+            rc = grow_space(e, st, a, plan, err);
         goto out_or_answer;
     }
     if (value) { /* enqueued, outside this definition: drawn as if absent */
@@ -302,7 +313,7 @@ static int ask_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args,
     }
     if (asked < 0 && (rc = grow_space(e, st, a, plan, err)))
         goto out;
-    value = continued_value(e, t, p->name);
+    value = continued_value(e, t, a->one);
     if (!value && !(value = draw(e, st, t, a->one, err))) {
         rc = BD_ESTORAGE;
         goto out;

@@ -834,11 +834,17 @@ static void recover_study(bd_engine *e, study_rt *st)
     bd_study_row row = {0};
     bd_err err;
     int rc = bd_store_study_get(bd_engine_store(e), st->id, &row, &err);
-    if (!rc && st->loaded) { /* a pause or metadata change in the failed commit did not happen */
+    int stale = 0;
+    if (!rc && st->loaded) { /* a pause, metadata or asked parameter in the failed commit did not happen */
         bd_study_set_meta(st, row.paused, row.metadata);
         row.metadata = NULL;
+        stale = bd_study_reload_asked(st, row.definition, &err) != 0;
     }
     bd_store_study_row_clear(&row);
+    if (stale) { /* the next request reloads it whole from storage */
+        bd_engine_study_unload(e, st);
+        return;
+    }
     if (rc == BD_ENOTFOUND) { /* created or undeleted by the failed commit: gone */
         st->deleted = 1;
         bd_engine_study_unload(e, st);

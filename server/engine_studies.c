@@ -71,6 +71,9 @@ static int load_existing(bd_engine *e, study_rt *st, const bd_study_spec *spec, 
         json_object_set(mine, "seed", json_object_get(theirs, "seed"));
     if (!json_object_get(body, "lease_seconds") && json_object_get(theirs, "lease_seconds"))
         json_object_set(mine, "lease_seconds", json_object_get(theirs, "lease_seconds"));
+    /* what trials asked for since is the study's own growth, not another definition */
+    if (!json_object_get(body, "asked_parameters") && json_object_get(theirs, "asked_parameters"))
+        json_object_set(mine, "asked_parameters", json_object_get(theirs, "asked_parameters"));
     follow_stored_defaults(mine, theirs, body);
     json_object_foreach(mine, key, v) {
         if (!json_equal(v, json_object_get(theirs, key))) {

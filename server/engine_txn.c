@@ -241,9 +241,12 @@ int bd_engine_study_commit(bd_engine *e, study_rt *st, const bd_request *req, in
     st->dirty = 0;
     if (rc && st->meta_dirty) {
         bd_err reload_err;
-        if (bd_study_reload_meta(st, bd_engine_store(e), &reload_err))
-            bd_log(BD_LOG_ERROR, "study %lld's pause and metadata could not be reread after a failed request: %s",
+        if (bd_study_reload_meta(st, bd_engine_store(e), &reload_err)) {
+            bd_log(BD_LOG_ERROR, "study %lld's pause, metadata and asked parameters could not be reread after a "
+                   "failed request (it is unloaded: the next request reloads it): %s",
                    (long long)st->id, reload_err.message);
+            bd_engine_study_unload(e, st);
+        }
     }
     st->meta_dirty = 0;
     return rc;

@@ -60,8 +60,7 @@ void bd_study_scheduler_config(const bd_study_spec *spec, json_t *config)
     }
 }
 
-/* The asked parameters as stored in definition (text). */
-static int reload_asked(study_rt *st, const char *definition, bd_err *err)
+int bd_study_reload_asked(study_rt *st, const char *definition, bd_err *err)
 {
     json_t *stored = definition ? json_loads(definition, 0, NULL) : NULL;
     json_t *none = json_array();
@@ -80,7 +79,7 @@ int bd_study_reload_meta(study_rt *st, bd_store *store, bd_err *err)
         bd_study_set_meta(st, row.paused, row.metadata);
         row.metadata = NULL;
         if (st->loaded)
-            rc = reload_asked(st, row.definition, err);
+            rc = bd_study_reload_asked(st, row.definition, err);
     }
     bd_store_study_row_clear(&row);
     return rc;

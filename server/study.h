@@ -89,6 +89,10 @@ void bd_study_set_meta(study_rt *st, int paused, char *metadata);
  * (after a transaction that changed them did not commit); st->mu held. */
 int bd_study_reload_meta(study_rt *st, bd_store *store, bd_err *err) BD_MUST_CHECK;
 
+/* Sets st's asked parameters (study_def.h) to those of definition, the
+ * study's stored definition text (after a request that grew them did not
+ * commit); st->mu held, st loaded. */
+int bd_study_reload_asked(study_rt *st, const char *definition, bd_err *err) BD_MUST_CHECK;
 /* Removes from config (a trial's stored config) every name but the
  * declared parameters (study_def.h): the scheduler knows only those, live
  * and in a replay, whatever the trials asked or users enqueued. */

@@ -237,6 +237,30 @@ class DefineByRun(bdtest.DaemonTestCase):
                                             {"config": {"x": 0.5, "k": "a", "typo": 1}}), 400)
         self.assertEqual(body["error"]["field"], "config.typo")
 
+    def test_an_enqueued_value_outside_the_definition_another_trial_gave_is_drawn_anew(self):
+        d = self.d
+        study = empty_study(d)
+        first = suggest(d, study["id"])[0]
+        # enqueued while the study does not know svc_c: any scalar is taken...
+        check_status(self, d.request("POST", "/v1/studies/%d/trials" % study["id"],
+                                     {"config": {"svc_c": 5000.0}}), 201)
+        second = suggest(d, study["id"])[0]
+        self.assertEqual(second["origin"], "enqueued")
+        value_of(self, d, first["id"], SVC_C)  # ...then another trial defines it first
+        c = value_of(self, d, second["id"], SVC_C)
+        self.assertTrue(1e-3 <= c <= 1e3, c)
+        self.assertEqual(value_of(self, d, second["id"], SVC_C), c, "and kept")
+
+    def test_if_exists_load_finds_a_study_whose_space_grew(self):
+        d = self.d
+        body = bdtest.study_body(name=unique_name("grown"), scheduler={"name": "tpe"}, if_exists="load")
+        del body["parameters"]
+        study = bdtest.expect(d.request("POST", "/v1/studies", body), 201, "create")
+        trial = suggest(d, study["id"])[0]
+        value_of(self, d, trial["id"], CLASSIFIER)
+        again = bdtest.expect(d.request("POST", "/v1/studies", body), 200, "load after an ask")
+        self.assertEqual(again["id"], study["id"])
+
     def test_values_and_the_grown_space_survive_a_restart(self):
         d = bdtest.Daemon()
         self.addCleanup(d.cleanup)
