@@ -577,15 +577,21 @@ class BanditdStorage(optuna.storages.BaseStorage):
 
     def _final(self, run: _Run, send) -> None:
         """Sends a trial's last report; a trial banditd no longer runs (409: its
-        lease ran out) is left as banditd has it."""
+        lease ran out) is left as banditd has it. Any report that did not get
+        through (refused, or failed after the client's retries) reads back FAIL
+        here, not RUNNING, until banditd expires the trial."""
         try:
             send()
         except BanditdError as e:
+            with self._lock:
+                self._refused.add(run.id)
             if e.status not in (404, 409):
                 raise
             log.warning("trial %d: banditd refused the final report: %s", run.id, e)
+        except Exception:
             with self._lock:
                 self._refused.add(run.id)
+            raise
 
     def set_trial_user_attr(self, trial_id: int, key: str, value: Any) -> None:
         self._running(trial_id).user_attrs[key] = value
