@@ -22,6 +22,11 @@
 #define ANSWER_TIMEOUT_S 120L
 /* Bytes of response headers kept (names and values the answer passes on). */
 #define HEADER_BYTES 2048
+/* A forwarded answer is held whole before it is passed on: at most this
+ * many bytes (a CSV export of ~500,000 trials), so a large export through a
+ * peer cannot exhaust this daemon's memory; past it the client is told to
+ * ask the holder itself. */
+#define ANSWER_BYTES_MAX ((size_t)64 << 20)
 
 static pthread_key_t handle_key;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -64,12 +69,17 @@ typedef struct answer {
     int nheaders;
     char content_type[128];
     int retry_after;
+    int too_big;               /* the body passed ANSWER_BYTES_MAX: the transfer was cut */
 } answer;
 
 static size_t on_body(char *data, size_t size, size_t n, void *arg)
 {
     answer *a = arg;
     size_t add = size * n;
+    if (a->len + add > ANSWER_BYTES_MAX) {
+        a->too_big = 1;
+        return 0; /* curl stops with CURLE_WRITE_ERROR */
+    }
     if (a->len + add + 1 > a->cap) {
         size_t cap = a->cap ? 2 * a->cap : 4096;
         while (cap < a->len + add + 1)
@@ -193,6 +203,13 @@ int bd_api_forward(const bd_http_req *req, int64_t daemon_id, const char *base_u
     if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
         (cc == CURLE_OPERATION_TIMEDOUT && connected_us == 0)) {
         rc = BD_FORWARD_GONE;
+        goto out;
+    }
+    if (cc != CURLE_OK && a->too_big) {
+        rc = bd_err_set(err, BD_EUNAVAILABLE, NULL,
+                        "the answer of the daemon holding this study (%s) passes %zu MiB, the most a forwarded "
+                        "answer may hold: ask that daemon directly",
+                        base_url, ANSWER_BYTES_MAX >> 20);
         goto out;
     }
     if (cc != CURLE_OK) {
