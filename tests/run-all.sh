@@ -17,6 +17,9 @@ fuzz_seconds=${BD_FUZZ_SECONDS:-60}
 # What runs on PostgreSQL: ctest -R patterns (tests/integration/bdtest.py says
 # how the fixture picks the store; tests about SQLite files skip themselves).
 PG_ALL='^(integration/|unit/test_store$)'
+# ... but the real Optuna programs (~80 s of CPU): they exercise the Python
+# bridge, which does not depend on the store, and run in the two other passes.
+PG_SKIP='^integration/test_optuna_programs$'
 # Under sanitizers, the tests that reach most of storage/pg_*.c: every store
 # function, restarts that replay, users and tokens, enqueued configs, and
 # test_engine's cluster case (a request run again after its study moved must
@@ -46,7 +49,7 @@ count_tests build
 ctest --test-dir build --output-on-failure -j "$jobs"
 echo "== integration tests and unit/test_store on PostgreSQL"
 BD_TEST_STORE=postgres tests/pgcluster.sh \
-  ctest --test-dir build --output-on-failure --no-tests=error -j "$jobs" -R "$PG_ALL"
+  ctest --test-dir build --output-on-failure --no-tests=error -j "$jobs" -R "$PG_ALL" -E "$PG_SKIP"
 
 echo "== OpenAPI lint (Redocly, recommended-strict)"
 tests/openapi/lint.sh
