@@ -591,6 +591,29 @@ HN_FN int hn_same_next(hn *h, bd_sched *other, int k)
     return same;
 }
 
+/* The replay property for schedulers that answer measurements: rebuilds
+ * h's scheduler from its log, then every running trial's remaining epochs
+ * (losses from curve) must get the same continue/stop answer from both,
+ * and the next 20 suggestions must be the same. label and at name the case
+ * in failures. */
+HN_FN void hn_expect_replay_answers_alike(hn *h, hn_curve_fn curve, void *ud, const char *label, long long at)
+{
+    bd_sched *r = hn_replay(h);
+    int64_t running[8];
+    size_t n = h->n_running;
+    cr_assert_leq(n, sizeof running / sizeof running[0]);
+    memcpy(running, h->running, n * sizeof *running);
+    for (size_t i = 0; i < n; i++) {
+        hn_trial *t = hn_get(h, running[i]);
+        for (int e = t->epoch + 1; e < t->budget && t->state == HN_RUNNING; e++)
+            cr_expect(hn_measure_both(h, r, t->id, e, curve(h, t, e, ud)),
+                      "%s: trial %lld, epoch %d answered differently after a replay at %lld", label, (long long)t->id,
+                      e, at);
+    }
+    cr_expect(hn_same_next(h, r, 20), "%s: replay after %lld trials differs", label, at);
+    h->ops->destroy(r);
+}
+
 /* The scheduler's describe() (new reference). */
 HN_FN json_t *hn_describe(hn *h)
 {

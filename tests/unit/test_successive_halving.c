@@ -338,19 +338,7 @@ Test(successive_halving, stopping_replay_gives_identical_decisions)
             hn h;
             open_ok(&h, options[k], 1, 64, 1);
             hn_run_epochs(&h, 4, HN_RANDOM, stop, stop_curve, NULL, fail_every_7th);
-            bd_sched *r = hn_replay(&h);
-            int64_t running[8];
-            size_t n = h.n_running;
-            memcpy(running, h.running, n * sizeof *running);
-            for (size_t i = 0; i < n; i++) {
-                hn_trial *t = hn_get(&h, running[i]);
-                for (int e = t->epoch + 1; e < t->budget && t->state == HN_RUNNING; e++)
-                    cr_expect(hn_measure_both(&h, r, t->id, e, stop_curve(&h, t, e, NULL)),
-                              "%s: trial %lld, epoch %d answered differently after a replay at %lld", options[k],
-                              (long long)t->id, e, stop);
-            }
-            cr_expect(hn_same_next(&h, r, 20), "%s: replay after %lld trials differs", options[k], stop);
-            SH->destroy(r);
+            hn_expect_replay_answers_alike(&h, stop_curve, NULL, options[k], stop);
             hn_close(&h);
         }
     hn h; /* and a whole study: every config once, some stopped, then done */
