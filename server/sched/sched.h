@@ -59,7 +59,21 @@ typedef struct bd_study_def {
     int64_t limit_trials;       /* limits the engine enforces (0 = none): trials created, */
     double limit_resource;      /*   resource handed out, */
     double limit_seconds;       /*   worker-reported seconds; limit_trials is Rising Bandits' T */
+    /* Several objectives and constraints (docs/USAGE.md). A one-objective
+     * study has n_objectives == 1 and objectives[0] is (metric, maximize)
+     * above; objectives may then be NULL. The engine gives a study with
+     * n_objectives > 1 only to schedulers with ops->multi_objective, and
+     * one with constraints only to schedulers with ops->takes_constraints. */
+    size_t n_objectives;
+    const struct bd_objective *objectives; /* n_objectives entries */
+    size_t n_constraints;       /* 0: every trial is feasible */
 } bd_study_def;
+
+/* One objective of a study with several. */
+typedef struct bd_objective {
+    const char *metric;
+    int maximize;               /* the engine negates its values so schedulers minimize */
+} bd_objective;
 
 typedef struct bd_suggest_ctx {
     bd_rng rng;               /* this proposal's random stream */
@@ -103,6 +117,16 @@ typedef struct bd_event {
     double loss;             /* MEASUREMENT, COMPLETED: minimized objective, +INFINITY if diverged */
     int timeout;             /* COMPLETED: the run hit its cap; loss is then the cap */
     double elapsed_seconds;  /* MEASUREMENT, COMPLETED: worker-reported seconds, NAN if not given */
+    /* Several objectives: MEASUREMENT, COMPLETED and PRIOR events carry
+     * def->n_objectives minimized values (each negated if maximized,
+     * +INFINITY if diverged), borrowed for the call; loss == losses[0].
+     * NULL in a one-objective study. */
+    const double *losses;
+    /* Constraints: COMPLETED and PRIOR events carry 0 when every constraint
+     * holds, else the sum over the failing ones of how far the value lies
+     * outside its bound (> 0; +INFINITY for a diverged run). Always 0 in a
+     * study without constraints. */
+    double violation;
 } bd_event;
 /* A PRIOR event (event_type.h) carries a warm-start result: trial_id,
  * config_id, config (borrowed), budget and loss (+INFINITY if diverged),
@@ -202,6 +226,14 @@ struct bd_sched_ops {
      * million-trial random search or Hyperband study would count as 256 MB
      * and be unloaded whenever it idles). */
     size_t (*held_bytes)(const bd_sched *s);
+    /* 1: takes studies with several objectives and reads ev->losses (its
+     * incumbent is then the engine's Pareto front, not a single best).
+     * 0: the engine refuses such a study, 400 naming "objectives". */
+    int multi_objective;
+    /* 1: reads ev->violation and never recommends an infeasible config.
+     * 0: the engine refuses a study with constraints, 400 naming
+     * "constraints". */
+    int takes_constraints;
 };
 
 /* registry.c: the built-in schedulers. NULL if name is unknown. */

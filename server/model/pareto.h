@@ -1,0 +1,42 @@
+/* pareto.h: Pareto dominance, non-dominated sorting, crowding distance and
+ * hypervolume over points of m minimized objectives, stored row-major
+ * (point i is points[i*m .. i*m+m-1]). Shared by the engine (a study's
+ * front and its hypervolume) and the multi-objective schedulers (NSGA-II,
+ * MOTPE, multi-objective ASHA). No knowledge of studies: arrays in,
+ * numbers out. Cost is stated per function. */
+#ifndef BD_MODEL_PARETO_H
+#define BD_MODEL_PARETO_H
+
+#include <stddef.h>
+
+/* 1 when a dominates b: no worse in every objective, better in one. */
+int bd_pareto_dominates(const double *a, const double *b, size_t m);
+
+/* Non-dominated sorting (Deb et al. 2002): rank[i] = 0 for the points no
+ * other point dominates, 1 for those only rank-0 points dominate, and so
+ * on. Returns the number of fronts, or -1 when memory runs out.
+ * O(m n^2) time, O(n^2) bits of memory. */
+int bd_pareto_rank(const double *points, size_t n, size_t m, int *rank);
+
+/* Crowding distance (NSGA-II) of the k points idx[0..k-1] (one front):
+ * dist[j] for idx[j]; the extremes of each objective get +INFINITY.
+ * O(m k log k). Returns 0, or -1 when memory runs out. */
+int bd_pareto_crowding(const double *points, size_t m, const size_t *idx, size_t k, double *dist);
+
+/* The hypervolume the n points dominate, bounded by the reference point
+ * ref (minimized: a point counts only where it is below ref in every
+ * objective). Exact: O(n log n) for m = 2, inclusion-exclusion-free
+ * slicing (HSO) for m >= 3, at most BD_PARETO_HV_MAX_POINTS points
+ * (callers pass a front, not a study's every trial). Returns the volume
+ * (>= 0), or -1 when memory runs out or n is over the cap. */
+#define BD_PARETO_HV_MAX_POINTS 4096
+double bd_pareto_hypervolume(const double *points, size_t n, size_t m, const double *ref);
+
+/* The reference point BoTorch's infer_reference_point derives, for a study
+ * that gives none: the front's nadir (its worst value per objective) moved
+ * away from the ideal point by 10% of the front's range (by 10% of the
+ * nadir's magnitude, or by 1 when that is 0, for an objective the front
+ * does not spread). ref has m entries. n >= 1. O(n m). */
+void bd_pareto_reference(const double *points, size_t n, size_t m, double *ref);
+
+#endif
