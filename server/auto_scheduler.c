@@ -62,7 +62,7 @@ json_t *bd_auto_scheduler(const json_t *norm, int has_resource, const bd_space *
     }
     const char *arm = arm_parameter(space);
     const json_t *limits = json_object_get(norm, "limits");
-    int maximize = strcmp(json_string_value(json_object_get(obj, "goal")), "maximize") == 0;
+    int maximize = obj && strcmp(json_string_value(json_object_get(obj, "goal")), "maximize") == 0; /* obj: one objective */
     int horizon = json_integer_value(json_object_get(limits, "trials")) > 0;
     int scale = maximize || json_object_get(obj, "bounds");
     if (arm && horizon && scale) {

@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <sodium.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_NAME 200
@@ -94,6 +95,190 @@ static int parse_objective(const json_t *body, json_t *norm, bd_err *err)
     }
     json_object_set_new(norm, "objective", objective);
     return 0;
+}
+
+/* A metric name of "objectives" or "constraints": required, a non-empty
+ * string of at most BD_STUDY_MAX_METRIC characters. */
+static int get_metric(const json_t *obj, const char *field, const char **out, bd_err *err)
+{
+    const json_t *v = json_object_get(obj, "metric");
+    if (!v)
+        return bd_err_set(err, BD_EINVAL, field, "is required: the name the trials report its value under");
+    if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > BD_STUDY_MAX_METRIC ||
+        strlen(json_string_value(v)) != json_string_length(v))
+        return bd_err_set(err, BD_EINVAL, field, "must be a non-empty string of at most %d characters",
+                          BD_STUDY_MAX_METRIC);
+    *out = json_string_value(v);
+    return 0;
+}
+
+/* "objectives": 2 to BD_STUDY_MAX_OBJECTIVES entries {"metric", "goal",
+ * "reference"?} with distinct metrics; one entry is stored as "objective"
+ * (its reference dropped: a single objective has no hypervolume). Either
+ * "objective" or "objectives", never both. */
+static int parse_objectives(const json_t *body, json_t *norm, bd_err *err)
+{
+    static const char *const known[] = {"metric", "goal", "reference", NULL};
+    const json_t *list = json_object_get(body, "objectives");
+    char field[64];
+    int rc = 0;
+    if (!list)
+        return parse_objective(body, norm, err);
+    if (json_object_get(body, "objective"))
+        return bd_err_set(err, BD_EINVAL, "objectives",
+                          "give either \"objective\" (one) or \"objectives\" (several), not both");
+    if (!json_is_array(list) || json_array_size(list) < 1 || json_array_size(list) > BD_STUDY_MAX_OBJECTIVES)
+        return bd_err_set(err, BD_EINVAL, "objectives",
+                          "must be a list of 1 to %d objectives {\"metric\", \"goal\", \"reference\"}",
+                          BD_STUDY_MAX_OBJECTIVES);
+    json_t *out = json_array();
+    for (size_t i = 0; !rc && i < json_array_size(list); i++) {
+        const json_t *o = json_array_get(list, i);
+        const char *metric = NULL, *goal = NULL;
+        double reference = NAN;
+        snprintf(field, sizeof field, "objectives[%zu]", i);
+        if (!json_is_object(o)) {
+            rc = bd_err_set(err, BD_EINVAL, field, "must be an object {\"metric\", \"goal\", \"reference\"}");
+            break;
+        }
+        if ((rc = bd_json_reject_unknown(o, field, known, err)))
+            break;
+        snprintf(field, sizeof field, "objectives[%zu].metric", i);
+        if ((rc = get_metric(o, field, &metric, err)))
+            break;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(json_string_value(json_object_get(json_array_get(out, j), "metric")), metric) == 0)
+                rc = bd_err_set(err, BD_EINVAL, field, "repeats objectives[%zu]'s metric \"%s\"", j, metric);
+        if (rc)
+            break;
+        snprintf(field, sizeof field, "objectives[%zu].goal", i);
+        if (!json_object_get(o, "goal")) {
+            rc = bd_err_set(err, BD_EINVAL, field, "is required: \"minimize\" or \"maximize\"");
+            break;
+        }
+        if ((rc = get_string(o, "goal", field, NULL, &goal, err)))
+            break;
+        if (strcmp(goal, "minimize") != 0 && strcmp(goal, "maximize") != 0) {
+            rc = bd_err_set(err, BD_EINVAL, field, "must be \"minimize\" or \"maximize\"");
+            break;
+        }
+        snprintf(field, sizeof field, "objectives[%zu].reference", i);
+        if ((rc = get_number(o, "reference", field, NAN, &reference, err)))
+            break;
+        json_t *entry = json_pack("{s:s, s:s}", "metric", metric, "goal", goal);
+        if (!isnan(reference))
+            json_object_set_new(entry, "reference", json_real(reference));
+        json_array_append_new(out, entry);
+    }
+    if (!rc && json_array_size(out) == 1) {
+        json_t *only = json_array_get(out, 0);
+        json_object_set_new(norm, "objective",
+                            json_pack("{s:O, s:O}", "metric", json_object_get(only, "metric"), "goal",
+                                      json_object_get(only, "goal")));
+    } else if (!rc) {
+        json_object_set(norm, "objectives", out);
+    }
+    json_decref(out);
+    return rc;
+}
+
+/* "constraints": up to BD_STUDY_MAX_CONSTRAINTS entries {"metric", "min"?,
+ * "max"?}, at least one bound each, finite, min <= max, distinct metrics
+ * (an objective's metric may be one). [] is stored as none. */
+static int parse_constraints(const json_t *body, json_t *norm, bd_err *err)
+{
+    static const char *const known[] = {"metric", "min", "max", NULL};
+    const json_t *list = json_object_get(body, "constraints");
+    char field[64];
+    int rc = 0;
+    if (!list)
+        return 0;
+    if (!json_is_array(list) || json_array_size(list) > BD_STUDY_MAX_CONSTRAINTS)
+        return bd_err_set(err, BD_EINVAL, "constraints",
+                          "must be a list of at most %d constraints {\"metric\", \"min\", \"max\"}",
+                          BD_STUDY_MAX_CONSTRAINTS);
+    if (json_array_size(list) == 0)
+        return 0;
+    json_t *out = json_array();
+    for (size_t i = 0; !rc && i < json_array_size(list); i++) {
+        const json_t *c = json_array_get(list, i);
+        const char *metric = NULL;
+        double lo = NAN, hi = NAN;
+        snprintf(field, sizeof field, "constraints[%zu]", i);
+        if (!json_is_object(c)) {
+            rc = bd_err_set(err, BD_EINVAL, field, "must be an object {\"metric\", \"min\", \"max\"}");
+            break;
+        }
+        if ((rc = bd_json_reject_unknown(c, field, known, err)))
+            break;
+        snprintf(field, sizeof field, "constraints[%zu].metric", i);
+        if ((rc = get_metric(c, field, &metric, err)))
+            break;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(json_string_value(json_object_get(json_array_get(out, j), "metric")), metric) == 0)
+                rc = bd_err_set(err, BD_EINVAL, field,
+                                "repeats constraints[%zu]'s metric \"%s\" (give min and max in one entry)", j, metric);
+        if (rc)
+            break;
+        snprintf(field, sizeof field, "constraints[%zu].min", i);
+        if ((rc = get_number(c, "min", field, NAN, &lo, err)))
+            break;
+        snprintf(field, sizeof field, "constraints[%zu].max", i);
+        if ((rc = get_number(c, "max", field, NAN, &hi, err)))
+            break;
+        if (isnan(lo) && isnan(hi)) {
+            snprintf(field, sizeof field, "constraints[%zu]", i);
+            rc = bd_err_set(err, BD_EINVAL, field, "needs \"min\", \"max\" or both");
+            break;
+        }
+        if (!isnan(lo) && !isnan(hi) && lo > hi) {
+            rc = bd_err_set(err, BD_EINVAL, field, "must be at least constraints[%zu].min (%g)", i, lo);
+            break;
+        }
+        json_t *entry = json_pack("{s:s}", "metric", metric);
+        if (!isnan(lo))
+            json_object_set_new(entry, "min", json_real(lo));
+        if (!isnan(hi))
+            json_object_set_new(entry, "max", json_real(hi));
+        json_array_append_new(out, entry);
+    }
+    if (!rc)
+        json_object_set(norm, "constraints", out);
+    json_decref(out);
+    return rc;
+}
+
+/* A study with several objectives needs a scheduler with
+ * ops->multi_objective, one with constraints one with takes_constraints. */
+static int check_scheduler_takes(const bd_study_spec *spec, const struct bd_sched_ops *ops, bd_err *err)
+{
+    char names[512];
+    size_t len = 0;
+    int several = json_object_get(spec->normalized, "objectives") != NULL;
+    int constrained = json_object_get(spec->normalized, "constraints") != NULL;
+    const char *field = several && !ops->multi_objective ? "objectives"
+                        : constrained && !ops->takes_constraints ? "constraints"
+                                                                  : NULL;
+    if (!field)
+        return 0;
+    /* the registered schedulers that take it, from the registry itself */
+    const char *all = bd_sched_names();
+    names[0] = 0;
+    for (const char *p = all; *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)n, p);
+        const struct bd_sched_ops *o = bd_sched_find(name);
+        if (o && (field[0] == 'o' ? o->multi_objective : o->takes_constraints) && (!several || o->multi_objective) &&
+            len + n + 3 < sizeof names)
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "", name);
+        p += n;
+        while (*p == ',' || *p == ' ')
+            p++;
+    }
+    return bd_err_set(err, BD_EINVAL, field, "scheduler %s takes no %s; these do: %s", ops->name,
+                      field[0] == 'o' ? "several objectives" : "constraints", len ? names : "none in this build");
 }
 
 /* "instances": the problem instances of an algorithm-configuration study,
@@ -262,9 +447,29 @@ static int parse_scheduler(const json_t *body, json_t *norm, bd_err *err)
 static void resolve_auto(const json_t *body, bd_study_spec *spec)
 {
     const json_t *sch = json_object_get(spec->normalized, "scheduler");
-    if (strcmp(json_string_value(json_object_get(sch, "name")), "auto") == 0)
-        json_object_set_new(spec->normalized, "scheduler",
-                            bd_auto_scheduler(spec->normalized, json_object_get(body, "resource") != NULL, spec->space));
+    if (strcmp(json_string_value(json_object_get(sch, "name")), "auto") != 0)
+        return;
+    json_t *chosen = bd_auto_scheduler(spec->normalized, json_object_get(body, "resource") != NULL, spec->space);
+    const struct bd_sched_ops *ops = bd_sched_find(json_string_value(json_object_get(chosen, "name")));
+    int several = json_object_get(spec->normalized, "objectives") != NULL;
+    int constrained = json_object_get(spec->normalized, "constraints") != NULL;
+    if (ops && ((several && !ops->multi_objective) || (constrained && !ops->takes_constraints))) {
+        /* auto's rule chose one that refuses them: the first of these that takes them */
+        static const char *const fallback[] = {"nsga2", "tpe", "random", NULL};
+        for (size_t i = 0; fallback[i]; i++) {
+            const struct bd_sched_ops *f = bd_sched_find(fallback[i]);
+            if (f && (!several || f->multi_objective) && (!constrained || f->takes_constraints)) {
+                char why[256];
+                snprintf(why, sizeof why, "%s: %s (%s, which auto's rule chose, takes none)",
+                         several ? "several objectives" : "constraints", f->name, ops->name);
+                json_decref(chosen);
+                chosen = json_pack("{s:s, s:{}, s:s, s:s}", "name", f->name, "options", "chosen_by", "auto", "why",
+                                   why);
+                break;
+            }
+        }
+    }
+    json_object_set_new(spec->normalized, "scheduler", chosen);
 }
 
 static int parse_seed_and_lease(const json_t *body, double default_lease, json_t *norm, bd_err *err)
@@ -291,6 +496,49 @@ static int parse_seed_and_lease(const json_t *body, double default_lease, json_t
     return 0;
 }
 
+/* spec's objectives, references, constraints and metrics, from normalized
+ * (after fill_def's one-objective fields). */
+static void fill_objectives(bd_study_spec *spec)
+{
+    const json_t *list = json_object_get(spec->normalized, "objectives");
+    const json_t *cons = json_object_get(spec->normalized, "constraints");
+    bd_study_def *d = &spec->def;
+    size_t m = list ? json_array_size(list) : 1, k = json_array_size(cons);
+    spec->objectives = bd_xcalloc(m, sizeof *spec->objectives);
+    spec->references = bd_xmalloc(m * sizeof *spec->references);
+    for (size_t i = 0; i < m; i++) {
+        const json_t *o = json_array_get(list, i);
+        spec->objectives[i].metric = list ? json_string_value(json_object_get(o, "metric")) : d->metric;
+        spec->objectives[i].maximize =
+            list ? strcmp(json_string_value(json_object_get(o, "goal")), "maximize") == 0 : d->maximize;
+        const json_t *ref = json_object_get(o, "reference");
+        spec->references[i] = ref ? json_number_value(ref) : NAN;
+    }
+    if (list) { /* the one-objective fields name the first objective */
+        d->metric = spec->objectives[0].metric;
+        d->maximize = spec->objectives[0].maximize;
+    }
+    d->n_objectives = m;
+    d->objectives = spec->objectives;
+    spec->constraints = k ? bd_xcalloc(k, sizeof *spec->constraints) : NULL;
+    spec->metrics = bd_xcalloc(m + k, sizeof *spec->metrics);
+    for (size_t i = 0; i < m; i++)
+        spec->metrics[spec->n_metrics++] = spec->objectives[i].metric;
+    for (size_t i = 0; i < k; i++) {
+        const json_t *c = json_array_get(cons, i), *lo = json_object_get(c, "min"), *hi = json_object_get(c, "max");
+        bd_constraint *b = &spec->constraints[i];
+        b->metric = json_string_value(json_object_get(c, "metric"));
+        b->min = lo ? json_number_value(lo) : -INFINITY;
+        b->max = hi ? json_number_value(hi) : INFINITY;
+        int known = 0;
+        for (size_t j = 0; j < spec->n_metrics; j++)
+            known = known || strcmp(spec->metrics[j], b->metric) == 0;
+        if (!known)
+            spec->metrics[spec->n_metrics++] = b->metric;
+    }
+    d->n_constraints = k;
+}
+
 /* Points def's fields into normalized (all members validated and present). */
 static void fill_def(bd_study_spec *spec)
 {
@@ -301,8 +549,8 @@ static void fill_def(bd_study_spec *spec)
     bd_study_def *d = &spec->def;
     d->name = json_string_value(json_object_get(n, "name"));
     d->space = spec->space;
-    d->metric = json_string_value(json_object_get(obj, "metric"));
-    d->maximize = strcmp(json_string_value(json_object_get(obj, "goal")), "maximize") == 0;
+    d->metric = json_string_value(json_object_get(obj, "metric")); /* several objectives: fill_objectives */
+    d->maximize = obj && strcmp(json_string_value(json_object_get(obj, "goal")), "maximize") == 0;
     d->resource_name = json_string_value(json_object_get(res, "name"));
     d->r_min = json_number_value(json_object_get(res, "min"));
     d->r_max = json_number_value(json_object_get(res, "max"));
@@ -320,6 +568,7 @@ static void fill_def(bd_study_spec *spec)
     d->limit_resource = json_number_value(json_object_get(limits, "resource"));
     d->limit_seconds = json_number_value(json_object_get(limits, "seconds"));
     d->lease_seconds = json_number_value(json_object_get(n, "lease_seconds"));
+    fill_objectives(spec);
 }
 
 int bd_study_spec_set_asked(bd_study_spec *spec, const json_t *list, bd_err *err)
@@ -429,7 +678,7 @@ int bd_study_spec_parse(const json_t *body, double default_lease, bd_study_spec 
 {
     static const char *const known[] = {"name",      "parameters", "asked_parameters", "objective",
                                         "resource",  "scheduler",  "seed",             "instances",
-                                        "lease_seconds", "limits",  NULL};
+                                        "lease_seconds", "limits",  "objectives",       "constraints", NULL};
     const char *name = NULL;
     int rc;
     memset(out, 0, sizeof *out);
@@ -452,7 +701,8 @@ int bd_study_spec_parse(const json_t *body, double default_lease, bd_study_spec 
     }
     json_object_set_new(out->normalized, "parameters", bd_space_to_json(out->space));
     if ((rc = parse_asked(body, out, err)) || (rc = parse_scheduler(body, out->normalized, err)) ||
-        (rc = parse_objective(body, out->normalized, err)) || (rc = parse_resource(body, out->normalized, err)) ||
+        (rc = parse_objectives(body, out->normalized, err)) ||
+        (rc = parse_constraints(body, out->normalized, err)) || (rc = parse_resource(body, out->normalized, err)) ||
         (rc = parse_seed_and_lease(body, default_lease, out->normalized, err)) ||
         (rc = parse_instances(body, out->normalized, err)) || (rc = parse_limits(body, out->normalized, err)))
         goto out;
@@ -460,6 +710,8 @@ int bd_study_spec_parse(const json_t *body, double default_lease, bd_study_spec 
     if ((rc = check_empty_space(out, err)))
         goto out;
     const struct bd_sched_ops *ops = bd_study_spec_sched(out);
+    if ((rc = check_scheduler_takes(out, ops, err)))
+        goto out;
     if (ops->multi_fidelity && !json_object_get(body, "resource")) {
         rc = bd_err_set(err, BD_EINVAL, "resource",
                         "is required: %s hands out budgets, e.g. {\"name\": \"epochs\", \"min\": 1, \"max\": 81}",
@@ -485,6 +737,132 @@ void bd_study_spec_clear(bd_study_spec *spec)
         return;
     bd_space_free(spec->space);
     bd_space_free(spec->asked);
+    free(spec->objectives);
+    free(spec->references);
+    free(spec->constraints);
+    free(spec->metrics);
     json_decref(spec->normalized);
     memset(spec, 0, sizeof *spec);
+}
+
+/* ------------------------------------------------------------------ values */
+
+int bd_study_spec_has_values(const bd_study_spec *spec)
+{
+    return spec->def.n_objectives > 1 || spec->def.n_constraints > 0;
+}
+
+static long metric_index(const bd_study_spec *spec, const char *name)
+{
+    for (size_t i = 0; i < spec->n_metrics; i++)
+        if (strcmp(spec->metrics[i], name) == 0)
+            return (long)i;
+    return -1;
+}
+
+/* "a, b and c": the metrics a report may hold, for error messages. */
+static void metric_list(const bd_study_spec *spec, char *out, size_t size)
+{
+    size_t len = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < spec->n_metrics && len + 1 < size; i++)
+        len += (size_t)snprintf(out + len, size - len, "%s\"%s\"", i == 0 ? "" : ", ", spec->metrics[i]);
+}
+
+int bd_study_spec_parse_values(const bd_study_spec *spec, const json_t *value, const json_t *values, int measurement,
+                               json_t **out, double *first, bd_err *err)
+{
+    const bd_study_def *d = &spec->def;
+    const char *name;
+    const json_t *v;
+    char field[160], known[200];
+    *out = NULL;
+    if (value && !json_is_null(value) && (!json_is_number(value) || !isfinite(json_number_value(value))))
+        return bd_err_set(err, BD_EINVAL, "value", "must be a finite number, or null for a diverged run");
+    if (d->n_objectives > 1 && value && !json_is_null(value))
+        return bd_err_set(err, BD_EINVAL, "value",
+                          "a study with several objectives takes \"values\": {\"%s\": ..., ...} (or \"value\": null "
+                          "for a diverged run)",
+                          d->objectives[0].metric);
+    if (value && json_is_null(value)) {
+        if (values)
+            return bd_err_set(err, BD_EINVAL, "values", "a diverged run (\"value\": null) reports no values");
+        *first = NAN;
+        return 0;
+    }
+    if (!values && !bd_study_spec_has_values(spec)) { /* one objective, no constraints: as before */
+        if (value)
+            *first = json_number_value(value);
+        return 0;
+    }
+    if (values && !json_is_object(values))
+        return bd_err_set(err, BD_EINVAL, "values", "must be an object {\"<metric>\": number, ...}");
+    metric_list(spec, known, sizeof known);
+    json_object_foreach((json_t *)values, name, v) {
+        snprintf(field, sizeof field, "values.%.140s", name);
+        if (metric_index(spec, name) < 0)
+            return bd_err_set(err, BD_EINVAL, field, "is not a metric of the study (it reports %s)", known);
+        if (!json_is_number(v) || !isfinite(json_number_value(v)))
+            return bd_err_set(err, BD_EINVAL, field, "must be a finite number");
+    }
+    const char *obj0 = d->objectives[0].metric;
+    const json_t *given0 = json_object_get(values, obj0);
+    if (value && given0 && json_number_value(value) != json_number_value(given0)) {
+        snprintf(field, sizeof field, "values.%s", obj0);
+        return bd_err_set(err, BD_EINVAL, field, "differs from \"value\" (%g): give the objective's value once",
+                          json_number_value(value));
+    }
+    json_t *all = json_object();
+    for (size_t i = 0; i < spec->n_metrics; i++) {
+        const json_t *x = json_object_get(values, spec->metrics[i]);
+        if (!x && i == 0 && value)
+            x = value;
+        int required = i < d->n_objectives || !measurement;
+        if (!x && required) {
+            json_decref(all);
+            snprintf(field, sizeof field, "values.%s", spec->metrics[i]);
+            return bd_err_set(err, BD_EINVAL, field, "is required: every %s reports %s",
+                              measurement ? "measurement" : "completed trial",
+                              measurement ? "each objective's value" : known);
+        }
+        if (x)
+            json_object_set_new(all, spec->metrics[i], json_real(json_number_value(x)));
+    }
+    *first = json_number_value(json_object_get(all, obj0));
+    if (!bd_study_spec_has_values(spec)) { /* "values" naming the single objective */
+        json_decref(all);
+        return 0;
+    }
+    *out = all;
+    return 0;
+}
+
+void bd_study_spec_losses(const bd_study_spec *spec, const json_t *values, double first, double *losses,
+                          double *violation)
+{
+    const bd_study_def *d = &spec->def;
+    int diverged = isnan(first) && !values;
+    for (size_t i = 0; i < d->n_objectives; i++) {
+        const json_t *x = json_object_get(values, d->objectives[i].metric);
+        double v = x ? json_number_value(x) : i == 0 ? first : NAN;
+        losses[i] = diverged || isnan(v) ? INFINITY : d->objectives[i].maximize ? -v : v;
+    }
+    *violation = 0;
+    if (!d->n_constraints)
+        return;
+    if (diverged) {
+        *violation = INFINITY;
+        return;
+    }
+    for (size_t i = 0; i < d->n_constraints; i++) {
+        const bd_constraint *c = &spec->constraints[i];
+        const json_t *x = json_object_get(values, c->metric);
+        double v = x ? json_number_value(x) : strcmp(c->metric, d->objectives[0].metric) == 0 ? first : NAN;
+        if (isnan(v))
+            continue; /* not reported (a measurement): counts as holding */
+        if (v < c->min)
+            *violation += c->min - v;
+        else if (v > c->max)
+            *violation += v - c->max;
+    }
 }

@@ -21,11 +21,37 @@
  * the asked ones are sampled one at a time when asked. A name is in one of
  * the two lists, never both, and both together hold at most
  * BD_STUDY_MAX_PARAMETERS. */
+/* Several objectives and constraints (issue 41, docs/USAGE.md). A study
+ * gives either "objective": {...} or "objectives": [2 to
+ * BD_STUDY_MAX_OBJECTIVES entries {"metric", "goal", "reference"?}] (a
+ * one-entry list is stored as "objective"), and optionally "constraints":
+ * [up to BD_STUDY_MAX_CONSTRAINTS entries {"metric", "min"?, "max"?}] (an
+ * empty list is stored as none). A trial is feasible when min <= v <= max
+ * for every constraint. Its reports carry "values": {metric: number} for
+ * the objectives' and constraints' metrics (the study's "metrics", below). */
+#define BD_STUDY_MAX_OBJECTIVES 8
+#define BD_STUDY_MAX_CONSTRAINTS 16
+/* A metric of "objectives" or "constraints" is at most this long, so that
+ * "values.<metric>" fits an error's field. */
+#define BD_STUDY_MAX_METRIC 100
+
+typedef struct bd_constraint {
+    const char *metric; /* borrowed from the spec's normalized */
+    double min, max;    /* -INFINITY / +INFINITY when not given */
+} bd_constraint;
+
 typedef struct bd_study_spec {
     json_t *normalized; /* owned: every default made explicit; def's strings borrow from it */
     bd_space *space;    /* owned: the declared parameters */
     bd_space *asked;    /* owned: the asked parameters (possibly none) */
     bd_study_def def;   /* def.space == space; def.id is 0 until the caller sets it */
+    bd_objective *objectives;   /* owned: def.n_objectives entries; def.objectives points here */
+    double *references;         /* owned: per objective, the reference value as declared
+                                   (not negated); NAN where the study gives none */
+    bd_constraint *constraints; /* owned: def.n_constraints entries (NULL for none) */
+    const char **metrics;       /* owned array (strings borrowed): what "values" holds: the
+                                   objectives' metrics, then the constraints' that are not one */
+    size_t n_metrics;
 } bd_study_spec;
 
 /* Validates body (err->field names the faulty member, e.g. "resource.max").
@@ -50,6 +76,34 @@ int bd_study_spec_grows(const bd_study_spec *spec);
  * study grows its space, as a scalar that a trial's ask takes if it fits
  * (err->field "config.<name>"). */
 int bd_study_spec_check_config(const bd_study_spec *spec, const json_t *config, bd_err *err) BD_MUST_CHECK;
+/* 1 when trials report "values" (the study has several objectives or
+ * constraints): they are then stored, shown and exported per metric. */
+int bd_study_spec_has_values(const bd_study_spec *spec);
+/* Checks what a complete (measurement 0) or a measurement (1) reports
+ * against the study: value is the body's "value" (NULL when absent), values
+ * its "values" (NULL when absent). Every objective's metric is required, and
+ * for a complete every constraint's; an unknown name, a missing one or a
+ * non-finite number is BD_EINVAL with field "values.<metric>". In a
+ * one-objective study a numeric "value" stands for its objective's entry
+ * (both given and different: "values.<metric>"); in a study with several,
+ * "value" may only be null (diverged, then without "values"). On success
+ * *out is a new object of every reported metric in the study's order (NULL
+ * when the study has no values to report: a one-objective study without
+ * constraints, or a diverged run), and *first the first objective's value
+ * as reported (NAN: diverged; untouched when nothing was given: the caller
+ * keeps its own default, e.g. a timeout's cap). */
+int bd_study_spec_parse_values(const bd_study_spec *spec, const json_t *value, const json_t *values, int measurement,
+                               json_t **out, double *first, bd_err *err) BD_MUST_CHECK;
+/* What schedulers see of a report (sched.h): losses (room for
+ * def.n_objectives; each negated if maximized, +INFINITY when diverged or
+ * absent) and the constraint violation (0 when every constraint holds or
+ * the study has none; the sum of the distances outside the bounds; +INFINITY
+ * for a diverged run). values: the stored object of bd_study_spec_parse_values
+ * (NULL: none); first: the first objective's value as reported (NAN:
+ * diverged), used when values lacks it. A constraint metric a measurement
+ * did not report counts as holding. */
+void bd_study_spec_losses(const bd_study_spec *spec, const json_t *values, double first, double *losses,
+                          double *violation);
 /* The scheduler the spec names (static), or NULL if this build lacks it. */
 const struct bd_sched_ops *bd_study_spec_sched(const bd_study_spec *spec);
 

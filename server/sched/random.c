@@ -16,6 +16,7 @@
 #include "idmap.h"
 #include "proposer.h"
 #include "random.h"
+#include "stopping_rule.h"
 
 extern const struct bd_sched_ops bd_sched_random;
 
@@ -29,6 +30,7 @@ typedef struct random_sched {
     long long created;    /* CREATED events seen */
     long long running;    /* created and not yet ended */
     long long given_back; /* failed or expired: slots handed out again */
+    bd_stop_rule *stop;   /* option "stopping" (stopping_rule.h), or NULL */
 } random_sched;
 
 int bd_random_create(const struct bd_sched_ops *ops, const bd_study_def *def, const char *const *known,
@@ -36,6 +38,7 @@ int bd_random_create(const struct bd_sched_ops *ops, const bd_study_def *def, co
 {
     long long max_trials;
     bd_proposer *proposer = NULL;
+    bd_stop_rule *stop = NULL;
     int rc = bd_opt_known(def->options, known, err);
     if (!rc)
         rc = bd_opt_int(def->options, "max_trials", 0, 0, 1000000000LL, &max_trials, err);
@@ -44,15 +47,20 @@ int bd_random_create(const struct bd_sched_ops *ops, const bd_study_def *def, co
         rc = bd_err_set(err, BD_EINVAL, "scheduler.options.sampler", "must be \"%s\" (or left out) for %s", sampler,
                         ops->name);
     if (!rc)
+        rc = bd_stop_rule_create(def, &stop, err);
+    if (!rc)
         rc = bd_proposer_create(def, sampler, 0, &proposer, err);
-    if (rc)
+    if (rc) {
+        bd_stop_rule_free(stop);
         return rc;
+    }
     random_sched *r = bd_xcalloc(1, sizeof *r);
     r->base.ops = ops;
     r->def = def;
     r->proposer = proposer;
     r->learns = learns;
     r->max_trials = max_trials;
+    r->stop = stop;
     *out = &r->base;
     return 0;
 }
@@ -60,7 +68,7 @@ int bd_random_create(const struct bd_sched_ops *ops, const bd_study_def *def, co
 /* Random search reads max_trials only; its proposer is always "random". */
 static int random_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
-    static const char *const known[] = {"max_trials", NULL};
+    static const char *const known[] = {"max_trials", BD_STOP_RULE_OPTION, NULL};
     return bd_random_create(&bd_sched_random, def, known, "random", 0, out, err);
 }
 
@@ -91,8 +99,8 @@ int bd_random_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev
     (void)ctx;
     random_sched *r = (random_sched *)s;
     json_t *config;
-    (void)out;
     (void)err;
+    bd_stop_rule_observe(r->stop, ev, out); /* NULL without the option "stopping" */
     switch (ev->type) {
     case BD_EV_CREATED:
         r->created++;
@@ -140,6 +148,8 @@ int bd_random_describe(const bd_sched *s, json_t **out)
                      (json_int_t)r->given_back);
     if (r->learns)
         json_object_set_new(*out, "model", bd_proposer_describe(r->proposer));
+    if (r->stop)
+        json_object_set_new(*out, "stopping", bd_stop_rule_describe(r->stop));
     return 0;
 }
 
@@ -153,6 +163,7 @@ void bd_random_destroy(bd_sched *s)
             json_decref(r->running_configs.slots[i].value);
     bd_idmap_clear(&r->running_configs);
     bd_proposer_free(r->proposer);
+    bd_stop_rule_free(r->stop);
     free(r);
 }
 
@@ -164,7 +175,8 @@ size_t bd_random_held_bytes(const bd_sched *s)
     const random_sched *r = (const random_sched *)s;
     size_t values = bd_space_size(r->def->space) + 1;
     size_t bytes = BD_HEAP_BLOCK(sizeof *r) + bd_proposer_held_bytes(r->proposer) +
-                   r->running_configs.count * 64 * values + r->running_configs.cap * sizeof(bd_idmap_slot);
+                   r->running_configs.count * 64 * values + r->running_configs.cap * sizeof(bd_idmap_slot) +
+                   bd_stop_rule_held_bytes(r->stop);
     return bytes + bytes / 8 + 1024; /* glibc's rounding, not counted block by block */
 }
 
@@ -179,4 +191,6 @@ const struct bd_sched_ops bd_sched_random = {
     .destroy = bd_random_destroy,
     .takes_enqueued = 1,
     .held_bytes = bd_random_held_bytes,
+    .multi_objective = 1,   /* draws regardless; the engine keeps the Pareto front */
+    .takes_constraints = 1, /* and recommends feasible trials only */
 };

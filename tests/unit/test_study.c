@@ -308,3 +308,156 @@ Test(study, replay_reads_trials_in_pages_between_another_studys_trials)
     bd_store_close(s);
 }
 
+
+/* ------------------------------------------- several objectives, constraints */
+
+static int parse_fails(const char *definition, const char *field)
+{
+    json_t *body = json_loads(definition, 0, NULL);
+    cr_assert_not_null(body, "%s", definition);
+    bd_study_spec spec;
+    bd_err err = {0};
+    int rc = bd_study_spec_parse(body, 60, &spec, &err);
+    json_decref(body);
+    if (rc == 0) {
+        bd_study_spec_clear(&spec);
+        return 0;
+    }
+    cr_expect_str_eq(err.field, field, "%s: %s", definition, err.message);
+    return 1;
+}
+
+#define P "\"name\": \"m\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1}], "
+#define RANDOM ", \"scheduler\": {\"name\": \"random\"}, \"seed\": 1}"
+
+Test(study, objectives_and_constraints_are_validated_with_the_field_named)
+{
+    static const struct {
+        const char *body, *field;
+    } bad[] = {
+        {"{" P "\"objectives\": [{\"metric\": \"a\", \"goal\": \"minimize\"}, {\"metric\": \"b\", \"goal\": \"up\"}]" RANDOM,
+         "objectives[1].goal"},
+        {"{" P "\"objectives\": [{\"metric\": \"a\", \"goal\": \"minimize\"}, {\"metric\": \"a\", \"goal\": \"maximize\"}]" RANDOM,
+         "objectives[1].metric"},
+        {"{" P "\"objectives\": [{\"metric\": \"a\", \"goal\": \"minimize\"}, {\"goal\": \"minimize\"}]" RANDOM,
+         "objectives[1].metric"},
+        {"{" P "\"objectives\": [{\"metric\": \"a\", \"goal\": \"minimize\", \"ref\": 1}, {\"metric\": \"b\", \"goal\": \"minimize\"}]" RANDOM,
+         "objectives[0].ref"},
+        {"{" P "\"objectives\": [], \"scheduler\": {\"name\": \"random\"}}", "objectives"},
+        {"{" P "\"objectives\": [{\"metric\": \"a\", \"goal\": \"minimize\"}], \"objective\": {\"goal\": \"minimize\"}" RANDOM,
+         "objectives"},
+        {"{" P "\"objectives\": [{\"metric\": \"a\", \"goal\": \"minimize\"}, {\"metric\": \"b\", \"goal\": \"minimize\","
+               " \"reference\": \"1\"}]" RANDOM, "objectives[1].reference"},
+        {"{" P "\"objective\": {\"goal\": \"minimize\"}, \"constraints\": [{\"metric\": \"m\", \"min\": 2, \"max\": 1}]" RANDOM,
+         "constraints[0].max"},
+        {"{" P "\"objective\": {\"goal\": \"minimize\"}, \"constraints\": [{\"metric\": \"m\"}]" RANDOM, "constraints[0]"},
+        {"{" P "\"objective\": {\"goal\": \"minimize\"}, \"constraints\": [{\"metric\": \"m\", \"max\": 1},"
+               " {\"metric\": \"m\", \"min\": 0}]" RANDOM, "constraints[1].metric"},
+        {"{" P "\"objective\": {\"goal\": \"minimize\"}, \"constraints\": {\"metric\": \"m\"}" RANDOM, "constraints"},
+        /* gp_ucb takes neither */
+        {"{" P "\"objectives\": [{\"metric\": \"a\", \"goal\": \"minimize\"}, {\"metric\": \"b\", \"goal\": \"minimize\"}],"
+               " \"scheduler\": {\"name\": \"gp_ucb\"}}", "objectives"},
+        {"{" P "\"objective\": {\"goal\": \"minimize\"}, \"constraints\": [{\"metric\": \"m\", \"max\": 1}],"
+               " \"scheduler\": {\"name\": \"gp_ucb\"}}", "constraints"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_expect(parse_fails(bad[i].body, bad[i].field), "accepted: %s", bad[i].body);
+    char many[4096];
+    size_t len = (size_t)snprintf(many, sizeof many, "{" P "\"objectives\": [");
+    for (int i = 0; i < BD_STUDY_MAX_OBJECTIVES + 1; i++)
+        len += (size_t)snprintf(many + len, sizeof many - len, "%s{\"metric\": \"m%d\", \"goal\": \"minimize\"}",
+                                i ? ", " : "", i);
+    snprintf(many + len, sizeof many - len, "]" RANDOM);
+    cr_expect(parse_fails(many, "objectives"), "nine objectives");
+}
+
+Test(study, objectives_fill_the_definition_and_one_is_an_objective)
+{
+    study_rt *st = make_study("{" P "\"objectives\": [{\"metric\": \"err\", \"goal\": \"minimize\", \"reference\": 1},"
+                              " {\"metric\": \"acc\", \"goal\": \"maximize\"}],"
+                              " \"constraints\": [{\"metric\": \"mem\", \"max\": 512}, {\"metric\": \"err\", \"min\": 0.1}]"
+                              RANDOM);
+    const bd_study_def *d = &st->spec.def;
+    cr_assert_eq(d->n_objectives, 2);
+    cr_expect_str_eq(d->objectives[1].metric, "acc");
+    cr_expect(d->objectives[1].maximize && !d->maximize);
+    cr_expect_str_eq(d->metric, "err");
+    cr_expect_eq(d->n_constraints, 2);
+    cr_expect_eq(st->spec.n_metrics, 3, "err, acc, mem: err is an objective and a constraint");
+    cr_expect_float_eq(st->spec.references[0], 1, 1e-12);
+    cr_expect(isnan(st->spec.references[1]));
+    cr_expect_null(json_object_get(st->spec.normalized, "objective"));
+    bd_study_free(st);
+
+    st = make_study("{" P "\"objectives\": [{\"metric\": \"err\", \"goal\": \"maximize\", \"reference\": 1}],"
+                    " \"constraints\": []" RANDOM);
+    cr_expect_eq(st->spec.def.n_objectives, 1);
+    cr_expect_eq(st->spec.def.n_constraints, 0);
+    cr_expect(st->spec.def.maximize);
+    json_t *want = json_pack("{s:s, s:s}", "metric", "err", "goal", "maximize");
+    cr_expect(json_equal(json_object_get(st->spec.normalized, "objective"), want), "stored as objective");
+    cr_expect_null(json_object_get(st->spec.normalized, "objectives"));
+    cr_expect_null(json_object_get(st->spec.normalized, "constraints"), "[] is none");
+    json_decref(want);
+    bd_study_free(st);
+}
+
+Test(study, values_give_losses_and_violation)
+{
+    study_rt *st = make_study("{" P "\"objectives\": [{\"metric\": \"err\", \"goal\": \"minimize\"},"
+                              " {\"metric\": \"acc\", \"goal\": \"maximize\"}],"
+                              " \"constraints\": [{\"metric\": \"mem\", \"min\": 10, \"max\": 512}]" RANDOM);
+    json_t *values = json_pack("{s:f, s:f, s:f}", "err", 0.25, "acc", 0.9, "mem", 600.0), *out = NULL;
+    bd_err err = {0};
+    double first = -1, losses[2], violation;
+    cr_assert_eq(bd_study_spec_parse_values(&st->spec, NULL, values, 0, &out, &first, &err), 0, "%s", err.message);
+    cr_expect_float_eq(first, 0.25, 1e-12);
+    bd_study_spec_losses(&st->spec, out, first, losses, &violation);
+    cr_expect_float_eq(losses[0], 0.25, 1e-12);
+    cr_expect_float_eq(losses[1], -0.9, 1e-12, "maximized: negated");
+    cr_expect_float_eq(violation, 88, 1e-12, "600 is 88 over 512");
+    json_decref(out);
+    /* a missing constraint metric: required at completion, not in a measurement */
+    json_object_del(values, "mem");
+    cr_expect_eq(bd_study_spec_parse_values(&st->spec, NULL, values, 0, &out, &first, &err), BD_EINVAL);
+    cr_expect_str_eq(err.field, "values.mem");
+    cr_assert_eq(bd_study_spec_parse_values(&st->spec, NULL, values, 1, &out, &first, &err), 0, "%s", err.message);
+    bd_study_spec_losses(&st->spec, out, first, losses, &violation);
+    cr_expect_eq(violation, 0);
+    json_decref(out);
+    json_object_set_new(values, "speed", json_real(1));
+    cr_expect_eq(bd_study_spec_parse_values(&st->spec, NULL, values, 1, &out, &first, &err), BD_EINVAL);
+    cr_expect_str_eq(err.field, "values.speed");
+    json_object_del(values, "speed");
+    json_object_set_new(values, "acc", json_string("high"));
+    cr_expect_eq(bd_study_spec_parse_values(&st->spec, NULL, values, 1, &out, &first, &err), BD_EINVAL);
+    cr_expect_str_eq(err.field, "values.acc");
+    json_t *one = json_real(0.3), *null = json_null();
+    cr_expect_eq(bd_study_spec_parse_values(&st->spec, one, NULL, 0, &out, &first, &err), BD_EINVAL);
+    cr_expect_str_eq(err.field, "value", "several objectives take values");
+    /* diverged: every objective worst, infeasible */
+    cr_assert_eq(bd_study_spec_parse_values(&st->spec, null, NULL, 0, &out, &first, &err), 0);
+    cr_expect_null(out);
+    bd_study_spec_losses(&st->spec, NULL, first, losses, &violation);
+    cr_expect(isinf(losses[0]) && isinf(losses[1]) && isinf(violation));
+    json_decref(values);
+    bd_study_free(st);
+
+    /* one objective with a constraint: "value" stands for the objective */
+    st = make_study("{" P "\"objective\": {\"metric\": \"err\", \"goal\": \"maximize\"},"
+                    " \"constraints\": [{\"metric\": \"mem\", \"max\": 512}]" RANDOM);
+    values = json_pack("{s:f}", "mem", 100.0);
+    cr_assert_eq(bd_study_spec_parse_values(&st->spec, one, values, 0, &out, &first, &err), 0, "%s", err.message);
+    cr_expect_float_eq(json_number_value(json_object_get(out, "err")), 0.3, 1e-12, "stored with every metric");
+    bd_study_spec_losses(&st->spec, out, first, losses, &violation);
+    cr_expect_float_eq(losses[0], -0.3, 1e-12);
+    cr_expect_eq(violation, 0);
+    json_decref(out);
+    json_object_set_new(values, "err", json_real(0.4));
+    cr_expect_eq(bd_study_spec_parse_values(&st->spec, one, values, 0, &out, &first, &err), BD_EINVAL);
+    cr_expect_str_eq(err.field, "values.err", "value and values differ");
+    json_decref(values);
+    json_decref(one);
+    json_decref(null);
+    bd_study_free(st);
+}
