@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "bo_model.h"
+#include "stopping_rule.h"
 
 extern const struct bd_sched_ops bd_sched_gp_ucb;
 
@@ -57,6 +58,7 @@ typedef struct gp_ucb {
     long long created, running;
     bd_bo_model *model; /* completed observations in completion order, and their GP */
     pending *pend;      /* running trials with their coordinates */
+    bd_stop_rule *stop; /* option "stopping" (stopping_rule.h), or NULL */
     size_t n_pend, cap_pend;
 } gp_ucb;
 
@@ -65,11 +67,13 @@ typedef struct gp_ucb {
 static int gp_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
     static const char *const known[] = {"n_init",     "max_trials",    "multiplier", "delta", "acquisition",
-                                        "cost_aware", "cost_exponent", "initial",    "warp",  NULL};
+                                        "cost_aware", "cost_exponent", "initial",    "warp",  BD_STOP_RULE_OPTION,
+                                        NULL};
     size_t d = bd_space_size(def->space);
     long long n_init, max_trials;
     bd_bo_model_options mo = {.name = "gp_ucb", .fidelity = 0, .salt = 0x67705f7563620001ULL /* "gp_ucb" */};
     bd_bo_model *model = NULL;
+    bd_stop_rule *stop = NULL;
     int rc = bd_opt_known(def->options, known, err);
     if (!rc)
         rc = bd_opt_int(def->options, "n_init", (long long)(2 * d > 4 ? 2 * d : 4), 1, 100000, &n_init, err);
@@ -80,9 +84,13 @@ static int gp_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     if (!rc)
         rc = bd_bo_start_cost_read(def->options, &mo.ucb, err);
     if (!rc)
+        rc = bd_stop_rule_create(def, &stop, err);
+    if (!rc)
         rc = bd_bo_model_new(def, &mo, &model, err);
-    if (rc)
+    if (rc) {
+        bd_stop_rule_free(stop);
         return rc;
+    }
     gp_ucb *g = bd_xcalloc(1, sizeof *g);
     g->base.ops = &bd_sched_gp_ucb;
     g->def = def;
@@ -90,6 +98,7 @@ static int gp_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     g->n_init = n_init;
     g->max_trials = max_trials;
     g->model = model;
+    g->stop = stop;
     *out = &g->base;
     return 0;
 }
@@ -166,8 +175,8 @@ static int gp_observe(bd_sched *s, const bd_observe_ctx *ctx, const bd_event *ev
 {
     gp_ucb *g = (gp_ucb *)s;
     double *x = NULL;
-    (void)out;
     (void)err;
+    bd_stop_rule_observe(g->stop, ev, out); /* NULL without the option "stopping" */
     switch (ev->type) {
     case BD_EV_CREATED:
         g->created++;
@@ -229,6 +238,8 @@ static int gp_describe(const bd_sched *s, json_t **out)
                      (json_int_t)g->created, "running", (json_int_t)g->running, "observations",
                      (json_int_t)bd_bo_model_count(g->model), "multiplier", bd_bo_model_multiplier_name(g->model),
                      "model", bd_bo_model_describe(g->model), "model_error", bd_bo_model_error(g->model));
+    if (g->stop)
+        json_object_set_new(*out, "stopping", bd_stop_rule_describe(g->stop));
     return 0;
 }
 
@@ -257,6 +268,7 @@ static void gp_destroy(bd_sched *s)
         free(g->pend[i].x);
     free(g->pend);
     bd_bo_model_free(g->model);
+    bd_stop_rule_free(g->stop);
     free(g);
 }
 
@@ -266,7 +278,8 @@ static size_t gp_held_bytes(const bd_sched *s)
 {
     const gp_ucb *g = (const gp_ucb *)s;
     size_t bytes = BD_HEAP_BLOCK(sizeof *g) + bd_bo_model_held_bytes(g->model) +
-                   BD_HEAP_BLOCK(g->cap_pend * sizeof *g->pend) + g->n_pend * BD_HEAP_BLOCK(g->d * sizeof(double));
+                   BD_HEAP_BLOCK(g->cap_pend * sizeof *g->pend) + g->n_pend * BD_HEAP_BLOCK(g->d * sizeof(double)) +
+                   bd_stop_rule_held_bytes(g->stop);
     return bytes + bytes / 8 + 1024; /* glibc's rounding, not counted block by block */
 }
 

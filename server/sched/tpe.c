@@ -9,12 +9,13 @@
 
 #include "proposer.h"
 #include "random.h"
+#include "stopping_rule.h"
 
 extern const struct bd_sched_ops bd_sched_tpe;
 
 static int tpe_create(const bd_study_def *def, bd_sched **out, bd_err *err)
 {
-    static const char *const known[] = {"max_trials", BD_PROPOSER_OPTIONS, NULL};
+    static const char *const known[] = {"max_trials", BD_PROPOSER_OPTIONS, BD_STOP_RULE_OPTION, NULL};
     return bd_random_create(&bd_sched_tpe, def, known, "tpe", 1, out, err);
 }
 
