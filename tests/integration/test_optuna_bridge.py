@@ -433,9 +433,7 @@ class OptunaBridge(bdtest.DaemonTestCase):
             (dict(pruner=optuna.pruners.PercentilePruner(25.0)), ValueError, "pruner=PercentilePruner.*MedianPruner"),
             (dict(pruner=optuna.pruners.ThresholdPruner(upper=1.0)), ValueError, "pruner=ThresholdPruner"),
             (dict(sampler=optuna.pruners.MedianPruner()), ValueError, "that is a pruner, not a sampler"),
-            (dict(sampler=optuna.samplers.TPESampler(constraints_func=lambda t: [0.0])), ValueError,
-             "constraints_func"),
-            (dict(directions=["minimize", "maximize"]), NotImplementedError, "directions=.*one objective"),
+            (dict(n_constraints=2), ValueError, "n_constraints=2 without a sampler with constraints_func"),
             (dict(storage="sqlite:///x.db"), ValueError, "storage=.*url="),
             (dict(scheduler="tpe", sampler=optuna.samplers.RandomSampler()), ValueError, "not both"),
         ]

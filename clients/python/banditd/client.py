@@ -291,10 +291,15 @@ class Client:
             body["budget"] = budget
         return self.request("POST", "/v1/studies/%d/trials" % study_id, body, idempotency_key)
 
-    def measure(self, trial_id: int, step: float, value: float, elapsed_seconds: Optional[float] = None,
-                idempotency_key: Optional[str] = None) -> Dict[str, Any]:
-        """Reports an intermediate value; returns {"action": "continue"|"stop", "reason"?}."""
-        body = {"step": step, "value": value}
+    def measure(self, trial_id: int, step: float, value: Any = _MISSING, elapsed_seconds: Optional[float] = None,
+                idempotency_key: Optional[str] = None, values: Optional[Dict[str, float]] = None) -> Dict[str, Any]:
+        """Reports an intermediate value (values: {metric: value} of every objective, in
+        a study with several); returns {"action": "continue"|"stop", "reason"?}."""
+        body: Dict[str, Any] = {"step": step}
+        if value is not _MISSING:
+            body["value"] = value
+        if values is not None:
+            body["values"] = values
         if elapsed_seconds is not None:
             body["elapsed_seconds"] = elapsed_seconds
         return self.request("POST", "/v1/trials/%d/measurements" % trial_id, body, idempotency_key)
@@ -302,14 +307,17 @@ class Client:
     def complete(self, trial_id: int, value: Any = _MISSING, status: Optional[str] = None,
                  runtime: Optional[float] = None, elapsed_seconds: Optional[float] = None,
                  reason: Optional[str] = None, idempotency_key: Optional[str] = None,
-                 user_attrs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+                 user_attrs: Optional[Dict[str, Any]] = None,
+                 values: Optional[Dict[str, float]] = None) -> Dict[str, Any]:
         """Completes a trial with value (None: diverged, give a reason) or status ("timeout");
+        values: {metric: value} of every objective and constraint of a study with several
+        objectives or with constraints (value may then stand for a lone objective's);
         user_attrs are merged into the trial's in the same request."""
         body = {}
         if value is not _MISSING:
             body["value"] = value
         for k, v in (("status", status), ("runtime", runtime), ("elapsed_seconds", elapsed_seconds),
-                     ("reason", reason), ("user_attrs", user_attrs)):
+                     ("reason", reason), ("user_attrs", user_attrs), ("values", values)):
             if v is not None:
                 body[k] = v
         return self.request("POST", "/v1/trials/%d/complete" % trial_id, body, idempotency_key)

@@ -15,6 +15,14 @@ scheduler through one table (_MAPPING below; clients/python/README.md says
 what maps to what). patch_optuna() makes optuna.create_study and
 optuna.load_study these, so a program runs on banditd with no change at all.
 
+Several objectives (directions=[...]) make a study with "objectives"
+(metrics "objective_0", "objective_1", ... unless metric= names them): a
+trial's values go to banditd as "values", study.best_trials is banditd's
+Pareto front, and NSGAIISampler() (Optuna's default there) maps to nsga2. A
+sampler's constraints_func makes the study's "constraints" (Optuna's rule:
+feasible when every value is <= 0), computed after the objective as Optuna
+does and sent with the result; no infeasible trial is ever a best trial.
+
 The study is a real optuna.Study (BanditdStudy subclasses it) on a
 BanditdStorage (banditd.optuna_storage: its trials are banditd's trials), with
 BanditdSampler (a parameter's value comes from the daemon) and BanditdPruner
@@ -25,11 +33,13 @@ import math
 import time
 import uuid
 import weakref
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import optuna
 from optuna.distributions import BaseDistribution
+from optuna.samplers._base import _process_constraints_after_trial
 from optuna.study import StudyDirection
+from optuna.trial import TrialState
 
 from banditd.client import Client
 from banditd.errors import BanditdError
@@ -37,7 +47,8 @@ from banditd.optuna_space import normalize_space, to_parameters
 from banditd.optuna_storage import PRUNED_REASON, BanditdStorage, StudyDone
 
 __all__ = ["create_study", "load_study", "patch_optuna", "banditd_trial", "scheduler_for", "BanditdStudy",
-           "BanditdSampler", "BanditdPruner", "BanditdStorage", "StudyDone", "PRUNED_REASON", "DEFAULT_MAX_STEPS"]
+           "BanditdSampler", "BanditdPruner", "BanditdStorage", "StudyDone", "PRUNED_REASON", "DEFAULT_MAX_STEPS",
+           "MAX_OBJECTIVES"]
 
 #: resource.max of a study whose pruner needs a resource that the program did
 #: not bound (no resource=, no HyperbandPruner(max_resource=)): larger than any
@@ -53,10 +64,8 @@ def _no_options(obj: Any) -> Dict[str, Any]:
 
 
 def _tpe_options(s: "optuna.samplers.TPESampler") -> Dict[str, Any]:
-    """The TPESampler arguments banditd's TPE takes, where they differ from Optuna's defaults."""
-    if getattr(s, "_constraints_func", None) is not None:
-        raise ValueError("sampler=TPESampler(constraints_func=...): banditd has no constrained optimization "
-                         "yet; drop constraints_func")
+    """The TPESampler arguments banditd's TPE takes, where they differ from Optuna's defaults
+    (constraints_func is the bridge's: it becomes the study's constraints, see create_study)."""
     out: Dict[str, Any] = {}
     if s._n_startup_trials != 10:
         out["n_startup_trials"] = int(s._n_startup_trials)
@@ -64,6 +73,26 @@ def _tpe_options(s: "optuna.samplers.TPESampler") -> Dict[str, Any]:
         out["n_ei_candidates"] = int(s._n_ei_candidates)
     if s._multivariate:
         out["multivariate"] = True
+    return out
+
+
+def _nsga2_options(s: "optuna.samplers.NSGAIISampler") -> Dict[str, Any]:
+    """The NSGAIISampler arguments banditd's nsga2 takes, where they differ from Optuna's defaults
+    (population 50, crossover probability 0.9, swapping probability 0.5, mutation 1/parameters);
+    a crossover other than the uniform one is refused."""
+    crossover = type(s._crossover).__name__
+    if crossover != "UniformCrossover":
+        raise ValueError("sampler=NSGAIISampler(crossover=%s()): banditd's nsga2 crosses over uniformly; "
+                         "drop crossover=" % crossover)
+    out: Dict[str, Any] = {}
+    if s._population_size != 50:
+        out["population_size"] = int(s._population_size)
+    if s._mutation_prob is not None:
+        out["mutation_prob"] = float(s._mutation_prob)
+    if s._crossover_prob != 0.9:
+        out["crossover_prob"] = float(s._crossover_prob)
+    if s._swapping_prob != 0.5:
+        out["swapping_prob"] = float(s._swapping_prob)
     return out
 
 
@@ -98,7 +127,6 @@ def _hyperband(p: "optuna.pruners.HyperbandPruner") -> Tuple[Dict[str, Any], Opt
 
 _CMA = ("banditd has no CMA-ES sampler: use TPESampler() or RandomSampler(), or scheduler=\"gp_ucb\" for a "
         "Gaussian process")
-_MULTI = "banditd optimizes one objective (several objectives come later): use TPESampler() or RandomSampler()"
 #: class name -> ("sampler", banditd sampler, options of the object) | ("pruner", stopping-type
 #: multi-fidelity scheduler or None for no early stopping, (options, resource min, resource max) of
 #: the object) | a str: refused with that advice. A class not here is refused too.
@@ -112,8 +140,8 @@ _MAPPING: Dict[str, Any] = {
     "BruteForceSampler": "banditd has no brute-force sampler: enqueue each config with study.enqueue_trial(params)",
     "PartialFixedSampler": "banditd has no partially fixed sampler: enqueue the fixed values with "
                            "study.enqueue_trial(params)",
-    "NSGAIISampler": _MULTI,
-    "MOTPESampler": _MULTI,
+    "NSGAIISampler": ("sampler", "nsga2", _nsga2_options),
+    "MOTPESampler": ("sampler", "tpe", _tpe_options),
     "MedianPruner": ("pruner", "asha", _median),
     "SuccessiveHalvingPruner": ("pruner", "asha", _successive_halving),
     "HyperbandPruner": ("pruner", "hyperband", _hyperband),
@@ -144,18 +172,31 @@ def _row(kind: str, obj: Any) -> Tuple[Any, Callable[[Any], Any]]:
                      % (kind, type(obj).__name__, mapped))
 
 
-def scheduler_for(sampler: Any = None, pruner: Any = None) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]]]:
+def scheduler_for(sampler: Any = None, pruner: Any = None, n_objectives: int = 1,
+                  constrained: bool = False) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]]]:
     """The banditd scheduler {"name", "options"} and the resource (None: not
     multi-fidelity) for an Optuna sampler and pruner. None means Optuna's
-    default: TPESampler() and MedianPruner(). A pruner's resource is its step
-    range: min its min_resource (1 when Optuna estimates it), max its
-    max_resource, else DEFAULT_MAX_STEPS (for Hyperband, whose rungs count
-    down from the maximum, min_resource * eta^k, the first at or above it)."""
-    sampler = sampler or optuna.samplers.TPESampler()
-    pruner = pruner or optuna.pruners.MedianPruner()
+    default: TPESampler() and MedianPruner() for one objective,
+    NSGAIISampler() for several. A pruner's resource is its step range: min
+    its min_resource (1 when Optuna estimates it), max its max_resource, else
+    DEFAULT_MAX_STEPS (for Hyperband, whose rungs count down from the
+    maximum, min_resource * eta^k, the first at or above it). With several
+    objectives the pruner is never used (Optuna's trial.report() and
+    should_prune() raise NotImplementedError there), so the study is not
+    multi-fidelity; a pruner given is only checked against the table. With
+    constraints (the sampler has a constraints_func: constrained), no pruner
+    given means none (banditd's stopping schedulers take no constraints);
+    a pruner given is mapped, and the daemon says whether it takes them."""
+    several = n_objectives > 1
+    sampler = sampler or (optuna.samplers.NSGAIISampler() if several else optuna.samplers.TPESampler())
     sampler_name, sampler_options = _row("sampler", sampler)
-    name, options_of = _row("pruner", pruner)
     options = sampler_options(sampler)
+    if several:
+        if pruner is not None:
+            _row("pruner", pruner)
+        return {"name": sampler_name, "options": options}, None
+    pruner = pruner or (optuna.pruners.NopPruner() if constrained else optuna.pruners.MedianPruner())
+    name, options_of = _row("pruner", pruner)
     if name is None:
         return {"name": sampler_name, "options": options}, None
     own, low, high = options_of(pruner)
@@ -171,10 +212,21 @@ def scheduler_for(sampler: Any = None, pruner: Any = None) -> Tuple[Dict[str, An
 class BanditdSampler(optuna.samplers.BaseSampler):
     """Every value comes from banditd: a trial's up-front params are its banditd
     config, and a parameter the objective asks for later is asked of the daemon
-    (POST /v1/trials/{id}/parameters), which draws it with the study's sampler."""
+    (POST /v1/trials/{id}/parameters), which draws it with the study's sampler.
+    constraints_func (the Optuna sampler's) is called after the objective, as
+    Optuna's samplers do (after_trial, before the trial's state is stored),
+    and its values kept as the trial's system attribute "constraints", which
+    the storage sends with the result."""
 
-    def __init__(self, storage: BanditdStorage) -> None:
+    def __init__(self, storage: BanditdStorage,
+                 constraints_func: Optional[Callable[["optuna.trial.FrozenTrial"], Sequence[float]]] = None) -> None:
         self._storage = storage
+        self._constraints_func = constraints_func
+
+    def after_trial(self, study: "optuna.Study", trial: "optuna.trial.FrozenTrial", state: TrialState,
+                    values: Optional[Sequence[float]]) -> None:
+        if self._constraints_func is not None:
+            _process_constraints_after_trial(self._constraints_func, study, trial, state)
 
     def infer_relative_search_space(self, study: "optuna.Study", trial: "optuna.trial.FrozenTrial"):
         return {}
@@ -210,6 +262,22 @@ class BanditdStudy(optuna.Study):
         """The banditd study's id."""
         return self._storage.banditd_id
 
+    @property
+    def best_trials(self) -> List["optuna.trial.FrozenTrial"]:
+        """With several objectives: banditd's Pareto front (the feasible,
+        non-dominated, completed trials; Optuna 3.1 lists infeasible ones too).
+        With one and constraints: the best feasible trial, if any. Otherwise
+        Optuna's answer."""
+        storage: BanditdStorage = self._storage
+        if len(storage.directions) > 1:
+            return storage.pareto_front()
+        if storage.constraint_names:
+            try:
+                return [self.best_trial]
+            except ValueError:
+                return []
+        return super().best_trials
+
     def optimize(self, func: Callable[["optuna.Trial"], Any], n_trials: Optional[int] = None,
                  timeout: Optional[float] = None, n_jobs: int = 1, catch: tuple = (), callbacks: Any = None,
                  gc_after_trial: bool = False, show_progress_bar: bool = False) -> None:
@@ -243,21 +311,45 @@ def banditd_trial(trial: "optuna.Trial") -> Dict[str, Any]:
     return trial.study._storage.banditd_trial(trial._trial_id)
 
 
-def _direction(direction: Any, directions: Optional[Sequence[Any]]) -> StudyDirection:
-    if directions is not None:
-        if direction is not None:
-            raise ValueError("Specify only one of `direction` and `directions`.")
-        if len(directions) != 1:
-            raise NotImplementedError("directions=%r: banditd optimizes one objective (several objectives "
-                                      "come later); give direction=" % (list(directions),))
-        direction = directions[0]
-    if direction is None:
-        return StudyDirection.MINIMIZE
+#: the most objectives a banditd study takes (api/openapi.yaml: "objectives", 2..8 entries)
+MAX_OBJECTIVES = 8
+
+
+def _one_direction(direction: Any) -> StudyDirection:
     if isinstance(direction, StudyDirection) and direction != StudyDirection.NOT_SET:
         return direction
     if direction not in ("minimize", "maximize"):
         raise ValueError("direction must be \"minimize\" or \"maximize\", not %r" % (direction,))
     return StudyDirection.MINIMIZE if direction == "minimize" else StudyDirection.MAXIMIZE
+
+
+def _directions(direction: Any, directions: Optional[Sequence[Any]]) -> List[StudyDirection]:
+    """Optuna's direction= / directions= as a list (one entry: one objective)."""
+    if directions is None:
+        return [StudyDirection.MINIMIZE if direction is None else _one_direction(direction)]
+    if direction is not None:
+        raise ValueError("Specify only one of `direction` and `directions`.")
+    if isinstance(directions, (str, StudyDirection)) or not directions:
+        raise ValueError("directions must be a non-empty list of \"minimize\" / \"maximize\", not %r"
+                         % (directions,))
+    if len(directions) > MAX_OBJECTIVES:
+        raise ValueError("directions=%r: a banditd study takes at most %d objectives" % (list(directions),
+                                                                                         MAX_OBJECTIVES))
+    return [_one_direction(d) for d in directions]
+
+
+def _metrics(metric: Union[str, Sequence[str], None], n: int) -> List[str]:
+    """The objectives' metric names: metric for one objective ("value" by
+    default); for several, "objective_0", "objective_1", ... by default,
+    "<metric>_0", ... for a str, or the names given."""
+    if metric is None:
+        return ["value"] if n == 1 else ["objective_%d" % i for i in range(n)]
+    if isinstance(metric, str):
+        return [metric] if n == 1 else ["%s_%d" % (metric, i) for i in range(n)]
+    names = [str(m) for m in metric]
+    if len(names) != n or len(set(names)) != n:
+        raise ValueError("metric=%r: give %d distinct names, one per direction" % (list(metric), n))
+    return names
 
 
 def _client(url: Optional[str], token: Optional[str], client: Optional[Client], storage: Any) -> Tuple[Client, bool]:
@@ -272,11 +364,28 @@ def _client(url: Optional[str], token: Optional[str], client: Optional[Client], 
 
 
 def _study(client: Client, own_client: bool, doc: Dict[str, Any], space: Optional[Dict[str, BaseDistribution]],
-           step_offset: float, worker: Optional[str]) -> BanditdStudy:
+           step_offset: float, worker: Optional[str], constraints_func: Any = None) -> BanditdStudy:
     storage = BanditdStorage(client, doc, space, step_offset, worker)
     if own_client:  # its kept-alive connections close when the study is dropped
         weakref.finalize(storage, client.close)
-    return BanditdStudy(storage.name, storage, sampler=BanditdSampler(storage), pruner=BanditdPruner(storage))
+    return BanditdStudy(storage.name, storage, sampler=BanditdSampler(storage, constraints_func),
+                        pruner=BanditdPruner(storage))
+
+
+def _constraints_func(sampler: Any) -> Any:
+    """The Optuna sampler's constraints_func (TPESampler's, NSGAIISampler's), or None."""
+    return getattr(sampler, "_constraints_func", None) if sampler is not None else None
+
+
+def _constraints(n_constraints: Optional[int]) -> List[Dict[str, Any]]:
+    """The study's constraints for a constraints_func: "c_0" .. "c_<k-1>" of
+    n_constraints=k, else one, "c", the aggregate (BanditdStorage.constraint_values)."""
+    if n_constraints is None:
+        return [{"metric": "c", "max": 0}]
+    if not isinstance(n_constraints, int) or isinstance(n_constraints, bool) or not 1 <= n_constraints <= 16:
+        raise ValueError("n_constraints must be a whole number from 1 to 16 (how many values constraints_func "
+                         "returns), not %r" % (n_constraints,))
+    return [{"metric": "c_%d" % i, "max": 0} for i in range(n_constraints)]
 
 
 def _by_name(client: Client, name: str) -> Dict[str, Any]:
@@ -290,17 +399,26 @@ def create_study(*, url: Optional[str] = None, token: Optional[str] = None, stud
                  direction: Union[str, StudyDirection, None] = None, sampler: Any = None, pruner: Any = None,
                  load_if_exists: bool = False, directions: Optional[Sequence[Any]] = None, storage: Any = None,
                  scheduler: Union[str, Dict[str, Any], None] = None, resource: Optional[Dict[str, Any]] = None,
-                 search_space: Optional[Dict[str, BaseDistribution]] = None, metric: str = "value",
+                 search_space: Optional[Dict[str, BaseDistribution]] = None,
+                 metric: Union[str, Sequence[str], None] = None, n_constraints: Optional[int] = None,
                  seed: Optional[int] = None, limits: Optional[Dict[str, Any]] = None,
                  lease_seconds: Optional[float] = None, step_offset: float = 1, worker: Optional[str] = None,
                  client: Optional[Client] = None) -> BanditdStudy:
     """Creates a banditd study now and returns it as an optuna.Study (BanditdStudy).
 
-    Optuna's arguments: study_name, direction (or directions= of one),
-    sampler, pruner (mapped by scheduler_for; a sampler or pruner banditd has
-    no counterpart of is a ValueError naming it), load_if_exists (load the
-    caller's study of that name, as stored, with its trials; otherwise a taken
-    name raises optuna.exceptions.DuplicatedStudyError). storage= is refused.
+    Optuna's arguments: study_name, direction or directions (several: a
+    study with "objectives", in order), sampler, pruner (mapped by
+    scheduler_for; a sampler or pruner banditd has no counterpart of is a
+    ValueError naming it; with several directions the pruner is unused, as
+    Optuna's report() refuses them), load_if_exists (load the caller's study
+    of that name, as stored, with its trials; otherwise a taken name raises
+    optuna.exceptions.DuplicatedStudyError). storage= is refused. The
+    sampler's constraints_func becomes the study's "constraints": each value
+    it returns must be <= 0 (Optuna's rule), called after the objective as
+    Optuna does; n_constraints=k (how many values it returns) stores them as
+    "c_0" .. "c_<k-1>", each {"max": 0}; without it one constraint "c"
+    holds their aggregate (BanditdStorage.constraint_values: feasible and
+    violation exactly as Optuna's rules).
 
     banditd's: url, token (or client=, an existing banditd.Client);
     scheduler: {"name", "options"} or a name, instead of sampler/pruner;
@@ -308,13 +426,16 @@ def create_study(*, url: Optional[str] = None, token: Optional[str] = None, stud
     scheduler=; with it, should_prune() is also true once a trial's budget is
     reached); search_space: {name: optuna.distributions.*} declared up front
     (a scheduler's joint model sees them; each trial's params are then all of
-    them), else none and each trial asks for what its code needs; metric,
+    them), else none and each trial asks for what its code needs; metric:
+    the objective's metric ("value"), or with several directions a list of
+    names or a prefix ("objective" gives "objective_0", "objective_1", ...);
     seed, limits, lease_seconds: as in the study definition; step_offset:
     banditd's step (resource used so far) = Optuna's step + step_offset (1
     suits `for step in range(epochs)` loops that report after each epoch, as
     Optuna's examples do; 0 when the step counts epochs done); worker: the
     worker name prefix stored with trials."""
-    d = _direction(direction, directions)
+    ds = _directions(direction, directions)
+    metrics = _metrics(metric, len(ds))
     if not (isinstance(step_offset, (int, float)) and math.isfinite(step_offset) and step_offset >= 0):
         raise ValueError("step_offset must be a finite number >= 0")
     if scheduler is not None:
@@ -323,15 +444,24 @@ def create_study(*, url: Optional[str] = None, token: Optional[str] = None, stud
         if isinstance(scheduler, str):
             scheduler = {"name": scheduler, "options": {}}
         derived = None
-    else:
-        scheduler, derived = scheduler_for(sampler, pruner)
+    constraints_func = _constraints_func(sampler)
+    if scheduler is None:
+        scheduler, derived = scheduler_for(sampler, pruner, len(ds), constraints_func is not None)
+    if n_constraints is not None and constraints_func is None:
+        raise ValueError("n_constraints=%r without a sampler with constraints_func" % (n_constraints,))
     space = normalize_space(search_space) if search_space is not None else None
     parameters = to_parameters(space) if space is not None else []  # a space banditd cannot take fails here
     client, own_client = _client(url, token, client, storage)
     name = study_name or "optuna-%s" % uuid.uuid4()
-    definition: Dict[str, Any] = {"name": name, "parameters": parameters, "scheduler": scheduler,
-                                  "objective": {"metric": metric, "goal": "minimize" if d == StudyDirection.MINIMIZE
-                                                else "maximize"}}
+    goals = [{"metric": m, "goal": "minimize" if d == StudyDirection.MINIMIZE else "maximize"}
+             for m, d in zip(metrics, ds)]
+    definition: Dict[str, Any] = {"name": name, "parameters": parameters, "scheduler": scheduler}
+    if len(goals) == 1:
+        definition["objective"] = goals[0]
+    else:
+        definition["objectives"] = goals
+    if constraints_func is not None:
+        definition["constraints"] = _constraints(n_constraints)
     for key, value in (("resource", resource or derived), ("seed", seed), ("limits", limits),
                        ("lease_seconds", lease_seconds)):
         if value is not None:
@@ -351,7 +481,7 @@ def create_study(*, url: Optional[str] = None, token: Optional[str] = None, stud
         if own_client:
             client.close()
         raise
-    return _study(client, own_client, doc, space, step_offset, worker)
+    return _study(client, own_client, doc, space, step_offset, worker, constraints_func)
 
 
 def load_study(*, study_name: Optional[str], url: Optional[str] = None, token: Optional[str] = None,
@@ -360,8 +490,9 @@ def load_study(*, study_name: Optional[str], url: Optional[str] = None, token: O
     """The caller's banditd study named study_name, with its trials, as an
     optuna.Study (optuna.load_study's arguments plus url= and token=). Its
     scheduler is the stored one: sampler= and pruner= are checked against
-    the table (a refused one raises) but change nothing. study_name=None loads
-    the caller's only study."""
+    the table (a refused one raises) but change nothing, except the sampler's
+    constraints_func, which computes the constraint values of a study with
+    constraints. study_name=None loads the caller's only study."""
     for kind, obj in (("sampler", sampler), ("pruner", pruner)):
         if obj is not None:
             _row(kind, obj)
@@ -379,7 +510,7 @@ def load_study(*, study_name: Optional[str], url: Optional[str] = None, token: O
         if own_client:
             client.close()
         raise
-    return _study(client, own_client, doc, None, step_offset, worker)
+    return _study(client, own_client, doc, None, step_offset, worker, _constraints_func(sampler))
 
 
 def patch_optuna(url: str, token: Optional[str], **defaults: Any) -> Callable[[], None]:

@@ -17,7 +17,10 @@ RUNNING until then, while banditd may already have stopped it).
   step + step_offset; an answer "stop" (or a lost lease) makes should_prune()
   true. So does the trial's budget, once reached, on a study whose scheduler
   promotes (a multi-fidelity one without "type": "stopping", or bo_bos).
-- set_trial_state_values ends the trial on banditd: COMPLETE -> complete;
+- set_trial_state_values ends the trial on banditd: COMPLETE -> complete
+  (with "values": every objective's of a study with several, and the
+  constraint values that BanditdSampler.after_trial had constraints_func
+  compute, of a study with constraints);
   PRUNED -> nothing after a stop, complete with the last value at the budget,
   else fail with PRUNED_REASON (banditd has no worker-side stop); FAIL -> fail.
 - State read back: running -> RUNNING (FAIL when this process ended it and
@@ -28,7 +31,12 @@ RUNNING until then, while banditd may already have stopped it).
   asked with, else the study's definition of it on the daemon
   (optuna_space.from_parameter).
 - get_best_trial is Optuna's rule: the best COMPLETE trial (banditd's best
-  completed trial, GET .../trials?order=best).
+  completed trial, GET .../trials?order=best); with constraints, the best
+  feasible one (banditd's incumbent). pareto_front() is banditd's front.
+- Several objectives: the study's "objectives" are Optuna's directions in
+  order, a trial's values its "values" by metric; constraints: the study's
+  "constraints" (each {"max": 0}) are the values of constraints_func, read
+  back as the system attribute "constraints" (constraint_values()).
 - User attributes go to PATCH /v1/trials/{id} {"user_attrs"} and PATCH
   /v1/studies/{id} {"metadata"} (merge); a daemon that answers 404/405 to the
   route keeps them in this process only. System attributes are always local.
@@ -58,6 +66,7 @@ __all__ = ["BanditdStorage", "StudyDone", "PRUNED_REASON", "STUDY_ID"]
 
 log = logging.getLogger("banditd")
 
+_CONSTRAINTS_KEY = "constraints"  # the system attribute Optuna's samplers keep constraints_func's values in
 STUDY_ID = 0  # the Optuna study id of a storage's one study (banditd's id is BanditdStorage.banditd_id)
 #: The reason of a failed banditd trial that the objective pruned itself (read back as PRUNED).
 PRUNED_REASON = "pruned by the objective (optuna.TrialPruned without a stop from banditd)"
@@ -106,7 +115,14 @@ def _banditd_attrs(t: Dict[str, Any]) -> Dict[str, Any]:
         out["banditd_reason"] = t["reason"]
     if t.get("scheduler"):
         out["banditd_scheduler"] = t["scheduler"]
+    if "feasible" in t:  # a study with constraints
+        out["banditd_feasible"] = t["feasible"]
     return out
+
+
+def _worst(direction: StudyDirection) -> float:
+    """A diverged run's value (banditd's value null) in Optuna's terms."""
+    return math.inf if direction == StudyDirection.MINIMIZE else -math.inf
 
 
 def _when(ts: Any) -> Optional[datetime.datetime]:
@@ -133,8 +149,13 @@ class BanditdStorage(optuna.storages.BaseStorage):
         self.client = client
         self.banditd_id = int(doc["id"])  #: the banditd study's id
         self.name = str(doc["name"])
-        goal = (doc.get("objective") or {}).get("goal")
-        self.direction = StudyDirection.MAXIMIZE if goal == "maximize" else StudyDirection.MINIMIZE
+        objectives = doc.get("objectives") or [doc.get("objective") or {}]
+        self.objective_names: List[str] = [str(o.get("metric") or "value") for o in objectives]
+        self.directions: List[StudyDirection] = [StudyDirection.MAXIMIZE if o.get("goal") == "maximize"
+                                                 else StudyDirection.MINIMIZE for o in objectives]
+        self.direction = self.directions[0]
+        #: the study's constraint metrics, in order (constraints_func's values map onto them)
+        self.constraint_names: List[str] = [str(c["metric"]) for c in doc.get("constraints") or []]
         scheduler = doc.get("scheduler") or {}
         stopping = (scheduler.get("options") or {}).get("type") == "stopping"
         # A promoting scheduler's trial ends at its budget; a stopping-type one judges at its rungs
@@ -246,7 +267,7 @@ class BanditdStorage(optuna.storages.BaseStorage):
 
     def get_study_directions(self, study_id: int) -> List[StudyDirection]:
         self._check_study(study_id)
-        return [self.direction]
+        return list(self.directions)
 
     def get_study_user_attrs(self, study_id: int) -> Dict[str, Any]:
         self._check_study(study_id)
@@ -265,7 +286,7 @@ class BanditdStorage(optuna.storages.BaseStorage):
     def get_all_studies(self) -> List[FrozenStudy]:
         return [FrozenStudy(self.name, None, self.get_study_user_attrs(STUDY_ID),
                                          self.get_study_system_attrs(STUDY_ID), STUDY_ID,
-                                         directions=[self.direction])]
+                                         directions=list(self.directions))]
 
     # ---- trial numbers ----
 
@@ -383,6 +404,18 @@ class BanditdStorage(optuna.storages.BaseStorage):
                     self._space.setdefault(name, dist)
         if template.state == TrialState.WAITING:
             body = {"config": self._to_banditd(template.system_attrs.get("fixed_params") or template.params)}
+        elif template.state == TrialState.COMPLETE and (len(self.directions) > 1 or self.constraint_names):
+            body = {"config": self._to_banditd(template.params)}
+            if len(self.directions) > 1:
+                body["values"] = dict(zip(self.objective_names, template.values))
+            else:
+                body["value"] = template.value
+            if self.constraint_names:
+                if template.system_attrs.get(_CONSTRAINTS_KEY) is None:
+                    raise ValueError("add_trial to a study with constraints: give the trial's constraint values "
+                                     "as system_attrs={%r: (...)}" % _CONSTRAINTS_KEY)
+                body["values"] = dict(body.get("values") or {},
+                                      **self.constraint_values(template.system_attrs[_CONSTRAINTS_KEY]))
         elif template.state == TrialState.COMPLETE:
             body = {"config": self._to_banditd(template.params), "value": template.value}
         else:
@@ -545,16 +578,19 @@ class BanditdStorage(optuna.storages.BaseStorage):
             if run.ended is not None:
                 pass  # stopped, diverged or lost on banditd: nothing more to send
             elif state == TrialState.COMPLETE:
-                v = float(values[0]) if values else float("nan")
-                if math.isfinite(v):
-                    self._final(run, lambda: self.client.complete(run.id, value=v, elapsed_seconds=elapsed))
-                else:
+                vals = [float(v) for v in values] if values else [float("nan")]
+                if not all(math.isfinite(v) for v in vals):
+                    # banditd's diverged run: every objective the worst, infeasible.
                     self._final(run, lambda: self.client.complete(
-                        run.id, value=None, reason="the objective returned %r" % v, elapsed_seconds=elapsed))
+                        run.id, value=None, reason=_cut("the objective returned %r" % (values,)),
+                        elapsed_seconds=elapsed))
+                else:
+                    result = self._result(run, vals)
+                    self._final(run, lambda: self.client.complete(run.id, elapsed_seconds=elapsed, **result))
             elif state == TrialState.PRUNED and self.budget_stop and run.intermediate and self._at_budget(run):
                 # The budget banditd gave is used up: the last value is the result at that budget.
-                last = run.intermediate[max(run.intermediate)]
-                self._final(run, lambda: self.client.complete(run.id, value=last, elapsed_seconds=elapsed))
+                result = self._result(run, [run.intermediate[max(run.intermediate)]])
+                self._final(run, lambda: self.client.complete(run.id, elapsed_seconds=elapsed, **result))
             elif state == TrialState.PRUNED:
                 self._final(run, lambda: self.client.fail(run.id, reason=PRUNED_REASON))
             elif state == TrialState.FAIL:
@@ -574,6 +610,55 @@ class BanditdStorage(optuna.storages.BaseStorage):
                 if own:
                     self._trial_system_attrs[trial_id] = own
         return True
+
+    def constraint_values(self, constraints: Sequence[float]) -> Dict[str, float]:
+        """constraints_func's values (Optuna's rule: feasible when every one is
+        <= 0) as the study's constraint metrics, each {"max": 0}: one metric per
+        value when the study has as many, else, in a study with one constraint
+        (create_study without n_constraints=), their aggregate: the largest
+        when none is positive, else the sum of the positive ones, so the trial
+        is feasible exactly when Optuna says so and banditd's violation is
+        Optuna's (the sum of the positive values). ValueError otherwise."""
+        names = self.constraint_names
+        vals = [float(c) for c in constraints]
+        if not all(math.isfinite(v) for v in vals):
+            raise ValueError("constraints_func returned %r: banditd takes finite constraint values" % (vals,))
+        if len(vals) == len(names):
+            return dict(zip(names, vals))
+        if len(names) == 1 and vals:
+            positive = [v for v in vals if v > 0]
+            return {names[0]: math.fsum(positive) if positive else max(vals)}
+        raise ValueError("constraints_func returned %d values; banditd study %r has %d constraints (%s): give "
+                         "create_study n_constraints=%d, or none" % (len(vals), self.name, len(names),
+                                                                     ", ".join(names), len(vals)))
+
+    def _result(self, run: _Run, vals: List[float]) -> Dict[str, Any]:
+        """complete's arguments for a trial's finite objective values: "value" in a
+        one-objective study, "values" by metric otherwise, with the constraint
+        values of a study with constraints (BanditdSampler.after_trial had
+        constraints_func compute them); a ValueError when those are missing or
+        do not fit, after failing the trial on banditd with that reason."""
+        out: Dict[str, Any] = {}
+        if len(self.directions) > 1:
+            if len(vals) != len(self.directions):
+                raise ValueError("%d values for %d objectives" % (len(vals), len(self.directions)))
+            out["values"] = dict(zip(self.objective_names, vals))
+        else:
+            out["value"] = vals[0]
+        if self.constraint_names:
+            got = run.system_attrs.get(_CONSTRAINTS_KEY)
+            try:
+                if got is None:
+                    raise ValueError("banditd study %r has constraints (%s) but no constraints_func gave values: "
+                                     "give the sampler's constraints_func" % (self.name,
+                                                                              ", ".join(self.constraint_names)))
+                cons = self.constraint_values(got)
+            except ValueError as e:
+                reason = _cut(str(e))
+                self._final(run, lambda: self.client.fail(run.id, reason=reason))
+                raise
+            out["values"] = dict(out.get("values") or {}, **cons)
+        return out
 
     def _final(self, run: _Run, send) -> None:
         """Sends a trial's last report; a trial banditd no longer runs (409: its
@@ -624,18 +709,34 @@ class BanditdStorage(optuna.storages.BaseStorage):
         for m in sorted(t.get("measurements") or [], key=lambda m: m["step"]):
             intermediate[_step_key(m["step"] - self.step_offset)] = float(m["value"])
         value: Optional[float] = None
-        if state == TrialState.COMPLETE:
-            value = t.get("value")
-            if value is None:  # diverged: the worst value in the study's direction
-                value = math.inf if self.direction == StudyDirection.MINIMIZE else -math.inf
-        elif state == TrialState.PRUNED and intermediate:
+        values: Optional[List[float]] = None
+        reported = t.get("values") or {}
+        diverged = t.get("value") is None  # every objective the worst, every constraint failing
+        if state == TrialState.COMPLETE and len(self.directions) > 1:
+            values = [_worst(d) if diverged or reported.get(n) is None else float(reported[n])
+                      for n, d in zip(self.objective_names, self.directions)]
+        elif state == TrialState.COMPLETE:
+            value = _worst(self.direction) if diverged else t.get("value")
+        elif state == TrialState.PRUNED and intermediate and len(self.directions) == 1:
             value = intermediate[max(intermediate)]  # as Optuna records a pruned trial
         params, dists = self._params(t.get("config") or {}, fetch)
         with self._lock:
             user_attrs = dict(t.get("user_attrs") or {})
             user_attrs.update(self._trial_user_attrs.get(tid, {}))
             system_attrs = _banditd_attrs(t)
+            if state == TrialState.COMPLETE and self.constraint_names:
+                # constraints_func's values as banditd stored them (one aggregate when the study has one
+                # constraint for several values; this process keeps its own trials' full tuples below)
+                system_attrs[_CONSTRAINTS_KEY] = tuple(
+                    math.inf if diverged or reported.get(n) is None else float(reported[n])
+                    for n in self.constraint_names)
             system_attrs.update(self._trial_system_attrs.get(tid, {}))
+        if values is not None:
+            return FrozenTrial(number=number, state=state, value=None, values=values,
+                               datetime_start=_when(t.get("created_at")),
+                               datetime_complete=_when(t.get("finished_at")), params=params, distributions=dists,
+                               user_attrs=user_attrs, system_attrs=system_attrs,
+                               intermediate_values=intermediate, trial_id=tid)
         return FrozenTrial(number=number, state=state, value=value,
                            datetime_start=_when(t.get("created_at")) if state != TrialState.WAITING else None,
                            datetime_complete=_when(t.get("finished_at")) if state.is_finished() else None,
@@ -685,6 +786,12 @@ class BanditdStorage(optuna.storages.BaseStorage):
         them (the first completed, as Optuna's in-memory storage), else the
         first created."""
         self._check_study(study_id)
+        if self.constraint_names:
+            # Only a feasible trial is ever recommended: banditd's incumbent is the best feasible one.
+            incumbent = self.client.get_study(self.banditd_id).get("incumbent") or {}
+            if incumbent.get("trial_id") is None:
+                raise ValueError("No feasible trials are completed yet.")
+            return self.get_trial(int(incumbent["trial_id"]))
         best = self.client.best_trials(self.banditd_id, limit=1, measurements=True)
         if not best:
             raise ValueError("No trials are completed yet.")
@@ -692,6 +799,13 @@ class BanditdStorage(optuna.storages.BaseStorage):
         if incumbent.get("trial_id") not in (None, best[0]["id"]) and incumbent.get("value") == best[0]["value"]:
             return self.get_trial(int(incumbent["trial_id"]))
         return self._frozen(best[0], self._number(int(best[0]["id"])))
+
+    def pareto_front(self) -> List[FrozenTrial]:
+        """banditd's Pareto front (GET /v1/studies/{id} "pareto_front": the
+        feasible, non-dominated, completed trials, at their full budget), as
+        COMPLETE FrozenTrials in number order."""
+        ids = {int(p["trial_id"]) for p in self.client.get_study(self.banditd_id).get("pareto_front") or []}
+        return [t for t in self.get_all_trials(STUDY_ID, states=(TrialState.COMPLETE,)) if t._trial_id in ids]
 
     def remove_session(self) -> None:
         # Optuna calls this at the end of each optimize thread's work: close that
