@@ -16,6 +16,7 @@ extern const struct bd_sched_ops bd_sched_bo_bos;
 extern const struct bd_sched_ops bd_sched_rising_bandits;
 extern const struct bd_sched_ops bd_sched_spc;
 extern const struct bd_sched_ops bd_sched_caps_race;
+extern const struct bd_sched_ops bd_sched_nsga2;
 #ifdef BD_TEST_SCHEDULERS
 extern const struct bd_sched_ops bd_sched_test_sleep;
 #endif
@@ -31,6 +32,7 @@ static const struct bd_sched_ops *const registry[] = {
     &bd_sched_rising_bandits,
     &bd_sched_spc,
     &bd_sched_caps_race,
+    &bd_sched_nsga2,
 #ifdef BD_TEST_SCHEDULERS
     &bd_sched_test_sleep, /* test builds only (test_sleep.c) */
 #endif

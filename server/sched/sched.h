@@ -1,7 +1,7 @@
 /* sched.h: the scheduler plugin interface. Every algorithm is one .c file
  * implementing bd_sched_ops, registered in registry.c by its name: random,
  * tpe, successive_halving, hyperband, asha, gp_ucb, bo_bos, rising_bandits,
- * spc and caps_race (test builds add test_sleep).
+ * spc, caps_race and nsga2 (test builds add test_sleep).
  *
  * Contract (README.md beside this file; docs/SCHEDULERS.md says how each
  * scheduler uses it):

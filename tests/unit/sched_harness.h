@@ -13,7 +13,12 @@
  * the engine does (budget in range and whole for integer resources, config
  * valid, config_id / resume_from naming earlier trials of the same config)
  * and, when check_pure is set, that suggest() twice gives the same answer
- * and status() agrees with it. */
+ * and status() agrees with it.
+ *
+ * Several objectives and constraints (sched.h): hn_open_mo declares them,
+ * hn_complete_mo reports a trial's minimized losses and its violation, and
+ * an outcome callback mo_outcome (instead of outcome) decides them in
+ * hn_run. The log keeps each event's losses, so a replay feeds them too. */
 #ifndef BD_SCHED_HARNESS_H
 #define BD_SCHED_HARNESS_H
 
@@ -36,6 +41,7 @@
 enum { HN_RUNNING = 0, HN_COMPLETED, HN_FAILED, HN_EXPIRED, HN_STOPPED }; /* trial states */
 enum { HN_FIFO = 0, HN_LIFO, HN_RANDOM };                     /* completion orders */
 enum { HN_DONE = 0, HN_LIMIT, HN_STUCK };                     /* hn_run results */
+#define HN_MAX_OBJ 8                                          /* objectives a test study may have */
 
 typedef struct hn_trial {
     int64_t id, config_id, resume_from;
@@ -48,6 +54,8 @@ typedef struct hn_trial {
     int64_t instance;
     int state;           /* HN_* state */
     double loss;         /* when completed */
+    double losses[HN_MAX_OBJ]; /* when completed in a study with several objectives */
+    double violation;    /* when completed: 0 feasible, > 0 infeasible */
     int worker;
     int epoch;           /* hn_run_epochs: epochs trained and reported so far */
 } hn_trial;
@@ -55,10 +63,14 @@ typedef struct hn_trial {
 typedef struct hn hn;
 /* Decides a finished trial: returns HN_COMPLETED (and sets *loss), HN_FAILED or HN_EXPIRED. */
 typedef int (*hn_outcome_fn)(const hn *h, const hn_trial *t, void *ud, double *loss);
+/* The same for a study with several objectives or constraints: sets
+ * losses[0..n_objectives-1] (minimized) and *violation. */
+typedef int (*hn_mo_outcome_fn)(const hn *h, const hn_trial *t, void *ud, double *losses, double *violation);
 
 typedef struct hn_logged {
-    bd_event ev; /* config / extra point at the owned copies below */
+    bd_event ev; /* config / extra / losses point at the owned copies below */
     json_t *config, *extra;
+    double *losses; /* owned, or NULL */
 } hn_logged;
 
 struct hn {
@@ -74,7 +86,9 @@ struct hn {
     hn_logged *log;
     size_t n_log, cap_log;
     hn_outcome_fn outcome; /* NULL: hn_loss_default */
+    hn_mo_outcome_fn mo_outcome; /* when set, decides instead of outcome (hn_open_mo studies) */
     void *ud;
+    bd_objective objectives[HN_MAX_OBJ]; /* hn_open_mo: "f0", "f1", ... minimized */
     int check_pure; /* 1 (default): suggest twice and compare */
     /* hn_run statistics */
     long long waits;         /* WAIT answers */
@@ -96,8 +110,8 @@ HN_FN int hn_loss_default(const hn *h, const hn_trial *t, void *ud, double *loss
 /* Opens a study over the parameters params (JSON list text) with the given
  * scheduler options (JSON text) and problem instances (JSON list text, or
  * NULL for none). Returns create()'s code (h->err says why). */
-HN_FN int hn_open_instances(hn *h, const struct bd_sched_ops *ops, const char *params, const char *options,
-                            double r_min, double r_max, int integer, const char *instances)
+static void hn_prepare(hn *h, const struct bd_sched_ops *ops, const char *params, const char *options, double r_min,
+                       double r_max, int integer, const char *instances)
 {
     json_error_t jerr;
     memset(h, 0, sizeof *h);
@@ -128,6 +142,30 @@ HN_FN int hn_open_instances(hn *h, const struct bd_sched_ops *ops, const char *p
     h->check_pure = 1;
     h->first_wait_at = -1;
     bd_rng_seed(&h->order_rng, 7, 7);
+}
+
+HN_FN int hn_open_instances(hn *h, const struct bd_sched_ops *ops, const char *params, const char *options,
+                            double r_min, double r_max, int integer, const char *instances)
+{
+    hn_prepare(h, ops, params, options, r_min, r_max, integer, instances);
+    return ops->create(&h->def, &h->s, &h->err);
+}
+
+/* Opens a study over params with n_objectives minimized objectives "f0",
+ * "f1", ... (1 <= n_objectives <= HN_MAX_OBJ; with 1 it is a one-objective
+ * study, objectives NULL) and n_constraints constraints, budget 1. */
+HN_FN int hn_open_mo(hn *h, const struct bd_sched_ops *ops, const char *params, const char *options,
+                     size_t n_objectives, size_t n_constraints)
+{
+    static const char *const names[HN_MAX_OBJ] = {"f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7"};
+    cr_assert(n_objectives >= 1 && n_objectives <= HN_MAX_OBJ);
+    hn_prepare(h, ops, params, options, 1, 1, 1, NULL);
+    for (size_t j = 0; j < n_objectives; j++)
+        h->objectives[j] = (bd_objective){.metric = names[j], .maximize = 0};
+    h->def.metric = names[0];
+    h->def.n_objectives = n_objectives;
+    h->def.objectives = n_objectives > 1 ? h->objectives : NULL;
+    h->def.n_constraints = n_constraints;
     return ops->create(&h->def, &h->s, &h->err);
 }
 
@@ -158,6 +196,7 @@ HN_FN void hn_close(hn *h)
     for (size_t i = 0; i < h->n_log; i++) {
         json_decref(h->log[i].config);
         json_decref(h->log[i].extra);
+        free(h->log[i].losses);
     }
     free(h->trials);
     free(h->log);
@@ -189,6 +228,12 @@ static bd_decision hn_feed(hn *h, const bd_event *ev, json_t *config, json_t *ex
     l->ev.id = (int64_t)h->n_log;
     l->config = config ? json_incref(config) : NULL;
     l->extra = extra ? json_incref(extra) : NULL;
+    l->losses = NULL;
+    if (ev->losses) { /* a heap copy: the log moves as it grows */
+        l->losses = malloc(h->def.n_objectives * sizeof *l->losses);
+        memcpy(l->losses, ev->losses, h->def.n_objectives * sizeof *l->losses);
+        l->ev.losses = l->losses;
+    }
     bd_observe_ctx_seed(&ctx, h->def.seed, l->ev.id);
     cr_assert_eq(h->ops->observe(h->s, &ctx, &l->ev, &d, &err), 0);
     return d;
@@ -361,6 +406,29 @@ HN_FN void hn_complete(hn *h, int64_t id, double loss)
 {
     hn_end(h, id, BD_EV_COMPLETED, loss);
 }
+/* Completes trial id of an hn_open_mo study with its n_objectives losses
+ * (minimized; +INFINITY for a diverged run) and its violation (0: feasible),
+ * as the engine feeds them: losses NULL and loss = losses[0] with one objective. */
+HN_FN void hn_complete_mo(hn *h, int64_t id, const double *losses, double violation)
+{
+    hn_trial *t = hn_get(h, id);
+    size_t m = h->def.n_objectives ? h->def.n_objectives : 1;
+    cr_assert_eq(t->state, HN_RUNNING, "trial %lld is not running", (long long)id);
+    t->state = HN_COMPLETED;
+    t->loss = losses[0];
+    memcpy(t->losses, losses, m * sizeof *losses);
+    t->violation = violation;
+    for (size_t i = 0; i < h->n_running; i++)
+        if (h->running[i] == id) {
+            memmove(&h->running[i], &h->running[i + 1], (h->n_running - i - 1) * sizeof *h->running);
+            h->n_running--;
+            break;
+        }
+    bd_event ev = {.type = BD_EV_COMPLETED, .trial_id = id, .config_id = t->config_id, .budget = t->budget,
+                   .loss = losses[0], .elapsed_seconds = NAN, .losses = m > 1 ? losses : NULL,
+                   .violation = violation};
+    hn_feed(h, &ev, NULL, NULL);
+}
 /* Completes trial id with the worker's elapsed_seconds (the cost-aware schedulers read it). */
 HN_FN void hn_complete_seconds(hn *h, int64_t id, double loss, double seconds)
 {
@@ -398,6 +466,17 @@ HN_FN void hn_finish(hn *h, int64_t id)
 {
     double loss = NAN;
     const hn_trial *t = hn_get(h, id);
+    if (h->mo_outcome) {
+        double losses[HN_MAX_OBJ], violation = 0;
+        int what = h->mo_outcome(h, t, h->ud, losses, &violation);
+        if (what == HN_COMPLETED)
+            hn_complete_mo(h, id, losses, violation);
+        else if (what == HN_FAILED)
+            hn_fail(h, id);
+        else
+            hn_expire(h, id);
+        return;
+    }
     int what = (h->outcome ? h->outcome : hn_loss_default)(h, t, h->ud, &loss);
     if (what == HN_COMPLETED)
         hn_complete(h, id, loss);
