@@ -32,15 +32,17 @@ typedef struct add_args {
     const json_t *config; /* as sent */
     json_t *canonical;    /* config in canonical form (bd_space_canonical_config: 2, not 2.0, for an int),
                              what is stored and handed out; set under the study's lock */
-    int warm_start;    /* "value" given */
+    int warm_start;    /* "value" or "values" given */
     double value;      /* as reported (not oriented) */
+    const json_t *value_json, *values; /* the body's "value" and "values" (borrowed), checked
+                                          against the study under its lock */
     const json_t *budget; /* "budget", or NULL: resource.max */
 } add_args;
 
 static int parse_add(const json_t *body, add_args *a, bd_err *err)
 {
-    static const char *const known[] = {"config", "value", "budget", NULL};
-    const json_t *value = json_object_get(body, "value");
+    static const char *const known[] = {"config", "value", "values", "budget", NULL};
+    const json_t *value = json_object_get(body, "value"), *values = json_object_get(body, "values");
     int rc = bd_json_reject_unknown(body, "", known, err);
     if (rc)
         return rc;
@@ -49,11 +51,16 @@ static int parse_add(const json_t *body, add_args *a, bd_err *err)
     if (!json_is_object(a->config))
         return bd_err_set(err, BD_EINVAL, "config", "is required: an object of parameter values");
     a->budget = json_object_get(body, "budget");
+    a->value_json = value;
+    a->values = values;
+    a->value = NAN;
     if (value) {
         if (!json_is_number(value) || !isfinite(json_number_value(value)))
             return bd_err_set(err, BD_EINVAL, "value", "must be a finite number (the config's known result)");
         a->warm_start = 1;
         a->value = json_number_value(value);
+    } else if (values) {
+        a->warm_start = 1;
     } else if (a->budget) {
         return bd_err_set(err, BD_EINVAL, "budget", "is only for a warm start (with \"value\")");
     }
@@ -113,7 +120,13 @@ static int warm_start_op(bd_engine *e, study_rt *st, const add_args *a, bd_write
                           "a study on problem instances takes no warm-start results (a result belongs to an instance)");
     if ((rc = warm_budget(st, a->budget, &budget, err)))
         return rc;
-    if (st->spec.def.has_bounds && !(a->value >= st->spec.def.bound_low && a->value <= st->spec.def.bound_high))
+    json_t *parsed = NULL;
+    double value = a->value;
+    if ((rc = bd_study_spec_parse_values(&st->spec, a->value_json, a->values, 0, &parsed, &value, err)))
+        return rc;
+    char *values = parsed ? bd_write_plan_own(plan, json_dumps(parsed, JSON_COMPACT | JSON_REAL_PRECISION(17))) : NULL;
+    json_decref(parsed);
+    if (st->spec.def.has_bounds && !(value >= st->spec.def.bound_low && value <= st->spec.def.bound_high))
         return bd_err_set(err, BD_EINVAL, "value", "must lie within objective.bounds [%g, %g]",
                           st->spec.def.bound_low, st->spec.def.bound_high);
     plan->inserts = bd_xmalloc(sizeof *plan->inserts);
@@ -129,20 +142,24 @@ static int warm_start_op(bd_engine *e, study_rt *st, const add_args *a, bd_write
     row->origin = BD_ORIGIN_WARM_START;
     row->created_at = row->lease_expires_at = row->finished_at = now;
     row->has_value = 1;
-    row->value = a->value;
+    row->value = value;
+    row->values = values; /* the plan's text; the row is the plan's too */
     bd_event_row created = {.study_id = st->id, .trial_id = row->id, .type = BD_EV_CREATED, .value = NAN,
                             .elapsed_seconds = NAN, .created_at = now};
     int64_t created_id = bd_write_plan_push_event(e, plan, &created)->id;
     bd_event_row completed = {.study_id = st->id, .trial_id = row->id, .type = BD_EV_COMPLETED, .has_value = 1,
-                              .value = a->value, .elapsed_seconds = NAN, .created_at = now};
+                              .value = value, .elapsed_seconds = NAN, .created_at = now, .values = values};
     bd_write_plan_push_event(e, plan, &completed);
     /* As replay feeds it (study.c replay_created): one PRIOR at the CREATED
      * event's id, with the declared parameters only. */
     json_t *seen = json_copy(a->canonical);
     bd_study_scheduler_config(&st->spec, seen);
     bd_event ev = {.type = BD_EV_PRIOR, .id = created_id, .trial_id = row->id, .config_id = row->id,
-                   .budget = budget, .config = seen, .loss = bd_study_loss(st, 1, a->value),
-                   .elapsed_seconds = NAN};
+                   .budget = budget, .config = seen, .elapsed_seconds = NAN};
+    double losses[BD_STUDY_MAX_OBJECTIVES];
+    bd_study_event_losses(st, 1, value, values, &ev, losses);
+    if ((row->constrained = st->spec.def.n_constraints > 0))
+        row->feasible = ev.violation == 0;
     bd_study_feed(st, &ev, 0, 0, &d);
     json_decref(seen);
     bd_study_touch(st, now);

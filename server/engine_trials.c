@@ -27,6 +27,18 @@ static void record(bd_engine *e, study_rt *st, bd_trial_row *t, bd_write_plan *p
                    bd_decision *d)
 {
     ev->created_at = bd_now();
+    if (ev->type != BD_EV_MEASUREMENT && st->spec.def.n_constraints) {
+        /* feasible: a completed trial whose every constraint held */
+        bd_event probe = {.type = ev->type};
+        double losses[BD_STUDY_MAX_OBJECTIVES];
+        bd_study_event_losses(st, ev->has_value, ev->value, ev->values, &probe, losses);
+        t->constrained = 1;
+        t->feasible = ev->type == BD_EV_COMPLETED && probe.violation == 0;
+    }
+    if (ev->type == BD_EV_COMPLETED) {
+        free(t->values); /* the trial's own copy: the plan's text is the event's */
+        t->values = ev->values ? bd_xstrdup(ev->values) : NULL;
+    }
     if (ev->type != BD_EV_MEASUREMENT) {
         static const bd_trial_state end_state[] = {
             [BD_EV_COMPLETED] = BD_TRIAL_COMPLETED, [BD_EV_FAILED] = BD_TRIAL_FAILED,
@@ -93,19 +105,40 @@ static int value_member(const json_t *v, double *out, bd_err *err)
 
 typedef struct measure_args {
     double step, value, elapsed;
+    const json_t *value_json, *values; /* the body's "value" and "values" (borrowed; NULL when absent) */
 } measure_args;
+
+/* The reported values of a complete or measurement, checked against the
+ * study under its lock (bd_study_spec_parse_values): *text the stored JSON
+ * (the plan's; NULL when the study takes none), *first the first
+ * objective's value (untouched when nothing was given). */
+static int plan_values(study_rt *st, bd_write_plan *plan, const json_t *value, const json_t *values, int measurement,
+                       char **text, double *first, bd_err *err)
+{
+    json_t *parsed = NULL;
+    int rc = bd_study_spec_parse_values(&st->spec, value, values, measurement, &parsed, first, err);
+    *text = NULL;
+    if (rc)
+        return rc;
+    if (parsed)
+        *text = bd_write_plan_own(plan, json_dumps(parsed, JSON_COMPACT | JSON_REAL_PRECISION(17)));
+    json_decref(parsed);
+    return 0;
+}
 
 static int measure_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *args, bd_write_plan *plan,
                       json_t **answer, bd_err *err)
 {
     const measure_args *a = args;
-    double now = bd_now();
+    double now = bd_now(), value = a->value;
+    char *values;
     bd_decision d;
     int rc;
-    if ((rc = bd_engine_require_running(t, now, err)))
+    if ((rc = bd_engine_require_running(t, now, err)) ||
+        (rc = plan_values(st, plan, a->value_json, a->values, 1, &values, &value, err)))
         return rc;
-    bd_event_row ev = {.type = BD_EV_MEASUREMENT, .step = a->step, .has_value = 1, .value = a->value,
-                       .elapsed_seconds = a->elapsed};
+    bd_event_row ev = {.type = BD_EV_MEASUREMENT, .step = a->step, .has_value = 1, .value = value,
+                       .elapsed_seconds = a->elapsed, .values = values};
     record(e, st, t, plan, &ev, &d);
     plan->lease_trial = t->id;
     plan->lease_until = now + st->spec.def.lease_seconds;
@@ -127,17 +160,20 @@ static int measure_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *a
 int bd_engine_measure(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out,
                       bd_err *err)
 {
-    static const char *const known[] = {"step", "value", "elapsed_seconds", NULL};
-    measure_args a;
+    static const char *const known[] = {"step", "value", "values", "elapsed_seconds", NULL};
+    measure_args a = {.value = NAN};
     const json_t *step = json_object_get(body, "step"), *value = json_object_get(body, "value");
     int rc;
     if ((rc = bd_json_reject_unknown(body, "", known, err)))
         return rc;
     if (!step || !json_is_number(step) || !isfinite(json_number_value(step)) || json_number_value(step) < 0)
         return bd_err_set(err, BD_EINVAL, "step", "is required: a finite number >= 0 (epoch, iteration, ...)");
-    if (!value)
-        return bd_err_set(err, BD_EINVAL, "value", "is required");
-    if ((rc = value_member(value, &a.value, err)) || (rc = opt_seconds(body, "elapsed_seconds", &a.elapsed, err)))
+    a.values = json_object_get(body, "values");
+    a.value_json = value;
+    if (!value && !a.values)
+        return bd_err_set(err, BD_EINVAL, "value", "is required (or \"values\" in a study with several objectives)");
+    if ((value && (rc = value_member(value, &a.value, err))) ||
+        (rc = opt_seconds(body, "elapsed_seconds", &a.elapsed, err)))
         return rc;
     a.step = json_number_value(step);
     return bd_engine_with_trial(e, req, trial_id, BD_OP_WAIT, measure_op, &a, out, err);
@@ -147,6 +183,7 @@ int bd_engine_measure(bd_engine *e, const bd_request *req, int64_t trial_id, con
 
 typedef struct complete_args {
     double value, elapsed;
+    const json_t *value_json, *values; /* the body's "value" and "values" (borrowed; NULL when absent) */
     int timeout;
     const char *reason;
     const json_t *user_attrs; /* a patch of the trial's user_attrs, or NULL */
@@ -173,15 +210,21 @@ static int complete_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *
 {
     const complete_args *a = args;
     bd_decision d;
+    char *values = NULL;
+    double value = a->value;
     int rc;
     if ((rc = bd_engine_require_running(t, bd_now(), err)))
+        return rc;
+    if ((a->values || bd_study_spec_has_values(&st->spec)) &&
+        (rc = plan_values(st, plan, a->value_json, a->values, 0, &values, &value, err)))
         return rc;
     if (a->user_attrs && (rc = plan_user_attrs(t, a->user_attrs, plan, err)))
         return rc; /* before record(): nothing fed to the scheduler yet */
     /* A timeout without a measured value costs the trial's cap (its budget). */
-    double value = a->timeout && isnan(a->value) ? t->budget : a->value;
+    if (a->timeout && isnan(value))
+        value = t->budget;
     bd_event_row ev = {.type = BD_EV_COMPLETED, .has_value = 1, .value = value, .timeout = a->timeout,
-                       .elapsed_seconds = a->elapsed};
+                       .elapsed_seconds = a->elapsed, .values = values};
     set_reason(t, a->reason ? a->reason : isnan(value) ? "diverged" : NULL);
     record(e, st, t, plan, &ev, &d);
     *answer = bd_study_trial_json(st, t);
@@ -191,9 +234,10 @@ static int complete_op(bd_engine *e, study_rt *st, bd_trial_row *t, const void *
 int bd_engine_complete(bd_engine *e, const bd_request *req, int64_t trial_id, const json_t *body, json_t **out,
                        bd_err *err)
 {
-    static const char *const known[] = {"value", "status", "runtime", "elapsed_seconds", "reason", "user_attrs",
-                                        NULL};
-    complete_args a = {.value = NAN, .user_attrs = json_object_get(body, "user_attrs")};
+    static const char *const known[] = {"value", "values", "status", "runtime", "elapsed_seconds", "reason",
+                                        "user_attrs", NULL};
+    complete_args a = {.value = NAN, .user_attrs = json_object_get(body, "user_attrs"),
+                       .value_json = json_object_get(body, "value"), .values = json_object_get(body, "values")};
     if (json_is_null(a.user_attrs)) /* as absent, like "metadata": null at creation */
         a.user_attrs = NULL;
     const json_t *value = json_object_get(body, "value"), *status = json_object_get(body, "status");
@@ -215,6 +259,8 @@ int bd_engine_complete(bd_engine *e, const bd_request *req, int64_t trial_id, co
             return rc;
         if (a.timeout && isnan(a.value))
             return bd_err_set(err, BD_EINVAL, "value", "a timeout cannot be diverged: omit value or give the runtime");
+    } else if (a.values) {
+        /* checked against the study under its lock (complete_op) */
     } else if (!isnan(runtime)) {
         a.value = runtime;
     } else if (!a.timeout) {
@@ -305,12 +351,16 @@ int bd_engine_patch_trial(bd_engine *e, const bd_request *req, int64_t trial_id,
 
 static int add_measurement(const bd_event_row *row, void *arg)
 {
-    if (row->type == BD_EV_MEASUREMENT)
-        json_array_append_new(
-            arg, json_pack("{s:f, s:o, s:o, s:f}", "step", row->step, "value",
-                           isnan(row->value) ? json_null() : json_real(row->value), "elapsed_seconds",
-                           isnan(row->elapsed_seconds) ? json_null() : json_real(row->elapsed_seconds),
-                           "created_at", row->created_at));
+    if (row->type != BD_EV_MEASUREMENT)
+        return 0;
+    json_t *m = json_pack("{s:f, s:o, s:o, s:f}", "step", row->step, "value",
+                          isnan(row->value) ? json_null() : json_real(row->value), "elapsed_seconds",
+                          isnan(row->elapsed_seconds) ? json_null() : json_real(row->elapsed_seconds), "created_at",
+                          row->created_at);
+    json_t *values = row->values ? json_loads(row->values, 0, NULL) : NULL;
+    if (values)
+        json_object_set_new(m, "values", values);
+    json_array_append_new(arg, m);
     return 0;
 }
 
@@ -409,6 +459,12 @@ int bd_engine_list_trials(bd_engine *e, const bd_caller *who, int64_t study_id, 
      * needs of the spec is copied first: in cluster mode a claim that finds
      * the study moved unloads (frees) the spec meanwhile. */
     int maximize = st->spec.def.maximize;
+    if (q->best_first && st->spec.def.n_objectives > 1) {
+        bd_engine_unlock_study(e, st);
+        return bd_err_set(err, BD_EINVAL, "order",
+                          "a study with several objectives has no single best: its \"pareto_front\" (GET the study) "
+                          "holds the best trade-offs");
+    }
     list_ctx c = {.e = e, .resource_integer = st->spec.def.resource_integer, .trials = json_array(),
                   .with_measurements = q->with_measurements, .err = err};
     bd_engine_unlock_study(e, st);

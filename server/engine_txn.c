@@ -66,10 +66,11 @@ void bd_engine_plan_event(bd_engine *e, study_rt *st, bd_write_plan *p, const bd
                     .trial_id = t->id,
                     .config_id = t->config_id,
                     .budget = t->budget,
-                     .step = row->step,
-                    .loss = bd_study_loss(st, row->has_value, row->value),
+                    .step = row->step,
                     .timeout = row->timeout,
                     .elapsed_seconds = row->elapsed_seconds};
+    double losses[BD_STUDY_MAX_OBJECTIVES]; /* as replay computes them (study.c) */
+    bd_study_event_losses(st, row->has_value, row->value, row->values, &sev, losses);
     bd_study_feed(st, &sev, 0, 0, d);
     bd_study_touch(st, row->created_at);
 }

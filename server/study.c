@@ -8,6 +8,7 @@
 #include "study.h"
 
 #include "attrs.h"
+#include "model/pareto.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -33,6 +34,8 @@ void bd_study_free(study_rt *st)
     if (!st)
         return;
     bd_study_drop_queue(st);
+    free(st->front.ids);
+    free(st->front.losses);
     if (st->sched)
         st->sched->ops->destroy(st->sched);
     bd_study_spec_clear(&st->spec);
@@ -122,6 +125,80 @@ double bd_study_loss(const study_rt *st, int has_value, double value)
     return st->spec.def.maximize ? -value : value;
 }
 
+static void consider_best(best_trial *b, const bd_event *ev);
+
+void bd_study_event_losses(const study_rt *st, int has_value, double value, const char *values, bd_event *ev,
+                           double *buf)
+{
+    ev->loss = bd_study_loss(st, has_value, value);
+    ev->losses = NULL;
+    ev->violation = 0;
+    if (!bd_study_spec_has_values(&st->spec) ||
+        (ev->type != BD_EV_MEASUREMENT && ev->type != BD_EV_COMPLETED && ev->type != BD_EV_PRIOR))
+        return;
+    json_t *v = values ? json_loads(values, 0, NULL) : NULL;
+    bd_study_spec_losses(&st->spec, v, has_value ? value : NAN, buf, &ev->violation);
+    json_decref(v);
+    if (st->spec.def.n_objectives > 1) {
+        ev->losses = buf;
+        ev->loss = buf[0];
+    }
+}
+
+/* Offers a feasible completed trial's losses to the front (study.h). */
+static void front_offer(study_rt *st, int64_t trial_id, const double *losses)
+{
+    pareto_front *f = &st->front;
+    size_t m = st->spec.def.n_objectives, kept = 0;
+    for (size_t i = 0; i < m; i++)
+        if (!isfinite(losses[i]))
+            return;
+    for (size_t i = 0; i < f->n; i++)
+        if (bd_pareto_dominates(&f->losses[i * m], losses, m))
+            return;
+    for (size_t i = 0; i < f->n; i++) { /* drop the members it dominates, keeping the order */
+        if (bd_pareto_dominates(losses, &f->losses[i * m], m))
+            continue;
+        if (kept != i) {
+            f->ids[kept] = f->ids[i];
+            memcpy(&f->losses[kept * m], &f->losses[i * m], m * sizeof *f->losses);
+        }
+        kept++;
+    }
+    f->version += kept != f->n;
+    f->n = kept;
+    if (f->n == BD_STUDY_FRONT_MAX) {
+        f->truncated = 1;
+        return;
+    }
+    if (f->n == f->cap) {
+        f->cap = f->cap ? 2 * f->cap : 16;
+        f->ids = bd_xrealloc(f->ids, f->cap * sizeof *f->ids);
+        f->losses = bd_xrealloc(f->losses, f->cap * m * sizeof *f->losses);
+    }
+    f->ids[f->n] = trial_id;
+    memcpy(&f->losses[f->n * m], losses, m * sizeof *losses);
+    f->n++;
+    f->version++;
+}
+
+/* A completed (or warm-start) trial: the incumbents (one objective: the
+ * best feasible) or the front (several). */
+static void consider_result(study_rt *st, const bd_event *ev)
+{
+    int full = ev->budget >= st->spec.def.r_max;
+    if (ev->violation != 0)
+        return;
+    if (ev->losses) {
+        if (full)
+            front_offer(st, ev->trial_id, ev->losses);
+        return;
+    }
+    consider_best(&st->best, ev);
+    if (full)
+        consider_best(&st->best_full, ev);
+}
+
 static void consider_best(best_trial *b, const bd_event *ev)
 {
     if (!isfinite(ev->loss))
@@ -160,9 +237,7 @@ void bd_study_feed(study_rt *st, const bd_event *ev, int replay, double resumed_
         break;
     case BD_EV_COMPLETED:
         count_end(st, BD_TRIAL_COMPLETED);
-        consider_best(&st->best, ev);
-        if (ev->budget >= st->spec.def.r_max)
-            consider_best(&st->best_full, ev);
+        consider_result(st, ev);
         break;
     case BD_EV_FAILED:
         count_end(st, BD_TRIAL_FAILED);
@@ -175,9 +250,7 @@ void bd_study_feed(study_rt *st, const bd_event *ev, int replay, double resumed_
         break;
     case BD_EV_PRIOR:
         st->counts[BD_TRIAL_COMPLETED]++;
-        consider_best(&st->best, ev);
-        if (ev->budget >= st->spec.def.r_max)
-            consider_best(&st->best_full, ev);
+        consider_result(st, ev);
         break;
     }
     if ((ev->type == BD_EV_COMPLETED || ev->type == BD_EV_STOPPED) && isfinite(ev->elapsed_seconds))
@@ -208,6 +281,7 @@ typedef struct read_ahead {
     bd_trial_row row; /* scalars only: the texts are parsed below, or dropped */
     json_t *config;   /* owned; NULL when the stored text is not JSON, or not read (continues_by_id) */
     json_t *extra;    /* owned, may be NULL */
+    char *values;     /* owned: a warm start's reported metrics, may be NULL */
 } read_ahead;
 
 /* CREATED events come in trial id order, and so does a scan of the
@@ -243,7 +317,9 @@ static void ahead_drop(read_ahead *a)
 {
     json_decref(a->config);
     json_decref(a->extra);
+    free(a->values);
     a->config = a->extra = NULL;
+    a->values = NULL;
 }
 
 static void ahead_clear(replay_ctx *c)
@@ -268,6 +344,8 @@ static int ahead_take_row(const bd_trial_row *row, void *arg)
     read_ahead *a = &c->ahead[c->ahead_n++];
     a->row = *row; /* its texts are borrowed for this call only: */
     a->row.config = a->row.extra = a->row.worker = a->row.reason = a->row.instance_name = a->row.user_attrs = NULL;
+    a->values = row->values && row->origin == BD_ORIGIN_WARM_START ? bd_xstrdup(row->values) : NULL;
+    a->row.values = NULL;
     a->config = a->extra = NULL;
     if (known_by_id(c, row))
         return 0;
@@ -294,6 +372,7 @@ static int replay_trial(replay_ctx *c, int64_t trial_id, read_ahead *out)
     }
     *out = c->ahead[c->ahead_head];
     c->ahead[c->ahead_head].config = c->ahead[c->ahead_head].extra = NULL;
+    c->ahead[c->ahead_head].values = NULL;
     c->ahead_head++;
     return 0;
 }
@@ -309,6 +388,7 @@ static int replay_created(replay_ctx *c, const bd_event_row *row)
     json_t *config = a.config, *extra = a.extra;
     if (!config && !known_by_id(c, &t)) {
         json_decref(extra);
+        free(a.values);
         return bd_err_set(c->err, BD_EINTERNAL, NULL, "trial %lld: stored config is not JSON",
                           (long long)row->trial_id);
     }
@@ -325,8 +405,11 @@ static int replay_created(replay_ctx *c, const bd_event_row *row)
                    .extra = extra,
                    .has_instance = t.has_instance,
                    .instance = t.instance_index,
-                   .loss = warm ? bd_study_loss(c->st, t.has_value, t.value) : NAN,
+                   .loss = NAN,
                    .elapsed_seconds = NAN};
+    double losses[BD_STUDY_MAX_OBJECTIVES];
+    if (warm)
+        bd_study_event_losses(c->st, t.has_value, t.value, a.values, &ev, losses);
     const trial_ref *resumed = t.resume_from ? find_ref(c, t.resume_from) : NULL;
     bd_study_feed(c->st, &ev, 1, resumed ? resumed->budget : 0, &d);
     bd_study_touch(c->st, row->created_at);
@@ -337,6 +420,7 @@ static int replay_created(replay_ctx *c, const bd_event_row *row)
     c->refs[c->n++] = (trial_ref){t.id, t.config_id, t.budget, warm};
     json_decref(config);
     json_decref(extra);
+    free(a.values);
     return 0;
 }
 
@@ -360,9 +444,10 @@ static int replay_event(const bd_event_row *row, void *arg)
                    .config_id = ref->config_id,
                    .budget = ref->budget,
                    .step = row->step,
-                   .loss = bd_study_loss(c->st, row->has_value, row->value),
                    .timeout = row->timeout,
                    .elapsed_seconds = row->elapsed_seconds};
+    double losses[BD_STUDY_MAX_OBJECTIVES];
+    bd_study_event_losses(c->st, row->has_value, row->value, row->values, &ev, losses);
     bd_study_feed(c->st, &ev, 1, 0, &d);
     bd_study_touch(c->st, row->created_at);
     return 0;
@@ -397,6 +482,9 @@ int bd_study_replay(study_rt *st, bd_store *store, bd_err *err)
     st->trials_created = 0;
     st->used = (study_usage){0, 0, 0};
     st->best = st->best_full = (best_trial){0, 0};
+    free(st->front.ids);
+    free(st->front.losses);
+    memset(&st->front, 0, sizeof st->front);
     st->last_activity_at = st->created_at;
     if ((rc = ops->create(&st->spec.def, &st->sched, err)))
         return rc;
@@ -464,6 +552,10 @@ json_t *bd_trial_json(int resource_integer, const bd_trial_row *row)
         json_object_set_new(t, "finished_at", json_real(row->finished_at));
     if (row->has_value)
         json_object_set_new(t, "value", isnan(row->value) ? json_null() : json_real(row->value));
+    if (row->values) /* several objectives or constraints: every metric as reported */
+        json_object_set_new(t, "values", loads_or_null(row->values));
+    if (row->constrained)
+        json_object_set_new(t, "feasible", json_boolean(row->feasible));
     if (row->timeout)
         json_object_set_new(t, "timeout", json_true());
     if (row->reason)
@@ -486,6 +578,63 @@ static json_t *incumbent_json(bd_store *store, const study_rt *st, const best_tr
                             st->spec.def.maximize ? -b->loss : b->loss, "budget", budget_json(st, row.budget));
     bd_store_trial_row_clear(&row);
     return inc;
+}
+
+/* The front's hypervolume and reference point (study.h), computed once per
+ * change of the front. The reference: per objective the study's
+ * "reference" (minimized), else BoTorch's rule over the front. */
+static void front_hypervolume(study_rt *st)
+{
+    pareto_front *f = &st->front;
+    size_t m = st->spec.def.n_objectives;
+    if (f->hv_version == f->version + 1)
+        return;
+    double inferred[BD_STUDY_MAX_OBJECTIVES];
+    for (size_t i = 0; i < m; i++)
+        inferred[i] = INFINITY;
+    if (f->n)
+        bd_pareto_reference(f->losses, f->n, m, inferred);
+    for (size_t i = 0; i < m; i++) {
+        double r = st->spec.references[i];
+        f->hv_ref[i] = isnan(r) ? inferred[i] : st->spec.def.objectives[i].maximize ? -r : r;
+    }
+    if (!f->n)
+        f->hv = 0;
+    else if (m >= 4 && f->n > BD_STUDY_HV_MAX_POINTS_4D)
+        f->hv = NAN;
+    else {
+        f->hv = bd_pareto_hypervolume(f->losses, f->n, m, f->hv_ref);
+        if (f->hv < 0)
+            f->hv = NAN;
+    }
+    f->hv_version = f->version + 1;
+}
+
+/* "pareto_front", "hypervolume", "reference_point" of a study with several
+ * objectives into j: the members' configs and values read from store. */
+static void front_json(study_rt *st, bd_store *store, json_t *j)
+{
+    const bd_study_def *d = &st->spec.def;
+    pareto_front *f = &st->front;
+    json_t *front = json_array(), *ref = json_object();
+    front_hypervolume(st);
+    for (size_t i = 0; i < f->n; i++) {
+        bd_trial_row row = {0};
+        bd_err err;
+        if (bd_store_trial_get(store, f->ids[i], &row, &err))
+            continue; /* not committed yet: the next read shows it */
+        json_array_append_new(front, json_pack("{s:I, s:o, s:o}", "trial_id", (json_int_t)row.id, "config",
+                                               loads_or_null(row.config), "values", loads_or_null(row.values)));
+        bd_store_trial_row_clear(&row);
+    }
+    for (size_t i = 0; i < d->n_objectives; i++) {
+        double r = d->objectives[i].maximize ? -f->hv_ref[i] : f->hv_ref[i];
+        json_object_set_new(ref, d->objectives[i].metric, isfinite(r) ? json_real(r) : json_null());
+    }
+    json_object_set_new(j, "pareto_front", front);
+    json_object_set_new(j, "pareto_front_truncated", json_boolean(f->truncated));
+    json_object_set_new(j, "hypervolume", isnan(f->hv) ? json_null() : json_real(f->hv));
+    json_object_set_new(j, "reference_point", ref);
 }
 
 /* running / waiting / paused / done, from the limits, the paused flag and
@@ -534,8 +683,15 @@ json_t *bd_study_json(study_rt *st, bd_store *store)
     if (st->sched->ops->describe(st->sched, &state) || !state)
         state = json_object();
     json_t *own_incumbent = json_object_get(state, "incumbent");
-    json_object_set_new(j, "incumbent", own_incumbent ? json_incref(own_incumbent) : incumbent_json(store, st, &st->best));
-    json_object_set_new(j, "incumbent_full_budget", incumbent_json(store, st, &st->best_full));
+    if (st->spec.def.n_objectives > 1) { /* no single best: the front */
+        json_object_set_new(j, "incumbent", json_null());
+        json_object_set_new(j, "incumbent_full_budget", json_null());
+        front_json(st, store, j);
+    } else {
+        json_object_set_new(j, "incumbent",
+                            own_incumbent ? json_incref(own_incumbent) : incumbent_json(store, st, &st->best));
+        json_object_set_new(j, "incumbent_full_budget", incumbent_json(store, st, &st->best_full));
+    }
     json_object_set_new(json_object_get(j, "scheduler"), "state", state);
     const char *status = study_state(st);
     json_object_set_new(j, "state", json_string(status));

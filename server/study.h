@@ -22,6 +22,30 @@ typedef struct best_trial {
     double loss;       /* minimized */
 } best_trial;
 
+/* A study with several objectives keeps its Pareto front as events come:
+ * the feasible completed trials (at resource.max when multi-fidelity)
+ * with finite losses that no other such trial dominates. A new one costs
+ * O(front x objectives). At most BD_STUDY_FRONT_MAX members: once full, a
+ * trial that would join without displacing one is left out and the front
+ * says it is truncated (the hypervolume's own cap is the same number). */
+#define BD_STUDY_FRONT_MAX 4096
+/* The hypervolume is computed for fronts of at most this many members when
+ * the study has 4 objectives or more (WFG's cost grows exponentially with
+ * them); GET answers null beyond. 2 and 3 objectives: up to
+ * BD_STUDY_FRONT_MAX. */
+#define BD_STUDY_HV_MAX_POINTS_4D 200
+
+typedef struct pareto_front {
+    int64_t *ids;        /* members' trial ids, in the order they joined */
+    double *losses;      /* row-major, m per member (minimized) */
+    size_t n, cap;
+    int truncated;       /* a non-dominated trial was left out (the front was full) */
+    uint64_t version;    /* bumped on every change */
+    uint64_t hv_version; /* the version hv and hv_ref were computed at (0: never) */
+    double hv;           /* NAN: not computed (too costly) */
+    double hv_ref[BD_STUDY_MAX_OBJECTIVES]; /* the reference point (minimized) */
+} pareto_front;
+
 /* What a study has used of its limits (study_def.h bd_study_limits). */
 typedef struct study_usage {
     int64_t trials;      /* trials created */
@@ -45,6 +69,7 @@ typedef struct study_rt {
     study_usage used;               /* against spec.limits */
     best_trial best;                /* best completed trial, any budget */
     best_trial best_full;           /* best completed trial at resource.max */
+    pareto_front front;             /* several objectives: the feasible non-dominated trials */
     double last_activity_at;        /* latest event (trial created, measured, ended) or
                                        the creation; rebuilt by replay */
     /* Configs a user enqueued (POST /v1/studies/{id}/trials), oldest first:
@@ -115,6 +140,13 @@ void bd_study_drop_queue(study_rt *st);
 void bd_study_touch(study_rt *st, double at);
 /* The minimized loss of a reported value (NAN / absent -> +INFINITY). */
 double bd_study_loss(const study_rt *st, int has_value, double value);
+/* Sets ev's loss, losses (into buf, room for BD_STUDY_MAX_OBJECTIVES) and
+ * violation for a MEASUREMENT, COMPLETED or PRIOR event from what was
+ * stored: has_value and value (the first objective's, NAN when diverged)
+ * and values (the reported metrics' JSON text, or NULL). The same live and
+ * on replay. */
+void bd_study_event_losses(const study_rt *st, int has_value, double value, const char *values, bd_event *ev,
+                           double *buf);
 /* 1 when st has used up one of its limits (study_def.h bd_study_limits). */
 int bd_study_limit_reached(const study_rt *st);
 
@@ -131,7 +163,9 @@ json_t *bd_study_trial_json(const study_rt *st, const bd_trial_row *row);
 json_t *bd_trial_json(int resource_integer, const bd_trial_row *row);
 /* The study as the API shows it (new): the definition, counts, incumbents
  * (read from store), the scheduler's state, running/waiting/paused/done,
- * usage, "paused" and "metadata". */
+ * usage, "paused" and "metadata"; with several objectives "pareto_front"
+ * (read from store), "hypervolume" and "reference_point" instead of the
+ * incumbents (null). */
 json_t *bd_study_json(study_rt *st, bd_store *store);
 
 #endif

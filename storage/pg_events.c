@@ -1,6 +1,8 @@
 /* pg_events.c: the event log in the PostgreSQL backend, as in
  * sqlite_events.c: a new event's id is larger than every stored one, so id
  * order is the global order of appends; types are stored by name. */
+#include <stdlib.h>
+
 #include "pg_internal.h"
 
 /* Columns in the order of EVENT_COLS (pg_sql.c). */
@@ -21,12 +23,15 @@ static int event_read(const PGresult *res, int r, void *dst, bd_err *err)
     row->timeout = (int)bd_pg_col_i64(res, r, 7);
     row->elapsed_seconds = bd_pg_col_double(res, r, 8, NAN);
     row->created_at = bd_pg_col_double(res, r, 9, 0);
+    row->values = bd_pg_col_text(res, r, 10);
     return 0;
 }
 
 static void event_clear(void *row)
 {
-    (void)row;
+    bd_event_row *e = row;
+    free(e->values);
+    e->values = NULL;
 }
 
 static const bd_pg_rowtype event_type = {sizeof(bd_event_row), event_read, event_clear};
@@ -48,6 +53,7 @@ int bd_pg_event_append(bd_store *store, const bd_event_row *row, int64_t *id, bd
     bd_pg_p_double(&p, row->elapsed_seconds);
     bd_pg_p_double(&p, row->created_at);
     bd_pg_p_id(&p, row->id);
+    bd_pg_p_text(&p, row->values);
     int ret, locked = bd_pg_enter(s);
     PGresult *res = bd_pg_run(s, BD_PG_EVENT_APPEND, &p, &ret, err, "append event");
     if (res && PQntuples(res) == 0)

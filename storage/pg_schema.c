@@ -169,10 +169,17 @@ static const struct migration migrations[] = {
      ");"
      "CREATE INDEX enqueued_study ON enqueued (study_id, id);"
      "CREATE TRIGGER enqueued_id BEFORE INSERT ON enqueued FOR EACH ROW EXECUTE FUNCTION bd_autoincrement();"},
+    /* Several objectives and constraints (issue 41), as SQLite's 6 -> 7: the
+     * metrics a trial and each measurement reported (JSON object text, NULL
+     * in a one-objective study without constraints) and whether a trial was
+     * feasible (NULL without constraints). */
+    {7, "ALTER TABLE trials ADD COLUMN metric_values text;"
+        "ALTER TABLE trials ADD COLUMN feasible smallint CHECK (feasible IN (0, 1));"
+        "ALTER TABLE events ADD COLUMN metric_values text;"},
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
-_Static_assert(BD_STORE_SCHEMA_LATEST == 6, "append a PostgreSQL migration to the new schema version");
+_Static_assert(BD_STORE_SCHEMA_LATEST == 7, "append a PostgreSQL migration to the new schema version");
 
 /* The single value a query answers, as a new string (NULL for SQL NULL) in *out. */
 static int query_text(PGconn *conn, const char *sql, char **out, bd_err *err)

@@ -14,8 +14,9 @@
 #define TRIAL_COLS                                                                                  \
     "id, study_id, config_id, config, budget, resume_from, extra, state, worker, created_at, "      \
     "lease_expires_at, finished_at, has_value, value, timeout, reason, instance_index, instance_name, origin, "  \
-    "user_attrs"
-#define EVENT_COLS "id, study_id, trial_id, type, step, has_value, value, timeout, elapsed_seconds, created_at"
+    "user_attrs, metric_values, feasible"
+#define EVENT_COLS                                                                                  \
+    "id, study_id, trial_id, type, step, has_value, value, timeout, elapsed_seconds, created_at, metric_values"
 #define TRIAL_FILTER "AND ($4::text IS NULL OR state = $4::text) AND ($5::bigint IS NULL OR instance_index = $5::bigint) "
 
 const char *const bd_pg_sql[BD_PG_NSTMTS] = {
@@ -50,12 +51,12 @@ const char *const bd_pg_sql[BD_PG_NSTMTS] = {
     [BD_PG_TRIAL_INSERT] =
         "INSERT INTO trials (study_id, config_id, config, budget, resume_from, extra, state, worker, "
         "created_at, lease_expires_at, finished_at, has_value, value, timeout, reason, id, instance_index, "
-        "instance_name, origin, user_attrs) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
-        "$16, $17, $18, $19, $20) ON CONFLICT DO NOTHING RETURNING id",
+        "instance_name, origin, user_attrs, metric_values, feasible) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
+        "$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) ON CONFLICT DO NOTHING RETURNING id",
     [BD_PG_TRIAL_GET] = "SELECT " TRIAL_COLS " FROM trials WHERE id = $1",
     [BD_PG_TRIAL_STATE] = "SELECT state FROM trials WHERE id = $1",
     [BD_PG_TRIAL_FINISH] = "UPDATE trials SET state = $2, finished_at = $3, has_value = $4, value = $5, timeout = $6, "
-                           "reason = $7 WHERE id = $1 AND state = 'running'",
+                           "reason = $7, metric_values = $8, feasible = $9 WHERE id = $1 AND state = 'running'",
     [BD_PG_TRIAL_SET_LEASE] = "UPDATE trials SET lease_expires_at = $2 WHERE id = $1",
     [BD_PG_TRIAL_SET_USER_ATTRS] = "UPDATE trials SET user_attrs = $2 WHERE id = $1",
     [BD_PG_TRIAL_SET_CONFIG] = "UPDATE trials SET config = $2 WHERE id = $1",
@@ -67,10 +68,10 @@ const char *const bd_pg_sql[BD_PG_NSTMTS] = {
     /* No keyset ($1 is 0, unused but passed); $4 is the instance index. */
     [BD_PG_TRIAL_BEST_MIN] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = $3 AND state = 'completed' "
                              "AND value IS NOT NULL AND ($4::bigint IS NULL OR instance_index = $4::bigint) "
-                             "AND $1::bigint = 0 ORDER BY value ASC, id LIMIT $2",
+                             "AND $1::bigint = 0 ORDER BY coalesce(feasible, 1) DESC, value ASC, id LIMIT $2",
     [BD_PG_TRIAL_BEST_MAX] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = $3 AND state = 'completed' "
                              "AND value IS NOT NULL AND ($4::bigint IS NULL OR instance_index = $4::bigint) "
-                             "AND $1::bigint = 0 ORDER BY value DESC, id LIMIT $2",
+                             "AND $1::bigint = 0 ORDER BY coalesce(feasible, 1) DESC, value DESC, id LIMIT $2",
     [BD_PG_TRIAL_SCAN_STEPS] =
         "SELECT " TRIAL_COLS ", "
         "(SELECT count(*) FROM events WHERE events.trial_id = trials.id AND events.type = 'measurement'), "
@@ -80,8 +81,8 @@ const char *const bd_pg_sql[BD_PG_NSTMTS] = {
 
     /* id NULL: the next after every stored one (the trigger events_id). */
     [BD_PG_EVENT_APPEND] = "INSERT INTO events (study_id, trial_id, type, step, has_value, value, timeout, "
-                           "elapsed_seconds, created_at, id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
-                           "ON CONFLICT DO NOTHING RETURNING id",
+                           "elapsed_seconds, created_at, id, metric_values) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+                           "$9, $10, $11) ON CONFLICT DO NOTHING RETURNING id",
     [BD_PG_EVENT_SCAN_STUDY] = "SELECT " EVENT_COLS " FROM events WHERE study_id = $3 AND id > $1 ORDER BY id LIMIT $2",
     [BD_PG_EVENT_SCAN_TRIAL] = "SELECT " EVENT_COLS " FROM events WHERE trial_id = $3 AND id > $1 ORDER BY id LIMIT $2",
 

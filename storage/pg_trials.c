@@ -35,6 +35,9 @@ static int trial_read(const PGresult *res, int r, void *dst, bd_err *err)
     row->instance_name = bd_pg_col_text(res, r, 17);
     row->origin = bd_trial_origin_parse(bd_pg_col_null(res, r, 18) ? NULL : PQgetvalue(res, r, 18));
     row->user_attrs = bd_pg_col_text(res, r, 19);
+    row->values = bd_pg_col_text(res, r, 20);
+    row->constrained = !bd_pg_col_null(res, r, 21);
+    row->feasible = row->constrained && bd_pg_col_i64(res, r, 21) != 0;
     row->steps = 0;
     row->last_step_value = NAN;
     return 0;
@@ -47,8 +50,8 @@ static int trial_steps_read(const PGresult *res, int r, void *dst, bd_err *err)
     int ret = trial_read(res, r, dst, err);
     if (ret)
         return ret;
-    row->steps = bd_pg_col_i64(res, r, 20);
-    row->last_step_value = bd_pg_col_double(res, r, 21, NAN);
+    row->steps = bd_pg_col_i64(res, r, 22);
+    row->last_step_value = bd_pg_col_double(res, r, 23, NAN);
     return 0;
 }
 
@@ -111,6 +114,11 @@ int bd_pg_trial_insert(bd_store *store, const bd_trial_row *row, int64_t *id, bd
     }
     bd_pg_p_text(&p, row->origin != BD_ORIGIN_SUGGESTED ? bd_trial_origin_name(row->origin) : NULL);
     bd_pg_p_text(&p, row->user_attrs);
+    bd_pg_p_text(&p, row->values);
+    if (row->constrained)
+        bd_pg_p_i64(&p, row->feasible ? 1 : 0);
+    else
+        bd_pg_p_text(&p, NULL);
     int locked = bd_pg_enter(s);
     PGresult *res = bd_pg_run(s, BD_PG_TRIAL_INSERT, &p, &ret, err, "insert trial");
     if (res && PQntuples(res) == 0)
@@ -170,6 +178,11 @@ int bd_pg_trial_finish(bd_store *store, const bd_trial_row *row, bd_err *err)
     bd_pg_p_double(&p, value_of(row->has_value, row->value));
     bd_pg_p_i64(&p, row->timeout ? 1 : 0);
     bd_pg_p_text(&p, row->reason);
+    bd_pg_p_text(&p, row->values);
+    if (row->constrained)
+        bd_pg_p_i64(&p, row->feasible ? 1 : 0);
+    else
+        bd_pg_p_text(&p, NULL);
     int64_t changed = 0;
     int locked = bd_pg_enter(s);
     ret = bd_pg_run_done(s, BD_PG_TRIAL_FINISH, &p, &changed, err, "finish trial");

@@ -2,6 +2,7 @@
  * each scheduler is rebuilt from. A new event's id is larger than every
  * stored one, so id order is the global order of appends. Types are stored by
  * name, so the enum's order is not part of the file format. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "sqlite_internal.h"
@@ -24,12 +25,15 @@ static int event_read(sqlite3_stmt *st, void *dst, bd_err *err)
     row->timeout = sqlite3_column_int(st, 7);
     row->elapsed_seconds = bd_sqlite_col_double(st, 8, NAN);
     row->created_at = sqlite3_column_double(st, 9);
+    row->values = bd_sqlite_col_text(st, 10);
     return 0;
 }
 
 static void event_clear(void *row)
 {
-    (void)row;
+    bd_event_row *r = row;
+    free(r->values);
+    r->values = NULL;
 }
 
 static const bd_sqlite_rowtype event_type = {sizeof(bd_event_row), event_read, event_clear};
@@ -52,6 +56,7 @@ int bd_sqlite_event_append(bd_store *store, const bd_event_row *row, int64_t *id
     bd_sqlite_bind_double(st, 8, row->elapsed_seconds, &rc);
     bd_sqlite_bind_double(st, 9, row->created_at, &rc);
     bd_sqlite_bind_id(st, 10, row->id, &rc);
+    bd_sqlite_bind_text(st, 11, row->values, &rc);
     int ret = bd_sqlite_step_done(s, st, rc, err, "append event");
     if (!ret && id)
         *id = sqlite3_last_insert_rowid(s->db);

@@ -149,6 +149,18 @@ static const char *const migrations[] = {
     "ALTER TABLE studies ADD COLUMN paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1));"
     "ALTER TABLE studies ADD COLUMN metadata TEXT;"
     "ALTER TABLE trials ADD COLUMN user_attrs TEXT;",
+
+    /* 6 -> 7: several objectives and constraints (issue 41). The metrics a
+     * trial reported, as a JSON object text ({"val_error": 0.1,
+     * "latency_ms": 12}), on its completion and on each measurement: the
+     * engine rebuilds every objective's loss and the constraint violation
+     * from them on replay. NULL in a study with one objective and no
+     * constraints, as every row stored before. A trial's feasible: 1 when
+     * every constraint held, 0 when not; NULL in a study without
+     * constraints (the best-first order puts feasible trials first). */
+    "ALTER TABLE trials ADD COLUMN metric_values TEXT;"
+    "ALTER TABLE trials ADD COLUMN feasible INTEGER CHECK (feasible IN (0, 1));"
+    "ALTER TABLE events ADD COLUMN metric_values TEXT;",
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

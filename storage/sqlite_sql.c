@@ -10,8 +10,9 @@
 #define TRIAL_COLS                                                                                  \
     "id, study_id, config_id, config, budget, resume_from, extra, state, worker, created_at, "      \
     "lease_expires_at, finished_at, has_value, value, timeout, reason, instance_index, instance_name, origin, "  \
-    "user_attrs"
-#define EVENT_COLS "id, study_id, trial_id, type, step, has_value, value, timeout, elapsed_seconds, created_at"
+    "user_attrs, metric_values, feasible"
+#define EVENT_COLS                                                                                  \
+    "id, study_id, trial_id, type, step, has_value, value, timeout, elapsed_seconds, created_at, metric_values"
 
 const char *const bd_sql_text[BD_SQL_NSTMTS] = {
     [BD_SQL_BEGIN] = "BEGIN IMMEDIATE",
@@ -56,13 +57,13 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
     [BD_SQL_TRIAL_INSERT] =
         "INSERT INTO trials (study_id, config_id, config, budget, resume_from, extra, state, worker, "
         "created_at, lease_expires_at, finished_at, has_value, value, timeout, reason, id, instance_index, "
-        "instance_name, origin, user_attrs) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-        "?16, ?17, ?18, ?19, ?20)",
+        "instance_name, origin, user_attrs, metric_values, feasible) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+        "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
     [BD_SQL_TRIAL_GET] = "SELECT " TRIAL_COLS " FROM trials WHERE id = ?1",
     [BD_SQL_TRIAL_STATE] = "SELECT state FROM trials WHERE id = ?1",
     [BD_SQL_TRIAL_FINISH] =
         "UPDATE trials SET state = ?2, finished_at = ?3, has_value = ?4, value = ?5, timeout = ?6, "
-        "reason = ?7 WHERE id = ?1 AND state = 'running'",
+        "reason = ?7, metric_values = ?8, feasible = ?9 WHERE id = ?1 AND state = 'running'",
     [BD_SQL_TRIAL_SET_LEASE] = "UPDATE trials SET lease_expires_at = ?2 WHERE id = ?1",
     [BD_SQL_TRIAL_SET_USER_ATTRS] = "UPDATE trials SET user_attrs = ?2 WHERE id = ?1",
     [BD_SQL_TRIAL_SET_CONFIG] = "UPDATE trials SET config = ?2 WHERE id = ?1",
@@ -75,10 +76,10 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
     /* Completed trials with a value, best first (?1 is unused: no keyset). */
     [BD_SQL_TRIAL_BEST_MIN] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = ?3 AND state = 'completed' "
                               "AND value IS NOT NULL AND (?5 IS NULL OR instance_index = ?5) AND ?1 = 0 "
-                              "ORDER BY value ASC, id LIMIT ?2",
+                              "ORDER BY coalesce(feasible, 1) DESC, value ASC, id LIMIT ?2",
     [BD_SQL_TRIAL_BEST_MAX] = "SELECT " TRIAL_COLS " FROM trials WHERE study_id = ?3 AND state = 'completed' "
                               "AND value IS NOT NULL AND (?5 IS NULL OR instance_index = ?5) AND ?1 = 0 "
-                              "ORDER BY value DESC, id LIMIT ?2",
+                              "ORDER BY coalesce(feasible, 1) DESC, value DESC, id LIMIT ?2",
     /* BD_SQL_TRIAL_SCAN plus each trial's measurement count and its latest
      * measurement's value (events_trial answers both), for the CSV export. */
     [BD_SQL_TRIAL_SCAN_STEPS] =
@@ -91,7 +92,7 @@ const char *const bd_sql_text[BD_SQL_NSTMTS] = {
 
     [BD_SQL_EVENT_APPEND] =
         "INSERT INTO events (study_id, trial_id, type, step, has_value, value, timeout, elapsed_seconds, "
-        "created_at, id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "created_at, id, metric_values) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     [BD_SQL_EVENT_SCAN_STUDY] = "SELECT " EVENT_COLS " FROM events WHERE study_id = ?3 AND id > ?1 "
                                 "ORDER BY id LIMIT ?2",
     [BD_SQL_EVENT_SCAN_TRIAL] = "SELECT " EVENT_COLS " FROM events WHERE trial_id = ?3 AND id > ?1 "

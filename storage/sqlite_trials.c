@@ -36,6 +36,9 @@ static int trial_read(sqlite3_stmt *st, void *dst, bd_err *err)
     row->instance_name = bd_sqlite_col_text(st, 17);
     row->origin = bd_trial_origin_parse((const char *)sqlite3_column_text(st, 18));
     row->user_attrs = bd_sqlite_col_text(st, 19);
+    row->values = bd_sqlite_col_text(st, 20);
+    row->constrained = sqlite3_column_type(st, 21) != SQLITE_NULL;
+    row->feasible = row->constrained && sqlite3_column_int(st, 21);
     row->steps = 0;
     row->last_step_value = NAN;
     return 0;
@@ -48,8 +51,8 @@ static int trial_steps_read(sqlite3_stmt *st, void *dst, bd_err *err)
     int rc = trial_read(st, dst, err);
     if (rc)
         return rc;
-    row->steps = sqlite3_column_int64(st, 20);
-    row->last_step_value = bd_sqlite_col_double(st, 21, NAN);
+    row->steps = sqlite3_column_int64(st, 22);
+    row->last_step_value = bd_sqlite_col_double(st, 23, NAN);
     return 0;
 }
 
@@ -112,6 +115,9 @@ int bd_sqlite_trial_insert(bd_store *store, const bd_trial_row *row, int64_t *id
     if (row->origin != BD_ORIGIN_SUGGESTED)
         bd_sqlite_bind_text(st, 19, bd_trial_origin_name(row->origin), &rc);
     bd_sqlite_bind_text(st, 20, row->user_attrs, &rc);
+    bd_sqlite_bind_text(st, 21, row->values, &rc);
+    if (row->constrained)
+        bd_sqlite_bind_i64(st, 22, row->feasible ? 1 : 0, &rc);
     ret = bd_sqlite_step_done(s, st, rc, err, "insert trial");
     if (!ret && id)
         *id = sqlite3_last_insert_rowid(s->db);
@@ -171,6 +177,9 @@ int bd_sqlite_trial_finish(bd_store *store, const bd_trial_row *row, bd_err *err
     bd_sqlite_bind_double(st, 5, value_of(row->has_value, row->value), &rc);
     bd_sqlite_bind_i64(st, 6, row->timeout ? 1 : 0, &rc);
     bd_sqlite_bind_text(st, 7, row->reason, &rc);
+    bd_sqlite_bind_text(st, 8, row->values, &rc);
+    if (row->constrained)
+        bd_sqlite_bind_i64(st, 9, row->feasible ? 1 : 0, &rc);
     ret = bd_sqlite_step_done(s, st, rc, err, "finish trial");
     int changed = !ret && sqlite3_changes(s->db) > 0;
     bd_sqlite_done(st);

@@ -18,10 +18,12 @@
  *                 finished_at, value, reason)
  *                (schema 5: origin, NULL for suggested trials)
  *                (schema 6: user_attrs JSON object text or NULL)
+                (schema 7: metric_values JSON object text or NULL, feasible 0/1 or NULL)
  *   enqueued     (id, study_id, config JSON, created_at)  configs a user
  *                queued for the study's next suggests, oldest first
  *   events       (id, study_id, trial_id, type, step, value, timeout,
  *                 elapsed_seconds, created_at)  the ordered log schedulers replay
+                (schema 7: metric_values JSON object text or NULL)
  *   idempotency  (user_id, key, fingerprint, response JSON, created_at)
  *
  * Transactions: bd_store_begin/commit/rollback bracket every state change of a
@@ -230,6 +232,10 @@ typedef struct bd_trial_row {
     char *instance_name;    /*   new: and its name (NULL without an instance) */
     bd_trial_origin origin; /* who chose its config */
     char *user_attrs;       /* new: the user's JSON object text, or NULL for none ({}) */
+    char *values;           /* new: the reported metrics as a JSON object text (schema 7: a study
+                               with several objectives or constraints), or NULL */
+    int constrained;        /* the study has constraints: feasible is meaningful (else stored NULL) */
+    int feasible;           /*   1: every constraint held (a completed trial); 0: not, or not completed */
     int64_t steps;          /* measurements reported: bd_store_trial_each_with_steps only, else 0 */
     double last_step_value; /* the latest one's value: bd_store_trial_each_with_steps only, else NAN */
 } bd_trial_row;
@@ -239,7 +245,8 @@ void bd_store_trial_row_clear(bd_trial_row *row);
  * is 0 the new trial's own id is used. */
 int bd_store_trial_insert(bd_store *s, const bd_trial_row *row, int64_t *id, bd_err *err) BD_MUST_CHECK;
 int bd_store_trial_get(bd_store *s, int64_t id, bd_trial_row *out, bd_err *err) BD_MUST_CHECK;
-/* Ends a running trial: state, finished_at, has_value/value/timeout, reason (may be NULL). */
+/* Ends a running trial: state, finished_at, has_value/value/timeout, reason (may be NULL),
+ * values and (when constrained) feasible. */
 int bd_store_trial_finish(bd_store *s, const bd_trial_row *row, bd_err *err) BD_MUST_CHECK;
 int bd_store_trial_set_lease(bd_store *s, int64_t id, double lease_expires_at, bd_err *err) BD_MUST_CHECK;
 /* Replaces a trial's user_attrs (JSON object text, borrowed; NULL: none), in
@@ -255,9 +262,10 @@ int bd_store_trial_set_config(bd_store *s, int64_t id, const char *config, bd_er
 typedef int (*bd_trial_fn)(const bd_trial_row *row, void *arg);
 int bd_store_trial_each(bd_store *s, int64_t study_id, int state, int64_t instance, int64_t after_id,
                         int64_t limit, bd_trial_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
-/* The completed trials of a study that have a value, best first (smallest
- * value first unless maximize, ties by id), at most limit (1..1000), of one
- * instance index unless instance < 0. Rows are borrowed for the call. */
+/* The completed trials of a study that have a value, best first (feasible
+ * ones before infeasible ones, then smallest value first unless maximize,
+ * ties by id), at most limit (1..1000), of one instance index unless
+ * instance < 0. Rows are borrowed for the call. */
 int bd_store_trial_each_best(bd_store *s, int64_t study_id, int maximize, int64_t instance, int64_t limit,
                              bd_trial_fn fn, void *arg, bd_err *err) BD_MUST_CHECK;
 /* As bd_store_trial_each, with each row's steps (how many measurements it
@@ -294,6 +302,8 @@ typedef struct bd_event_row {
     int timeout;
     double elapsed_seconds; /* NAN when not given */
     double created_at;
+    char *values;           /* the reported metrics as a JSON object text (schema 7), or NULL:
+                               borrowed on append; in a scan, borrowed for the call */
 } bd_event_row;
 
 int bd_store_event_append(bd_store *s, const bd_event_row *row, int64_t *id, bd_err *err) BD_MUST_CHECK;

@@ -110,7 +110,7 @@ int bd_sqlite_open(const char *path, const bd_store_opts *opts, bd_store **out, 
 int bd_pg_open(const char *url, const bd_store_opts *opts, bd_store **out, bd_err *err) BD_MUST_CHECK;
 /* The schema version (of the logical model in store.h) this build writes;
  * each backend's migrations end there. */
-#define BD_STORE_SCHEMA_LATEST 6
+#define BD_STORE_SCHEMA_LATEST 7
 
 /* Names shared by the backends, which store states, origins and event types
  * by name (store_rows.c). */

@@ -61,7 +61,9 @@ void bd_store_trial_row_clear(bd_trial_row *row)
     free(row->reason);
     free(row->instance_name);
     free(row->user_attrs);
+    free(row->values);
     row->config = row->extra = row->worker = row->reason = row->instance_name = row->user_attrs = NULL;
+    row->values = NULL;
 }
 
 static const char *const type_names[] = {

@@ -220,8 +220,8 @@ static void poke_header(const char *path, long offset, uint32_t v)
 STORE_TEST(memory_database_is_at_current_version)
 {
     bd_store *s = open_mem();
-    cr_assert_eq(bd_store_schema_version(s), 6);
-    cr_assert_eq(bd_store_schema_version(NULL), 6);
+    cr_assert_eq(bd_store_schema_version(s), 7);
+    cr_assert_eq(bd_store_schema_version(NULL), 7);
     bd_store_close(s);
 }
 
@@ -241,7 +241,7 @@ Test(store, reopen_keeps_data_and_version)
     cr_assert(file_size(wal) <= 0, "the WAL is checkpointed and emptied on close");
 
     s = open_at(t.path, BD_SYNC_NORMAL);
-    cr_assert_eq(bd_store_schema_version(s), 6);
+    cr_assert_eq(bd_store_schema_version(s), 7);
     bd_user u;
     bd_err err = {0};
     cr_assert_eq(bd_store_user_by_name(s, "alice", &u, &err), 0);
@@ -394,7 +394,7 @@ Test(store, schema_3_migrates_to_current_with_definition_bytes_and_no_pause_or_m
     snprintf(cmd, sizeof cmd, "cp '%s/schema3/banditd.db' '%s'", fixtures, t.path);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
     bd_store *s = open_at(t.path, BD_SYNC_NORMAL);
-    cr_assert_eq(bd_store_schema_version(s), 6);
+    cr_assert_eq(bd_store_schema_version(s), 7);
     bd_err err = {0};
     int64_t n = -1, bytes = -1;
     bd_user u;
