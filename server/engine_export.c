@@ -3,7 +3,11 @@
  * value, timeout, instance_index, instance_name, worker, created_at,
  * finished_at, steps, last_step_value, reason, user_attrs (the trial's
  * attributes as compact JSON text, empty when none), origin (suggested,
- * enqueued or warm_start), then params_<name> for each
+ * enqueued or warm_start), in a study with several objectives or
+ * constraints value.<metric> for each metric trials report (objectives,
+ * then constraints; empty for a run that reported none, e.g. diverged) and,
+ * with constraints, feasible (true / false; empty while running), then
+ * params_<name> for each
  * parameter of the space in its order, the declared ones then those trials
  * asked for (Optuna's trials_dataframe naming); an inactive or never asked
  * parameter is an empty cell, times are Unix seconds.
@@ -35,6 +39,9 @@ struct bd_csv_export {
     study_rt *st;       /* lives until bd_engine_close (its spec may be unloaded meanwhile) */
     char **params;      /* the space's parameter names, in order (copies) */
     size_t n_params;
+    char **metrics;     /* the metrics of "values" (copies), none in a plain study */
+    size_t n_metrics;
+    int constrained;    /* a feasible column */
     int state;          /* filter; -1 any */
     int64_t instance;   /* filter; -1 any */
     int64_t after;      /* last trial id written */
@@ -67,6 +74,13 @@ int bd_engine_csv_open(bd_engine *e, const bd_caller *who, int64_t study_id, con
     for (size_t i = 0; i < x->n_params; i++)
         x->params[i] = bd_xstrdup(i < declared ? bd_space_param(st->spec.space, i)->name
                                                : bd_space_param(st->spec.asked, i - declared)->name);
+    if (bd_study_spec_has_values(&st->spec)) {
+        x->n_metrics = st->spec.n_metrics;
+        x->metrics = bd_xcalloc(x->n_metrics, sizeof *x->metrics);
+        for (size_t i = 0; i < x->n_metrics; i++)
+            x->metrics[i] = bd_xstrdup(st->spec.metrics[i]);
+    }
+    x->constrained = st->spec.def.n_constraints > 0;
     bd_engine_unlock_study(e, st);
     x->e = e;
     x->st = st;
@@ -84,6 +98,9 @@ void bd_engine_csv_close(bd_csv_export *x)
     for (size_t i = 0; i < x->n_params; i++)
         free(x->params[i]);
     free(x->params);
+    for (size_t i = 0; i < x->n_metrics; i++)
+        free(x->metrics[i]);
+    free(x->metrics);
     free(x);
 }
 
@@ -93,6 +110,18 @@ static void header(bd_csv_export *x)
     for (size_t i = 0; i < n; i++) {
         bd_csv_sep(&x->buf, i == 0);
         bd_csv_text(&x->buf, fixed_columns[i], 0);
+    }
+    for (size_t i = 0; i < x->n_metrics; i++) { /* "value." keeps a hostile name from starting the cell */
+        char *col = bd_xmalloc(strlen(x->metrics[i]) + 7);
+        memcpy(col, "value.", 6);
+        strcpy(col + 6, x->metrics[i]);
+        bd_csv_sep(&x->buf, 0);
+        bd_csv_text(&x->buf, col, 1);
+        free(col);
+    }
+    if (x->constrained) {
+        bd_csv_sep(&x->buf, 0);
+        bd_csv_text(&x->buf, "feasible", 0);
     }
     for (size_t i = 0; i < x->n_params; i++) {
         const char *name = x->params[i];
@@ -150,6 +179,19 @@ static int add_row(const bd_trial_row *row, void *arg)
     bd_csv_text(b, row->user_attrs, 1); /* stored compact: the JSON text as is, guarded as user text */
     bd_csv_sep(b, 0);
     bd_csv_text(b, bd_trial_origin_name(row->origin), 0);
+    if (x->n_metrics) {
+        json_t *values = row->values ? json_loads(row->values, 0, NULL) : NULL;
+        for (size_t i = 0; i < x->n_metrics; i++) {
+            bd_csv_sep(b, 0);
+            bd_csv_json(b, json_object_get(values, x->metrics[i]));
+        }
+        json_decref(values);
+    }
+    if (x->constrained) {
+        bd_csv_sep(b, 0);
+        if (row->constrained)
+            bd_csv_text(b, row->feasible ? "true" : "false", 0);
+    }
     json_t *config = row->config ? json_loads(row->config, 0, NULL) : NULL;
     for (size_t i = 0; i < x->n_params; i++) {
         bd_csv_sep(b, 0);

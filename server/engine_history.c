@@ -14,10 +14,18 @@
  *
  * Memory: the improvements (few: about log n in practice), 16 bytes per
  * resumed trial, and the points; not the trials (before: 56 bytes each,
- * 72 MB at a million trials). The answer is bounded by points. */
+ * 72 MB at a million trials). The answer is bounded by points.
+ *
+ * A study with several objectives (issue 41): pass 1 gathers instead its
+ * feasible completed trials at resource.max with their losses (history.h
+ * bd_history_front: at most BD_HISTORY_FRONT_MAX of them, 16 + 8 m bytes
+ * each), and each point is a change of the Pareto front with the front's
+ * hypervolume then, against one reference point (the study's, else
+ * BoTorch's rule over the final front). */
 #include "engine.h"
 #include "engine_internal.h"
 #include "history.h"
+#include "study.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -25,8 +33,21 @@
 #define HISTORY_POINTS_MIN 2
 #define HISTORY_POINTS_MAX 2000
 
+/* What a study with several objectives needs of its definition, copied
+ * under its mutex (the spec may be unloaded while the history reads). */
+typedef struct front_def {
+    size_t m;
+    char *metrics[BD_STUDY_MAX_OBJECTIVES];
+    int maximize[BD_STUDY_MAX_OBJECTIVES];
+    double ref[BD_STUDY_MAX_OBJECTIVES]; /* minimized; NAN: inferred */
+    double r_max;
+    int constrained;
+} front_def;
+
 /* What pass 1 gathers. */
 typedef struct improvements {
+    const front_def *fd;     /* NULL: one objective */
+    bd_history_front front;
     bd_history_records records;
     int64_t *resumed; /* ids other trials resume; sorted and unique after the pass */
     size_t n_resumed, cap_resumed;
@@ -37,8 +58,25 @@ static int gather(const bd_trial_row *row, void *arg)
 {
     improvements *g = arg;
     g->last_id = row->id;
-    if (row->state == BD_TRIAL_COMPLETED && row->has_value && !isnan(row->value))
+    if (g->fd) {
+        const front_def *fd = g->fd;
+        json_t *values = row->state == BD_TRIAL_COMPLETED && row->values && row->budget >= fd->r_max &&
+                                 (!fd->constrained || row->feasible)
+                             ? json_loads(row->values, 0, NULL)
+                             : NULL;
+        double losses[BD_STUDY_MAX_OBJECTIVES];
+        int finite = values != NULL;
+        for (size_t i = 0; finite && i < fd->m; i++) {
+            const json_t *v = json_object_get(values, fd->metrics[i]);
+            losses[i] = fd->maximize[i] ? -json_number_value(v) : json_number_value(v);
+            finite = json_is_number(v) && isfinite(losses[i]);
+        }
+        if (finite)
+            bd_history_front_add(&g->front, row->id, row->finished_at, losses);
+        json_decref(values);
+    } else if (row->state == BD_TRIAL_COMPLETED && row->has_value && !isnan(row->value)) {
         bd_history_records_add(&g->records, row->id, row->finished_at, row->value);
+    }
     if (row->resume_from) {
         if (g->n_resumed == g->cap_resumed) {
             g->cap_resumed = g->cap_resumed ? 2 * g->cap_resumed : 64;
@@ -116,9 +154,18 @@ int bd_engine_history(bd_engine *e, const bd_caller *who, int64_t study_id, int6
         return rc;
     double created_at = st->created_at;
     int maximize = st->spec.def.maximize;
+    front_def fd = {.m = st->spec.def.n_objectives, .r_max = st->spec.def.r_max,
+                    .constrained = st->spec.def.n_constraints > 0};
+    for (size_t i = 0; fd.m > 1 && i < fd.m; i++) {
+        fd.metrics[i] = bd_xstrdup(st->spec.def.objectives[i].metric);
+        fd.maximize[i] = st->spec.def.objectives[i].maximize;
+        double r = st->spec.references[i];
+        fd.ref[i] = fd.maximize[i] ? -r : r;
+    }
     bd_engine_unlock_study(e, st);
 
-    improvements g = {.records = {.maximize = maximize}};
+    improvements g = {.fd = fd.m > 1 ? &fd : NULL, .front = {.m = fd.m}, .records = {.maximize = maximize}};
+    double *hv = NULL, ref[BD_STUDY_MAX_OBJECTIVES];
     rc = bd_store_trial_each(bd_engine_store(e), study_id, -1, -1, 0, 0, gather, &g, err);
     bd_history_point *p = NULL;
     spending sp = {.g = &g};
@@ -131,7 +178,13 @@ int bd_engine_history(bd_engine *e, const bd_caller *who, int64_t study_id, int6
                 g.resumed[unique++] = g.resumed[i];
         g.n_resumed = unique;
         p = bd_xmalloc((size_t)points * sizeof *p);
-        sp.n_points = bd_history_records_thin(&g.records, (size_t)points, p);
+        if (g.fd) {
+            hv = bd_xmalloc((size_t)points * sizeof *hv);
+            sp.n_points = bd_history_front_points(&g.front, fd.ref, BD_STUDY_HV_MAX_POINTS_4D, (size_t)points, p, hv,
+                                                  ref);
+        } else {
+            sp.n_points = bd_history_records_thin(&g.records, (size_t)points, p);
+        }
         bd_history_records_free(&g.records);
         sp.p = p;
         sp.budgets = bd_xmalloc((g.n_resumed ? g.n_resumed : 1) * sizeof *sp.budgets);
@@ -144,22 +197,43 @@ int bd_engine_history(bd_engine *e, const bd_caller *who, int64_t study_id, int6
         bd_history_settle(p, sp.n_points, sp.charge);
     }
     bd_history_records_free(&g.records);
+    int truncated = g.front.truncated;
+    bd_history_front_free(&g.front);
     free(g.resumed);
     free(sp.budgets);
     free(sp.charge);
     if (rc) {
+        for (size_t i = 0; fd.m > 1 && i < fd.m; i++)
+            free(fd.metrics[i]);
         free(p);
+        free(hv);
         return rc;
     }
     size_t n = sp.n_points;
     json_t *best = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(best, json_pack("{s:I, s:f, s:f, s:f, s:f}", "trial_id", (json_int_t)p[i].trial_id,
-                                              "finished_at", p[i].finished_at, "elapsed_seconds",
-                                              p[i].finished_at - created_at, "resource", p[i].resource, "value",
-                                              p[i].value));
+    for (size_t i = 0; i < n; i++) {
+        json_t *point = json_pack("{s:I, s:f, s:f, s:f}", "trial_id", (json_int_t)p[i].trial_id, "finished_at",
+                                  p[i].finished_at, "elapsed_seconds", p[i].finished_at - created_at, "resource",
+                                  p[i].resource);
+        if (hv) /* several objectives: the front's hypervolume once this trial changed it */
+            json_object_set_new(point, "hypervolume", isnan(hv[i]) ? json_null() : json_real(hv[i]));
+        else
+            json_object_set_new(point, "value", json_real(p[i].value));
+        json_array_append_new(best, point);
+    }
     free(p);
     *out = json_pack("{s:o, s:I, s:f}", "best", best, "completed", (json_int_t)sp.completed, "resource_total",
                      sp.resource_total);
+    if (hv) {
+        json_t *reference = json_object();
+        for (size_t i = 0; i < fd.m; i++) {
+            double r = fd.maximize[i] ? -ref[i] : ref[i];
+            json_object_set_new(reference, fd.metrics[i], isfinite(r) ? json_real(r) : json_null());
+            free(fd.metrics[i]);
+        }
+        json_object_set_new(*out, "reference_point", reference);
+        json_object_set_new(*out, "truncated", json_boolean(truncated));
+    }
+    free(hv);
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "model/pareto.h"
 
 size_t bd_history_thin(size_t n, size_t max, size_t *keep)
 {
@@ -120,5 +121,144 @@ size_t bd_history_build(const bd_history_trial *t, size_t n, int maximize, size_
         bd_history_charge(out, n_out, charge, t[i].created_at, t[i].spent);
     bd_history_settle(out, n_out, charge);
     free(charge);
+    return n_out;
+}
+
+/* ------------------------------------------------------------ several objectives */
+
+void bd_history_front_add(bd_history_front *h, int64_t trial_id, double finished_at, const double *losses)
+{
+    if (h->n == BD_HISTORY_FRONT_MAX) {
+        h->truncated = 1;
+        return;
+    }
+    if (h->n == h->cap) {
+        h->cap = h->cap ? 2 * h->cap : 64;
+        h->ids = bd_xrealloc(h->ids, h->cap * sizeof *h->ids);
+        h->finished = bd_xrealloc(h->finished, h->cap * sizeof *h->finished);
+        h->losses = bd_xrealloc(h->losses, h->cap * h->m * sizeof *h->losses);
+    }
+    h->ids[h->n] = trial_id;
+    h->finished[h->n] = finished_at;
+    memcpy(&h->losses[h->n * h->m], losses, h->m * sizeof *losses);
+    h->n++;
+}
+
+void bd_history_front_free(bd_history_front *h)
+{
+    free(h->ids);
+    free(h->finished);
+    free(h->losses);
+    h->ids = NULL;
+    h->finished = h->losses = NULL;
+    h->n = h->cap = 0;
+}
+
+typedef struct finish_key {
+    double finished_at;
+    int64_t id;
+    size_t index;
+} finish_key;
+
+static int by_finish(const void *a, const void *b)
+{
+    const finish_key *x = a, *y = b;
+    if (x->finished_at != y->finished_at)
+        return x->finished_at < y->finished_at ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Work units (about the hypervolume's inner steps) one history may spend
+ * on the hypervolumes of its points: the last point's is always computed,
+ * earlier ones while the budget lasts (then null). */
+#define HV_WORK_BUDGET 2e8
+
+static double hv_work(size_t m, size_t n)
+{
+    double f = (double)n;
+    return m == 2 ? f * 16 : m == 3 ? f * f : f * f * f;
+}
+
+/* Offers record k to the front (member record indices); 1 if it changed. */
+static int front_step(const bd_history_front *h, size_t *front, size_t *n, size_t k)
+{
+    size_t m = h->m, kept = 0;
+    const double *p = &h->losses[k * m];
+    for (size_t i = 0; i < *n; i++)
+        if (bd_pareto_dominates(&h->losses[front[i] * m], p, m))
+            return 0;
+    for (size_t i = 0; i < *n; i++)
+        if (!bd_pareto_dominates(p, &h->losses[front[i] * m], m))
+            front[kept++] = front[i];
+    front[kept++] = k;
+    *n = kept;
+    return 1;
+}
+
+static double front_volume(const bd_history_front *h, const size_t *front, size_t n, const double *ref,
+                           size_t max_hv_4d, double *buf)
+{
+    size_t m = h->m;
+    if (n > BD_PARETO_HV_MAX_POINTS || (m >= 4 && n > max_hv_4d))
+        return NAN;
+    for (size_t i = 0; i < n; i++)
+        memcpy(&buf[i * m], &h->losses[front[i] * m], m * sizeof *buf);
+    double v = bd_pareto_hypervolume(buf, n, m, ref);
+    return v < 0 ? NAN : v;
+}
+
+size_t bd_history_front_points(bd_history_front *h, const double *ref, size_t max_hv_4d, size_t max_points,
+                               bd_history_point *out, double *hv, double *ref_out)
+{
+    size_t m = h->m, n_front = 0, n_changes = 0;
+    size_t *order = bd_xmalloc((h->n ? h->n : 1) * sizeof *order);
+    size_t *front = bd_xmalloc((h->n ? h->n : 1) * sizeof *front);
+    size_t *changes = bd_xmalloc((h->n ? h->n : 1) * sizeof *changes);
+    finish_key *keys = bd_xmalloc((h->n ? h->n : 1) * sizeof *keys);
+    for (size_t i = 0; i < h->n; i++)
+        keys[i] = (finish_key){h->finished[i], h->ids[i], i};
+    if (h->n)
+        qsort(keys, h->n, sizeof *keys, by_finish);
+    for (size_t i = 0; i < h->n; i++)
+        order[i] = keys[i].index;
+    free(keys);
+    for (size_t i = 0; i < h->n; i++)
+        if (front_step(h, front, &n_front, order[i]))
+            changes[n_changes++] = i;
+    /* the reference: given, else BoTorch's over the final front */
+    double *buf = bd_xmalloc((n_front ? n_front : 1) * m * sizeof *buf);
+    for (size_t i = 0; i < n_front; i++)
+        memcpy(&buf[i * m], &h->losses[front[i] * m], m * sizeof *buf);
+    for (size_t j = 0; j < m; j++)
+        ref_out[j] = INFINITY;
+    if (n_front)
+        bd_pareto_reference(buf, n_front, m, ref_out);
+    for (size_t j = 0; j < m; j++)
+        if (!isnan(ref[j]))
+            ref_out[j] = ref[j];
+    free(buf);
+    size_t *keep = bd_xmalloc((max_points ? max_points : 1) * sizeof *keep);
+    size_t n_out = bd_history_thin(n_changes, max_points, keep);
+    buf = bd_xmalloc((h->n ? h->n : 1) * m * sizeof *buf);
+    n_front = 0;
+    double work = 0;
+    for (size_t i = 0, c = 0, o = 0; i < h->n && o < n_out; i++) {
+        int changed = front_step(h, front, &n_front, order[i]);
+        if (!changed)
+            continue;
+        if (c++ != keep[o])
+            continue;
+        size_t k = order[i];
+        out[o] = (bd_history_point){h->ids[k], h->finished[k], h->losses[k * m], 0};
+        work += hv_work(m, n_front);
+        hv[o] = o + 1 == n_out || work <= HV_WORK_BUDGET ? front_volume(h, front, n_front, ref_out, max_hv_4d, buf)
+                                                          : NAN;
+        o++;
+    }
+    free(buf);
+    free(keep);
+    free(changes);
+    free(front);
+    free(order);
     return n_out;
 }

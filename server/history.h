@@ -68,4 +68,33 @@ size_t bd_history_records_thin(const bd_history_records *r, size_t max_points, b
 void bd_history_charge(const bd_history_point *out, size_t n, double *charge, double created_at, double spent);
 void bd_history_settle(bd_history_point *out, size_t n, const double *charge);
 
+/* Several objectives (issue 41): the hypervolume of the Pareto front over
+ * time. Offer each feasible completed trial (at full budget, finite
+ * minimized losses) in any order; bd_history_front_points sorts them by
+ * (finished_at, trial_id), follows the front as they come (a point where it
+ * changes: the trial that changed it), thins those points as
+ * bd_history_thin does and gives each the front's hypervolume then,
+ * against one reference for all: ref's entries, or where one is NAN
+ * BoTorch's rule over the final front (model/pareto.h). Memory: 16 + 8 m
+ * bytes a trial offered, at most BD_HISTORY_FRONT_MAX trials (later offers
+ * are dropped and truncated set). Zero-initialize, set m. */
+#define BD_HISTORY_FRONT_MAX 200000
+typedef struct bd_history_front {
+    size_t m;           /* objectives */
+    int64_t *ids;
+    double *finished;
+    double *losses;     /* row-major, m each */
+    size_t n, cap;
+    int truncated;
+} bd_history_front;
+
+void bd_history_front_add(bd_history_front *h, int64_t trial_id, double finished_at, const double *losses);
+void bd_history_front_free(bd_history_front *h);
+/* Fills out and hv (room for max_points >= 2 each; out[].value is the
+ * changing trial's first loss, out[].resource 0) and ref_out (m entries:
+ * the reference used). Returns how many points. A hypervolume past the
+ * engine's bound (4+ objectives and a front over max_hv_4d points) is NAN. */
+size_t bd_history_front_points(bd_history_front *h, const double *ref, size_t max_hv_4d, size_t max_points,
+                               bd_history_point *out, double *hv, double *ref_out);
+
 #endif
