@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../common.h"
+#include "pareto.h"
 
 #define SIGMA0_MAGNITUDE 0.2 /* Optuna's (and BOHB's) Scott-rule factor */
 #define N_FLAT_WEIGHTS 25    /* Optuna's default_weights: the newest 25 weigh 1 */
@@ -90,8 +91,10 @@ typedef struct estimator {
     double base;   /* categorical: prior_weight / (m + 1), the mass every choice gets */
 } estimator;
 
-/* Optuna's default_weights(m) followed by the prior's weight, normalised. */
-static void fit_weights(estimator *e, double prior_weight)
+/* Optuna's default_weights(m) (or, given row_w, the weight row_w[rows[i]]
+ * of each observation: Optuna's predetermined_weights) followed by the
+ * prior's weight, normalised. */
+static void fit_weights(estimator *e, double prior_weight, const double *row_w, const size_t *rows)
 {
     size_t m = e->m, ramp = m > N_FLAT_WEIGHTS ? m - N_FLAT_WEIGHTS : 0;
     double total = prior_weight;
@@ -99,7 +102,9 @@ static void fit_weights(estimator *e, double prior_weight)
     for (size_t i = 0; i < m; i++) {
         /* numpy linspace(1/m, 1, ramp): ramp points, both ends included */
         double w = 1.0;
-        if (i < ramp)
+        if (row_w)
+            w = row_w[rows[i]];
+        else if (i < ramp)
             w = ramp == 1 ? 1.0 / (double)m : 1.0 / (double)m + (1.0 - 1.0 / (double)m) * (double)i / (double)(ramp - 1);
         e->logw[i] = w;
         total += w;
@@ -185,9 +190,10 @@ static double categorical_prob(const estimator *e, int K, int own, int k)
     return (e->base + (k == own ? 1.0 : 0.0)) / (e->base * K + (own >= 0 ? 1.0 : 0.0));
 }
 
-/* Fits an estimator over the dimensions on[0..n_on-1] to the rows listed. */
+/* Fits an estimator over the dimensions on[0..n_on-1] to the rows listed;
+ * row_w: NULL (default weights) or a weight per row of x. */
 static void fit(estimator *e, const bd_tpe_dim *dims, size_t d, const size_t *on, size_t n_on, const double *x,
-                const size_t *rows, size_t m, const bd_tpe_opts *o)
+                const size_t *rows, size_t m, const bd_tpe_opts *o, const double *row_w)
 {
     memset(e, 0, sizeof *e);
     e->dims = dims;
@@ -195,7 +201,7 @@ static void fit(estimator *e, const bd_tpe_dim *dims, size_t d, const size_t *on
     e->n_on = n_on;
     e->m = m;
     e->base = o->prior_weight / (double)(m + 1);
-    fit_weights(e, o->prior_weight);
+    fit_weights(e, o->prior_weight, row_w, rows);
     e->mu = bd_xcalloc(n_on, sizeof *e->mu);
     e->sd = bd_xcalloc(n_on, sizeof *e->sd);
     e->lz = bd_xcalloc(n_on, sizeof *e->lz);
@@ -344,14 +350,14 @@ static size_t active_rows(const double *x, size_t d, const size_t *all, size_t n
 /* Draws n_candidates from l over the dimensions on[], keeps the one with the
  * largest log l - log g (minus the predicted log cost when log_cost is
  * given: the rows with a known cost, regressed with an estimator of their
- * own) in out. */
+ * own) in out. good_w: NULL, or the good rows' weights (indexed by row). */
 static void best_candidate(const bd_tpe_dim *dims, size_t d, const size_t *on, size_t n_on, const double *x,
                            const size_t *good, size_t n_good, const size_t *bad, size_t n_bad, const double *log_cost,
-                           const bd_tpe_opts *o, bd_rng *rng, double *out)
+                           const double *good_w, const bd_tpe_opts *o, bd_rng *rng, double *out)
 {
     estimator l, g, c_est;
-    fit(&l, dims, d, on, n_on, x, good, n_good, o);
-    fit(&g, dims, d, on, n_on, x, bad, n_bad, o);
+    fit(&l, dims, d, on, n_on, x, good, n_good, o, good_w);
+    fit(&g, dims, d, on, n_on, x, bad, n_bad, o, NULL);
     size_t n_cost = 0, *costed = bd_xmalloc((n_good + n_bad + 1) * sizeof *costed);
     double *cost = bd_xmalloc((n_good + n_bad + 1) * sizeof *cost);
     for (size_t k = 0; log_cost && k < n_good + n_bad; k++) { /* in arrival order, as fit() wants */
@@ -363,7 +369,7 @@ static void best_candidate(const bd_tpe_dim *dims, size_t d, const size_t *on, s
         qsort(costed, n_cost, sizeof *costed, size_cmp);
         for (size_t k = 0; k < n_cost; k++)
             cost[k] = log_cost[costed[k]];
-        fit(&c_est, dims, d, on, n_on, x, costed, n_cost, o);
+        fit(&c_est, dims, d, on, n_on, x, costed, n_cost, o, NULL);
     }
     double *cand = bd_xmalloc(d * sizeof *cand);
     double best = -INFINITY;
@@ -387,24 +393,17 @@ static void best_candidate(const bd_tpe_dim *dims, size_t d, const size_t *on, s
     est_free(&g);
 }
 
-void bd_tpe_propose(const bd_tpe_dim *dims, size_t d, const double *x, const double *loss,
-                    const unsigned char *known_bad, const double *log_cost, size_t n, const bd_tpe_opts *o,
-                    bd_rng *rng, double *out)
+/* The proposal from the split is_good (rows of the good group) and the
+ * good rows' weights (NULL: default). */
+static void propose_groups(const bd_tpe_dim *dims, size_t d, const double *x, const unsigned char *is_good,
+                           const double *good_w, const double *log_cost, size_t n, const bd_tpe_opts *o, bd_rng *rng,
+                           double *out)
 {
-    keyed *order = bd_xmalloc((n ? n : 1) * sizeof *order);
     size_t *good = bd_xmalloc((n ? n : 1) * sizeof *good), *bad = bd_xmalloc((n ? n : 1) * sizeof *bad);
     size_t *sub_good = bd_xmalloc((n ? n : 1) * sizeof *sub_good), *sub_bad = bd_xmalloc((n ? n : 1) * sizeof *sub_bad);
-    size_t *on = bd_xmalloc(d * sizeof *on);
-    size_t n_ranked = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!known_bad || !known_bad[i])
-            order[n_ranked++] = (keyed){isnan(loss[i]) ? INFINITY : loss[i], i};
-    qsort(order, n_ranked, sizeof *order, keyed_cmp);
-    size_t n_good = bd_tpe_n_good(o, n_ranked), n_bad = 0;
-    /* Both groups back in chronological order, which the weights need. */
-    unsigned char *is_good = bd_xcalloc(n ? n : 1, 1);
-    for (size_t i = 0; i < n_good; i++)
-        is_good[order[i].i] = 1;
+    size_t *on = bd_xmalloc((d ? d : 1) * sizeof *on);
+    size_t n_good = 0, n_bad = 0;
+    /* Both groups in chronological order, which the weights need. */
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         if (is_good[i])
@@ -412,25 +411,49 @@ void bd_tpe_propose(const bd_tpe_dim *dims, size_t d, const double *x, const dou
         else
             bad[n_bad++] = i;
     }
+    n_good = k;
     if (o->multivariate) {
         for (size_t j = 0; j < d; j++)
             on[j] = j;
-        best_candidate(dims, d, on, d, x, good, n_good, bad, n_bad, log_cost, o, rng, out);
+        best_candidate(dims, d, on, d, x, good, n_good, bad, n_bad, log_cost, good_w, o, rng, out);
     } else {
         for (size_t j = 0; j < d; j++) {
             size_t mg = active_rows(x, d, good, n_good, j, sub_good);
             size_t mb = active_rows(x, d, bad, n_bad, j, sub_bad);
             on[0] = j;
-            best_candidate(dims, d, on, 1, x, sub_good, mg, sub_bad, mb, log_cost, o, rng, out);
+            best_candidate(dims, d, on, 1, x, sub_good, mg, sub_bad, mb, log_cost, good_w, o, rng, out);
         }
     }
-    free(is_good);
-    free(order);
     free(good);
     free(bad);
     free(sub_good);
     free(sub_bad);
     free(on);
+}
+
+void bd_tpe_propose(const bd_tpe_dim *dims, size_t d, const double *x, const double *loss,
+                    const unsigned char *known_bad, const double *log_cost, size_t n, const bd_tpe_opts *o,
+                    bd_rng *rng, double *out)
+{
+    keyed *order = bd_xmalloc((n ? n : 1) * sizeof *order);
+    size_t n_ranked = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!known_bad || !known_bad[i])
+            order[n_ranked++] = (keyed){isnan(loss[i]) ? INFINITY : loss[i], i};
+    qsort(order, n_ranked, sizeof *order, keyed_cmp);
+    size_t n_good = bd_tpe_n_good(o, n_ranked);
+    unsigned char *is_good = bd_xcalloc(n ? n : 1, 1);
+    for (size_t i = 0; i < n_good; i++)
+        is_good[order[i].i] = 1;
+    propose_groups(dims, d, x, is_good, NULL, log_cost, n, o, rng, out);
+    free(is_good);
+    free(order);
+}
+
+void bd_tpe_propose_split(const bd_tpe_dim *dims, size_t d, const double *x, const unsigned char *good,
+                          const double *good_weight, size_t n, const bd_tpe_opts *o, bd_rng *rng, double *out)
+{
+    propose_groups(dims, d, x, good, good_weight, NULL, n, o, rng, out);
 }
 
 double bd_tpe_log_pdf(const bd_tpe_dim *dims, size_t d, const double *x, const size_t *rows, size_t m,
@@ -449,10 +472,226 @@ double bd_tpe_log_pdf(const bd_tpe_dim *dims, size_t d, const double *x, const s
     if (!o->multivariate && n_on == 0)
         memcpy(sub, rows, m * sizeof *sub);
     estimator e;
-    fit(&e, dims, d, on, n_on, x, sub, ms, o);
+    fit(&e, dims, d, on, n_on, x, sub, ms, o, NULL);
     double v = est_log_pdf(&e, point);
     est_free(&e);
     free(on);
     free(sub);
     return v;
+}
+
+/* ------------------------------------------------------------ the split */
+
+#define MO_EPS 1e-12 /* Optuna's EPS in _tpe/sampler.py */
+
+static int row_finite(const double *row, size_t m)
+{
+    for (size_t j = 0; j < m; j++)
+        if (!isfinite(row[j]))
+            return 0;
+    return 1;
+}
+
+/* The n_good smallest first losses among rows idx[0..k-1] (ties to the older). */
+static void split_single(const double *losses, size_t m, const size_t *idx, size_t k, size_t n_good,
+                         unsigned char *good)
+{
+    keyed *order = bd_xmalloc((k ? k : 1) * sizeof *order);
+    for (size_t t = 0; t < k; t++) {
+        double v = losses[idx[t] * m];
+        order[t] = (keyed){isnan(v) ? INFINITY : v, idx[t]};
+    }
+    qsort(order, k, sizeof *order, keyed_cmp);
+    for (size_t t = 0; t < n_good && t < k; t++)
+        good[order[t].i] = 1;
+    free(order);
+}
+
+/* Optuna's reference point for a set of points: max(1.1 w, 0.9 w) of the
+ * worst w per objective, 0 -> EPS. */
+static void mo_reference(const double *pts, size_t k, size_t m, double *ref)
+{
+    for (size_t j = 0; j < m; j++) {
+        double w = -INFINITY;
+        for (size_t t = 0; t < k; t++)
+            w = fmax(w, pts[t * m + j]);
+        ref[j] = fmax(1.1 * w, 0.9 * w);
+        if (ref[j] == 0)
+            ref[j] = MO_EPS;
+    }
+}
+
+static double hv_or_abort(const double *pts, size_t k, size_t m, const double *ref)
+{
+    double v = bd_pareto_hypervolume(pts, k, m, ref);
+    if (v < 0) /* out of memory (k is far under the cap) */
+        abort();
+    return v;
+}
+
+/* Greedy hypervolume subset selection (Optuna's _solve_hssp) of want rows
+ * of the rank front[0..f-1] (ascending indices): marks them in good. */
+static void hssp(const double *losses, size_t m, const size_t *front, size_t f, size_t want, unsigned char *good)
+{
+    int finite = 1;
+    for (size_t t = 0; t < f; t++)
+        finite = finite && row_finite(losses + front[t] * m, m);
+    if (!finite) { /* a rank of diverged runs: equal, nothing to measure */
+        for (size_t t = 0; t < want && t < f; t++)
+            good[front[t]] = 1;
+        return;
+    }
+    double *pts = bd_xmalloc(f * m * sizeof *pts), *ref = bd_xmalloc(m * sizeof *ref);
+    double *contrib = bd_xmalloc(f * sizeof *contrib), *chosen = bd_xmalloc((want + 1) * m * sizeof *chosen);
+    unsigned char *taken = bd_xcalloc(f, 1);
+    for (size_t t = 0; t < f; t++)
+        memcpy(pts + t * m, losses + front[t] * m, m * sizeof *pts);
+    mo_reference(pts, f, m, ref);
+    for (size_t t = 0; t < f; t++)
+        contrib[t] = hv_or_abort(pts + t * m, 1, m, ref);
+    double hv_chosen = 0;
+    for (size_t n_chosen = 0; n_chosen < want && n_chosen < f; n_chosen++) {
+        size_t best = f;
+        for (size_t t = 0; t < f; t++)
+            if (!taken[t] && (best == f || contrib[t] > contrib[best]))
+                best = t;
+        taken[best] = 1;
+        good[front[best]] = 1;
+        const double *sel = pts + best * m;
+        for (size_t t = 0; t < f; t++) {
+            if (taken[t])
+                continue;
+            double *q = chosen + n_chosen * m; /* the chosen so far, then max(sel, point t) */
+            for (size_t j = 0; j < m; j++)
+                q[j] = fmax(sel[j], pts[t * m + j]);
+            contrib[t] -= hv_or_abort(chosen, n_chosen + 1, m, ref) - hv_chosen;
+        }
+        memcpy(chosen + n_chosen * m, sel, m * sizeof *chosen);
+        hv_chosen = hv_or_abort(chosen, n_chosen + 1, m, ref);
+    }
+    free(pts);
+    free(ref);
+    free(contrib);
+    free(chosen);
+    free(taken);
+}
+
+/* The non-dominated rows among rem[0..k-1], written ascending into front;
+ * returns how many. O(m k f). */
+static size_t peel_front(const double *losses, size_t m, const size_t *rem, size_t k, size_t *front)
+{
+    size_t f = 0;
+    for (size_t t = 0; t < k; t++) {
+        const double *p = losses + rem[t] * m;
+        int dominated = 0;
+        for (size_t a = 0; a < f && !dominated; a++)
+            dominated = bd_pareto_dominates(losses + front[a] * m, p, m);
+        if (dominated)
+            continue;
+        size_t keep = 0;
+        for (size_t a = 0; a < f; a++)
+            if (!bd_pareto_dominates(p, losses + front[a] * m, m))
+                front[keep++] = front[a];
+        f = keep;
+        front[f++] = rem[t]; /* rem ascending: front stays ascending */
+    }
+    return f;
+}
+
+/* Whole ranks of rows idx[0..k-1] (ascending) while they fit, then HSSP. */
+static void split_multi(const double *losses, size_t m, const size_t *idx, size_t k, size_t n_good,
+                        unsigned char *good)
+{
+    size_t *rem = bd_xmalloc((k ? k : 1) * sizeof *rem), *front = bd_xmalloc((k ? k : 1) * sizeof *front);
+    memcpy(rem, idx, k * sizeof *rem);
+    size_t n_rem = k, taken = 0;
+    while (taken < n_good && n_rem > 0) {
+        size_t f = peel_front(losses, m, rem, n_rem, front);
+        if (taken + f > n_good) {
+            hssp(losses, m, front, f, n_good - taken, good);
+            break;
+        }
+        for (size_t a = 0; a < f; a++)
+            good[front[a]] = 1;
+        taken += f;
+        size_t keep = 0;
+        for (size_t t = 0; t < n_rem; t++)
+            if (!good[rem[t]])
+                rem[keep++] = rem[t];
+        n_rem = keep;
+    }
+    free(rem);
+    free(front);
+}
+
+/* MOTPE's weights of the below rows (Optuna's
+ * _calculate_weights_below_for_multi_objective). */
+static void mo_weights(const double *losses, size_t m, const double *violation, size_t n, const unsigned char *good,
+                       double *good_weight)
+{
+    size_t *rows = bd_xmalloc((n ? n : 1) * sizeof *rows), k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!good[i])
+            continue;
+        good_weight[i] = MO_EPS; /* infeasible or diverged: Optuna's EPS */
+        if ((!violation || violation[i] == 0) && row_finite(losses + i * m, m))
+            rows[k++] = i;
+    }
+    if (k == 1)
+        good_weight[rows[0]] = 1.0;
+    if (k > 1) {
+        double *pts = bd_xmalloc(k * m * sizeof *pts), *ref = bd_xmalloc(m * sizeof *ref);
+        double *others = bd_xmalloc(k * m * sizeof *others), *contrib = bd_xmalloc(k * sizeof *contrib);
+        for (size_t t = 0; t < k; t++)
+            memcpy(pts + t * m, losses + rows[t] * m, m * sizeof *pts);
+        mo_reference(pts, k, m, ref);
+        double all = hv_or_abort(pts, k, m, ref), top = 0;
+        for (size_t t = 0; t < k; t++) {
+            memcpy(others, pts, t * m * sizeof *others);
+            memcpy(others + t * m, pts + (t + 1) * m, (k - 1 - t) * m * sizeof *others);
+            contrib[t] = all - hv_or_abort(others, k - 1, m, ref) + MO_EPS;
+            top = fmax(top, contrib[t]);
+        }
+        for (size_t t = 0; t < k; t++)
+            good_weight[rows[t]] = fmin(fmax(contrib[t] / top, 0.0), 1.0);
+        free(pts);
+        free(ref);
+        free(others);
+        free(contrib);
+    }
+    free(rows);
+}
+
+void bd_tpe_split(const double *losses, size_t m, const double *violation, size_t n, size_t n_good,
+                  unsigned char *good, double *good_weight)
+{
+    size_t *idx = bd_xmalloc((n ? n : 1) * sizeof *idx), k = 0;
+    memset(good, 0, n);
+    if (violation) {
+        keyed *order = bd_xmalloc((n ? n : 1) * sizeof *order);
+        for (size_t i = 0; i < n; i++)
+            order[i] = (keyed){isnan(violation[i]) ? INFINITY : violation[i], i};
+        qsort(order, n, sizeof *order, keyed_cmp); /* a stable argsort: ties by index */
+        if (n_good >= n || order[n_good].v > 0) {
+            for (size_t t = 0; t < n_good && t < n; t++)
+                good[order[t].i] = 1;
+            free(order);
+            goto weights;
+        }
+        free(order);
+        for (size_t i = 0; i < n; i++)
+            if (violation[i] == 0)
+                idx[k++] = i;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            idx[k++] = i;
+    }
+    if (m > 1)
+        split_multi(losses, m, idx, k, n_good, good);
+    else
+        split_single(losses, m, idx, k, n_good, good);
+weights:
+    if (m > 1 && good_weight)
+        mo_weights(losses, m, violation, n, good, good_weight);
+    free(idx);
 }

@@ -93,6 +93,40 @@ void bd_tpe_propose(const bd_tpe_dim *dims, size_t d, const double *x, const dou
                     const unsigned char *known_bad, const double *log_cost, size_t n, const bd_tpe_opts *o,
                     bd_rng *rng, double *out);
 
+/* The proposal of bd_tpe_propose with the split given by the caller:
+ * good[i] 1 puts row i in the good group (l), 0 in the bad group (g).
+ * good_weight: NULL (Optuna's default_weights over the good rows in
+ * arrival order), or per row of x the weight of a good row (Optuna's
+ * predetermined weights for MOTPE), normalised together with the prior's.
+ * No cost model. */
+void bd_tpe_propose_split(const bd_tpe_dim *dims, size_t d, const double *x, const unsigned char *good,
+                          const double *good_weight, size_t n, const bd_tpe_opts *o, bd_rng *rng, double *out);
+
+/* Optuna 3.1's TPESampler split of n observations into n_good "below" and
+ * the rest (_split_observation_pairs), and MOTPE's weights of the below
+ * ones (_calculate_weights_below_for_multi_objective):
+ * - losses: n rows of m minimized values, oldest first; violation: NULL
+ *   (no constraints) or per row the total violation (0: feasible).
+ * - With constraints: when at most n_good rows are feasible, below is the
+ *   feasible ones and then the least violating (ties to the older); else
+ *   the feasible rows are split by loss and every infeasible one is above.
+ * - One objective: the n_good smallest losses (ties to the older).
+ * - Several: whole non-dominated ranks while they fit, then the rest of
+ *   the next rank by greedy hypervolume subset selection (_solve_hssp:
+ *   the point adding the most volume first, the first such on ties) with
+ *   the reference max(1.1 w, 0.9 w) of that rank's worst point w (0 ->
+ *   1e-12).
+ * good[i] is set to 1 for below rows, else 0. With m > 1, good_weight[i]
+ * (n entries; set for below rows) is MOTPE's: each feasible below row's
+ * hypervolume contribution among the feasible below rows (+1e-12), over the
+ * largest, or 1 when it is alone; an infeasible below row gets 1e-12.
+ * Non-finite losses (diverged runs, +INFINITY) take no part in a volume: a
+ * rank of them is filled in arrival order, and their weight is 1e-12.
+ * Cost: O(m n f) for the f rows of the ranks peeled (all n at worst), plus
+ * the selection's O(f n_good) hypervolumes of n_good points. */
+void bd_tpe_split(const double *losses, size_t m, const double *violation, size_t n, size_t n_good,
+                  unsigned char *good, double *good_weight);
+
 /* Log density of the Parzen estimator fitted to the m rows x[rows[0..m-1]]
  * (in that order, oldest first) at point, over the dimensions listed in
  * only (n_only of them; all d when only is NULL). In univariate mode the
