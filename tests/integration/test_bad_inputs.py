@@ -954,6 +954,138 @@ class BadInputs(bdtest.DaemonTestCase):
             self.assertEqual(t["user_attrs"], {}, "a rejected PATCH changed trial %d" % tid)
         self.assert_still_serving()
 
+    def test_values_table(self):
+        """Several objectives and constraints (issue 41): every new field of a study
+        definition, of complete, of a measurement and of a warm start."""
+        mo = {"objectives": [{"metric": "error", "goal": "minimize"}, {"metric": "throughput", "goal": "maximize"}],
+              "constraints": [{"metric": "memory_mb", "max": 512}], "objective": None}
+        body = json.loads(study(name="mo", **mo))
+        sid = check_status(self, self.d.request("POST", "/v1/studies", body, token=self.user), 201)["id"]
+        one = json.loads(study(name="mo1", constraints=[{"metric": "memory_mb", "max": 512}]))
+        sid1 = check_status(self, self.d.request("POST", "/v1/studies", one, token=self.user), 201)["id"]
+        mt, ct = [t["id"] for t in suggest(self.d, sid, count=2, token=self.user)]
+        (ct1,) = [t["id"] for t in suggest(self.d, sid1, token=self.user)]
+        S, M, C, C1 = "/v1/studies", "/v1/trials/%d/measurements" % mt, "/v1/trials/%d/complete" % ct, \
+            "/v1/trials/%d/complete" % ct1
+        TR = "/v1/studies/%d/trials" % sid
+        O2 = [{"metric": "a", "goal": "minimize"}, {"metric": "b", "goal": "minimize"}]
+        good = {"error": 0.1, "throughput": 3, "memory_mb": 100}
+
+        def without(key):
+            return {k: v for k, v in good.items() if k != key}
+
+        def mo_study(**top):
+            return study(objective=None, **top)
+
+        table = [
+            ("objectives goal", "POST", S, {}, mo_study(objectives=[O2[0], {"metric": "b", "goal": "up"}]), 400,
+             "invalid_argument", "objectives[1].goal"),
+            ("objectives no goal", "POST", S, {}, mo_study(objectives=[O2[0], {"metric": "b"}]), 400,
+             "invalid_argument", "objectives[1].goal"),
+            ("objectives no metric", "POST", S, {}, mo_study(objectives=[{"goal": "minimize"}, O2[1]]), 400,
+             "invalid_argument", "objectives[0].metric"),
+            ("objectives metric number", "POST", S, {}, mo_study(objectives=[{"metric": 3, "goal": "minimize"}, O2[1]]),
+             400, "invalid_argument", "objectives[0].metric"),
+            ("objectives repeated metric", "POST", S, {}, mo_study(objectives=[O2[0], dict(O2[1], metric="a")]), 400,
+             "invalid_argument", "objectives[1].metric"),
+            ("objectives unknown member", "POST", S, {}, mo_study(objectives=[dict(O2[0], weight=1), O2[1]]), 400,
+             "invalid_argument", PREFIX("objectives[0]")),
+            ("objectives reference string", "POST", S, {}, mo_study(objectives=[dict(O2[0], reference="1"), O2[1]]),
+             400, "invalid_argument", "objectives[0].reference"),
+            ("objectives reference NaN", "POST", S, {},
+             mo_study(objectives=[dict(O2[0], reference=0), O2[1]]).replace('"reference": 0', '"reference": NaN'),
+             400, "invalid_argument", ANY),
+            ("objectives not a list", "POST", S, {}, mo_study(objectives=O2[0]), 400, "invalid_argument", "objectives"),
+            ("objectives empty", "POST", S, {}, mo_study(objectives=[]), 400, "invalid_argument", "objectives"),
+            ("nine objectives", "POST", S, {},
+             mo_study(objectives=[{"metric": "m%d" % i, "goal": "minimize"} for i in range(9)]), 400,
+             "invalid_argument", "objectives"),
+            ("objective and objectives", "POST", S, {}, study(objectives=O2), 400, "invalid_argument", "objectives"),
+            ("objectives refused by gp_ucb", "POST", S, {}, mo_study(objectives=O2, scheduler={"name": "gp_ucb"}), 400,
+             "invalid_argument", "objectives"),
+            ("constraints refused by gp_ucb", "POST", S, {},
+             study(constraints=[{"metric": "m", "max": 1}], scheduler={"name": "gp_ucb"}), 400, "invalid_argument",
+             "constraints"),
+            ("constraints min over max", "POST", S, {}, study(constraints=[{"metric": "m", "min": 2, "max": 1}]), 400,
+             "invalid_argument", "constraints[0].max"),
+            ("constraints no bound", "POST", S, {}, study(constraints=[{"metric": "m"}]), 400, "invalid_argument",
+             "constraints[0]"),
+            ("constraints min string", "POST", S, {}, study(constraints=[{"metric": "m", "min": "0"}]), 400,
+             "invalid_argument", "constraints[0].min"),
+            ("constraints max NaN", "POST", S, {},
+             study(constraints=[{"metric": "m", "max": 0}]).replace('"max": 0', '"max": NaN'), 400,
+             "invalid_argument", ANY),
+            ("constraints no metric", "POST", S, {}, study(constraints=[{"max": 1}]), 400, "invalid_argument",
+             "constraints[0].metric"),
+            ("constraints repeated metric", "POST", S, {},
+             study(constraints=[{"metric": "m", "max": 1}, {"metric": "m", "min": 0}]), 400, "invalid_argument",
+             "constraints[1].metric"),
+            ("constraints unknown member", "POST", S, {}, study(constraints=[{"metric": "m", "max": 1, "le": 2}]), 400,
+             "invalid_argument", PREFIX("constraints[0]")),
+            ("constraints not a list", "POST", S, {}, study(constraints={"metric": "m", "max": 1}), 400,
+             "invalid_argument", "constraints"),
+            ("seventeen constraints", "POST", S, {},
+             study(constraints=[{"metric": "m%d" % i, "max": 1} for i in range(17)]), 400, "invalid_argument",
+             "constraints"),
+            # ---- complete ----
+            ("values missing objective", "POST", C, {}, J({"values": without("throughput")}), 400,
+             "invalid_argument", "values.throughput"),
+            ("values missing constraint", "POST", C, {}, J({"values": without("memory_mb")}), 400,
+             "invalid_argument", "values.memory_mb"),
+            ("values unknown name", "POST", C, {}, J({"values": dict(good, speed=1)}), 400, "invalid_argument",
+             "values.speed"),
+            ("values non-number", "POST", C, {}, J({"values": dict(good, error="low")}), 400, "invalid_argument",
+             "values.error"),
+            ("values boolean", "POST", C, {}, J({"values": dict(good, memory_mb=True)}), 400, "invalid_argument",
+             "values.memory_mb"),
+            ("values NaN", "POST", C, {}, J({"values": good}).replace("0.1", "NaN"), 400, "invalid_argument", ANY),
+            ("values not an object", "POST", C, {}, J({"values": [0.1, 3, 100]}), 400, "invalid_argument", "values"),
+            ("values missing", "POST", C, {}, "{}", 400, "invalid_argument", PREFIX("value")),
+            ("value number with several objectives", "POST", C, {}, J({"value": 0.1}), 400, "invalid_argument",
+             "value"),
+            ("diverged with values", "POST", C, {}, J({"value": None, "values": good}), 400, "invalid_argument",
+             "values"),
+            ("value and values differ", "POST", C1, {}, J({"value": 0.2, "values": {"loss": 0.3, "memory_mb": 1}}),
+             400, "invalid_argument", "values.loss"),
+            ("one objective constraint missing", "POST", C1, {}, J({"value": 0.2}), 400, "invalid_argument",
+             "values.memory_mb"),
+            # ---- measurement ----
+            ("measurement values missing objective", "POST", M, {}, J({"step": 1, "values": {"error": 0.1}}), 400,
+             "invalid_argument", "values.throughput"),
+            ("measurement values unknown name", "POST", M, {},
+             J({"step": 1, "values": {"error": 0.1, "throughput": 3, "speed": 2}}), 400, "invalid_argument",
+             "values.speed"),
+            ("measurement value number", "POST", M, {}, J({"step": 1, "value": 0.1}), 400, "invalid_argument",
+             "value"),
+            ("measurement values string", "POST", M, {}, J({"step": 1, "values": {"error": "x", "throughput": 3}}),
+             400, "invalid_argument", "values.error"),
+            # ---- warm start ----
+            ("warm start values missing", "POST", TR, {}, J({"config": {"x": 0.5, "algo": "rf"},
+                                                            "values": without("memory_mb")}), 400,
+             "invalid_argument", "values.memory_mb"),
+            ("warm start values unknown", "POST", TR, {}, J({"config": {"x": 0.5, "algo": "rf"},
+                                                            "values": dict(good, speed=1)}), 400,
+             "invalid_argument", "values.speed"),
+        ]
+        names = [r[0] for r in table]
+        self.assertEqual(len(names), len(set(names)), "row names are unique")
+        for row in table:
+            with self.subTest(row=row[0]):
+                self.check_row(row, self.send(*row[1:5]))
+            self.assertTrue(self.d.running(), "banditd died on row %r; stderr:\n%s" % (row[0], self.d.log_tail()))
+        for tid in (mt, ct, ct1):
+            t = check_status(self, self.d.request("GET", "/v1/trials/%d" % tid, token=self.user), 200)
+            self.assertEqual((t["state"], t["measurements"]), ("running", []), "a rejected request changed %d" % tid)
+        s = check_status(self, self.d.request("GET", "/v1/studies/%d" % sid, token=self.user), 200)
+        self.assertEqual((s["trials"]["total"], s["pareto_front"]), (2, []), "a rejected warm start added a trial")
+        check_status(self, self.d.request("POST", C, {"values": good}, token=self.user), 200)
+        check_status(self, self.d.request("POST", M, {"step": 1, "values": without("memory_mb")}, token=self.user),
+                     200)
+        check_status(self, self.d.request("POST", C1, {"value": 0.2, "values": {"loss": 0.2, "memory_mb": 1}},
+                                          token=self.user), 200)
+        for s_id in (sid, sid1):
+            check_status(self, self.d.request("DELETE", "/v1/studies/%d" % s_id, token=self.user), 200)
+
     def test_huge_body(self):
         body = ('{"name": "' + "a" * (2 * 1024 * 1024) + '", "parameters": []}').encode()
         got = self.d.stream_request("POST", "/v1/studies", {"Authorization": "Bearer " + self.user,
