@@ -3,7 +3,9 @@ tests/integration/optuna_programs/ (conditional spaces, pruning with
 report/should_prune under MedianPruner, Optuna's default pruner,
 HyperbandPruner and SuccessiveHalvingPruner, callbacks, enqueue_trial,
 n_jobs=2, ask/tell, trials_dataframe, optuna.importance, matplotlib
-figures, OptunaSearchCV, XGBoost's pruning callback) runs twice from the
+figures, OptunaSearchCV, XGBoost's pruning callback; several objectives
+and constraints: directions=, constraints_func, best_trials, both
+plot_pareto_front) runs twice from the
 same file: as is on plain Optuna, and through run_on_banditd.py, which makes
 optuna.create_study / load_study banditd.optuna's (url and token from the
 environment) and changes nothing else.
@@ -43,7 +45,8 @@ PYTHON = "/usr/bin/python3"  # Debian's, with python3-optuna
 TIMEOUT = 200  # seconds for one run (1 to 4 s of CPU each)
 
 # The programs' modules, looked up without importing them here.
-HAVE_DEPS = all(importlib.util.find_spec(m) for m in ("optuna", "sklearn", "pandas", "xgboost", "matplotlib"))
+HAVE_DEPS = all(importlib.util.find_spec(m) for m in ("optuna", "sklearn", "pandas", "xgboost", "matplotlib",
+                                                      "plotly"))
 
 
 def programs():
@@ -98,7 +101,7 @@ def differences(plain, ours):
     return found
 
 
-@unittest.skipUnless(HAVE_DEPS, "python3-optuna, -sklearn, -pandas, -xgboost or -matplotlib is missing "
+@unittest.skipUnless(HAVE_DEPS, "python3-optuna, -sklearn, -pandas, -xgboost, -matplotlib or -plotly is missing "
                                 "(docker/install-deps.sh --test)")
 class OptunaPrograms(bdtest.DaemonTestCase):
     @classmethod

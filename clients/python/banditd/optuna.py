@@ -29,15 +29,17 @@ BanditdSampler (a parameter's value comes from the daemon) and BanditdPruner
 (trial.should_prune() is banditd's stop answer, or the trial's budget reached).
 """
 
+import logging
 import math
 import time
 import uuid
+import warnings
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import optuna
 from optuna.distributions import BaseDistribution
-from optuna.samplers._base import _process_constraints_after_trial
+from optuna.samplers._base import _CONSTRAINTS_KEY, _process_constraints_after_trial
 from optuna.study import StudyDirection
 from optuna.trial import TrialState
 
@@ -45,6 +47,8 @@ from banditd.client import Client
 from banditd.errors import BanditdError
 from banditd.optuna_space import normalize_space, to_parameters
 from banditd.optuna_storage import PRUNED_REASON, BanditdStorage, StudyDone
+
+log = logging.getLogger("banditd")
 
 __all__ = ["create_study", "load_study", "patch_optuna", "banditd_trial", "scheduler_for", "BanditdStudy",
            "BanditdSampler", "BanditdPruner", "BanditdStorage", "StudyDone", "PRUNED_REASON", "DEFAULT_MAX_STEPS",
@@ -225,8 +229,16 @@ class BanditdSampler(optuna.samplers.BaseSampler):
 
     def after_trial(self, study: "optuna.Study", trial: "optuna.trial.FrozenTrial", state: TrialState,
                     values: Optional[Sequence[float]]) -> None:
-        if self._constraints_func is not None:
+        if self._constraints_func is None:
+            return
+        try:
             _process_constraints_after_trial(self._constraints_func, study, trial, state)
+            got = study._storage.get_trial(trial._trial_id).system_attrs.get(_CONSTRAINTS_KEY)
+            if got is not None and self._storage.constraint_names:
+                self._storage.constraint_values(got)  # a count or value banditd cannot take raises here
+        except Exception as e:
+            self._storage.note_constraints_error(trial._trial_id, e)
+            raise
 
     def infer_relative_search_space(self, study: "optuna.Study", trial: "optuna.trial.FrozenTrial"):
         return {}
@@ -395,6 +407,40 @@ def _by_name(client: Client, name: str) -> Dict[str, Any]:
     return client.get_study(int(found[-1]["id"]))
 
 
+#: A scheduler that needs its parameters declared, in a study that declares none (define-by-run, as
+#: Optuna programs are), is replaced by the first of these the daemon takes for the study's shape.
+_DEFINE_BY_RUN_FALLBACK = {"nsga2": ("tpe", "random")}
+
+
+def _post_study(client: Client, definition: Dict[str, Any], derived_from_sampler: bool) -> Dict[str, Any]:
+    """POST /v1/studies. When the sampler's scheduler needs declared parameters
+    and the study has none (banditd's 400 naming "parameters"), the study is
+    created with the first scheduler of _DEFINE_BY_RUN_FALLBACK that takes its
+    objectives and constraints, with a warning naming both (search_space= keeps
+    the sampler's own)."""
+    try:
+        return client.request("POST", "/v1/studies", definition)
+    except BanditdError as e:
+        name = definition["scheduler"]["name"]
+        if not (derived_from_sampler and e.status == 400 and e.field == "parameters" and not definition["parameters"]
+                and name in _DEFINE_BY_RUN_FALLBACK):
+            raise
+        refused = e
+    for other in _DEFINE_BY_RUN_FALLBACK[name]:
+        try:
+            doc = client.request("POST", "/v1/studies", dict(definition, scheduler={"name": other, "options": {}}))
+        except BanditdError as e:
+            if e.status == 400 and e.field in ("objectives", "constraints"):
+                continue
+            raise
+        msg = ("this define-by-run study uses %s instead of %s: banditd's %s needs the parameters declared up "
+               "front; give search_space= for %s" % (other, name, name, name))
+        warnings.warn(msg)
+        log.warning("%s", msg)
+        return doc
+    raise refused
+
+
 def create_study(*, url: Optional[str] = None, token: Optional[str] = None, study_name: Optional[str] = None,
                  direction: Union[str, StudyDirection, None] = None, sampler: Any = None, pruner: Any = None,
                  load_if_exists: bool = False, directions: Optional[Sequence[Any]] = None, storage: Any = None,
@@ -436,6 +482,7 @@ def create_study(*, url: Optional[str] = None, token: Optional[str] = None, stud
     worker name prefix stored with trials."""
     ds = _directions(direction, directions)
     metrics = _metrics(metric, len(ds))
+    scheduler_given = scheduler
     if not (isinstance(step_offset, (int, float)) and math.isfinite(step_offset) and step_offset >= 0):
         raise ValueError("step_offset must be a finite number >= 0")
     if scheduler is not None:
@@ -468,7 +515,7 @@ def create_study(*, url: Optional[str] = None, token: Optional[str] = None, stud
             definition[key] = value
     try:
         try:
-            doc = client.request("POST", "/v1/studies", definition)
+            doc = _post_study(client, definition, derived_from_sampler=scheduler_given is None)
         except BanditdError as e:
             if not (e.status == 409 and e.field == "name"):
                 raise

@@ -101,6 +101,7 @@ class _Run:
         self.system_attrs: Dict[str, Any] = _banditd_attrs(trial)
         self.ended: Optional[str] = None  # why banditd no longer runs it: stopped, diverged, lost
         self.fail_reason: Optional[str] = None  # the objective's exception, for fail
+        self.constraints_error: Optional[str] = None  # constraints_func raised, or its values do not fit
         self.heartbeat: Optional[_Heartbeat] = None
         self.lock = threading.Lock()  # one ask at a time (a retried ask answers the same value anyway)
 
@@ -585,12 +586,10 @@ class BanditdStorage(optuna.storages.BaseStorage):
                         run.id, value=None, reason=_cut("the objective returned %r" % (values,)),
                         elapsed_seconds=elapsed))
                 else:
-                    result = self._result(run, vals)
-                    self._final(run, lambda: self.client.complete(run.id, elapsed_seconds=elapsed, **result))
+                    self._complete(run, vals, elapsed)
             elif state == TrialState.PRUNED and self.budget_stop and run.intermediate and self._at_budget(run):
                 # The budget banditd gave is used up: the last value is the result at that budget.
-                result = self._result(run, [run.intermediate[max(run.intermediate)]])
-                self._final(run, lambda: self.client.complete(run.id, elapsed_seconds=elapsed, **result))
+                self._complete(run, [run.intermediate[max(run.intermediate)]], elapsed)
             elif state == TrialState.PRUNED:
                 self._final(run, lambda: self.client.fail(run.id, reason=PRUNED_REASON))
             elif state == TrialState.FAIL:
@@ -632,12 +631,24 @@ class BanditdStorage(optuna.storages.BaseStorage):
                          "create_study n_constraints=%d, or none" % (len(vals), self.name, len(names),
                                                                      ", ".join(names), len(vals)))
 
-    def _result(self, run: _Run, vals: List[float]) -> Dict[str, Any]:
-        """complete's arguments for a trial's finite objective values: "value" in a
-        one-objective study, "values" by metric otherwise, with the constraint
-        values of a study with constraints (BanditdSampler.after_trial had
-        constraints_func compute them); a ValueError when those are missing or
-        do not fit, after failing the trial on banditd with that reason."""
+    def note_constraints_error(self, trial_id: int, error: BaseException) -> None:
+        """BanditdSampler.after_trial: constraints_func raised, or its values do not
+        fit the study's constraints; the error propagates from there (as Optuna's
+        does) and the trial is completed as diverged (see _complete)."""
+        with self._lock:
+            run = self._runs.get(trial_id)
+        if run is not None:
+            run.constraints_error = "%s: %s" % (type(error).__name__, error)
+
+    def _complete(self, run: _Run, vals: List[float], elapsed: float) -> None:
+        """Completes the trial with its finite objective values: "value" in a
+        one-objective study, "values" by metric otherwise, plus the constraint
+        values (BanditdSampler.after_trial had constraints_func compute them) in
+        a study with constraints. Without usable constraint values banditd
+        cannot take the result: the trial completes as diverged (value null:
+        every objective the worst, infeasible; Optuna stores a COMPLETE trial
+        when constraints_func fails, and its _run_trial expects one) with the
+        reason, and a ValueError is raised unless after_trial already raised."""
         out: Dict[str, Any] = {}
         if len(self.directions) > 1:
             if len(vals) != len(self.directions):
@@ -645,20 +656,25 @@ class BanditdStorage(optuna.storages.BaseStorage):
             out["values"] = dict(zip(self.objective_names, vals))
         else:
             out["value"] = vals[0]
-        if self.constraint_names:
+        problem = run.constraints_error
+        if self.constraint_names and problem is None:
             got = run.system_attrs.get(_CONSTRAINTS_KEY)
             try:
                 if got is None:
                     raise ValueError("banditd study %r has constraints (%s) but no constraints_func gave values: "
-                                     "give the sampler's constraints_func" % (self.name,
-                                                                              ", ".join(self.constraint_names)))
-                cons = self.constraint_values(got)
+                                     "give the sampler's constraints_func (load_study(sampler=...) too)"
+                                     % (self.name, ", ".join(self.constraint_names)))
+                out["values"] = dict(out.get("values") or {}, **self.constraint_values(got))
             except ValueError as e:
-                reason = _cut(str(e))
-                self._final(run, lambda: self.client.fail(run.id, reason=reason))
-                raise
-            out["values"] = dict(out.get("values") or {}, **cons)
-        return out
+                problem = str(e)
+        if self.constraint_names and problem is not None:
+            reason = _cut("not stored as reported: %s" % problem)
+            self._final(run, lambda: self.client.complete(run.id, value=None, reason=reason,
+                                                          elapsed_seconds=elapsed))
+            if run.constraints_error is None:
+                raise ValueError(problem)
+            return
+        self._final(run, lambda: self.client.complete(run.id, elapsed_seconds=elapsed, **out))
 
     def _final(self, run: _Run, send) -> None:
         """Sends a trial's last report; a trial banditd no longer runs (409: its
