@@ -181,6 +181,18 @@ static int collect_event(const bd_event_row *row, void *arg)
     return push_id(arg, row->id);
 }
 
+/* Collects each event's values text ("(none)" for NULL) into a {n, texts[][64]}. */
+static int collect_values(const bd_event_row *row, void *arg)
+{
+    struct {
+        int n;
+        char texts[2][64];
+    } *c = arg;
+    cr_assert_lt(c->n, 2);
+    snprintf(c->texts[c->n++], sizeof c->texts[0], "%s", row->values ? row->values : "(none)");
+    return 0;
+}
+
 static int count_trials(bd_store *s, int64_t study_id, int state)
 {
     struct ids c = {0};
@@ -689,6 +701,76 @@ STORE_TEST(trial_finish_values_round_trip)
     cr_assert_eq(bd_store_trial_finish(s, &fin, &err), BD_ENOTFOUND);
     fin.state = BD_TRIAL_RUNNING;
     cr_assert_eq(bd_store_trial_finish(s, &fin, &err), BD_EINVAL);
+    bd_store_close(s);
+}
+
+/* Schema 7 (issue 41): the metrics a trial and a measurement reported, and
+ * a constrained study's feasibility, which the best-first order puts first. */
+STORE_TEST(values_and_feasible_round_trip_and_order_best_first)
+{
+    bd_store *s = open_mem();
+    bd_err err = {0};
+    int64_t sid = make_study(s, make_user(s, "alice"), "st");
+    int64_t plain = make_trial(s, sid, 60), feasible = make_trial(s, sid, 60), infeasible = make_trial(s, sid, 60);
+    int64_t running = make_trial(s, sid, 60);
+    bd_trial_row fin = {.id = feasible, .state = BD_TRIAL_COMPLETED, .finished_at = 21, .has_value = 1, .value = 0.4,
+                        .values = "{\"loss\":0.4,\"mb\":100}", .constrained = 1, .feasible = 1};
+    cr_assert_eq(bd_store_trial_finish(s, &fin, &err), 0, "%s", err.message);
+    fin = (bd_trial_row){.id = infeasible, .state = BD_TRIAL_COMPLETED, .finished_at = 22, .has_value = 1,
+                         .value = 0.1, .values = "{\"loss\":0.1,\"mb\":900}", .constrained = 1, .feasible = 0};
+    cr_assert_eq(bd_store_trial_finish(s, &fin, &err), 0, "%s", err.message);
+    finish_trial(s, plain, BD_TRIAL_COMPLETED, 0.3);
+
+    bd_trial_row out = {0};
+    cr_assert_eq(bd_store_trial_get(s, infeasible, &out, &err), 0);
+    cr_expect_str_eq(out.values, "{\"loss\":0.1,\"mb\":900}");
+    cr_expect(out.constrained && !out.feasible);
+    bd_store_trial_row_clear(&out);
+    cr_assert_eq(bd_store_trial_get(s, feasible, &out, &err), 0);
+    cr_expect(out.constrained && out.feasible);
+    bd_store_trial_row_clear(&out);
+    cr_assert_eq(bd_store_trial_get(s, plain, &out, &err), 0);
+    cr_expect_null(out.values, "a one-objective trial has none (as every row before schema 7)");
+    cr_expect_not(out.constrained);
+    bd_store_trial_row_clear(&out);
+    cr_assert_eq(bd_store_trial_get(s, running, &out, &err), 0);
+    cr_expect(!out.values && !out.constrained);
+    bd_store_trial_row_clear(&out);
+
+    /* feasible (or unconstrained: NULL) first, then by value */
+    struct ids c = {0};
+    cr_assert_eq(bd_store_trial_each_best(s, sid, 0, -1, 10, collect_trial, &c, &err), 0, "%s", err.message);
+    cr_assert_eq(c.n, 3);
+    cr_expect(c.v[0] == plain && c.v[1] == feasible && c.v[2] == infeasible, "%lld %lld %lld", (long long)c.v[0],
+              (long long)c.v[1], (long long)c.v[2]);
+    c.n = 0;
+    cr_assert_eq(bd_store_trial_each_best(s, sid, 1, -1, 10, collect_trial, &c, &err), 0, "%s", err.message);
+    cr_expect(c.v[0] == feasible && c.v[1] == plain && c.v[2] == infeasible, "maximize: infeasible still last");
+
+    /* a warm start inserted completed carries them too */
+    bd_trial_row warm = {.study_id = sid, .config = "{}", .budget = 1, .state = BD_TRIAL_COMPLETED,
+                         .origin = BD_ORIGIN_WARM_START, .created_at = 1, .lease_expires_at = 1, .finished_at = 1,
+                         .has_value = 1, .value = 0.2, .values = "{\"loss\":0.2,\"mb\":1}", .constrained = 1,
+                         .feasible = 1};
+    int64_t wid = 0;
+    cr_assert_eq(bd_store_trial_insert(s, &warm, &wid, &err), 0, "%s", err.message);
+    cr_assert_eq(bd_store_trial_get(s, wid, &out, &err), 0);
+    cr_expect_str_eq(out.values, warm.values);
+    cr_expect(out.constrained && out.feasible);
+    bd_store_trial_row_clear(&out);
+
+    bd_event_row ev = {.study_id = sid, .trial_id = running, .type = BD_EV_MEASUREMENT, .step = 2, .has_value = 1,
+                       .value = 0.5, .elapsed_seconds = NAN, .created_at = 30, .values = "{\"loss\":0.5}"};
+    cr_assert_eq(bd_store_event_append(s, &ev, NULL, &err), 0, "%s", err.message);
+    append_event(s, sid, running, BD_EV_MEASUREMENT, 0.6);
+    struct {
+        int n;
+        char texts[2][64];
+    } got = {0};
+    cr_assert_eq(bd_store_event_each_of_trial(s, running, collect_values, &got, &err), 0, "%s", err.message);
+    cr_assert_eq(got.n, 2);
+    cr_expect_str_eq(got.texts[0], "{\"loss\":0.5}");
+    cr_expect_str_eq(got.texts[1], "(none)");
     bd_store_close(s);
 }
 

@@ -461,3 +461,97 @@ Test(study, values_give_losses_and_violation)
     json_decref(null);
     bd_study_free(st);
 }
+
+/* Several objectives and a constraint, driven live through suggest and
+ * the feed as the engine does (the values stored as text, losses and
+ * violation from them), then replayed from the store: the same front, the
+ * same hypervolume, and nsga2 proposes the same next configs (issue 41). */
+Test(study, a_multi_objective_study_replays_to_the_same_front_and_decisions)
+{
+    static const char *def =
+        "{\"name\": \"mo\", \"parameters\": [{\"name\": \"x\", \"type\": \"float\", \"low\": 0, \"high\": 1},"
+        " {\"name\": \"y\", \"type\": \"float\", \"low\": 0, \"high\": 1}],"
+        " \"objectives\": [{\"metric\": \"f1\", \"goal\": \"minimize\"}, {\"metric\": \"f2\", \"goal\": \"maximize\"}],"
+        " \"constraints\": [{\"metric\": \"g\", \"max\": 0.8}],"
+        " \"scheduler\": {\"name\": \"nsga2\", \"options\": {\"population_size\": 4}}, \"seed\": 11}";
+    study_rt *live = make_study(def);
+    bd_store *s = store_with_study();
+    bd_err err = {0};
+    int64_t event_id = 1;
+    for (int i = 0; i < 24; i++) {
+        bd_suggest_ctx ctx = {.trials_created = live->trials_created, .worker = "w"};
+        bd_suggestion sg = {0};
+        bd_rng_seed(&ctx.rng, live->spec.def.seed, (uint64_t)live->trials_created);
+        cr_assert_eq(live->sched->ops->suggest(live->sched, &ctx, &sg, &err), BD_SUGGEST_TRIAL, "%s", err.message);
+        char *config = json_dumps(sg.config, JSON_COMPACT | JSON_SORT_KEYS);
+        bd_trial_row t = {.study_id = 1, .config = config, .budget = 1, .state = BD_TRIAL_RUNNING,
+                          .created_at = 100 + i, .lease_expires_at = 1e12};
+        int64_t tid;
+        cr_assert_eq(bd_store_trial_insert(s, &t, &tid, &err), 0, "%s", err.message);
+        bd_event_row created = {.id = event_id++, .study_id = 1, .trial_id = tid, .type = BD_EV_CREATED,
+                                .created_at = 100 + i, .value = NAN, .elapsed_seconds = NAN};
+        cr_assert_eq(bd_store_event_append(s, &created, NULL, &err), 0, "%s", err.message);
+        bd_event ev = {.type = BD_EV_CREATED, .id = created.id, .trial_id = tid, .config_id = tid, .budget = 1,
+                       .config = sg.config, .loss = NAN, .elapsed_seconds = NAN};
+        bd_decision d;
+        bd_study_feed(live, &ev, 0, 0, &d);
+        /* ZDT1-like: f1 = x, f2 = 1 - sqrt(x) maximized as its negation; g = y */
+        double x = json_number_value(json_object_get(sg.config, "x"));
+        double y = json_number_value(json_object_get(sg.config, "y"));
+        char values[160];
+        snprintf(values, sizeof values, "{\"f1\":%.17g,\"f2\":%.17g,\"g\":%.17g}", x, sqrt(x) - 1 - y, y);
+        bd_event_row done = {.id = event_id++, .study_id = 1, .trial_id = tid, .type = BD_EV_COMPLETED,
+                             .has_value = 1, .value = x, .elapsed_seconds = 1, .created_at = 200 + i,
+                             .values = i % 7 == 6 ? NULL : values};
+        if (i % 7 == 6)
+            done.value = NAN; /* diverged */
+        cr_assert_eq(bd_store_event_append(s, &done, NULL, &err), 0, "%s", err.message);
+        bd_trial_row fin = {.id = tid, .state = BD_TRIAL_COMPLETED, .finished_at = 200 + i, .has_value = 1,
+                            .value = done.value, .values = done.values};
+        cr_assert_eq(bd_store_trial_finish(s, &fin, &err), 0, "%s", err.message);
+        bd_event dev = {.type = BD_EV_COMPLETED, .id = done.id, .trial_id = tid, .config_id = tid, .budget = 1,
+                        .elapsed_seconds = 1};
+        double losses[BD_STUDY_MAX_OBJECTIVES];
+        bd_study_event_losses(live, done.has_value, done.value, done.values, &dev, losses);
+        cr_assert_not_null(dev.losses);
+        cr_expect_eq(dev.violation > 0, i % 7 == 6 || y > 0.8, "trial %d: y %g", i, y);
+        bd_study_feed(live, &dev, 0, 0, &d);
+        free(config);
+        json_decref(sg.config);
+        json_decref(sg.extra);
+    }
+    cr_assert_gt(live->front.n, 1);
+    study_rt *rebuilt = make_study(def);
+    cr_assert_eq(bd_study_replay(rebuilt, s, &err), 0, "%s", err.message);
+    cr_assert_eq(rebuilt->front.n, live->front.n);
+    for (size_t i = 0; i < live->front.n; i++) {
+        cr_expect_eq(rebuilt->front.ids[i], live->front.ids[i]);
+        cr_expect_eq(memcmp(&rebuilt->front.losses[2 * i], &live->front.losses[2 * i], 2 * sizeof(double)), 0);
+    }
+    json_t *a = bd_study_json(live, s), *b = bd_study_json(rebuilt, s);
+    cr_expect(json_equal(json_object_get(a, "pareto_front"), json_object_get(b, "pareto_front")));
+    cr_expect(json_is_real(json_object_get(a, "hypervolume")));
+    cr_expect_eq(json_real_value(json_object_get(a, "hypervolume")), json_real_value(json_object_get(b, "hypervolume")));
+    for (size_t i = 0; i < json_array_size(json_object_get(a, "pareto_front")); i++) {
+        const json_t *v = json_object_get(json_array_get(json_object_get(a, "pareto_front"), i), "values");
+        cr_expect_leq(json_number_value(json_object_get(v, "g")), 0.8, "no infeasible trial on the front");
+    }
+    json_decref(a);
+    json_decref(b);
+    for (int i = 0; i < 8; i++) { /* the next proposals, without observing them */
+        bd_suggest_ctx ctx = {.trials_created = live->trials_created + i, .worker = "w"};
+        bd_suggestion p = {0}, q = {0};
+        bd_rng_seed(&ctx.rng, live->spec.def.seed, (uint64_t)ctx.trials_created);
+        cr_assert_eq(live->sched->ops->suggest(live->sched, &ctx, &p, &err), BD_SUGGEST_TRIAL);
+        bd_rng_seed(&ctx.rng, live->spec.def.seed, (uint64_t)ctx.trials_created);
+        cr_assert_eq(rebuilt->sched->ops->suggest(rebuilt->sched, &ctx, &q, &err), BD_SUGGEST_TRIAL);
+        cr_expect(json_equal(p.config, q.config), "proposal %d differs after the replay", i);
+        json_decref(p.config);
+        json_decref(q.config);
+        json_decref(p.extra);
+        json_decref(q.extra);
+    }
+    bd_study_free(live);
+    bd_study_free(rebuilt);
+    bd_store_close(s);
+}
