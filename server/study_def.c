@@ -277,7 +277,7 @@ static int check_scheduler_takes(const bd_study_spec *spec, const struct bd_sche
         while (*p == ',' || *p == ' ')
             p++;
     }
-    return bd_err_set(err, BD_EINVAL, field, "scheduler %s takes no %s; these do: %s", ops->name,
+    return bd_err_set(err, BD_EINVAL, field, "scheduler %s does not take %s; these do: %s", ops->name,
                       field[0] == 'o' ? "several objectives" : "constraints", len ? names : "none in this build");
 }
 
