@@ -9,6 +9,10 @@
  * versions of this rule would choose, and GET shows it. The rule, first
  * match:
  *
+ * 0. several objectives or constraints: tpe (MOTPE, and Optuna's
+ *    constraints_func rules), or nsga2 for several objectives with
+ *    limits.trials over 10,000 (auto_scheduler.c says why); with a
+ *    resource, trials then run at its max;
  * 1. instances: caps_race (configs raced on problem instances, the
  *    resource being the runtime cap);
  * 2. a resource: asha with TPE proposals and "fidelity": "measured"
