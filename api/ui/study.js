@@ -1,6 +1,8 @@
 // study.js: one study: summary, best value against time and resource (the
 // history route), learning curves, a parameter scatter, the scheduler's own
-// view and the trial table, refreshed every POLL_MS while workers run.
+// view and the trial table, refreshed every POLL_MS while workers run. A
+// study with several objectives shows its hypervolume over time instead of
+// the best value, and the Pareto plot (pareto.js).
 //
 // The browser never loads all trials. It holds at most BEST_N trials (the
 // best completed, order=best) plus the LATEST_N most recent ones, each with
@@ -12,6 +14,7 @@ import { el, clear, fmtNum, fmtAgo, fmtTime, fmtConfig, attrList } from './dom.j
 import { Chart, colourBy, colourKey, steppedPaths, noPaths } from './charts.js';
 import { schedulerView } from './sched_view.js';
 import { TrialsTable } from './trials_table.js';
+import { ParetoView } from './pareto.js';
 
 const POLL_MS = 3000;
 const BEST_N = 200;
@@ -84,7 +87,8 @@ export function studyView(root, id) {
     ui.colourSel.addEventListener('change', drawCurves);
     ui.scatterSel.addEventListener('change', drawScatter);
     const resName = study.resource ? study.resource.name || 'resource' : 'resource';
-    const metric = (study.objective && study.objective.metric) || 'value';
+    const metric = (study.objective && study.objective.metric) || (multi() ? study.objectives[0].metric : 'value');
+    const bestTitle = multi() ? 'Hypervolume' : 'Best ' + metric;
     clear(root).append(
       el('p', null, el('a', { href: '#/studies', text: '← Studies' }), ' ',
         el('a', { id: 'explain-link', href: '#/study/' + study.id + '/explain', text: 'Explain: parallel coordinates, parameter importance →' }), ' ', ui.refreshed),
@@ -92,8 +96,10 @@ export function studyView(root, id) {
       el('div', { class: 'toolbar' }, el('label', { for: 'colour-param', text: 'Colour curves by ' }), ui.colourSel,
         el('label', { for: 'scatter-param', text: ' Scatter x ' }), ui.scatterSel),
       ui.note, ui.charts);
-    ui.bestTime = new Chart(ui.charts, 'best_time', 'Best ' + metric + ' vs time', { xLabel: 'seconds since the study started', yLabel: metric });
-    ui.bestRes = new Chart(ui.charts, 'best_resource', 'Best ' + metric + ' vs ' + resName + ' spent', { xLabel: resName + ' spent (all trials)', yLabel: metric });
+    if (multi()) ui.pareto = new ParetoView(ui.charts, study);
+    const yBest = multi() ? 'hypervolume' : metric;
+    ui.bestTime = new Chart(ui.charts, 'best_time', bestTitle + ' vs time', { xLabel: 'seconds since the study started', yLabel: yBest });
+    ui.bestRes = new Chart(ui.charts, 'best_resource', bestTitle + ' vs ' + resName + ' spent', { xLabel: resName + ' spent (all trials)', yLabel: yBest });
     ui.curves = new Chart(ui.charts, 'curves', 'Learning curves (' + metric + ' per step)', { xLabel: 'step', yLabel: metric });
     ui.curves.note.textContent = 'Dashed: stopped by the scheduler. Thick with dots: a promotion (resumed from an earlier trial).';
     ui.key = el('div');
@@ -103,23 +109,34 @@ export function studyView(root, id) {
     ui.table = new TrialsTable(root, study, signal);
   }
 
+  // Several objectives: GET /v1/studies/{id} has "objectives" (2..8) in place of "objective".
+  function multi() {
+    return Array.isArray(study.objectives) && study.objectives.length > 1;
+  }
+
   function drawFacts() {
     const t = study.trials || {};
     const inc = study.incumbent;
     ui.title.textContent = study.name;
+    const goal = (o) => o.goal + ' ' + (o.metric || 'value');
+    const cons = (study.constraints || []).map((c) => (c.min !== undefined && c.min !== null ? fmtNum(c.min) + ' ≤ ' : '') + c.metric +
+      (c.max !== undefined && c.max !== null ? ' ≤ ' + fmtNum(c.max) : ''));
+    const front = study.pareto_front || [];
     const facts = [
       ['ID', study.id], ['Scheduler', study.scheduler ? study.scheduler.name : ''], ['State', study.state],
-      ['Objective', (study.objective ? study.objective.goal + ' ' + (study.objective.metric || 'value') : '')],
+      [multi() ? 'Objectives' : 'Objective', multi() ? study.objectives.map(goal).join(' · ') : (study.objective ? goal(study.objective) : '')],
       ['Trials', (t.total || 0) + ' total · ' + ['running', 'completed', 'stopped', 'failed', 'expired'].map((s) => (t[s] || 0) + ' ' + s).join(' · ')],
-      ['Best value', inc ? fmtNum(inc.value) + ' (trial ' + inc.trial_id + ', budget ' + fmtNum(inc.budget) + ')' : '—'],
-      ['Best config', inc ? fmtConfig(inc.config) : '—'],
+      multi() ? ['Pareto front', front.length + ' trials' + (typeof study.hypervolume === 'number' ? ' · hypervolume ' + fmtNum(study.hypervolume) : '')]
+        : ['Best value', inc ? fmtNum(inc.value) + ' (trial ' + inc.trial_id + ', budget ' + fmtNum(inc.budget) + ')' : '—'],
+      multi() ? null : ['Best config', inc ? fmtConfig(inc.config) : '—'],
+      cons.length ? ['Constraints', cons.join(' · ') + (multi() ? '' : ' (the best value is the best feasible trial\'s)')] : null,
       ['Used', study.used ? 'trials ' + study.used.trials + ', resource ' + fmtNum(study.used.resource) + ', seconds ' + fmtNum(study.used.seconds) : '—'],
       ['Last activity', study.last_activity_at ? fmtAgo(study.last_activity_at) + ' (' + fmtTime(study.last_activity_at) + ')' : '—'],
     ];
     // Fields of newer daemons, shown only when present: `paused` and the
     // user's `metadata` (hostile text: keys and values go in as text).
     if (typeof study.paused === 'boolean') facts.splice(3, 0, ['Paused', study.paused ? 'yes: suggest hands out no trials until resumed' : 'no']);
-    clear(ui.facts).append(...facts.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v, dataset: { fact: k.toLowerCase().replace(/ /g, '_') } })]));
+    clear(ui.facts).append(...facts.filter(Boolean).flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v, dataset: { fact: k.toLowerCase().replace(/ /g, '_') } })]));
     const meta = study.metadata && typeof study.metadata === 'object' && !Array.isArray(study.metadata) ? Object.entries(study.metadata) : [];
     if (meta.length) ui.facts.append(el('dt', { text: 'Metadata' }), el('dd', { dataset: { fact: 'metadata' } }, attrList(meta, 'metadata')));
     const js = JSON.stringify(study.scheduler || null);
@@ -131,10 +148,12 @@ export function studyView(root, id) {
 
   function drawHistory(h) {
     const pts = (h && h.best) || [];
-    ui.bestTime.set([pts.map((p) => p.elapsed_seconds), pts.map((p) => p.value)], [{ label: 'best', stroke: '#1f77b4', width: 2, paths: steppedPaths(), points: { show: true, size: 4 } }], 'b');
-    ui.bestRes.set([pts.map((p) => p.resource), pts.map((p) => p.value)], [{ label: 'best', stroke: '#d62728', width: 2, paths: steppedPaths(), points: { show: true, size: 4 } }], 'b');
+    // Several objectives: each point carries the front's hypervolume after it.
+    const y = multi() ? (p) => (typeof p.hypervolume === 'number' ? p.hypervolume : null) : (p) => p.value;
+    ui.bestTime.set([pts.map((p) => p.elapsed_seconds), pts.map(y)], [{ label: 'best', stroke: '#1f77b4', width: 2, paths: steppedPaths(), points: { show: true, size: 4 } }], 'b');
+    ui.bestRes.set([pts.map((p) => p.resource), pts.map(y)], [{ label: 'best', stroke: '#d62728', width: 2, paths: steppedPaths(), points: { show: true, size: 4 } }], 'b');
     const n = h ? h.completed : 0;
-    ui.bestTime.note.textContent = pts.length + ' improvements of the best over ' + fmtNum(n) + ' completed trials.';
+    ui.bestTime.note.textContent = pts.length + (multi() ? ' changes of the front' : ' improvements of the best') + ' over ' + fmtNum(n) + ' completed trials.';
     ui.bestRes.note.textContent = h && h.resource_total !== undefined ? 'Resource spent by all trials: ' + fmtNum(h.resource_total) + '.' : '';
   }
 
@@ -173,8 +192,8 @@ export function studyView(root, id) {
     const key = ui.colourSel.value + '|' + trials.map((t) => t.id + t.state[0]).join(',');
     ui.curves.set(data, series, key);
     const total = study.trials ? study.trials.total : 0;
-    ui.note.textContent = 'Curves and scatter show the best ' + best.size + ' completed trials (order=best, up to ' + BEST_N +
-      ') and the latest ' + latest.size + ' trials (up to ' + LATEST_N + ') of ' + total + '; the table pages through all of them.';
+    ui.note.textContent = (multi() ? 'Curves, scatter and the Pareto plot\'s other points show' : 'Curves and scatter show the best ' + best.size + ' completed trials (order=best, up to ' + BEST_N + ') and') +
+      ' the latest ' + latest.size + ' trials (up to ' + LATEST_N + ') of ' + total + '; the table pages through all of them.';
     ui.curves.note.dataset.curves = String(trials.length);
   }
 
@@ -203,7 +222,8 @@ export function studyView(root, id) {
   }
 
   async function loadBest() {
-    const r = await trialsQ({ order: 'best', limit: BEST_N, include: 'measurements' });
+    // Several objectives have no single best (order=best is refused): the front comes with the study.
+    const r = multi() ? { trials: [] } : await trialsQ({ order: 'best', limit: BEST_N, include: 'measurements' });
     best.clear();
     for (const t of r.trials || []) {
       best.set(t.id, t);
@@ -282,6 +302,7 @@ export function studyView(root, id) {
       if (initial || running || study.trials.total !== prevTotal) await loadLatest(initial);
       drawCurves();
       drawScatter();
+      if (ui.pareto) ui.pareto.set(study, shown());
       await ui.table.load();
       ui.refreshed.textContent = 'refreshed ' + new Date().toLocaleTimeString() + (study.state === 'done' ? '' : ' · live every ' + POLL_MS / 1000 + ' s');
       root.dataset.loaded = String(id); // for tests: this study's first draw is complete
@@ -305,6 +326,6 @@ export function studyView(root, id) {
   return () => {
     clearInterval(timer);
     ctl.abort();
-    if (ui) for (const c of [ui.bestTime, ui.bestRes, ui.curves, ui.scatter]) c.destroy();
+    if (ui) for (const c of [ui.bestTime, ui.bestRes, ui.curves, ui.scatter, ui.pareto]) if (c) c.destroy();
   };
 }

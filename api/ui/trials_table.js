@@ -11,6 +11,16 @@ function attrsOf(t) {
 }
 const STATES = ['', 'running', 'completed', 'stopped', 'failed', 'expired'];
 
+// The Value cell: the value, or with several objectives or constraints the
+// "values" by metric (the first objective's first), as text.
+function valueText(t, objective) {
+  const v = t.values && typeof t.values === 'object' && !Array.isArray(t.values) ? Object.entries(t.values) : [];
+  const own = t.value === undefined ? '—' : fmtNum(t.value);
+  if (!v.length) return own;
+  const rest = v.filter(([k]) => k !== objective).map(([k, x]) => k + '=' + fmtNum(x)).join(', ');
+  return objective ? own + (rest ? ' · ' + rest : '') : rest;
+}
+
 export class TrialsTable {
   constructor(parent, study, signal) {
     this.study = study;
@@ -19,6 +29,8 @@ export class TrialsTable {
     this.next = null;
     this.busy = false;
     this.params = (study.parameters || []).map((p) => p.name).slice(0, 12);
+    // One objective: its metric leads the Value cell; several: every value is named.
+    this.objective = study.objective && !(Array.isArray(study.objectives) && study.objectives.length > 1) ? study.objective.metric || 'value' : null;
     this.filter = el('select', { id: 'trial-state', 'aria-label': 'state' }, STATES.map((s) => el('option', { value: s, text: s || 'all states' })));
     this.prevB = el('button', { type: 'button', id: 'trials-prev', text: '← Previous' });
     this.nextB = el('button', { type: 'button', id: 'trials-next', text: 'Next →' });
@@ -55,7 +67,7 @@ export class TrialsTable {
       el('td', { class: 'num', text: t.id }),
       el('td', { text: t.state + (t.resume_from ? ' (promoted)' : '') }),
       el('td', { class: 'num', text: fmtNum(t.budget) }),
-      el('td', { class: 'num', text: t.value === undefined ? '—' : fmtNum(t.value) }),
+      el('td', { class: 'num value-cell' }, valueText(t, this.objective), t.feasible === false ? el('span', { class: 'infeasible', text: ' infeasible' }) : null),
       el('td', { text: t.worker || '' }),
       el('td', { text: fmtTime(t.created_at) }),
       el('td', { text: fmtTime(t.finished_at) }),

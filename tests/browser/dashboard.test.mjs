@@ -21,7 +21,10 @@
 // importance bars sorted and seeded), the comparison of the Hyperband study
 // with a real ASHA run (ticked in the list, then by URL with bob's id
 // refused), paused / metadata / user_attrs added to the daemon's answers
-// (hostile text); then the 100,000-trial study shows its total while the
+// (hostile text); a study with two objectives and a constraint (the Pareto
+// plot, its front the API's, infeasible trials a series of their own, the
+// hypervolume over time) and one with three (a matrix of pairs); then the
+// 100,000-trial study shows its total while the
 // page fetches less than 5 MB. Screenshots go to screenshots/ (or
 // $BD_SCREENSHOT_DIR). Prints "N passed, M failed" and exits 1 on a failure.
 import { spawn } from 'node:child_process';
@@ -179,6 +182,29 @@ async function driveStudy(token, name, def, n) {
       stopped = a.action === 'stop';
     }
     if (!stopped) await api('POST', '/v1/trials/' + t.id + '/complete', token, { value: def.scheduler.name === 'spc' ? q * t.budget : q + 1 / (steps + 1) });
+  }
+  return s;
+}
+
+// Studies with several objectives (issue 41), driven through the API with values
+// from the config: two objectives and a memory constraint that cuts about half
+// of the configs (memory_mb = 1000 y <= 512), one trial diverged (value null);
+// and three objectives without constraints (the matrix of pairs).
+const MO_PARAMS = [{ name: 'x', type: 'float', low: 0, high: 1 }, { name: 'y', type: 'float', low: 0, high: 1 }];
+function moValues(c) {
+  return { error: (c.x - 0.2) * (c.x - 0.2) + 0.1 * c.y, latency_ms: 10 * (1 - c.x) + 2 * c.y, memory_mb: 1000 * c.y, energy: Math.abs(c.x - c.y) };
+}
+
+async function moStudy(token, name, objectives, constraints, n) {
+  const s = await api('POST', '/v1/studies', token, {
+    name, parameters: MO_PARAMS, objectives, constraints, seed: 9, scheduler: { name: 'random', options: { max_trials: 200 } },
+  });
+  for (let i = 0; i < n; i++) {
+    const t = (await api('POST', '/v1/studies/' + s.id + '/suggest', token, { worker: 'w', count: 1 })).trials[0];
+    const all = moValues(t.config);
+    const values = {};
+    for (const m of objectives.concat(constraints)) values[m.metric] = all[m.metric];
+    await api('POST', '/v1/trials/' + t.id + '/complete', token, i === 3 ? { value: null, reason: 'diverged' } : { values });
   }
   return s;
 }
@@ -531,6 +557,58 @@ async function main() {
       }, { name, id: st.id });
       await views[name]();
     }
+    // ---- several objectives: the Pareto plot, infeasible trials apart ----
+    const mo2 = await moStudy(alice, 'pareto-2', [{ metric: 'error', goal: 'minimize' }, { metric: 'latency_ms', goal: 'minimize' }],
+      [{ metric: 'memory_mb', max: 512 }], 30);
+    const mo2Doc = await api('GET', '/v1/studies/' + mo2.id, alice);
+    const mo2Trials = (await api('GET', '/v1/studies/' + mo2.id + '/trials?limit=1000', alice)).trials;
+    const infeasibleIds = mo2Trials.filter((t) => t.state === 'completed' && t.feasible === false && t.value !== null).map((t) => t.id).sort((a, b) => a - b);
+    const frontIds = (mo2Doc.pareto_front || []).map((p) => p.trial_id).sort((a, b) => a - b);
+    check(frontIds.length > 0 && infeasibleIds.length >= 5 && infeasibleIds.length <= 25, 'the two-objective study has a front and infeasible trials', JSON.stringify({ front: frontIds.length, infeasible: infeasibleIds.length }));
+    check((mo2Doc.pareto_front || []).every((p) => p.values.memory_mb <= 512), 'no infeasible trial is on the API\'s front', JSON.stringify(mo2Doc.pareto_front));
+    await page.goto(base + '/ui/#/study/' + mo2.id);
+    await page.waitForSelector('#view[data-loaded="' + mo2.id + '"]');
+    await page.waitForTimeout(300);
+    const par = await page.evaluate(() => window.bdDash.pareto);
+    check(par && JSON.stringify(par.objectives) === '["error","latency_ms"]' && JSON.stringify(par.pairs) === '["pareto_0_1"]', 'pareto: one plot for two objectives', JSON.stringify(par));
+    check(par && JSON.stringify([...par.front].sort((a, b) => a - b)) === JSON.stringify(frontIds), 'pareto: the front drawn is the API\'s', JSON.stringify(par && par.front) + ' want ' + JSON.stringify(frontIds));
+    check(par && JSON.stringify([...par.infeasible].sort((a, b) => a - b)) === JSON.stringify(infeasibleIds), 'pareto: the infeasible trials are a series of their own', JSON.stringify(par && par.infeasible) + ' want ' + JSON.stringify(infeasibleIds));
+    check(par && par.front.every((id) => !infeasibleIds.includes(id)) && par.diverged === 1, 'pareto: no infeasible trial on the front; the diverged one has no point', JSON.stringify(par));
+    const p2 = await page.evaluate(() => {
+      const u = window.bdDash.charts.pareto_0_1;
+      const n = (s) => u.data[s].filter((v) => v !== null).length;
+      const xs = u.data[0];
+      return { feasible: n(1), infeasible: n(2), front: n(3), sorted: xs.every((x, i) => i === 0 || xs[i - 1] <= x), x: u.axes[0].label, y: u.axes[1].label };
+    });
+    check(p2.infeasible === infeasibleIds.length && p2.front === frontIds.length && p2.feasible + p2.infeasible + p2.front === 29 && p2.sorted,
+      'pareto: every completed trial is a point, in its series', JSON.stringify(p2));
+    check(p2.x === 'error (min)' && p2.y === 'latency_ms (min)', 'pareto: the axes name the objectives and goals', JSON.stringify(p2));
+    const p2State = await page.evaluate(chartState, 'pareto_0_1');
+    check(p2State && p2State.coloured > 50, 'pareto: the plot drew coloured pixels', JSON.stringify(p2State));
+    const moFacts = await page.evaluate(() => ({ obj: document.querySelector('dd[data-fact="objectives"]').textContent, front: document.querySelector('dd[data-fact="pareto_front"]').textContent, cons: document.querySelector('dd[data-fact="constraints"]').textContent }));
+    check(moFacts.obj === 'minimize error · minimize latency_ms' && moFacts.front.startsWith(frontIds.length + ' trials') && /hypervolume \d/.test(moFacts.front) && moFacts.cons === 'memory_mb ≤ 512',
+      'a study with several objectives lists them, its front and hypervolume, and its constraints', JSON.stringify(moFacts));
+    const marked = await page.$$eval('#trials tbody tr[data-trial]', (trs) => trs.filter((tr) => tr.querySelector('td .infeasible')).map((tr) => Number(tr.dataset.trial)).sort((a, b) => a - b));
+    const infeasibleAll = mo2Trials.filter((t) => t.feasible === false).map((t) => t.id).sort((a, b) => a - b); // the diverged one too
+    check(JSON.stringify(marked) === JSON.stringify(infeasibleAll), 'the trial table marks the infeasible trials', JSON.stringify(marked));
+    const hv = await page.evaluate(chartState, 'best_time');
+    check(hv && hv.points > 0, 'the hypervolume over time is drawn', JSON.stringify(hv));
+    await page.locator('#pareto-panel').screenshot({ path: path.join(shotDir, 'pareto.png') });
+    const mo3 = await moStudy(alice, 'pareto-3', [{ metric: 'error', goal: 'minimize' }, { metric: 'latency_ms', goal: 'minimize' }, { metric: 'energy', goal: 'maximize' }], [], 20);
+    await page.goto(base + '/ui/#/study/' + mo3.id);
+    await page.waitForSelector('#view[data-loaded="' + mo3.id + '"]');
+    await page.waitForTimeout(300);
+    const par3 = await page.evaluate(() => window.bdDash.pareto);
+    check(par3 && JSON.stringify(par3.pairs) === '["pareto_0_1","pareto_0_2","pareto_1_2"]', 'pareto: three objectives make a matrix of their three pairs', JSON.stringify(par3));
+    const mo3Front = ((await api('GET', '/v1/studies/' + mo3.id, alice)).pareto_front || []).length;
+    for (const name of (par3 ? par3.pairs : [])) {
+      const st = await page.evaluate(chartState, name);
+      check(st && st.points === 19 && st.coloured > 50, 'pareto matrix: ' + name + ' shows every completed trial', JSON.stringify(st));
+    }
+    check(par3 && par3.front.length === mo3Front && par3.infeasible.length === 0, 'pareto matrix: the whole front, nothing infeasible', JSON.stringify(par3));
+    await page.locator('#pareto-panel').screenshot({ path: path.join(shotDir, 'pareto3.png') });
+    check((await page.$$('#view img')).length === 0, 'the Pareto views made no <img> element');
+
     check(dialogs.length === 0, 'no dialog fired', JSON.stringify(dialogs));
 
     // ---- a refused token, then logout ----
