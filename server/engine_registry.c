@@ -673,7 +673,7 @@ static size_t estimate_bytes(const study_rt *st)
     const bd_sched *s = st->sched;
     size_t sched = s && s->ops->held_bytes ? s->ops->held_bytes(s)
                                            : 256 * (size_t)(st->trials_created > 0 ? st->trials_created : 0);
-    return 4096 + 24 * st->definition_bytes + sched +
+    return 4096 + 24 * st->definition_bytes + sched + bd_study_front_bytes(st) +
            64 * st->n_queued * (st->spec.def.space ? bd_space_size(st->spec.def.space) : 0);
 }
 
@@ -730,6 +730,7 @@ static void unload_locked(bd_registry *r, study_rt *st)
     bd_study_spec_clear(&st->spec);
     bd_study_set_meta(st, 0, NULL); /* read again with the spec on the next load */
     bd_study_drop_queue(st);        /* likewise, by the load's replay */
+    bd_study_drop_front(st);        /* likewise */
 }
 
 void bd_engine_study_unload(bd_engine *e, study_rt *st)

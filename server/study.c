@@ -29,13 +29,24 @@ void bd_study_drop_queue(study_rt *st)
     st->cap_queued = 0;
 }
 
+void bd_study_drop_front(study_rt *st)
+{
+    free(st->front.ids);
+    free(st->front.losses);
+    memset(&st->front, 0, sizeof st->front);
+}
+
+size_t bd_study_front_bytes(const study_rt *st)
+{
+    return st->front.cap * (sizeof *st->front.ids + st->spec.def.n_objectives * sizeof *st->front.losses);
+}
+
 void bd_study_free(study_rt *st)
 {
     if (!st)
         return;
     bd_study_drop_queue(st);
-    free(st->front.ids);
-    free(st->front.losses);
+    bd_study_drop_front(st);
     if (st->sched)
         st->sched->ops->destroy(st->sched);
     bd_study_spec_clear(&st->spec);
@@ -482,9 +493,7 @@ int bd_study_replay(study_rt *st, bd_store *store, bd_err *err)
     st->trials_created = 0;
     st->used = (study_usage){0, 0, 0};
     st->best = st->best_full = (best_trial){0, 0};
-    free(st->front.ids);
-    free(st->front.losses);
-    memset(&st->front, 0, sizeof st->front);
+    bd_study_drop_front(st);
     st->last_activity_at = st->created_at;
     if ((rc = ops->create(&st->spec.def, &st->sched, err)))
         return rc;

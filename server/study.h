@@ -136,6 +136,9 @@ void bd_study_enqueue(study_rt *st, json_t *config);
 json_t *bd_study_dequeue(study_rt *st);
 /* Frees the queue (an evicted study: the next load's replay reads it again). */
 void bd_study_drop_queue(study_rt *st);
+/* Frees the Pareto front (likewise), and the bytes it holds while loaded. */
+void bd_study_drop_front(study_rt *st);
+size_t bd_study_front_bytes(const study_rt *st);
 /* Records an event of st at time at: last_activity_at. */
 void bd_study_touch(study_rt *st, double at);
 /* The minimized loss of a reported value (NAN / absent -> +INFINITY). */
