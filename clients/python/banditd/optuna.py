@@ -284,10 +284,8 @@ class BanditdStudy(optuna.Study):
         if len(storage.directions) > 1:
             return storage.pareto_front()
         if storage.constraint_names:
-            try:
-                return [self.best_trial]
-            except ValueError:
-                return []
+            incumbent = storage.client.get_study(storage.banditd_id).get("incumbent") or {}
+            return [] if incumbent.get("trial_id") is None else [storage.get_trial(int(incumbent["trial_id"]))]
         return super().best_trials
 
     def optimize(self, func: Callable[["optuna.Trial"], Any], n_trials: Optional[int] = None,

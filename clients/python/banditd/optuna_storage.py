@@ -32,7 +32,8 @@ RUNNING until then, while banditd may already have stopped it).
   (optuna_space.from_parameter).
 - get_best_trial is Optuna's rule: the best COMPLETE trial (banditd's best
   completed trial, GET .../trials?order=best); with constraints, the best
-  feasible one (banditd's incumbent). pareto_front() is banditd's front.
+  feasible one (banditd's incumbent) once there is one. pareto_front() is
+  banditd's front.
 - Several objectives: the study's "objectives" are Optuna's directions in
   order, a trial's values its "values" by metric; constraints: the study's
   "constraints" (each {"max": 0}) are the values of constraints_func, read
@@ -803,11 +804,11 @@ class BanditdStorage(optuna.storages.BaseStorage):
         first created."""
         self._check_study(study_id)
         if self.constraint_names:
-            # Only a feasible trial is ever recommended: banditd's incumbent is the best feasible one.
+            # banditd's incumbent is the best feasible trial; before there is one, Optuna 3.1's rule (the
+            # best of all), which Optuna's own logging after each trial counts on.
             incumbent = self.client.get_study(self.banditd_id).get("incumbent") or {}
-            if incumbent.get("trial_id") is None:
-                raise ValueError("No feasible trials are completed yet.")
-            return self.get_trial(int(incumbent["trial_id"]))
+            if incumbent.get("trial_id") is not None:
+                return self.get_trial(int(incumbent["trial_id"]))
         best = self.client.best_trials(self.banditd_id, limit=1, measurements=True)
         if not best:
             raise ValueError("No trials are completed yet.")

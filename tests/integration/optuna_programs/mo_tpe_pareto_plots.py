@@ -40,7 +40,8 @@ def objective(trial):
         n_estimators=trial.suggest_int("n_estimators", 2, 40, log=True),
         max_depth=trial.suggest_int("max_depth", 1, 12),
         min_samples_leaf=trial.suggest_int("min_samples_leaf", 1, 40, log=True),
-        class_weight=trial.suggest_categorical("class_weight", [None, "balanced"]), random_state=0)
+        criterion=trial.suggest_categorical("criterion", ["gini", "entropy"]),
+        class_weight=trial.suggest_categorical("class_weight", ["balanced", "balanced_subsample"]), random_state=0)
     forest.fit(x_train, y_train)
     predicted = forest.predict(x_valid)
     # In this data 0 is malignant: a missed one is a malignant tumour predicted benign.
