@@ -123,6 +123,11 @@ static void simulate(const bd_study_spec *spec, bd_sched *s, uint64_t seed)
                          .budget = sg.budget,
                          .loss = bd_rng_uniform(&loss_rng),
                          .elapsed_seconds = NAN};
+        double losses[BD_STUDY_MAX_OBJECTIVES]; /* several objectives: as the engine gives them (sched.h) */
+        for (size_t k = 0; k < d->n_objectives && d->n_objectives > 1; k++)
+            losses[k] = k == 0 ? done.loss : bd_rng_uniform(&loss_rng);
+        done.losses = d->n_objectives > 1 ? losses : NULL;
+        done.violation = d->n_constraints && bd_rng_below(&loss_rng, 3) == 0 ? bd_rng_uniform(&loss_rng) : 0;
         memset(&dec, 0, sizeof dec);
         bd_observe_ctx_seed(&octx, d->seed, done.id);
         (void)s->ops->observe(s, &octx, &done, &dec, &err);
