@@ -254,7 +254,8 @@ static void close_generation(nsga2 *r)
     size_t n = r->n_pool + r->n_parents;
     member *all = bd_xmalloc(n * sizeof *all);
     memcpy(all, r->pool, r->n_pool * sizeof *all);
-    memcpy(all + r->n_pool, r->parents, r->n_parents * sizeof *all);
+    if (r->n_parents) /* none before generation 0 closes (parents is NULL) */
+        memcpy(all + r->n_pool, r->parents, r->n_parents * sizeof *all);
     size_t *elite = bd_xmalloc(n * sizeof *elite);
     size_t k = select_elite(r, all, n, elite);
     unsigned char *kept = bd_xcalloc(n, 1);
