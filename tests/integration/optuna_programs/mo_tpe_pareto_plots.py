@@ -78,9 +78,9 @@ def main():
     fig = optuna.visualization.plot_pareto_front(study, target_names=["error", "nodes"],
                                                  constraints_func=constraints)
     apart = [trace for trace in fig.data if "Infeasible Trial" in (trace.hovertemplate or "")]
-    print("plotly: infeasible trials drawn apart:", len(apart) == 1 and len(apart[0].x) == sum(
+    print("plotly draws the infeasible trials apart:", len(apart) == 1 and len(apart[0].x) == sum(
         not feasible(t) for t in complete))
-    print("plotly: axes named:", [fig.layout.xaxis.title.text, fig.layout.yaxis.title.text])
+    print("plotly names the axes:", [fig.layout.xaxis.title.text, fig.layout.yaxis.title.text])
     html = os.path.join(out, "pareto.html")
     fig.write_html(html, include_plotlyjs=False)
     print("plotly figure written:", os.path.getsize(html) > 1000)
@@ -89,7 +89,7 @@ def main():
     png = os.path.join(out, "pareto.png")
     ax.figure.savefig(png)
     drawn = sum(len(c.get_offsets()) for c in ax.collections)
-    print("matplotlib: every complete trial drawn:", drawn == len(complete))
+    print("matplotlib draws every complete trial:", drawn == len(complete))
     print("matplotlib figure saved:", os.path.getsize(png) > 1000)
 
     df = study.trials_dataframe()
