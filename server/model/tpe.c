@@ -530,7 +530,13 @@ static double hv_or_abort(const double *pts, size_t k, size_t m, const double *r
 }
 
 /* Greedy hypervolume subset selection (Optuna's _solve_hssp) of want rows
- * of the rank front[0..f-1] (ascending indices): marks them in good. */
+ * of the rank front[0..f-1] (ascending indices): marks them in good. Each
+ * round takes the row adding the most volume to the chosen ones (the
+ * first on ties), as Optuna's; evaluated lazily (Minoux's accelerated
+ * greedy): a row's gain only shrinks as rows are chosen (the hypervolume is
+ * submodular), so a stale gain bounds the true one, and only the rows
+ * whose bound leads are recomputed. The choice is the eager greedy's;
+ * 8 objectives and 300 rows: 2.6 s eager, a few ms lazy. */
 static void hssp(const double *losses, size_t m, const size_t *front, size_t f, size_t want, unsigned char *good)
 {
     int finite = 1;
@@ -542,38 +548,41 @@ static void hssp(const double *losses, size_t m, const size_t *front, size_t f, 
         return;
     }
     double *pts = bd_xmalloc(f * m * sizeof *pts), *ref = bd_xmalloc(m * sizeof *ref);
-    double *contrib = bd_xmalloc(f * sizeof *contrib), *chosen = bd_xmalloc((want + 1) * m * sizeof *chosen);
+    double *gain = bd_xmalloc(f * sizeof *gain), *chosen = bd_xmalloc((want + 1) * m * sizeof *chosen);
     unsigned char *taken = bd_xcalloc(f, 1);
+    size_t *fresh = bd_xcalloc(f, sizeof *fresh); /* the round (from 1) a gain was computed in */
     for (size_t t = 0; t < f; t++)
         memcpy(pts + t * m, losses + front[t] * m, m * sizeof *pts);
     mo_reference(pts, f, m, ref);
-    for (size_t t = 0; t < f; t++)
-        contrib[t] = hv_or_abort(pts + t * m, 1, m, ref);
+    for (size_t t = 0; t < f; t++) {
+        gain[t] = hv_or_abort(pts + t * m, 1, m, ref); /* its box: the exact gain while nothing is chosen */
+        fresh[t] = 1;
+    }
     double hv_chosen = 0;
     for (size_t n_chosen = 0; n_chosen < want && n_chosen < f; n_chosen++) {
-        size_t best = f;
-        for (size_t t = 0; t < f; t++)
-            if (!taken[t] && (best == f || contrib[t] > contrib[best]))
-                best = t;
+        size_t round = n_chosen + 1, best;
+        for (;;) {
+            best = f;
+            for (size_t t = 0; t < f; t++)
+                if (!taken[t] && (best == f || gain[t] > gain[best]))
+                    best = t;
+            if (fresh[best] == round)
+                break;
+            memcpy(chosen + n_chosen * m, pts + best * m, m * sizeof *chosen);
+            gain[best] = hv_or_abort(chosen, n_chosen + 1, m, ref) - hv_chosen;
+            fresh[best] = round;
+        }
         taken[best] = 1;
         good[front[best]] = 1;
-        const double *sel = pts + best * m;
-        for (size_t t = 0; t < f; t++) {
-            if (taken[t])
-                continue;
-            double *q = chosen + n_chosen * m; /* the chosen so far, then max(sel, point t) */
-            for (size_t j = 0; j < m; j++)
-                q[j] = fmax(sel[j], pts[t * m + j]);
-            contrib[t] -= hv_or_abort(chosen, n_chosen + 1, m, ref) - hv_chosen;
-        }
-        memcpy(chosen + n_chosen * m, sel, m * sizeof *chosen);
+        memcpy(chosen + n_chosen * m, pts + best * m, m * sizeof *chosen);
         hv_chosen = hv_or_abort(chosen, n_chosen + 1, m, ref);
     }
     free(pts);
     free(ref);
-    free(contrib);
+    free(gain);
     free(chosen);
     free(taken);
+    free(fresh);
 }
 
 /* The non-dominated rows among rem[0..k-1], written ascending into front;
