@@ -535,8 +535,7 @@ static double hv_or_abort(const double *pts, size_t k, size_t m, const double *r
  * first on ties), as Optuna's; evaluated lazily (Minoux's accelerated
  * greedy): a row's gain only shrinks as rows are chosen (the hypervolume is
  * submodular), so a stale gain bounds the true one, and only the rows
- * whose bound leads are recomputed. The choice is the eager greedy's;
- * 8 objectives and 300 rows: 2.6 s eager, a few ms lazy. */
+ * whose bound leads are recomputed. The choice is the eager greedy's. */
 static void hssp(const double *losses, size_t m, const size_t *front, size_t f, size_t want, unsigned char *good)
 {
     int finite = 1;

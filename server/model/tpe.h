@@ -124,8 +124,7 @@ void bd_tpe_propose_split(const bd_tpe_dim *dims, size_t d, const double *x, con
  * rank of them is filled in arrival order, and their weight is 1e-12.
  * Cost: O(m n f) for the f rows of the ranks peeled (all n at worst), plus
  * the selection's hypervolumes of at most n_good points: O(f n_good) of
- * them at worst, far fewer evaluated lazily (8 objectives, 300 rows on a
- * sphere: 0.3 s; 3 objectives, 1,000 rows: 20 ms). */
+ * them at worst, usually far fewer (they are evaluated lazily). */
 void bd_tpe_split(const double *losses, size_t m, const double *violation, size_t n, size_t n_good,
                   unsigned char *good, double *good_weight);
 
