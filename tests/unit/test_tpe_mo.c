@@ -223,3 +223,31 @@ Test(tpe_mo, held_bytes_matches_the_heap)
     hn_expect_held_bytes(&h, "tpe, 3 objectives, 300 trials");
     hn_close(&h);
 }
+
+Test(tpe_mo, median_rule_with_constraints_and_one_objective)
+{
+    /* the stopping option is carried on this path too: after two completed
+     * trials that reported 0.1 and 0.2 at step 1, a trial reporting 0.9
+     * there is stopped, one reporting 0.05 goes on */
+    hn h;
+    cr_assert_eq(open_mo(&h, &bd_sched_tpe, XY, "{\"stopping\": {\"rule\": \"median\", \"startup_trials\": 2}}", 1, 1),
+                 0, "%s", h.err.message);
+    double f[1];
+    for (int i = 0; i < 2; i++) {
+        int64_t id;
+        cr_assert_eq(hn_suggest(&h, 0, &id), BD_SUGGEST_TRIAL);
+        cr_expect_not(hn_measure(&h, id, 1, 0.1 * (i + 1)).stop);
+        f[0] = 0.1 * (i + 1);
+        hn_complete_mo(&h, id, f, 0);
+    }
+    int64_t a, b;
+    cr_assert_eq(hn_suggest(&h, 0, &a), BD_SUGGEST_TRIAL);
+    cr_assert_eq(hn_suggest(&h, 1, &b), BD_SUGGEST_TRIAL);
+    cr_expect(hn_measure(&h, a, 1, 0.9).stop, "0.9 is worse than the median 0.15");
+    cr_expect_not(hn_measure(&h, b, 1, 0.05).stop);
+    json_t *d = hn_describe(&h);
+    cr_expect(json_is_object(json_object_get(d, "stopping")));
+    cr_expect_eq(json_integer_value(json_object_get(d, "running")), 1, "the stopped trial ended");
+    json_decref(d);
+    hn_close(&h);
+}
