@@ -188,9 +188,11 @@ def scheduler_for(sampler: Any = None, pruner: Any = None, n_objectives: int = 1
     objectives the pruner is never used (Optuna's trial.report() and
     should_prune() raise NotImplementedError there), so the study is not
     multi-fidelity; a pruner given is only checked against the table. With
-    constraints (the sampler has a constraints_func: constrained), no pruner
-    given means none (banditd's stopping schedulers take no constraints);
-    a pruner given is mapped, and the daemon says whether it takes them."""
+    constraints (the sampler has a constraints_func: constrained) and no
+    pruner given, the default pruner when it maps to the sampler's own
+    scheduler, else none (banditd's multi-fidelity schedulers take no
+    constraints); a pruner given is mapped, and the daemon says whether it
+    takes them."""
     several = n_objectives > 1
     sampler = sampler or (optuna.samplers.NSGAIISampler() if several else optuna.samplers.TPESampler())
     sampler_name, sampler_options = _row("sampler", sampler)
@@ -199,7 +201,9 @@ def scheduler_for(sampler: Any = None, pruner: Any = None, n_objectives: int = 1
         if pruner is not None:
             _row("pruner", pruner)
         return {"name": sampler_name, "options": options}, None
-    pruner = pruner or (optuna.pruners.NopPruner() if constrained else optuna.pruners.MedianPruner())
+    if pruner is None and constrained and _row("pruner", optuna.pruners.MedianPruner())[0]:
+        pruner = optuna.pruners.NopPruner()  # the default's multi-fidelity scheduler takes no constraints
+    pruner = pruner or optuna.pruners.MedianPruner()
     name, options_of = _row("pruner", pruner)
     if name is None:
         return {"name": sampler_name, "options": options}, None
