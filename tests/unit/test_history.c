@@ -156,3 +156,60 @@ Test(history, charge_counts_trials_created_by_each_point)
     cr_expect_eq(p[2].resource, 7);
     cr_expect_eq(p[3].resource, 15);
 }
+
+/* Several objectives (issue 41): the front's hypervolume at each change of
+ * the front, in finish order, worked by hand. Minimized, reference (1, 1):
+ * trial 3 finishes before trial 2, which dominates it; trial 4 repeats
+ * trial 2 (a duplicate changes the front, not its volume); trial 5 is
+ * dominated. By finish: {1} 0.8 x 0.2 = 0.16; {1, 3} 0.4 x 0.2 + 0.4 x 0.5
+ * = 0.28; {1, 2} 0.3 x 0.2 + 0.5 x 0.6 = 0.36; {1, 2, 4} 0.36. */
+Test(history, the_front_hypervolume_over_finish_order_by_hand)
+{
+    bd_history_front h = {.m = 2};
+    static const struct {
+        int64_t id;
+        double finished, f1, f2;
+    } t[] = {{1, 10, 0.2, 0.8}, {2, 30, 0.5, 0.4}, {3, 20, 0.6, 0.5}, {4, 40, 0.5, 0.4}, {5, 50, 0.9, 0.9}};
+    for (size_t i = 0; i < 5; i++)
+        bd_history_front_add(&h, t[i].id, t[i].finished, (double[]){t[i].f1, t[i].f2});
+    bd_history_point p[4];
+    double hv[4], ref[2], given[2] = {1, 1};
+    size_t n = bd_history_front_points(&h, given, 200, 4, p, hv, ref);
+    cr_assert_eq(n, 4);
+    static const int64_t ids[] = {1, 3, 2, 4};
+    static const double want[] = {0.16, 0.28, 0.36, 0.36};
+    for (size_t i = 0; i < n; i++) {
+        cr_expect_eq(p[i].trial_id, ids[i], "point %zu", i);
+        cr_expect_float_eq(hv[i], want[i], 1e-12, "point %zu: %g", i, hv[i]);
+    }
+    cr_expect_float_eq(p[1].finished_at, 20, 1e-12);
+    cr_expect(ref[0] == 1 && ref[1] == 1);
+    /* thinned to 3: the first, the last and the one between (bd_history_thin) */
+    n = bd_history_front_points(&h, given, 200, 3, p, hv, ref);
+    cr_assert_eq(n, 3);
+    cr_expect(p[0].trial_id == 1 && p[1].trial_id == 2 && p[2].trial_id == 4);
+    cr_expect_float_eq(hv[1], 0.36, 1e-12);
+    /* no reference: BoTorch's rule over the final front {(0.2, 0.8), (0.5, 0.4) twice}:
+     * nadir (0.5, 0.8) + 10% of the range (0.3, 0.4) = (0.53, 0.84); the final
+     * volume 0.3 x 0.04 + 0.03 x 0.44 = 0.0252 */
+    double none[2] = {NAN, NAN};
+    n = bd_history_front_points(&h, none, 200, 4, p, hv, ref);
+    cr_expect_float_eq(ref[0], 0.53, 1e-12);
+    cr_expect_float_eq(ref[1], 0.84, 1e-12);
+    cr_expect_float_eq(hv[n - 1], 0.0252, 1e-12);
+    bd_history_front_free(&h);
+
+    /* three objectives: (1,2,3), (2,1,3), (3,3,1) against (4,4,4): boxes of 6, 6
+     * and 3, pairwise overlaps 4, 1 and 1, all three 1: 6 + 6 + 3 - 6 + 1 = 10 */
+    bd_history_front h3 = {.m = 3};
+    bd_history_front_add(&h3, 1, 1, (double[]){1, 2, 3});
+    bd_history_front_add(&h3, 2, 2, (double[]){2, 1, 3});
+    bd_history_front_add(&h3, 3, 3, (double[]){3, 3, 1});
+    double given3[3] = {4, 4, 4}, ref3[3], hv3[3];
+    n = bd_history_front_points(&h3, given3, 200, 3, p, hv3, ref3);
+    cr_assert_eq(n, 3);
+    cr_expect_float_eq(hv3[0], 6, 1e-12);
+    cr_expect_float_eq(hv3[1], 8, 1e-12, "6 + 6 - 4");
+    cr_expect_float_eq(hv3[2], 10, 1e-12);
+    bd_history_front_free(&h3);
+}
