@@ -140,6 +140,26 @@ class MultiObjective(bdtest.DaemonTestCase):
         again = get(self.d, "/v1/studies/%d/history" % sid)
         self.assertEqual([p["hypervolume"] for p in again["best"]], hvs)
 
+    def test_a_killed_daemon_loses_no_value_of_any_objective(self):
+        sid, ids = self.run_study()
+        before = {t["id"]: t for t in get(self.d, "/v1/studies/%d/trials?limit=100" % sid)["trials"]}
+        self.d.kill()  # SIGKILL: every answered report was on disk before its answer
+        self.d.restart()
+        after = {t["id"]: t for t in get(self.d, "/v1/studies/%d/trials?limit=100" % sid)["trials"]}
+        for i, report in enumerate(REPORTS):
+            self.assertEqual(after[ids[i]]["values"], values_of(report))
+        self.assertEqual({k: (t.get("values"), t.get("feasible")) for k, t in after.items()},
+                         {k: (t.get("values"), t.get("feasible")) for k, t in before.items()})
+        self.check_front(sid, ids)
+        # and the study goes on: the next report joins the rebuilt front
+        (t,) = suggest(self.d, sid)
+        check_status(self, self.d.request("POST", "/v1/trials/%d/complete" % t["id"],
+                                          {"values": {"error": 0.05, "throughput": 1, "memory_mb": 10}}), 200)
+        s = get(self.d, "/v1/studies/%d" % sid)
+        self.assertIn(t["id"], [p["trial_id"] for p in s["pareto_front"]])
+        # (0.05, -1) adds (0.2 - 0.05) x 1 below trial 0's (0.2, -2): 4.0 + 0.15
+        self.assertAlmostEqual(s["hypervolume"], HYPERVOLUME + 0.15, places=9)
+
     def test_the_reference_point_is_inferred_when_the_study_gives_none(self):
         objectives = [{k: v for k, v in o.items() if k != "reference"} for o in OBJECTIVES]
         sid, ids = self.run_study(objectives=objectives)
