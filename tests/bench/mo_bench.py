@@ -486,6 +486,12 @@ LABEL = {"bd_auto": "banditd auto (no scheduler named)", "bd_nsga2": "banditd ns
          "optuna_random": "Optuna RandomSampler"}
 ORDER = ["bd_auto", "bd_nsga2", "bd_tpe", "bd_random", "optuna_nsga2", "optuna_tpe", "optuna_random"]
 OPTUNA_MO = ("optuna_nsga2", "optuna_tpe")
+PAIRS = [("bd_nsga2", "optuna_nsga2"), ("bd_tpe", "optuna_tpe"), ("bd_random", "optuna_random")]
+
+
+def finals(rs):
+    """The runs' final hypervolumes as shares of the true front's."""
+    return [r["final_hv"] / r["true_hv"] for r in rs]
 
 
 def group_key(r):
@@ -541,6 +547,14 @@ def median_time(times, horizon):
     return [None if (q is None or math.isinf(q) or math.isnan(q)) else q for q in qs]
 
 
+def superiority(xs, ys):
+    """P(X > Y) + P(X = Y) / 2 over all pairs (Vargha and Delaney's A12)."""
+    if not xs or not ys:
+        return float("nan")
+    wins = sum((x > y) + 0.5 * (x == y) for x in xs for y in ys)
+    return wins / (len(xs) * len(ys))
+
+
 def median_curve_time(rs, target):
     """The first simulated time at which the median over the runs of the HV reaches target."""
     times = sorted({p[0] for r in rs for p in r["points"]})
@@ -565,7 +579,7 @@ def report(runs):
                "reference point (BoTorch's rule over that front); median [Q1, Q3] over the seeds. Time in "
                "simulated seconds; '—' where the quartile did not reach the target before the horizon.")
     out.append("")
-    verdicts = []
+    verdicts, pairs = [], []
     for (scale, table, w) in sorted(groups, key=sort_key):
         g = groups[(scale, table, w)]
         any_run = next(iter(g.values()))[0]
@@ -573,6 +587,10 @@ def report(runs):
         seeds = sorted({r["seed"] for rs in g.values() for r in rs})
         out.append("## %s, W = %d (horizon %s s%s, %d seeds)" % (
             table, w, fmt_t(H, H), "" if scale == 1 else ", %g times the table's" % scale, len(seeds)))
+        out.append("")
+        out.append("Reference point %s (the objectives %s); the true feasible front's HV %.6g."
+                   % ("(" + ", ".join("%.6g" % x for x in any_run["ref"]) + ")",
+                      ", ".join(TABLES[table]["objectives"]) if table in TABLES else "?", true_hv))
         out.append("")
         # Optuna's best final HV: the better median of its two multi-objective samplers
         opt_meds = {m: quartiles([r["final_hv"] for r in g[m]])[1] for m in OPTUNA_MO if m in g}
@@ -613,34 +631,56 @@ def report(runs):
             out.append("")
         out.append(md_table(headers, rows))
         out.append("")
-        if target_opt is not None:
+        label = "%s%s" % (table, "" if scale == 1 else " (horizon x%g)" % scale)
+        if target_opt is not None and "bd_auto" in g:
+            a = median_curve_time(g["bd_auto"], target_opt)
             b = median_curve_time(g[opt_best], target_opt)
-            for m in [m for m in ORDER if m.startswith("bd_") and m in g]:
-                a = median_curve_time(g[m], target_opt)
-                verdicts.append(("%s%s" % (table, "" if scale == 1 else " (horizon x%g)" % scale), w, m, a, b,
-                                 (a / b) if (a is not None and b) else None))
+            verdicts.append((label, w, g["bd_auto"][0].get("scheduler") or {}, LABEL[opt_best], a, b,
+                             (a / b) if (a is not None and b) else None,
+                             superiority(finals(g["bd_auto"]), finals(g[opt_best]))))
+        for m_bd, m_opt in PAIRS:
+            if m_bd in g and m_opt in g:
+                pairs.append((label, w, LABEL[m_bd], quartiles(finals(g[m_bd])), LABEL[m_opt],
+                              quartiles(finals(g[m_opt])), superiority(finals(g[m_bd]), finals(g[m_opt]))))
         notes = [r for rs in g.values() for r in rs if r.get("note")]
         if notes:
             out.append("Daemon HV differing from the replay's: %d runs (first: %s)." % (len(notes), notes[0]["note"]))
             out.append("")
     if verdicts:
-        out.append("## The issue's bar: banditd's default to Optuna's best final median HV in <= 0.5x its time")
+        out.append("## The issue's bar: banditd's default reaches Optuna's best final median HV in <= 0.5x its time")
+        out.append("")
+        out.append("The time at which the median HV curve over the seeds (the median at every moment) first "
+                   "reaches the final median HV of the better of Optuna's multi-objective samplers, against the "
+                   "time that sampler's own median curve reaches it (at or before the horizon, by definition). "
+                   "The last column is the probability of superiority of the final HV: the share of (seed, seed') "
+                   "pairs in which banditd's run ends above Optuna's (ties count half; 0.5 = no difference).")
         out.append("")
         rows = []
-        for table, w, m, a, b, ratio in verdicts:
-            rows.append([table, w, LABEL[m], fmt_t(a, 1) if a is not None else "not reached",
-                         fmt_t(b, 1) if b is not None else "—",
-                         "%.2f" % ratio if ratio is not None else "—",
-                         "met" if ratio is not None and ratio <= 0.5 else "missed"])
-        out.append("The time at which the median HV curve over the seeds (the median at every moment) first "
-                   "reaches Optuna's best final median HV, against the time Optuna's best method's own median "
-                   "curve reaches it (at or before the horizon, by definition).")
+        for table, w, sched, best, a, b, ratio, a12 in verdicts:
+            rows.append([table, w, sched.get("name", "?"), best, fmt_t(a, 1) if a is not None else "not reached",
+                         fmt_t(b, 1) if b is not None else "—", "%.2f" % ratio if ratio is not None else "—",
+                         "met" if ratio is not None and ratio <= 0.5 else "missed", "%.2f" % a12])
+        out.append(md_table(["table", "W", "auto chose", "Optuna's best", "banditd's median curve, s",
+                             "Optuna's, s", "ratio", "<= 0.5x", "P(banditd's final HV above)"], rows))
         out.append("")
-        out.append(md_table(["table", "W", "banditd method", "its median curve, s", "Optuna's best, s", "ratio",
-                             "<= 0.5x"],
-                            rows))
+    if pairs:
+        out.append("## The same algorithm on both sides: final HV, median [Q1, Q3]")
+        out.append("")
+        out.append("Under no difference the probability of superiority of 20 runs against 20 has a standard "
+                   "error of about 0.09; the two random searches, one algorithm with two random streams, "
+                   "calibrate it.")
+        out.append("")
+        rows = [[t, w, a, "%.3f [%.3f, %.3f]" % (qa[1], qa[0], qa[2]), b, "%.3f [%.3f, %.3f]" % (qb[1], qb[0], qb[2]),
+                 "%.2f" % a12] for t, w, a, qa, b, qb, a12 in pairs]
+        out.append(md_table(["table", "W", "banditd", "final HV", "Optuna", "final HV", "P(banditd's above)"], rows))
         out.append("")
     return "\n".join(out)
+
+
+# one colour per algorithm, solid for banditd, dashed for Optuna; auto (which chose tpe) dotted
+STYLE = {"bd_auto": ("black", ":"), "bd_nsga2": ("tab:orange", "-"), "bd_tpe": ("tab:green", "-"),
+         "bd_random": ("tab:red", "-"), "optuna_nsga2": ("tab:orange", "--"), "optuna_tpe": ("tab:green", "--"),
+         "optuna_random": ("tab:red", "--")}
 
 
 def plot(runs, png):
@@ -660,8 +700,11 @@ def plot(runs, png):
         ts = [H * i / 60 for i in range(61)]
         for m in [m for m in ORDER if m in g]:
             qs = [quartiles([hv_at(r, t) / true_hv for r in g[m]]) for t in ts]
-            line, = ax.plot(ts, [q[1] for q in qs], label=LABEL[m], linestyle="-" if m.startswith("bd_") else "--")
-            ax.fill_between(ts, [q[0] for q in qs], [q[2] for q in qs], alpha=0.12, color=line.get_color())
+            color, style = STYLE[m]
+            ax.plot(ts, [q[1] for q in qs], label=LABEL[m], color=color, linestyle=style,
+                    linewidth=1.0 if m == "bd_auto" else 1.5)
+            if m != "bd_auto":
+                ax.fill_between(ts, [q[0] for q in qs], [q[2] for q in qs], alpha=0.10, color=color)
         ax.set_title("%s, W = %d%s" % (key[1], key[2], "" if key[0] == 1 else ", horizon x%g" % key[0]), fontsize=9)
         ax.set_xlabel("simulated seconds")
         ax.set_ylabel("HV / true front's HV")
@@ -669,7 +712,8 @@ def plot(runs, png):
     for ax in list(axes.flat)[len(keys):]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    fig.suptitle("Hypervolume / the true feasible front's, median and quartiles over 20 seeds", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.98))
     fig.savefig(png, dpi=90)
 
 
