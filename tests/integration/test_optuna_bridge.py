@@ -405,15 +405,20 @@ class OptunaBridge(bdtest.DaemonTestCase):
     def test_sampler_and_pruner_map_to_schedulers(self):
         mf = {"name": "steps", "min": 1, "max": banditd.optuna.DEFAULT_MAX_STEPS, "integer": True}
         rule = {"type": "stopping", "promotion": "current", "promotion_fraction": "eta"}
+        median = {"rule": "median", "startup_trials": 5, "warmup_steps": 0, "interval_steps": 1, "min_trials": 1}
         cases = [
-            ((None, None), ({"name": "asha", "options": dict(rule, eta=2, sampler="tpe")}, mf)),
+            ((None, None), ({"name": "tpe", "options": {"stopping": median}}, None)),
             ((None, optuna.pruners.NopPruner()), ({"name": "tpe", "options": {}}, None)),
             ((optuna.samplers.RandomSampler(seed=1), optuna.pruners.NopPruner()), ({"name": "random", "options": {}},
                                                                                   None)),
             ((optuna.samplers.TPESampler(n_startup_trials=4, multivariate=True), optuna.pruners.NopPruner()),
              ({"name": "tpe", "options": {"n_startup_trials": 4, "multivariate": True}}, None)),
             ((optuna.samplers.RandomSampler(), optuna.pruners.MedianPruner(n_warmup_steps=4)),
-             ({"name": "asha", "options": dict(rule, eta=2, sampler="random")}, dict(mf, min=5))),
+             ({"name": "random", "options": {"stopping": dict(median, warmup_steps=4)}}, None)),
+            ((None, optuna.pruners.PercentilePruner(25.0, n_startup_trials=2, interval_steps=3, n_min_trials=4)),
+             ({"name": "tpe", "options": {"stopping": dict(median, rule="percentile", percentile=25.0,
+                                                           startup_trials=2, interval_steps=3, min_trials=4)}},
+              None)),
             ((None, optuna.pruners.SuccessiveHalvingPruner(min_resource=2, reduction_factor=3,
                                                             min_early_stopping_rate=1)),
              ({"name": "asha", "options": dict(rule, eta=3, s=1, sampler="tpe")}, dict(mf, min=2))),
@@ -430,7 +435,7 @@ class OptunaBridge(bdtest.DaemonTestCase):
         refused = [
             (dict(sampler=optuna.samplers.CmaEsSampler()), ValueError, r"sampler=CmaEsSampler\(\): .*TPESampler"),
             (dict(sampler=optuna.samplers.GridSampler({"x": [0, 1]})), ValueError, "sampler=GridSampler.*enqueue"),
-            (dict(pruner=optuna.pruners.PercentilePruner(25.0)), ValueError, "pruner=PercentilePruner.*MedianPruner"),
+            (dict(pruner=optuna.pruners.PatientPruner(None, 3)), ValueError, "pruner=PatientPruner.*MedianPruner"),
             (dict(pruner=optuna.pruners.ThresholdPruner(upper=1.0)), ValueError, "pruner=ThresholdPruner"),
             (dict(sampler=optuna.pruners.MedianPruner()), ValueError, "that is a pruner, not a sampler"),
             (dict(n_constraints=2), ValueError, "n_constraints=2 without a sampler with constraints_func"),
@@ -440,15 +445,16 @@ class OptunaBridge(bdtest.DaemonTestCase):
         for extra, error, message in refused:
             with self.assertRaisesRegex(error, message, msg=extra):
                 banditd.optuna.create_study(study_name=bdtest.unique_name("refused"), **kwargs, **extra)
-        # A study with Optuna's defaults is created as the table says.
+        # A study with Optuna's defaults is created as the table says (the warm-up counts banditd's
+        # steps: Optuna's step + step_offset, 1 by default).
         study = banditd.optuna.create_study(directions=["maximize"], **kwargs)
         doc = self.c.get_study(study.banditd_id)
-        self.assertEqual((doc["scheduler"]["name"], doc["scheduler"]["options"]["type"],
-                          doc["scheduler"]["options"]["sampler"], doc["resource"]["max"], doc["objective"]["goal"]),
-                         ("asha", "stopping", "tpe", banditd.optuna.DEFAULT_MAX_STEPS, "maximize"))
+        self.assertEqual((doc["scheduler"]["name"], doc["scheduler"]["options"]["stopping"],
+                          doc["resource"]["name"], doc["objective"]["goal"]),
+                         ("tpe", dict(median, warmup_steps=1), "units", "maximize"))  # units: none given
 
     def test_median_pruner_stops_and_best_is_complete(self):
-        """The pruning example with MedianPruner (stopping-type ASHA): a
+        """The pruning example with MedianPruner (tpe with the median rule): a
         stopped trial is PRUNED before its last epoch, no trial is retrained,
         the others run all epochs and complete, and best_trial is the best of
         those (Optuna's rule)."""

@@ -105,10 +105,15 @@ def _rung_rule(eta: int) -> Dict[str, Any]:
     return {"type": "stopping", "eta": int(eta), "promotion": "current", "promotion_fraction": "eta"}
 
 
-def _median(p: "optuna.pruners.MedianPruner") -> Tuple[Dict[str, Any], Optional[int], Optional[int]]:
-    # ASHA's rung rule with eta 2 (the better half at steps 1, 2, 4, 8, ... goes on), not the
-    # median rule at every step; warm-up steps are the first rung's budget.
-    return _rung_rule(2), max(1, int(p._n_warmup_steps) + 1), None
+def _percentile(p: "optuna.pruners.PercentilePruner") -> Tuple[Dict[str, Any], None, None]:
+    """MedianPruner and PercentilePruner (MedianPruner is PercentilePruner(50.0)): the sampler's own
+    scheduler with the option "stopping", the same rule on the server (server/sched/stopping_rule.h:
+    Optuna 3.1's decisions). Its warmup_steps are Optuna's here; create_study adds step_offset."""
+    median = type(p).__name__ == "MedianPruner" or float(p._percentile) == 50.0
+    rule: Dict[str, Any] = {"rule": "median"} if median else {"rule": "percentile", "percentile": float(p._percentile)}
+    rule.update(startup_trials=int(p._n_startup_trials), warmup_steps=int(p._n_warmup_steps),
+                interval_steps=int(p._interval_steps), min_trials=int(p._n_min_trials))
+    return {"stopping": rule}, None, None
 
 
 def _successive_halving(p: "optuna.pruners.SuccessiveHalvingPruner") -> Tuple[Dict[str, Any], Optional[int], None]:
@@ -132,8 +137,9 @@ def _hyperband(p: "optuna.pruners.HyperbandPruner") -> Tuple[Dict[str, Any], Opt
 _CMA = ("banditd has no CMA-ES sampler: use TPESampler() or RandomSampler(), or scheduler=\"gp_ucb\" for a "
         "Gaussian process")
 #: class name -> ("sampler", banditd sampler, options of the object) | ("pruner", stopping-type
-#: multi-fidelity scheduler or None for no early stopping, (options, resource min, resource max) of
-#: the object) | a str: refused with that advice. A class not here is refused too.
+#: multi-fidelity scheduler, or "" for the sampler's own scheduler with these options (one budget),
+#: or None for no early stopping, (options, resource min, resource max) of the object) | a str:
+#: refused with that advice. A class not here is refused too.
 _MAPPING: Dict[str, Any] = {
     "TPESampler": ("sampler", "tpe", _tpe_options),
     "RandomSampler": ("sampler", "random", _no_options),
@@ -146,12 +152,11 @@ _MAPPING: Dict[str, Any] = {
                            "study.enqueue_trial(params)",
     "NSGAIISampler": ("sampler", "nsga2", _nsga2_options),
     "MOTPESampler": ("sampler", "tpe", _tpe_options),
-    "MedianPruner": ("pruner", "asha", _median),
+    "MedianPruner": ("pruner", "", _percentile),
     "SuccessiveHalvingPruner": ("pruner", "asha", _successive_halving),
     "HyperbandPruner": ("pruner", "hyperband", _hyperband),
     "NopPruner": ("pruner", None, lambda p: ({}, None, None)),
-    "PercentilePruner": "banditd has no percentile rule: use MedianPruner() (ASHA's rung rule, eta 2) or "
-                        "SuccessiveHalvingPruner(reduction_factor=...)",
+    "PercentilePruner": ("pruner", "", _percentile),
     "PatientPruner": "banditd has no patience rule: use MedianPruner(), SuccessiveHalvingPruner() or "
                      "HyperbandPruner()",
     "ThresholdPruner": "banditd has no threshold rule: check the value in the objective and raise "
@@ -209,6 +214,8 @@ def scheduler_for(sampler: Any = None, pruner: Any = None, n_objectives: int = 1
         return {"name": sampler_name, "options": options}, None
     own, low, high = options_of(pruner)
     options.update(own)
+    if not name:  # the sampler's scheduler carries the pruner's rule: one budget, no resource
+        return {"name": sampler_name, "options": options}, None
     options["sampler"] = sampler_name
     low = int(low) if isinstance(low, int) and low >= 1 else 1
     high = int(high) if isinstance(high, int) and high >= low else max(DEFAULT_MAX_STEPS, low)
@@ -496,6 +503,8 @@ def create_study(*, url: Optional[str] = None, token: Optional[str] = None, stud
     constraints_func = _constraints_func(sampler)
     if scheduler is None:
         scheduler, derived = scheduler_for(sampler, pruner, len(ds), constraints_func is not None)
+        if "stopping" in scheduler["options"]:  # the pruner counts Optuna's steps, banditd step + step_offset
+            scheduler["options"]["stopping"]["warmup_steps"] += step_offset
     if n_constraints is not None and constraints_func is None:
         raise ValueError("n_constraints=%r without a sampler with constraints_func" % (n_constraints,))
     space = normalize_space(search_space) if search_space is not None else None
