@@ -100,7 +100,8 @@ export class ParetoView {
     const hv = typeof study.hypervolume === 'number' ? ' Hypervolume ' + fmtNum(study.hypervolume) +
       (study.reference_point ? ' against the reference point ' + Object.entries(study.reference_point).map(([k, v]) => k + ' ' + fmtNum(v)).join(', ') : '') + '.' : '';
     const left = this.all.length > objectives.length ? ' Objectives past the first ' + objectives.length + ' (' + this.all.slice(objectives.length).map((o) => o.metric).join(', ') + ') are not drawn.' : '';
-    this.note.textContent = 'The whole front: ' + front.length + ' trials; of the trials this page holds, ' + feasible.length +
+    const whole = study.pareto_front_truncated ? 'The front (the first ' + front.length + ' trials the API lists of a larger one)' : 'The whole front: ' + front.length + ' trials';
+    this.note.textContent = whole + '; of the trials this page holds, ' + feasible.length +
       ' feasible and dominated, ' + infeasible.length + ' infeasible (grey rings)' + (diverged ? ', ' + diverged + ' diverged (no point)' : '') + '.' + hv + left;
     window.bdDash.pareto = {
       objectives: objectives.map((o) => o.metric),

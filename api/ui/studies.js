@@ -34,7 +34,9 @@ function row(s, now, picked, onPick) {
     el('td', { text: s.scheduler ? s.scheduler.name : '' }),
     stateCell(s),
     trialCell(s.trials),
-    el('td', { class: 'num', title: inc ? 'trial ' + inc.trial_id : '', text: inc ? fmtNum(inc.value) : '—' }),
+    // A study with several objectives has no single best: its front's hypervolume, when the answer has it.
+    el('td', { class: 'num', title: inc ? 'trial ' + inc.trial_id : typeof s.hypervolume === 'number' ? 'hypervolume of the Pareto front' : '',
+      text: inc ? fmtNum(inc.value) : typeof s.hypervolume === 'number' ? 'HV ' + fmtNum(s.hypervolume) : '—' }),
     el('td', { title: fmtTime(last), text: fmtAgo(last, now) }));
 }
 

@@ -594,6 +594,10 @@ async function main() {
     const hv = await page.evaluate(chartState, 'best_time');
     check(hv && hv.points > 0, 'the hypervolume over time is drawn', JSON.stringify(hv));
     await page.locator('#pareto-panel').screenshot({ path: path.join(shotDir, 'pareto.png') });
+    await page.goto(base + '/ui/#/studies');
+    await page.waitForSelector('#studies tr[data-study="' + mo2.id + '"]');
+    const moRow = await page.$eval('#studies tr[data-study="' + mo2.id + '"]', (tr) => tr.textContent);
+    check(moRow.includes('HV ' + Number(mo2Doc.hypervolume.toPrecision(4))), 'the studies list shows a multi-objective study\'s hypervolume', moRow);
     const mo3 = await moStudy(alice, 'pareto-3', [{ metric: 'error', goal: 'minimize' }, { metric: 'latency_ms', goal: 'minimize' }, { metric: 'energy', goal: 'maximize' }], [], 20);
     await page.goto(base + '/ui/#/study/' + mo3.id);
     await page.waitForSelector('#view[data-loaded="' + mo3.id + '"]');
