@@ -237,8 +237,11 @@ class OptunaSeveralObjectives(bdtest.DaemonTestCase):
     def test_constraints_one_metric_each(self):
         """n_constraints=3: c_0, c_1, c_2, each {"max": 0}, as constraints_func returned them."""
         sampler = optuna.samplers.NSGAIISampler(population_size=8, constraints_func=bnh_constraints)
-        study = self.create(directions=["minimize", "minimize"], sampler=sampler, n_constraints=3)
+        space = {"x": optuna.distributions.FloatDistribution(0.0, 5.0),
+                 "y": optuna.distributions.FloatDistribution(0.0, 3.0)}
+        study = self.create(directions=["minimize", "minimize"], sampler=sampler, n_constraints=3, search_space=space)
         doc = self.c.get_study(study.banditd_id)
+        self.assertEqual(doc["scheduler"]["name"], "nsga2")  # declared parameters: banditd's own NSGA-II
         self.assertEqual([(c["metric"], c.get("min"), c["max"]) for c in doc["constraints"]],
                          [("c_0", None, 0), ("c_1", None, 0), ("c_2", None, 0)])
         study.optimize(bnh, n_trials=24)
