@@ -175,6 +175,21 @@ class OptunaSeveralObjectives(bdtest.DaemonTestCase):
                        if not any(dominates(p.values, o.values, signs) for p in complete)}
         self.assertEqual({tuple(b.values) for b in front}, undominated)
         self.assertIsInstance(doc.get("hypervolume"), float)
+        # A front longer than the daemon lists (pareto_front_truncated) is computed by the bridge.
+        client = study._storage.client
+        real = client.get_study
+
+        def truncated(study_id):
+            got = real(study_id)
+            got.update(pareto_front=got["pareto_front"][:1], pareto_front_truncated=True)
+            return got
+
+        client.get_study = truncated
+        self.assertGreater(len(front), 1)  # the truncated list alone would miss members
+        try:
+            self.assertEqual([t.number for t in study.best_trials], sorted(t.number for t in front))
+        finally:
+            del client.get_study
         with self.assertRaises(RuntimeError):
             study.best_trial
         df = study.trials_dataframe()

@@ -56,6 +56,7 @@ import optuna
 from optuna.distributions import BaseDistribution
 from optuna.study import StudyDirection
 from optuna.study._frozen import FrozenStudy
+from optuna.study._multi_objective import _get_pareto_front_trials_by_trials
 from optuna.trial import FrozenTrial, TrialState
 
 from banditd.client import Client
@@ -820,9 +821,16 @@ class BanditdStorage(optuna.storages.BaseStorage):
     def pareto_front(self) -> List[FrozenTrial]:
         """banditd's Pareto front (GET /v1/studies/{id} "pareto_front": the
         feasible, non-dominated, completed trials, at their full budget), as
-        COMPLETE FrozenTrials in number order."""
-        ids = {int(p["trial_id"]) for p in self.client.get_study(self.banditd_id).get("pareto_front") or []}
-        return [t for t in self.get_all_trials(STUDY_ID, states=(TrialState.COMPLETE,)) if t._trial_id in ids]
+        COMPLETE FrozenTrials in number order. A front longer than the
+        daemon lists (pareto_front_truncated, past 4096 members) is computed
+        here by Optuna's rule over the feasible completed trials."""
+        doc = self.client.get_study(self.banditd_id)
+        complete = self.get_all_trials(STUDY_ID, states=(TrialState.COMPLETE,))
+        if doc.get("pareto_front_truncated"):
+            feasible = [t for t in complete if t.system_attrs.get("banditd_feasible") is not False]
+            return sorted(_get_pareto_front_trials_by_trials(feasible, self.directions), key=lambda t: t.number)
+        ids = {int(p["trial_id"]) for p in doc.get("pareto_front") or []}
+        return [t for t in complete if t._trial_id in ids]
 
     def remove_session(self) -> None:
         # Optuna calls this at the end of each optimize thread's work: close that
