@@ -154,6 +154,7 @@ extern const struct bd_sched_ops bd_sched_asha;
 #define ASHA_MAX_RUNGS 64
 #define ASHA_CURVE_MAX 512       /* curve points kept per config ("promotion": "predicted") */
 #define ASHA_LEARNED_MIN_PAIRS 8 /* "learned": pairs a rung's model needs before it ranks */
+#define ASHA_MO_MAX 64           /* objectives a study may have here (the API allows 8) */
 
 typedef struct asha_bracket {
     int s;
@@ -174,6 +175,10 @@ typedef struct asha_bracket {
     double fit_xx[ASHA_MAX_RUNGS][3][3], fit_xy[ASHA_MAX_RUNGS][3], fit_w[ASHA_MAX_RUNGS][3];
     long long fit_n[ASHA_MAX_RUNGS], fit_next[ASHA_MAX_RUNGS]; /* pairs; refit when fit_n reaches fit_next */
     int fit_ready[ASHA_MAX_RUNGS];
+    /* several objectives or constraints: per rung its results' m losses
+     * and violation, in the rung's arrival order (bd_rung's all) */
+    double *mo_loss[ASHA_MAX_RUNGS], *mo_viol[ASHA_MAX_RUNGS];
+    size_t mo_cap[ASHA_MAX_RUNGS];
 } asha_bracket;
 
 typedef struct asha_config {
@@ -233,6 +238,11 @@ typedef struct asha_sched {
     double trust[ASHA_MAX_RUNGS];
     double spent_all, spent_full;
     size_t fid_bytes;
+    /* several objectives (def->n_objectives > 1) or constraints: rungs rank
+     * by bd_rung_mo_order over m losses and the violation */
+    int mo;
+    size_t m;
+    size_t mo_bytes; /* the rungs' mo_loss and mo_viol, allocated */
 } asha_sched;
 
 static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
@@ -260,6 +270,23 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
         (rc = bd_opt_string(o, "fidelity", "fixed", fidelities, &fidelity, err)))
         return rc;
     int measured = strcmp(fidelity, "measured") == 0;
+    int mo = def->n_objectives > 1 || def->n_constraints > 0;
+    if (def->n_objectives > ASHA_MO_MAX)
+        return bd_err_set(err, BD_EINVAL, "objectives", "asha takes at most %d objectives", ASHA_MO_MAX);
+    /* The rules that read one loss per result (a curve's extrapolation, a
+     * model of the next rung's loss, the noise of one loss, its rank
+     * agreement across levels) have no several-objective form here. */
+    if (mo && strcmp(promotion, "current") != 0)
+        return bd_err_set(err, BD_EINVAL, "scheduler.options.promotion",
+                          "asha with several objectives or constraints ranks by the current results "
+                          "(\"promotion\": \"current\"), not \"%s\"", promotion);
+    if (mo && strcmp(fraction, "eta") != 0)
+        return bd_err_set(err, BD_EINVAL, "scheduler.options.promotion_fraction",
+                          "asha with several objectives or constraints keeps the top 1/eta of a rung "
+                          "(\"promotion_fraction\": \"eta\"), not \"%s\"", fraction);
+    if (mo && measured)
+        return bd_err_set(err, BD_EINVAL, "scheduler.options.fidelity",
+                          "asha with several objectives or constraints takes \"fidelity\": \"fixed\" only");
     if (!(r_min > 0))
         return bd_err_set(err, BD_EINVAL, "resource.min", "ASHA needs a resource minimum above 0");
     int s_max = bd_budget_levels(r_min, def->r_max, (unsigned)eta, ASHA_MAX_RUNGS - 1);
@@ -274,6 +301,13 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
                           "(leave brackets out)");
     if ((rc = bd_proposer_create(def, "random", 1, &proposer, err)))
         return rc;
+    if (mo && strcmp(bd_proposer_sampler(proposer), "gp") == 0) {
+        bd_proposer_free(proposer);
+        return bd_err_set(err, BD_EINVAL, "scheduler.options.sampler",
+                          "asha with several objectives or constraints takes the sampler random or tpe, not gp");
+    }
+    if (mo)
+        bd_proposer_set_objectives(proposer, def->n_objectives > 1 ? def->n_objectives : 1, def->n_constraints > 0);
 
     asha_sched *a = bd_xcalloc(1, sizeof *a);
     a->proposer = proposer;
@@ -303,6 +337,8 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
         br->budget[br->nrungs - 1] = def->r_max;
     }
     a->measured = measured;
+    a->mo = mo;
+    a->m = def->n_objectives > 1 ? def->n_objectives : 1;
     for (int i = 0; i <= s_max; i++) {
         a->lv_budget[i] = i < s_max ? bd_budget_round(r_min * bd_pow(a->eta, i), r_min, def->r_max,
                                                       def->resource_integer)
@@ -346,7 +382,14 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
  * other curve sets. Stored studies without "asymptote" keep "free". */
 static void asha_new_study_defaults(const bd_study_def *def, json_t *options)
 {
-    (void)def;
+    if (def && (def->n_objectives > 1 || def->n_constraints > 0)) {
+        /* several objectives or constraints: the paper's rule is the only one (asha_create) */
+        if (!json_object_get(options, "promotion"))
+            json_object_set_new(options, "promotion", json_string("current"));
+        if (!json_object_get(options, "promotion_fraction"))
+            json_object_set_new(options, "promotion_fraction", json_string("eta"));
+        return;
+    }
     if (!json_object_get(options, "promotion"))
         json_object_set_new(options, "promotion", json_string("learned"));
     if (!json_object_get(options, "promotion_fraction"))
@@ -710,14 +753,82 @@ static void update_reliability(asha_sched *a, asha_config *cfg, int k, double st
     apply_keeps(a); /* the noise is the study's: every rung of every bracket may move */
 }
 
+/* Several objectives or constraints: rung k of br ranked again by
+ * bd_rung_mo_order over every result it holds (O(m n^2)). */
+static void mo_rerank(asha_bracket *br, int k, size_t m)
+{
+    bd_rung *r = &br->rungs[k];
+    size_t n = r->count;
+    size_t *order = bd_xmalloc((n ? n : 1) * sizeof *order);
+    int64_t *ids = bd_xmalloc((n ? n : 1) * sizeof *ids);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = r->all[i]->config_id;
+    bd_rung_mo_order(br->mo_loss[k], m, br->mo_viol[k], ids, n, order);
+    bd_rung_reorder(r, order);
+    free(order);
+    free(ids);
+}
+
+/* Several objectives or constraints: cfg's result in rung k (m losses,
+ * losses NULL: loss alone; violation 0 when unknown) joins the rung,
+ * which is ranked again, and the proposer. */
+static bd_rung_entry *mo_add_result(asha_sched *a, asha_config *cfg, int k, int64_t trial_id, double budget,
+                                    double loss, double seconds, double units, const double *losses, double violation)
+{
+    asha_bracket *br = &a->brackets[cfg->bracket];
+    bd_rung *r = &br->rungs[k];
+    double only[ASHA_MO_MAX];
+    if (!losses) { /* one objective with constraints; with several never from the engine: the others count worst */
+        for (size_t o = 0; o < a->m; o++)
+            only[o] = o ? INFINITY : loss;
+        losses = only;
+    }
+    if (r->count == br->mo_cap[k]) {
+        size_t cap = br->mo_cap[k] ? 2 * br->mo_cap[k] : 16;
+        a->mo_bytes += (cap - br->mo_cap[k]) * (a->m + 1) * sizeof(double);
+        br->mo_cap[k] = cap;
+        br->mo_loss[k] = bd_xrealloc(br->mo_loss[k], cap * a->m * sizeof(double));
+        br->mo_viol[k] = bd_xrealloc(br->mo_viol[k], cap * sizeof(double));
+    }
+    for (size_t o = 0; o < a->m; o++)
+        br->mo_loss[k][r->count * a->m + o] = isnan(losses[o]) ? INFINITY : losses[o];
+    br->mo_viol[k][r->count] = isnan(violation) ? INFINITY : violation;
+    cfg->entry = bd_rung_add(r, cfg->id, trial_id, 0);
+    cfg->entry_rung = k;
+    mo_rerank(br, k, a->m);
+    bd_proposer_add_text_mo(a->proposer, cfg->id, cfg->config, budget, losses, violation, seconds, units);
+    return cfg->entry;
+}
+
+/* "type": "stopping" with constraints: a config whose completion is
+ * infeasible was judged feasible at its measurements (which carry no
+ * constraint values); its results in the lower rungs take the
+ * completion's violation, and those rungs are ranked again (promotions
+ * and answers given stand). */
+static void mo_mark_violation(asha_sched *a, const asha_config *cfg, int below, double violation)
+{
+    asha_bracket *br = &a->brackets[cfg->bracket];
+    for (int k = 0; k < below; k++) {
+        bd_rung *r = &br->rungs[k];
+        for (size_t i = 0; i < r->count; i++)
+            if (r->all[i]->config_id == cfg->id && br->mo_viol[k][i] != violation) {
+                br->mo_viol[k][i] = violation;
+                mo_rerank(br, k, a->m);
+                break;
+            }
+    }
+}
+
 /* cfg's result in rung k: its loss, reached at step (the rung's budget, or
  * past it for a measurement), joins the rung, the "learned" model, the
  * proposer (as a result at budget, for which the worker reported seconds
  * over units of training) and the noise estimate. Returns its entry. */
 static bd_rung_entry *add_result(asha_sched *a, asha_config *cfg, int k, int64_t trial_id, double step, double budget,
-                                 double loss, double seconds, double units)
+                                 double loss, double seconds, double units, const double *losses, double violation)
 {
     asha_bracket *br = &a->brackets[cfg->bracket];
+    if (a->mo)
+        return mo_add_result(a, cfg, k, trial_id, budget, loss, seconds, units, losses, violation);
     if (a->learned)
         learned_record(a, br, cfg, k, loss);
     cfg->entry = bd_rung_add(&br->rungs[k], cfg->id, trial_id, rank_value(a, cfg, k, step, loss));
@@ -759,8 +870,9 @@ static void judge(asha_sched *a, asha_trial *t, const bd_event *ev, bd_decision 
         return;
     t->judged = k;
     /* the trial trained from scratch: elapsed_seconds and the budget are both cumulative */
+    /* a measurement carries no constraint values: feasible until the completion says otherwise */
     bd_rung_entry *e = add_result(a, cfg, k, ev->trial_id, ev->step, br->budget[k], ev->loss, ev->elapsed_seconds,
-                                  br->budget[k]);
+                                  br->budget[k], ev->losses, 0);
     bd_rung *r = &br->rungs[k];
     move_trial(a, br, t, k);
     if (e->in_top || !r->top.n) {
@@ -792,12 +904,15 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
             int top = a->brackets[t->cfg->bracket].nrungs - 1;
             if (t->cfg->entry_rung < top)
                 add_result(a, t->cfg, top, ev->trial_id, ev->budget, ev->budget, ev->loss, ev->elapsed_seconds,
-                           ev->budget);
+                           ev->budget, ev->losses, ev->violation);
+            if (a->mo && ev->violation > 0)
+                mo_mark_violation(a, t->cfg, top, ev->violation);
         } else if (t->rung > t->cfg->entry_rung) {
             asha_bracket *br = &a->brackets[t->cfg->bracket];
             /* a promotion resumes from the rung below (asha_suggest), so it trained the difference */
             double units = br->budget[t->rung] - (t->rung ? br->budget[t->rung - 1] : 0);
-            add_result(a, t->cfg, t->rung, ev->trial_id, ev->budget, ev->budget, ev->loss, ev->elapsed_seconds, units);
+            add_result(a, t->cfg, t->rung, ev->trial_id, ev->budget, ev->budget, ev->loss, ev->elapsed_seconds, units,
+                       ev->losses, ev->violation);
         }
         if (a->measured && is_full_bracket(a, &a->brackets[t->cfg->bracket]))
             measured_final(a, t->cfg, ev->loss);
@@ -816,7 +931,11 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
         free(t);
         break;
     case BD_EV_PRIOR: /* as in bracket.c: the proposer learns, no rung ranks it */
-        bd_proposer_add(a->proposer, ev->trial_id, ev->config, ev->budget, ev->loss, NAN, ev->budget);
+        if (a->mo)
+            bd_proposer_add_mo(a->proposer, ev->trial_id, ev->config, ev->budget, ev->losses ? ev->losses : &ev->loss,
+                               ev->violation, NAN, ev->budget);
+        else
+            bd_proposer_add(a->proposer, ev->trial_id, ev->config, ev->budget, ev->loss, NAN, ev->budget);
         break;
     case BD_EV_MEASUREMENT:
         if (!(t = bd_idmap_get(&a->trials, ev->trial_id)))
@@ -836,15 +955,30 @@ static int asha_observe(bd_sched *sched, const bd_observe_ctx *ctx, const bd_eve
     return 0;
 }
 
+static json_t *num_or_null(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
 static json_t *bracket_json(const asha_sched *a, const asha_bracket *br)
 {
     json_t *rungs = json_array();
     for (int k = 0; k < br->nrungs; k++) {
         const bd_rung *r = &br->rungs[k];
         json_t *best = json_null();
-        if (r->best)
+        if (r->best && a->mo) { /* the first of the rung's ranking: its losses (minimized) and feasibility */
+            size_t i = 0;
+            while (r->all[i] != r->best)
+                i++;
+            json_t *losses = json_array();
+            for (size_t o = 0; o < a->m; o++)
+                json_array_append_new(losses, num_or_null(br->mo_loss[k][i * a->m + o]));
+            best = json_pack("{s:I, s:o, s:b}", "config_id", (json_int_t)r->best->config_id, "losses", losses,
+                             "feasible", br->mo_viol[k][i] <= 0);
+        } else if (r->best) {
             best = json_pack("{s:I, s:o}", "config_id", (json_int_t)r->best->config_id, "loss",
                              isfinite(r->best->loss) ? json_real(r->best->loss) : json_null());
+        }
         json_t *rung = json_pack("{s:i, s:f, s:I, s:I, s:I, s:I, s:I, s:o}", "rung", k, "budget", br->budget[k],
                                  "created", (json_int_t)br->created[k], "running", (json_int_t)br->running[k],
                                  "completed", (json_int_t)r->count, "failed", (json_int_t)br->failed[k], "promoted",
@@ -862,11 +996,6 @@ static json_t *bracket_json(const asha_sched *a, const asha_bracket *br)
         json_array_append_new(rungs, rung);
     }
     return json_pack("{s:i, s:o}", "bracket", br->s, "rungs", rungs);
-}
-
-static json_t *num_or_null(double x)
-{
-    return isfinite(x) ? json_real(x) : json_null();
 }
 
 /* "fidelity": "measured": per level below the top its budget, pairs,
@@ -920,6 +1049,9 @@ static int asha_describe(const bd_sched *sched, json_t **out)
         json_object_set_new(*out, "noise_variance",
                             a->noise_dof ? json_real(a->noise_sse / (double)a->noise_dof) : json_null());
     json_object_set_new(*out, "fidelity", json_string(a->measured ? "measured" : "fixed"));
+    if (a->mo) /* the rung rule (docs/ALGORITHMS.md, "MO-ASHA's rung rule") */
+        json_object_set_new(*out, "rank", json_string("non-dominated sort, epsilon-net within a front, "
+                                                      "infeasible after feasible by violation"));
     if (a->measured)
         json_object_set_new(*out, "fidelity_measured", measured_json(a));
     return 0;
@@ -936,7 +1068,7 @@ static size_t asha_held_bytes(const bd_sched *sched)
     size_t configs = a->configs.count;
     size_t bytes = sizeof *a + (size_t)a->n_brackets * sizeof *a->brackets +
                    configs * (BD_HEAP_BLOCK(sizeof(asha_config)) + 4 * BD_HEAP_BLOCK(0)) + a->config_bytes +
-                   a->curve_bytes + a->rung_loss_bytes + a->fid_bytes + a->trials.count * BD_HEAP_BLOCK(sizeof(asha_trial)) +
+                   a->curve_bytes + a->rung_loss_bytes + a->fid_bytes + a->mo_bytes + a->trials.count * BD_HEAP_BLOCK(sizeof(asha_trial)) +
                    (a->configs.cap + a->trials.cap) * sizeof(bd_idmap_slot);
     for (int b = 0; b < a->n_brackets; b++)
         for (int k = 0; k < a->brackets[b].nrungs; k++)
@@ -951,8 +1083,11 @@ static void asha_destroy(bd_sched *sched)
     if (!a)
         return;
     for (int b = 0; b < a->n_brackets; b++)
-        for (int k = 0; k < a->brackets[b].nrungs; k++)
+        for (int k = 0; k < a->brackets[b].nrungs; k++) {
             bd_rung_free(&a->brackets[b].rungs[k]);
+            free(a->brackets[b].mo_loss[k]);
+            free(a->brackets[b].mo_viol[k]);
+        }
     for (size_t i = 0; i < a->configs.cap; i++) {
         asha_config *c = a->configs.slots[i].value;
         if (a->configs.slots[i].key && c) {
@@ -990,4 +1125,6 @@ const struct bd_sched_ops bd_sched_asha = {
     .takes_enqueued = 1,
     .learns_from_prior = 1,
     .held_bytes = asha_held_bytes,
+    .multi_objective = 1,
+    .takes_constraints = 1,
 };

@@ -49,6 +49,10 @@ struct bd_proposer {
     double *budget;     /* n */
     double *log_cost;   /* n: log seconds per unit of budget the result cost (NAN: not reported) */
     int64_t *config_id; /* n */
+    size_t m;           /* bd_proposer_set_objectives: losses per result, else 0 */
+    int constrained;    /*   and whether violations count */
+    double *losses;     /* n rows of m minimized values (m > 0) */
+    double *viol;       /* n violations (m > 0) */
     double *u;          /* gp: n rows of d unit-cube coordinates (bd_space_encode) */
     size_t n, cap;
     double *budgets;   /* the distinct budgets seen, increasing, */
@@ -141,6 +145,8 @@ void bd_proposer_free(bd_proposer *p)
     free(p->budget);
     free(p->log_cost);
     free(p->config_id);
+    free(p->losses);
+    free(p->viol);
     free(p->u);
     for (size_t i = 0; p->gp && i < p->n_budgets; i++)
         bd_bo_model_free(p->gp[i]);
@@ -155,7 +161,9 @@ size_t bd_proposer_held_bytes(const bd_proposer *p)
 {
     size_t c = p->cap, per_result = p->d * sizeof *p->x + sizeof *p->loss + sizeof *p->budget +
                                     sizeof *p->log_cost + sizeof *p->config_id;
-    size_t bytes = BD_HEAP_BLOCK(sizeof *p) + BD_HEAP_BLOCK(p->d * sizeof *p->dims) + 5 * BD_HEAP_BLOCK(0) +
+    if (p->m)
+        per_result += (p->m + 1) * sizeof(double);
+    size_t bytes = BD_HEAP_BLOCK(sizeof *p) + BD_HEAP_BLOCK(p->d * sizeof *p->dims) + 7 * BD_HEAP_BLOCK(0) +
                    c * per_result + (p->u ? BD_HEAP_BLOCK(c * p->d * sizeof *p->u) : 0) +
                    3 * BD_HEAP_BLOCK(p->n_budgets * sizeof(double));
     for (size_t i = 0; p->gp && i < p->n_budgets; i++)
@@ -214,6 +222,16 @@ static size_t count_budget(bd_proposer *p, double budget)
     return i;
 }
 
+void bd_proposer_set_objectives(bd_proposer *p, size_t m, int constrained)
+{
+    assert(p->n == 0 && m >= 1);
+    p->m = m;
+    p->constrained = constrained;
+}
+
+static void add_row(bd_proposer *p, int64_t config_id, const json_t *config, double budget, double loss,
+                    const double *losses, double violation, double seconds, double units);
+
 void bd_proposer_add_text(bd_proposer *p, int64_t config_id, const char *config, double budget, double loss,
                           double seconds, double units)
 {
@@ -224,8 +242,30 @@ void bd_proposer_add_text(bd_proposer *p, int64_t config_id, const char *config,
     json_decref(parsed);
 }
 
+void bd_proposer_add_mo(bd_proposer *p, int64_t config_id, const json_t *config, double budget, const double *losses,
+                        double violation, double seconds, double units)
+{
+    add_row(p, config_id, config, budget, losses[0], losses, violation, seconds, units);
+}
+
+void bd_proposer_add_text_mo(bd_proposer *p, int64_t config_id, const char *config, double budget,
+                             const double *losses, double violation, double seconds, double units)
+{
+    if (p->sampler == SAMPLER_RANDOM)
+        return;
+    json_t *parsed = bd_json_from_text(config);
+    add_row(p, config_id, parsed, budget, losses[0], losses, violation, seconds, units);
+    json_decref(parsed);
+}
+
 void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, double budget, double loss,
                      double seconds, double units)
+{
+    add_row(p, config_id, config, budget, loss, &loss, 0, seconds, units);
+}
+
+static void add_row(bd_proposer *p, int64_t config_id, const json_t *config, double budget, double loss,
+                    const double *losses, double violation, double seconds, double units)
 {
     if (p->sampler == SAMPLER_RANDOM || !config)
         return; /* random search learns nothing */
@@ -241,6 +281,10 @@ void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, do
         p->budget = bd_xrealloc(p->budget, p->cap * sizeof *p->budget);
         p->log_cost = bd_xrealloc(p->log_cost, p->cap * sizeof *p->log_cost);
         p->config_id = bd_xrealloc(p->config_id, p->cap * sizeof *p->config_id);
+        if (p->m) {
+            p->losses = bd_xrealloc(p->losses, p->cap * p->m * sizeof *p->losses);
+            p->viol = bd_xrealloc(p->viol, p->cap * sizeof *p->viol);
+        }
         if (p->sampler == SAMPLER_GP)
             p->u = bd_xrealloc(p->u, p->cap * p->d * sizeof *p->u);
     }
@@ -261,6 +305,11 @@ void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, do
     p->budget[p->n] = budget;
     p->log_cost[p->n] = seconds > 0 && units > 0 && isfinite(seconds / units) ? log(seconds / units) : NAN;
     p->config_id[p->n] = config_id;
+    if (p->m) {
+        for (size_t o = 0; o < p->m; o++)
+            p->losses[p->n * p->m + o] = isnan(losses[o]) ? INFINITY : losses[o];
+        p->viol[p->n] = isnan(violation) ? INFINITY : violation;
+    }
     p->n++;
     size_t bi = count_budget(p, budget);
     if (p->sampler == SAMPLER_GP) /* the model rebuilds when a proposal needs it */
@@ -380,6 +429,43 @@ static json_t *gp_propose(bd_proposer *p, double b, bd_rng *rng)
     return config;
 }
 
+/* Several objectives or constraints (bd_proposer_set_objectives): the
+ * rows at the model's budget are split by bd_tpe_split (tpe.h: feasible
+ * first, non-dominated ranks, hypervolume subset selection, MOTPE's below
+ * weights), as tpe_mo.c splits a study's results; the configs known only
+ * below that budget stay in the bad group, as in the one-objective split.
+ * No cost model (tpe_mo.c has none either). */
+static void mo_propose(const bd_proposer *p, const size_t *rows, const unsigned char *known_bad, const double *x,
+                       size_t n, bd_rng *rng, double *point)
+{
+    size_t nb = 0, *at = bd_xmalloc((n ? n : 1) * sizeof *at);
+    double *l = bd_xmalloc((n ? n : 1) * p->m * sizeof *l), *v = bd_xmalloc((n ? n : 1) * sizeof *v);
+    unsigned char *g = bd_xcalloc(n ? n : 1, 1), *good = bd_xcalloc(n ? n : 1, 1);
+    double *w = bd_xmalloc((n ? n : 1) * sizeof *w), *weight = bd_xmalloc((n ? n : 1) * sizeof *weight);
+    for (size_t i = 0; i < n; i++) {
+        if (known_bad[i])
+            continue;
+        memcpy(l + nb * p->m, p->losses + rows[i] * p->m, p->m * sizeof *l);
+        v[nb] = p->viol[rows[i]];
+        at[nb++] = i;
+    }
+    bd_tpe_split(l, p->m, p->constrained ? v : NULL, nb, bd_tpe_n_good(&p->tpe, nb), g, p->m > 1 ? w : NULL);
+    for (size_t j = 0; j < n; j++)
+        weight[j] = 1;
+    for (size_t j = 0; j < nb; j++) {
+        good[at[j]] = g[j];
+        weight[at[j]] = w[j];
+    }
+    bd_tpe_propose_split(p->dims, p->d, x, good, p->m > 1 ? weight : NULL, n, &p->tpe, rng, point);
+    free(at);
+    free(l);
+    free(v);
+    free(g);
+    free(good);
+    free(w);
+    free(weight);
+}
+
 json_t *bd_proposer_propose(bd_proposer *p, bd_rng *rng)
 {
     double b = p->sampler != SAMPLER_RANDOM ? model_budget(p) : -1;
@@ -399,12 +485,15 @@ json_t *bd_proposer_propose(bd_proposer *p, bd_rng *rng)
     }
     double *point = bd_xmalloc(p->d * sizeof *point), *unit = bd_xmalloc(p->d * sizeof *unit);
     double *log_cost = NULL;
-    if (p->cost_aware) {
+    if (p->m) {
+        mo_propose(p, rows, known_bad, x, m, rng, point);
+    } else if (p->cost_aware) {
         log_cost = bd_xmalloc(m * sizeof *log_cost);
         for (size_t i = 0; i < m; i++)
             log_cost[i] = p->log_cost[rows[i]];
     }
-    bd_tpe_propose(p->dims, p->d, x, loss, known_bad, log_cost, m, &p->tpe, rng, point);
+    if (!p->m)
+        bd_tpe_propose(p->dims, p->d, x, loss, known_bad, log_cost, m, &p->tpe, rng, point);
     free(log_cost);
     for (size_t i = 0; i < p->d; i++) { /* back to bd_space_decode's unit cube */
         const bd_param *par = bd_space_param(p->space, i);

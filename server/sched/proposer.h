@@ -96,6 +96,20 @@ void bd_proposer_add(bd_proposer *p, int64_t config_id, const json_t *config, do
 void bd_proposer_add_text(bd_proposer *p, int64_t config_id, const char *config, double budget, double loss,
                           double seconds, double units);
 
+/* Makes p learn from several objectives and constraints (before any
+ * result): results then come through bd_proposer_add_mo, and "tpe" splits
+ * them as tpe_mo.c does (bd_tpe_split: feasible first when constrained,
+ * non-dominated ranks, MOTPE's weights when m > 1), with no cost model.
+ * m >= 1; constrained: violations count. Random search and "gp" are as
+ * before ("gp" models losses[0]; asha refuses it with several objectives). */
+void bd_proposer_set_objectives(bd_proposer *p, size_t m, int constrained);
+/* bd_proposer_add with m minimized losses (borrowed; losses[0] is the
+ * scalar loss) and the violation (0: feasible; sched.h's). */
+void bd_proposer_add_mo(bd_proposer *p, int64_t config_id, const json_t *config, double budget, const double *losses,
+                        double violation, double seconds, double units);
+void bd_proposer_add_text_mo(bd_proposer *p, int64_t config_id, const char *config, double budget,
+                             const double *losses, double violation, double seconds, double units);
+
 /* A new config (new reference). Changes nothing but the GP's cache: the
  * model of the budget it proposes from, rebuilt when stale (a pure
  * function of the results, see Purity). */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../common.h"
+#include "../model/pareto.h"
 
 int bd_rank_before(double loss_a, int64_t id_a, double loss_b, int64_t id_b)
 {
@@ -235,16 +236,9 @@ static int rank_cmp(const void *a, const void *b)
  * reversed the top's max-heap. Every root is
  * the same entry as the pushes would give (ranks have no ties), so the
  * decisions are the same. */
-void bd_rung_rerank(bd_rung *r, double (*value)(const bd_rung_entry *e, void *cls), void *cls)
+static void rebuild_sorted(bd_rung *r)
 {
     size_t n = r->count, k;
-    if (!n)
-        return;
-    for (size_t i = 0; i < n; i++) {
-        bd_rung_entry *e = r->all[i];
-        double v = value(e, cls);
-        e->loss = isnan(v) ? INFINITY : v;
-    }
     heap_reserve(&r->rest, n);
     memcpy(r->rest.v, r->all, n * sizeof *r->all);
     qsort(r->rest.v, n, sizeof *r->rest.v, rank_cmp);
@@ -265,6 +259,172 @@ void bd_rung_rerank(bd_rung *r, double (*value)(const bd_rung_entry *e, void *cl
     r->top.n = k;
     memmove(r->rest.v, r->rest.v + k, (n - k) * sizeof *r->rest.v);
     r->rest.n = n - k;
+}
+
+void bd_rung_rerank(bd_rung *r, double (*value)(const bd_rung_entry *e, void *cls), void *cls)
+{
+    size_t n = r->count;
+    if (!n)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        bd_rung_entry *e = r->all[i];
+        double v = value(e, cls);
+        e->loss = isnan(v) ? INFINITY : v;
+    }
+    rebuild_sorted(r);
+}
+
+void bd_rung_reorder(bd_rung *r, const size_t *order)
+{
+    for (size_t i = 0; i < r->count; i++)
+        r->all[order[i]]->loss = (double)i;
+    if (r->count)
+        rebuild_sorted(r);
+}
+
+/* Clarkson's greedy epsilon-net over the finite points of one front (f of
+ * them, idx into losses), appended to out best first: the point with the
+ * smallest first objective (ties: the smaller next objectives, then the
+ * lower id), then again and again the point farthest (Euclidean, each
+ * objective scaled by the front's range in it; an objective the front
+ * does not spread is left out) from those already taken, ties to the
+ * lower id. Points with a non-finite value follow, by id. O(f^2 m). */
+static size_t eps_net(const double *losses, size_t m, const int64_t *ids, const size_t *idx, size_t f, size_t *out)
+{
+    size_t nf = 0, n_out = 0;
+    size_t *fin = bd_xmalloc((f ? f : 1) * sizeof *fin);
+    double *scale = bd_xmalloc(m * sizeof *scale), *dmin = bd_xmalloc((f ? f : 1) * sizeof *dmin);
+    unsigned char *taken = bd_xcalloc(f ? f : 1, 1);
+    for (size_t j = 0; j < f; j++) {
+        int finite = 1;
+        for (size_t o = 0; o < m; o++)
+            finite &= isfinite(losses[idx[j] * m + o]) != 0;
+        if (finite)
+            fin[nf++] = idx[j];
+    }
+    for (size_t o = 0; o < m; o++) {
+        double lo = INFINITY, hi = -INFINITY;
+        for (size_t j = 0; j < nf; j++) {
+            lo = fmin(lo, losses[fin[j] * m + o]);
+            hi = fmax(hi, losses[fin[j] * m + o]);
+        }
+        scale[o] = nf && hi > lo ? 1.0 / (hi - lo) : 0;
+    }
+    if (nf) {
+        size_t seed = 0;
+        for (size_t j = 1; j < nf; j++) {
+            const double *a = &losses[fin[j] * m], *b = &losses[fin[seed] * m];
+            int cmp = 0;
+            for (size_t o = 0; o < m && !cmp; o++)
+                cmp = a[o] < b[o] ? -1 : a[o] > b[o] ? 1 : 0;
+            if (cmp < 0 || (cmp == 0 && ids[fin[j]] < ids[fin[seed]]))
+                seed = j;
+        }
+        for (size_t j = 0; j < nf; j++)
+            dmin[j] = INFINITY;
+        for (size_t t = 0, last = seed; t < nf; t++) {
+            taken[last] = 1;
+            out[n_out++] = fin[last];
+            size_t next = nf;
+            for (size_t j = 0; j < nf; j++) {
+                if (taken[j])
+                    continue;
+                double d = 0;
+                for (size_t o = 0; o < m; o++) {
+                    double x = (losses[fin[j] * m + o] - losses[fin[last] * m + o]) * scale[o];
+                    d += x * x;
+                }
+                if (d < dmin[j])
+                    dmin[j] = d;
+                if (next == nf || dmin[j] > dmin[next] || (dmin[j] == dmin[next] && ids[fin[j]] < ids[fin[next]]))
+                    next = j;
+            }
+            last = next;
+        }
+    }
+    size_t first_tail = n_out;
+    for (size_t j = 0; j < f; j++) {
+        int finite = 1;
+        for (size_t o = 0; o < m; o++)
+            finite &= isfinite(losses[idx[j] * m + o]) != 0;
+        if (!finite) { /* insertion by id: diverged points are few */
+            size_t at = n_out++;
+            while (at > first_tail && ids[out[at - 1]] > ids[idx[j]]) {
+                out[at] = out[at - 1];
+                at--;
+            }
+            out[at] = idx[j];
+        }
+    }
+    free(fin);
+    free(scale);
+    free(dmin);
+    free(taken);
+    return n_out;
+}
+
+typedef struct viol_key {
+    double v;
+    int64_t id;
+    size_t i;
+} viol_key;
+
+static int viol_cmp(const void *a, const void *b)
+{
+    const viol_key *x = a, *y = b;
+    if (x->v != y->v)
+        return x->v < y->v ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id ? 1 : 0;
+}
+
+void bd_rung_mo_order(const double *losses, size_t m, const double *violation, const int64_t *ids, size_t n,
+                      size_t *order)
+{
+    size_t nf = 0, ni = 0, n_out = 0;
+    size_t *feas = bd_xmalloc((n ? n : 1) * sizeof *feas), *front = bd_xmalloc((n ? n : 1) * sizeof *front);
+    viol_key *inf = bd_xmalloc((n ? n : 1) * sizeof *inf);
+    for (size_t i = 0; i < n; i++) {
+        double v = violation ? violation[i] : 0;
+        if (v <= 0)
+            feas[nf++] = i;
+        else
+            inf[ni++] = (viol_key){isnan(v) ? INFINITY : v, ids[i], i};
+    }
+    double *pts = bd_xmalloc((nf ? nf : 1) * m * sizeof *pts);
+    int *rank = bd_xmalloc((nf ? nf : 1) * sizeof *rank);
+    for (size_t j = 0; j < nf; j++)
+        for (size_t o = 0; o < m; o++) {
+            double x = losses[feas[j] * m + o];
+            pts[j * m + o] = isnan(x) ? INFINITY : x;
+        }
+    int fronts = nf ? bd_pareto_rank(pts, nf, m, rank) : 0;
+    if (fronts < 0)
+        abort(); /* out of memory, as bd_xmalloc */
+    int64_t *fid = bd_xmalloc((nf ? nf : 1) * sizeof *fid);
+    for (size_t j = 0; j < nf; j++)
+        fid[j] = ids[feas[j]];
+    for (int r = 0; r < fronts; r++) {
+        size_t f = 0;
+        for (size_t j = 0; j < nf; j++)
+            if (rank[j] == r)
+                front[f++] = j;
+        /* the net over pts (indices j), then back to the caller's indices */
+        size_t got = eps_net(pts, m, fid, front, f, order + n_out);
+        assert(got == f);
+        for (size_t j = 0; j < got; j++)
+            order[n_out + j] = feas[order[n_out + j]];
+        n_out += got;
+    }
+    free(fid);
+    qsort(inf, ni, sizeof *inf, viol_cmp);
+    for (size_t j = 0; j < ni; j++)
+        order[n_out++] = inf[j].i;
+    assert(n_out == n);
+    free(feas);
+    free(front);
+    free(inf);
+    free(pts);
+    free(rank);
 }
 
 size_t bd_rung_held_bytes(const bd_rung *r)

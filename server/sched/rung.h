@@ -80,6 +80,26 @@ void bd_rung_set_keep(bd_rung *r, double keep);
  * "learned" promotion: a model refitted across configs); the top and the
  * candidates follow, promotions already made stand. O(n log n). */
 void bd_rung_rerank(bd_rung *r, double (*value)(const bd_rung_entry *e, void *cls), void *cls);
+/* Ranks the entries in the given order (order[i]: the index, in arrival
+ * order, of the i-th best entry; a permutation of 0..count-1): the top and
+ * the candidates follow, promotions already made stand. Each entry's loss
+ * becomes its position. O(n log n). */
+void bd_rung_reorder(bd_rung *r, const size_t *order);
+/* The ranking of a rung with several objectives and constraints
+ * (Schmucker et al. 2021, MO-ASHA; docs/ALGORITHMS.md, "MO-ASHA's rung
+ * rule"): order[0..n-1] gets the indices of the n results best first.
+ * losses: n rows of m minimized values (NaN counts as +INFINITY);
+ * violation: NULL (all feasible) or per row 0 when feasible, else > 0.
+ * Feasible rows first, by non-dominated rank (model/pareto.h), each front
+ * ordered by a greedy epsilon-net (Clarkson's farthest-point order, as
+ * Syne Tune's MOASHA: the smallest first objective, then each time the
+ * point farthest from those taken, objectives scaled by the front's
+ * range; ties to the lower id; rows with a non-finite value last in their
+ * front, by id); then the infeasible rows by violation, ties to the lower
+ * id. With m = 1 and no violation this is the order of bd_rank_before.
+ * O(m n^2) time, O(n^2) bits. */
+void bd_rung_mo_order(const double *losses, size_t m, const double *violation, const int64_t *ids, size_t n,
+                      size_t *order);
 /* Marks e (an entry of r) promoted. Idempotent. */
 void bd_rung_promote(bd_rung *r, bd_rung_entry *e);
 /* The heap r holds (its entries and arrays), for sched.h's held_bytes. O(1). */
