@@ -85,7 +85,7 @@ class MultiObjectiveSchedulers(bdtest.DaemonTestCase):
 
     def test_schedulers_without_several_objectives_are_refused(self):
         body = {"name": bdtest.unique_name("mo"), "parameters": PARAMETERS, "objectives": OBJECTIVES,
-                "scheduler": {"name": "gp_ucb"}}
+                "scheduler": {"name": "bo_bos"}}
         err = check_status(self, self.d.request("POST", "/v1/studies", body), 400)["error"]
         self.assertEqual(err["field"], "objectives")
         self.assertIn("nsga2", err["message"])

@@ -354,11 +354,11 @@ Test(study, objectives_and_constraints_are_validated_with_the_field_named)
         {"{" P "\"objective\": {\"goal\": \"minimize\"}, \"constraints\": [{\"metric\": \"m\", \"max\": 1},"
                " {\"metric\": \"m\", \"min\": 0}]" RANDOM, "constraints[1].metric"},
         {"{" P "\"objective\": {\"goal\": \"minimize\"}, \"constraints\": {\"metric\": \"m\"}" RANDOM, "constraints"},
-        /* gp_ucb takes neither */
+        /* bo_bos takes neither (gp_ucb takes both since ParEGO) */
         {"{" P "\"objectives\": [{\"metric\": \"a\", \"goal\": \"minimize\"}, {\"metric\": \"b\", \"goal\": \"minimize\"}],"
-               " \"scheduler\": {\"name\": \"gp_ucb\"}}", "objectives"},
+               " \"scheduler\": {\"name\": \"bo_bos\"}}", "objectives"},
         {"{" P "\"objective\": {\"goal\": \"minimize\"}, \"constraints\": [{\"metric\": \"m\", \"max\": 1}],"
-               " \"scheduler\": {\"name\": \"gp_ucb\"}}", "constraints"},
+               " \"scheduler\": {\"name\": \"bo_bos\"}}", "constraints"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_expect(parse_fails(bad[i].body, bad[i].field), "accepted: %s", bad[i].body);
