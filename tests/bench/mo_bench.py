@@ -250,7 +250,8 @@ class MoTable:
 
 
 class BanditdDriver:
-    METHODS = {"bd_random": "random", "bd_nsga2": "nsga2", "bd_tpe": "tpe", "bd_auto": None}
+    METHODS = {"bd_random": "random", "bd_nsga2": "nsga2", "bd_tpe": "tpe", "bd_auto": None,
+               "bd_gp_ucb": "gp_ucb"}  # gp_ucb: ParEGO + P(feasible); O(n^3) a suggestion, the short horizon only
 
     def __init__(self, client, table, method, seed):
         self.c, self.table = client, table
@@ -483,8 +484,8 @@ def check(args):
 
 LABEL = {"bd_auto": "banditd auto (no scheduler named)", "bd_nsga2": "banditd nsga2", "bd_tpe": "banditd tpe",
          "bd_random": "banditd random", "optuna_nsga2": "Optuna NSGAIISampler", "optuna_tpe": "Optuna TPESampler",
-         "optuna_random": "Optuna RandomSampler"}
-ORDER = ["bd_auto", "bd_nsga2", "bd_tpe", "bd_random", "optuna_nsga2", "optuna_tpe", "optuna_random"]
+         "optuna_random": "Optuna RandomSampler", "bd_gp_ucb": "banditd gp_ucb (ParEGO)"}
+ORDER = ["bd_auto", "bd_nsga2", "bd_tpe", "bd_gp_ucb", "bd_random", "optuna_nsga2", "optuna_tpe", "optuna_random"]
 OPTUNA_MO = ("optuna_nsga2", "optuna_tpe")
 PAIRS = [("bd_nsga2", "optuna_nsga2"), ("bd_tpe", "optuna_tpe"), ("bd_random", "optuna_random")]
 
@@ -680,7 +681,7 @@ def report(runs):
 # one colour per algorithm, solid for banditd, dashed for Optuna; auto (which chose tpe) dotted
 STYLE = {"bd_auto": ("black", ":"), "bd_nsga2": ("tab:orange", "-"), "bd_tpe": ("tab:green", "-"),
          "bd_random": ("tab:red", "-"), "optuna_nsga2": ("tab:orange", "--"), "optuna_tpe": ("tab:green", "--"),
-         "optuna_random": ("tab:red", "--")}
+         "optuna_random": ("tab:red", "--"), "bd_gp_ucb": ("tab:blue", "-")}
 
 
 def plot(runs, png):
