@@ -60,6 +60,8 @@ TABLES = {
         "objectives": ["val_error", "train_seconds"],
         "constraints": [],
         "horizon": 150.0,
+        # the learning curves behind the table (per epoch err_e, cumulative sec_e; row i is config i)
+        "curves": "sgd_fashion_mnist.csv.gz",
     },
     "mlp_digits_size": {
         "file": "mlp_digits_size.csv.gz",
@@ -73,6 +75,7 @@ TABLES = {
         # and 48% of uniform proposals
         "constraints": [("n_params", 5000.0)],
         "horizon": 75.0,
+        "curves": "mlp_digits.csv.gz",
     },
     "nlp_wikitext2_size": {
         "file": "nlp_wikitext2_size.csv.gz",
@@ -196,6 +199,14 @@ class MoTable:
         self.ref = botorch_reference(self.true_front)
         self.true_hv = hypervolume(self.true_front, self.ref)
         self.mean_cost = sum(self.cost) / self.n
+        self.curves = spec.get("curves")
+        if self.curves:
+            with gzip.open(os.path.join(HERE, "curves", self.curves), "rt") as f:
+                crows = list(csv.DictReader(f))
+            self.epochs = max(int(k[4:]) for k in crows[0] if k.startswith("err_"))
+            self.err = [[float(r["err_%d" % e]) for e in range(1, self.epochs + 1)] for r in crows]
+            self.sec = [[float(r["sec_%d" % e]) for e in range(1, self.epochs + 1)] for r in crows]
+            assert len(crows) == self.n and all(self.err[i][-1] == self.obj[i][0] for i in range(self.n))
 
     def is_feasible(self, cons_values):
         return all(v <= mx for v, (_, mx) in zip(cons_values, self.constraints))
@@ -222,6 +233,14 @@ class MoTable:
     def values(self, row):
         """The reported metrics of a row: objectives then constraint metrics, by name."""
         out = dict(zip(self.objectives, self.obj[row]))
+        out.update({c: v for (c, _), v in zip(self.constraints, self.cons[row])})
+        return out
+
+    def values_at(self, row, epoch):
+        """The metrics a worker reports after `epoch` epochs of a row's training (its learning curve):
+        val_error at that epoch, the seconds trained so far, and the constraint metrics (fixed per
+        config). At the last epoch these are values(row)."""
+        out = {self.objectives[0]: self.err[row][epoch - 1], self.objectives[1]: self.sec[row][epoch - 1]}
         out.update({c: v for (c, _), v in zip(self.constraints, self.cons[row])})
         return out
 
@@ -252,6 +271,9 @@ class MoTable:
 class BanditdDriver:
     METHODS = {"bd_random": "random", "bd_nsga2": "nsga2", "bd_tpe": "tpe", "bd_auto": None,
                "bd_gp_ucb": "gp_ucb"}  # gp_ucb: ParEGO + P(feasible); O(n^3) a suggestion, the short horizon only
+    # multi-objective ASHA (promotion type) on a table's learning curves, budgets 1..epochs: its sampler
+    MF = {"bd_asha_random": "random", "bd_asha_tpe": "tpe"}
+    METHODS.update({m: "asha" for m in MF})
 
     def __init__(self, client, table, method, seed):
         self.c, self.table = client, table
@@ -268,6 +290,9 @@ class BanditdDriver:
         sched = self.METHODS[method]
         if sched is not None:
             body["scheduler"] = {"name": sched}
+        if method in self.MF:
+            body["resource"] = {"name": "epochs", "min": 1, "max": table.epochs, "integer": True}
+            body["scheduler"]["options"] = {"sampler": self.MF[method]}
         ans = self.c.call("POST", "/v1/studies", body)
         self.sid = ans["id"]
         self.scheduler = ans.get("scheduler")
@@ -282,6 +307,18 @@ class BanditdDriver:
     def tell(self, handle, row, cost):
         self.c.call("POST", "/v1/trials/%d/complete" % handle,
                     {"values": self.table.values(row), "elapsed_seconds": cost})
+
+    def ask_mf(self, w):
+        """(row, trial id, budget in epochs, resume_from or None), or None."""
+        ans = self.c.call("POST", "/v1/studies/%d/suggest" % self.sid, {"worker": "w%d" % w, "count": 1})
+        if not ans["trials"]:
+            return None
+        tr = ans["trials"][0]
+        return self.table.nearest(tr["config"]), tr["id"], int(round(tr["budget"])), tr.get("resume_from")
+
+    def tell_mf(self, handle, row, epoch, cost):
+        self.c.call("POST", "/v1/trials/%d/complete" % handle,
+                    {"values": self.table.values_at(row, epoch), "elapsed_seconds": cost})
 
     def recommended(self):
         """(the front's rows by the table, the daemon's hypervolume, its reference point)."""
@@ -379,6 +416,56 @@ def simulate(driver, table, workers, horizon):
             "idle_answers": idle_answers}
 
 
+def simulate_mf(driver, table, workers, horizon):
+    """simulate() for a multi-fidelity method (asha, promotion type) on a table's learning curves:
+    a trial with budget b resuming from trial r (which reached epoch e0) costs the recorded
+    seconds of epochs e0+1..b of its row, and reports the curve's values at epoch b. The
+    hypervolume counts the feasible trials completed at the full budget, as the daemon's
+    pareto_front does; "full" counts those trials, "infeasible" the infeasible among them."""
+    front = Front(table.ref)
+    points = []
+    heap, seq = [], 0
+    idle = list(range(workers))
+    trials = completed = infeasible = idle_answers = full = 0
+    rows_seen = set()
+    reached = {}
+    t = 0.0
+    while True:
+        still = []
+        for w in idle:
+            got = driver.ask_mf(w)
+            if got is None:
+                idle_answers += 1
+                still.append(w)
+                continue
+            row, handle, budget, resume = got
+            e0 = reached.get(resume, 0) if resume else 0
+            cost = table.sec[row][budget - 1] - (table.sec[row][e0 - 1] if e0 else 0.0)
+            trials += 1
+            heapq.heappush(heap, (t + cost, seq, w, row, handle, budget, cost))
+            seq += 1
+        idle = still
+        if not heap:
+            break
+        t, _, w, row, handle, budget, cost = heapq.heappop(heap)
+        if t > horizon:
+            break
+        driver.tell_mf(handle, row, budget, cost)
+        reached[handle] = budget
+        completed += 1
+        if budget == table.epochs:
+            full += 1
+            rows_seen.add(row)
+            if table.feasible[row]:
+                if front.add(table.obj[row]):
+                    points.append([t, front.hv])
+            else:
+                infeasible += 1
+        idle.append(w)
+    return {"points": points, "final_hv": front.hv, "trials": trials, "completed": completed, "full": full,
+            "infeasible": infeasible, "distinct_rows": len(rows_seen), "idle_answers": idle_answers}
+
+
 # ------------------------------------------------------------------------ runs
 
 
@@ -419,7 +506,12 @@ def run(args):
                                 driver = BanditdDriver(client, table, method, seed)
                             else:
                                 driver = OptunaDriver(table, method, seed)
-                            rec = simulate(driver, table, w, horizon)
+                            if method in BanditdDriver.MF:
+                                if not table.curves:
+                                    raise SystemExit("%s needs a table with learning curves" % method)
+                                rec = simulate_mf(driver, table, w, horizon)
+                            else:
+                                rec = simulate(driver, table, w, horizon)
                             front_rows, daemon_hv, daemon_ref = driver.recommended()
                             line = {"table": name, "method": method, "seed": seed, "workers": w, "horizon": horizon,
                                     "horizon_scale": args.horizon_scale,
@@ -678,6 +770,48 @@ def report(runs):
     return "\n".join(out)
 
 
+def report_asha(runs):
+    """Multi-objective ASHA against the same sampler without early stopping (issue 41's bar: the
+    time to the same hypervolume at most 0.5x). Target: the sampler's median final HV over the
+    seeds at the horizon; times: when each method's median HV curve first reaches it, and the
+    quartiles of the per-seed times (a seed that never reached it counted as never)."""
+    groups = {}
+    for r in runs:
+        groups.setdefault(group_key(r), {}).setdefault(r["method"], []).append(r)
+    out = ["## Multi-objective ASHA against the same sampler without early stopping", ""]
+    rows, bar = [], []
+    for k in sorted(groups, key=sort_key):
+        g = groups[k]
+        for sampler in ("random", "tpe"):
+            base, asha = g.get("bd_" + sampler), g.get("bd_asha_" + sampler)
+            if not base or not asha:
+                continue
+            horizon = base[0]["horizon"]
+            target = quartiles([hv_at(r, horizon) for r in base])[1]
+            tb, ta = median_curve_time(base, target), median_curve_time(asha, target)
+            ratio = ta / tb if (ta is not None and tb) else None
+            qb = median_time([time_to(r, target) for r in base], horizon)
+            qa = median_time([time_to(r, target) for r in asha], horizon)
+            fa, fb = quartiles(finals(asha)), quartiles(finals(base))
+            rows.append([k[1], k[2], sampler, len(asha), "%.3f" % (target / base[0]["true_hv"]),
+                         fmt_t(tb, horizon), fmt_t(ta, horizon), "—" if ratio is None else "%.2f" % ratio,
+                         "%s [%s, %s]" % tuple(fmt_t(x, horizon) for x in (qb[1], qb[0], qb[2])),
+                         "%s [%s, %s]" % tuple(fmt_t(x, horizon) for x in (qa[1], qa[0], qa[2])),
+                         "%.3f [%.3f, %.3f]" % (fb[1], fb[0], fb[2]), "%.3f [%.3f, %.3f]" % (fa[1], fa[0], fa[2]),
+                         "%.0f" % quartiles([r["trials"] for r in asha])[1],
+                         "%.0f" % quartiles([r.get("full", 0) for r in asha])[1],
+                         sum(r["front_infeasible"] for r in asha)])
+            bar.append(ratio is not None and ratio <= 0.5)
+    out.append(md_table(["table", "W", "sampler", "seeds", "target HV (sampler's median final)",
+                         "sampler's median curve, s", "asha's median curve, s", "ratio",
+                         "sampler per seed, median [Q1, Q3]", "asha per seed, median [Q1, Q3]",
+                         "sampler final HV", "asha final HV", "asha trials (median)",
+                         "asha full-budget trials (median)", "infeasible trials on asha's fronts"], rows))
+    out.append("")
+    out.append("The bar (ratio <= 0.5) is met in %d of %d cells." % (sum(bar), len(bar)))
+    return "\n".join(out)
+
+
 # one colour per algorithm, solid for banditd, dashed for Optuna; auto (which chose tpe) dotted
 STYLE = {"bd_auto": ("black", ":"), "bd_nsga2": ("tab:orange", "-"), "bd_tpe": ("tab:green", "-"),
          "bd_random": ("tab:red", "-"), "optuna_nsga2": ("tab:orange", "--"), "optuna_tpe": ("tab:green", "--"),
@@ -731,6 +865,8 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--check", action="store_true", help="print the tables' fronts and hypervolumes")
     ap.add_argument("--report", nargs="+", metavar="RUNS", help="write the report of these runs files")
+    ap.add_argument("--asha", action="store_true",
+                    help="with --report: the multi-objective ASHA table (bd_asha_* against bd_random, bd_tpe)")
     ap.add_argument("--md")
     ap.add_argument("--png")
     args = ap.parse_args()
@@ -738,7 +874,7 @@ def main():
         check(args)
     elif args.report:
         runs = load_runs(args.report)
-        text = report(runs)
+        text = report_asha(runs) if args.asha else report(runs)
         print(text)
         if args.md:
             with open(args.md, "w") as f:
