@@ -127,6 +127,19 @@
  * well the study is the paper's ASHA plus a small full-fidelity share.
  * The measurements behind it: tests/bench/README-auto.md.
  *
+ * Several objectives and constraints (MO-ASHA: Schmucker, Donini, Zafar,
+ * Salinas, Archambeau 2021, arXiv:2106.12639; docs/ALGORITHMS.md section
+ * 11.5). A study with several objectives or constraints keeps every rule
+ * above but what a rung ranks by: rung.h's bd_rung_mo_order over the
+ * results' losses (ev->losses) and violations, feasible first by
+ * non-dominated rank with an epsilon-net inside each front, infeasible
+ * after by violation, applied with bd_rung_reorder after each result
+ * (O(m n^2) for the rung's n results). A stopping-type measurement has no
+ * constraint values and counts as feasible; an infeasible completion gives
+ * the config's lower-rung results its violation. The rules that read one
+ * loss ("predicted", "learned", "reliability", "measured") and the gp
+ * sampler are refused; "tpe" splits as tpe_mo.c (proposer.h).
+ *
  * The measurements behind these options' defaults are in
  * tests/bench/README-mf.md; those of the two types in
  * tests/bench/README-stopping.md.
@@ -233,6 +246,7 @@ typedef struct asha_sched {
      * ones over the full-fidelity bracket's configs, and its trust (-1:
      * unknown); the budget committed so far, in all and to that bracket */
     int measured;
+    int winners; /* "fidelity": "winners": trust from the winners' ranks (fidelity.h) */
     double lv_budget[ASHA_MAX_RUNGS];
     bd_fid_tau fid[ASHA_MAX_RUNGS];
     double trust[ASHA_MAX_RUNGS];
@@ -254,7 +268,7 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     static const char *const fractions[] = {"eta", "reliability", NULL};
     static const char *const asymptotes[] = {"free", "nonnegative", NULL};
     static const char *const types[] = {"promotion", "stopping", NULL};
-    static const char *const fidelities[] = {"fixed", "measured", NULL};
+    static const char *const fidelities[] = {"fixed", "measured", "winners", NULL};
     const char *promotion, *fraction, *asymptote, *type, *fidelity;
     const json_t *o = def->options;
     long long eta, s, brackets, max_trials;
@@ -269,7 +283,7 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
         (rc = bd_opt_string(o, "type", "promotion", types, &type, err)) ||
         (rc = bd_opt_string(o, "fidelity", "fixed", fidelities, &fidelity, err)))
         return rc;
-    int measured = strcmp(fidelity, "measured") == 0;
+    int measured = strcmp(fidelity, "fixed") != 0; /* "measured" or "winners" (fidelity.h) */
     int mo = def->n_objectives > 1 || def->n_constraints > 0;
     if (def->n_objectives > ASHA_MO_MAX)
         return bd_err_set(err, BD_EINVAL, "objectives", "asha takes at most %d objectives", ASHA_MO_MAX);
@@ -337,6 +351,7 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
         br->budget[br->nrungs - 1] = def->r_max;
     }
     a->measured = measured;
+    a->winners = strcmp(fidelity, "winners") == 0;
     a->mo = mo;
     a->m = def->n_objectives > 1 ? def->n_objectives : 1;
     for (int i = 0; i <= s_max; i++) {
@@ -423,8 +438,9 @@ static int promotion(const asha_sched *a, const asha_bracket *br, int k, bd_sugg
  * (fidelity.h, bd_fid_plan); *chosen, *phi as there. */
 static int measured_bracket(const asha_sched *a, int *chosen, double *phi)
 {
-    int s = bd_fid_plan(a->eta, a->s_max, a->s_min, a->lv_budget, a->trust, a->spent_full, a->spent_all, chosen,
-                        phi);
+    double phi_min = a->winners ? 1.0 / ((double)a->fid[0].n + 1) : 0;
+    int s = bd_fid_plan_min(a->eta, a->s_max, a->s_min, a->lv_budget, a->trust, a->spent_full, a->spent_all,
+                            phi_min, chosen, phi);
     return s - a->s_min;
 }
 
@@ -724,7 +740,8 @@ static void measured_final(asha_sched *a, asha_config *cfg, double y)
         size_t cap = f->cap;
         bd_fid_tau_add(f, cfg->lv_loss[i], y);
         a->fid_bytes += 2 * (f->cap - cap) * sizeof(double);
-        a->trust[i] = bd_fid_trust(bd_fid_tau_value(f), bd_fid_tau_se(f->n), f->n);
+        a->trust[i] = a->winners ? bd_fid_winner_trust(f, a->eta, a->s_max - i)
+                                 : bd_fid_trust(bd_fid_tau_value(f), bd_fid_tau_se(f->n), f->n);
     }
     cfg->lv_n = 0; /* once per config */
     apply_keeps(a);
@@ -1048,7 +1065,7 @@ static int asha_describe(const bd_sched *sched, json_t **out)
     if (a->reliability)
         json_object_set_new(*out, "noise_variance",
                             a->noise_dof ? json_real(a->noise_sse / (double)a->noise_dof) : json_null());
-    json_object_set_new(*out, "fidelity", json_string(a->measured ? "measured" : "fixed"));
+    json_object_set_new(*out, "fidelity", json_string(a->winners ? "winners" : a->measured ? "measured" : "fixed"));
     if (a->mo) /* the rung rule (docs/ALGORITHMS.md, "MO-ASHA's rung rule") */
         json_object_set_new(*out, "rank", json_string("non-dominated sort, epsilon-net within a front, "
                                                       "infeasible after feasible by violation"));
