@@ -38,7 +38,9 @@ once more and restarted, and then:
   no infeasible trial and be exactly the front recomputed here from the
   ledger's acknowledged completions (feasible, non-dominated, at full budget),
   with the acknowledged values, and with a reference point in the definition
-  its hypervolume must be the one computed here;
+  its hypervolume must be the one computed here; during the storm a thread
+  reads each such front every 0.2 s, and every time no member may be
+  infeasible, lack its values, or be dominated by another;
 - right after the restart, running trials may only be ones a worker abandoned;
   after waiting out the lease none may be running, and every abandoned trial
   must be expired.
@@ -404,6 +406,48 @@ def verify_multi_objective(d, ledger, studies, threads=8):
     return lost, phantom, front_bad, fronts
 
 
+class FrontWatcher(threading.Thread):
+    """Reads the multi-objective studies' pareto_front during the storm (one
+    GET per study every 0.2 s; no answer while the daemon is down): each time
+    every member must have its values, be feasible and be dominated by no
+    other member. Problems go into .bad, successful reads count in .reads."""
+
+    def __init__(self, d, studies, drain):
+        super().__init__(daemon=True)
+        self.studies = [s for s in studies if is_multi_objective(s)]
+        self.d, self.drain, self.bad, self.reads = d, drain, [], 0
+
+    def run(self):
+        c = self.d.client(timeout=10)
+        while not self.drain.is_set() and self.studies:
+            for study in self.studies:
+                definition = study["definition"]
+                try:
+                    st, s, _ = c.request("GET", "/v1/studies/%d" % study["id"])
+                except (OSError, http.client.HTTPException, AttributeError):
+                    st = None
+                if st != 200:
+                    c.close()
+                    continue
+                self.reads += 1
+                front = s.get("pareto_front") or []
+                for p in front:
+                    v = p.get("values")
+                    if not isinstance(v, dict) or not feasible(definition["constraints"], v):
+                        self.bad.append("during the storm, study %d: trial %r on the front with values %r"
+                                        % (study["id"], p.get("trial_id"), v))
+                pts = {p["trial_id"]: losses(definition["objectives"], p["values"]) for p in front
+                       if isinstance(p.get("values"), dict)
+                       and all(o["metric"] in p["values"] for o in definition["objectives"])}
+                dominated = set(pts) - pareto_front(pts)
+                if dominated:
+                    self.bad.append("during the storm, study %d: front members %s dominated by others"
+                                    % (study["id"], sorted(dominated)))
+                del self.bad[50:]
+            time.sleep(0.2)
+        c.close()
+
+
 def kill_restart(d, stats):
     rc = d.kill(signal.SIGKILL)
     if rc != -signal.SIGKILL:
@@ -435,6 +479,8 @@ def storm(args, sync):
     stats = {"restart_s": []}
     failure = None
     t0 = time.monotonic()
+    watcher = FrontWatcher(d, studies, drain)
+    watcher.start()
     for w in workers:
         w.start()
     try:
@@ -458,12 +504,13 @@ def storm(args, sync):
         w.join(args.retry_deadline + 30)
         if w.is_alive():
             failure = failure or "worker %d hung" % w.wid
+    watcher.join(30)
     ledger = StormLedger()
     for w in workers:
         ledger.merge(w.ledger)
     result = {"sync": sync, "kills": len(stats["restart_s"]), "duration_s": storm_s, "ledger": ledger,
               "load_before": load_before, "failure": failure,
-              "mo_studies": sum(1 for s in studies if is_multi_objective(s))}
+              "mo_studies": sum(1 for s in studies if is_multi_objective(s)), "front_reads": watcher.reads}
     if failure:
         print("FAILED: %s" % failure)
         result.update(lost=[], phantom=[], left_running=[], wrong_state=[], running_after_restart=0,
@@ -496,7 +543,7 @@ def storm(args, sync):
     if not alive or rc != 0:
         result["failure"] = "banditd did not stop cleanly on SIGTERM (status %r)" % rc
     result.update(lost=lost + mo_lost, phantom=phantom + mo_phantom, mo_lost=mo_lost, mo_phantom=mo_phantom,
-                  front_bad=front_bad, fronts=fronts, left_running=left_running, wrong_state=wrong_state,
+                  front_bad=watcher.bad + front_bad, fronts=fronts, left_running=left_running, wrong_state=wrong_state,
                   running_after_restart=len(running_now), unexplained_running=unexplained,
                   restart_s=stats["restart_s"], load_after=bench_common.loadavg())
     report(result)
@@ -528,7 +575,7 @@ def report(r):
     print("LOST writes        %d (of them values of a multi-objective study %d)" % (len(r["lost"]), len(r["mo_lost"])))
     print("phantom writes     %d (of them values of a multi-objective study %d)"
           % (len(r["phantom"]), len(r["mo_phantom"])))
-    print("wrong Pareto front %d" % len(r["front_bad"]))
+    print("wrong Pareto front %d (fronts read during the storm: %d)" % (len(r["front_bad"]), r["front_reads"]))
     print("left running       %d (after waiting out the lease)" % len(r["left_running"]))
     print("wrong final state  %d" % len(r["wrong_state"]))
     print("unexpected answers %d" % len(L.unexpected))
