@@ -363,6 +363,59 @@ static size_t eps_net(const double *losses, size_t m, const int64_t *ids, const 
     return n_out;
 }
 
+typedef struct lex_key {
+    double f0, f1;
+    size_t i;
+} lex_key;
+
+static int lex_cmp(const void *a, const void *b)
+{
+    const lex_key *x = a, *y = b;
+    if (x->f0 != y->f0)
+        return x->f0 < y->f0 ? -1 : 1;
+    if (x->f1 != y->f1)
+        return x->f1 < y->f1 ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i ? 1 : 0;
+}
+
+/* bd_pareto_rank for m <= 2 (m = 1: a second objective of 0 for all) in
+ * O(n log n): the points in lexicographic order, each joins the first
+ * front none of whose members dominates it. Every earlier point q has
+ * q.f0 <= p.f0, and a front's members so far have decreasing f1, so front
+ * k dominates p exactly when its last member has f1 < p.f1, or f1 equal
+ * and f0 < p.f0 (equal in both: a duplicate, not dominated); and if front
+ * k + 1 dominates p so does front k, so a binary search finds it. Same
+ * ranks as bd_pareto_rank (no NaN: the caller made them +INFINITY).
+ * Returns the number of fronts. */
+static int rank_2d(const double *pts, size_t n, size_t m, int *rank)
+{
+    lex_key *k = bd_xmalloc((n ? n : 1) * sizeof *k);
+    double *lf = bd_xmalloc((n ? 2 * n : 2) * sizeof *lf); /* per front its last member's (f0, f1) */
+    int fronts = 0;
+    for (size_t i = 0; i < n; i++)
+        k[i] = (lex_key){pts[i * m], m > 1 ? pts[i * m + 1] : 0, i};
+    qsort(k, n, sizeof *k, lex_cmp);
+    for (size_t j = 0; j < n; j++) {
+        int lo = 0, hi = fronts; /* first front that does not dominate k[j] */
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            double q0 = lf[2 * mid], q1 = lf[2 * mid + 1];
+            if (q1 < k[j].f1 || (q1 == k[j].f1 && q0 < k[j].f0))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == fronts)
+            fronts++;
+        lf[2 * lo] = k[j].f0;
+        lf[2 * lo + 1] = k[j].f1;
+        rank[k[j].i] = lo;
+    }
+    free(k);
+    free(lf);
+    return fronts;
+}
+
 typedef struct viol_key {
     double v;
     int64_t id;
@@ -397,7 +450,7 @@ void bd_rung_mo_order(const double *losses, size_t m, const double *violation, c
             double x = losses[feas[j] * m + o];
             pts[j * m + o] = isnan(x) ? INFINITY : x;
         }
-    int fronts = nf ? bd_pareto_rank(pts, nf, m, rank) : 0;
+    int fronts = !nf ? 0 : m <= 2 ? rank_2d(pts, nf, m, rank) : bd_pareto_rank(pts, nf, m, rank);
     if (fronts < 0)
         abort(); /* out of memory, as bd_xmalloc */
     int64_t *fid = bd_xmalloc((nf ? nf : 1) * sizeof *fid);

@@ -72,6 +72,61 @@ Test(asha_mo, rung_order_constrained_one_objective)
         cr_expect_eq(ids[order[i]], want[i], "position %d", i);
 }
 
+Test(asha_mo, rung_order_groups_the_fronts_of_bd_pareto_rank)
+{
+    /* random points on a coarse grid (many ties and duplicates, some
+     * diverged), m = 1, 2 (the O(n log n) sort) and 3 (bd_pareto_rank
+     * itself): along the order, feasible ones first, their ranks never
+     * decrease */
+    bd_rng rng;
+    bd_rng_seed(&rng, 11, 11);
+    for (int round = 0; round < 60; round++) {
+        size_t m = 1 + (size_t)round % 3, n = 1 + bd_rng_below(&rng, 200);
+        double *l = malloc(n * m * sizeof *l), *v = malloc(n * sizeof *v), *fl = malloc(n * m * sizeof *fl);
+        int64_t *ids = malloc(n * sizeof *ids);
+        size_t *order = malloc(n * sizeof *order), nf = 0;
+        size_t *fi = malloc(n * sizeof *fi);
+        int *rank = malloc(n * sizeof *rank), *pos = malloc(n * sizeof *pos);
+        for (size_t i = 0; i < n; i++) {
+            for (size_t o = 0; o < m; o++)
+                l[i * m + o] = bd_rng_below(&rng, 20) ? (double)bd_rng_below(&rng, 6) : INFINITY;
+            v[i] = bd_rng_below(&rng, 4) ? 0 : (double)(1 + bd_rng_below(&rng, 3));
+            ids[i] = (int64_t)(n - i);
+        }
+        bd_rung_mo_order(l, m, v, ids, n, order);
+        for (size_t i = 0; i < n; i++)
+            if (v[i] <= 0) {
+                memcpy(fl + nf * m, l + i * m, m * sizeof *l);
+                pos[i] = (int)nf;
+                fi[nf++] = i;
+            }
+        cr_assert_geq(bd_pareto_rank(fl, nf, m, rank), 0);
+        unsigned char *seen = calloc(n, 1);
+        for (size_t j = 0; j < n; j++) {
+            cr_assert_lt(order[j], n);
+            cr_assert(!seen[order[j]], "round %d: index %zu twice", round, order[j]);
+            seen[order[j]] = 1;
+            if (j < nf) {
+                cr_assert_leq(v[order[j]], 0, "round %d: an infeasible result at %zu of %zu feasible", round, j, nf);
+                if (j)
+                    cr_assert_leq(rank[pos[order[j - 1]]], rank[pos[order[j]]], "round %d (m %zu): rank falls at %zu",
+                                  round, m, j);
+            } else if (j > nf) {
+                cr_assert_leq(v[order[j - 1]], v[order[j]]);
+            }
+        }
+        free(seen);
+        free(l);
+        free(v);
+        free(fl);
+        free(ids);
+        free(order);
+        free(fi);
+        free(rank);
+        free(pos);
+    }
+}
+
 /* An asha study with n_objectives objectives "f0", "f1", ... and
  * n_constraints constraints over x in [0, 1], budgets 1..9 (eta 3: rungs
  * at 1, 3, 9), integer. */
