@@ -438,3 +438,19 @@ Test(asha_mo, tpe_sampler_learns_from_both_objectives)
     cr_expect_gt(r, 0);
     cr_expect_geq(t, r - 0.02, "tpe %g, random %g", t, r);
 }
+
+Test(asha_mo, held_bytes_covers_the_rungs_losses)
+{
+#ifdef __SANITIZE_ADDRESS__
+    cr_skip_test("AddressSanitizer's allocator does not report through mallinfo2");
+#else
+    /* 1,500 trials with two objectives, a constraint and the tpe sampler
+     * (which keeps every result's losses): held_bytes against the heap the
+     * scheduler frees */
+    hn h;
+    open_mo_ok(&h, "{\"eta\": 3, \"sampler\": \"tpe\"}", 2, 1);
+    drive_promotion(&h, 1500);
+    hn_expect_held_bytes(&h, "asha, two objectives and a constraint");
+    hn_close(&h);
+#endif
+}
