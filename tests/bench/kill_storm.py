@@ -8,8 +8,8 @@ acknowledged write is lost and no trial is left running.
 For each --sync mode: starts the real daemon (tests/integration/bdtest.py's
 Daemon: free port, temporary database) with a short --lease-seconds, creates
 --studies studies (random search and ASHA in turn; every third one, i mod 3 = 2,
-a study with several objectives instead: nsga2 and random over 1..27 epochs in
-turn, each with two objectives, one maximized, and constraints), and runs
+a study with several objectives instead: nsga2, ASHA and random search over
+1..27 epochs in turn, each with two objectives, one maximized, and constraints), and runs
 --workers threads, worker i on study i mod S, each looping suggest ->
 measurements -> complete; in a multi-objective study both carry "values"
 (measurements the objectives and now and then a constraint metric, completions
@@ -75,8 +75,8 @@ class DaemonFailed(Exception):
 
 
 # The multi-objective studies (every third): error minimized, throughput
-# maximized; nsga2's with reference values (so its hypervolume is checked
-# here), random's without (BoTorch's rule on the server) and with a constraint
+# maximized; nsga2's and ASHA's with reference values (so their hypervolume is
+# checked here), random's without (BoTorch's rule on the server) and with a constraint
 # on an objective's metric too. memory_mb is drawn over 0..1000 with its
 # bounds 64 and 512 now and then, so about half of the completions are
 # infeasible and a bound itself counts as feasible.
@@ -290,19 +290,25 @@ class Worker(threading.Thread):
 def study_defs(n, lease):
     """n study bodies: random search and ASHA (eta 3 over 1..27) in turn, but
     every third one (i mod 3 = 2) has two objectives and constraints: nsga2
-    (populations of 8, so generations close during the storm) and random
-    search over 1..27 epochs in turn."""
+    (populations of 8, so generations close during the storm), ASHA (eta 3
+    over 1..27 epochs: most trials end below the full budget, off the front)
+    and random search over 1..27 epochs in turn."""
     out = []
+    epochs = {"name": "epochs", "min": 1, "max": 27, "integer": True}
     for i in range(n):
-        if i % 3 == 2 and (i // 3) % 2 == 0:
+        mo_kind = (i // 3) % 3
+        if i % 3 == 2 and mo_kind == 0:
             body = bdtest.study_body(objectives=MO_OBJECTIVES, constraints=MO_CONSTRAINTS,
                                      scheduler={"name": "nsga2", "options": {"population_size": 8}})
+            del body["objective"]
+        elif i % 3 == 2 and mo_kind == 1:
+            body = bdtest.study_body(objectives=MO_OBJECTIVES, constraints=MO_CONSTRAINTS, resource=epochs,
+                                     scheduler={"name": "asha", "options": {"eta": 3}})
             del body["objective"]
         elif i % 3 == 2:
             body = bdtest.study_body(objectives=[{k: v for k, v in o.items() if k != "reference"}
                                                  for o in MO_OBJECTIVES],
-                                     constraints=MO_CONSTRAINTS_RANDOM,
-                                     resource={"name": "epochs", "min": 1, "max": 27, "integer": True},
+                                     constraints=MO_CONSTRAINTS_RANDOM, resource=epochs,
                                      scheduler={"name": "random", "options": {"max_trials": 100000000}})
             del body["objective"]
         elif i % 2 == 0:
