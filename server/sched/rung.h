@@ -97,7 +97,9 @@ void bd_rung_reorder(bd_rung *r, const size_t *order);
  * range; ties to the lower id; rows with a non-finite value last in their
  * front, by id); then the infeasible rows by violation, ties to the lower
  * id. With m = 1 and no violation this is the order of bd_rank_before.
- * O(m n^2) time, O(n^2) bits. */
+ * Ranks in O(n log n) for m <= 2 (a lexicographic sweep), by
+ * bd_pareto_rank's O(m n^2) time and O(n^2) bits for m >= 3; the nets
+ * O(m f^2) for a front of f. */
 void bd_rung_mo_order(const double *losses, size_t m, const double *violation, const int64_t *ids, size_t n,
                       size_t *order);
 /* Marks e (an entry of r) promoted. Idempotent. */
