@@ -4,6 +4,7 @@ acknowledged write is lost and no trial is left running.
 
     tests/bench/kill_storm.py --build build                # 100 kills, 32 workers, --sync normal then full
     tests/bench/kill_storm.py --build build --quick        # smoke: 5 kills, 8 workers, 4 studies
+    tests/bench/kill_storm.py --selftest                   # the front's recomputation on hand-worked values
 
 For each --sync mode: starts the real daemon (tests/integration/bdtest.py's
 Daemon: free port, temporary database) with a short --lease-seconds, creates
@@ -157,6 +158,37 @@ def hypervolume_2d(points, ref):
         nxt = stairs[i + 1][0] if i + 1 < len(stairs) else ref[0]
         area += (nxt - x) * (ref[1] - y)
     return area
+
+
+def selftest():
+    """The front and hypervolume the checks recompute, on values worked by
+    hand (test_multi_objective's: error minimized, throughput maximized,
+    memory_mb <= 512), so a check that cannot fail would show. Returns the
+    exit status."""
+    reports = [(0.2, 2.0, 100), (0.6, 5.0, 100), (0.5, 6.0, 300), (0.1, 9.0, 600), (0.8, 8.0, 512)]
+    values = {i: {"error": e, "throughput": t, "memory_mb": m} for i, (e, t, m) in enumerate(reports)}
+    points = {i: losses(MO_OBJECTIVES, v) for i, v in values.items() if feasible(MO_CONSTRAINTS, v)}
+    ref = losses(MO_OBJECTIVES, {"error": 1.0, "throughput": 0})
+    checks = [
+        ("infeasible left out, 512 within the bound", sorted(points), [0, 1, 2, 4]),
+        ("front", sorted(pareto_front(points)), [0, 2, 4]),
+        # by error the staircase 0.3 * 2 + 0.3 * 6 + 0.2 * 8
+        ("hypervolume", round(hypervolume_2d([points[i] for i in pareto_front(points)], ref), 12), 4.0),
+        ("dominated points add nothing", round(hypervolume_2d(list(points.values()), ref), 12), 4.0),
+        ("a point outside the reference adds nothing",
+         round(hypervolume_2d([(0.5, 0.5), (0.2, 1.5), (1.0, 0.1)], (1.0, 1.0)), 12), 0.25),
+        ("equal points all kept, a tie in one objective dominated",
+         sorted(pareto_front({1: (1, 1), 2: (1, 1), 3: (0, 2), 4: (1, 2), 5: (2, 1)})), [1, 2, 3]),
+        ("both bounds hold", feasible(MO_CONSTRAINTS_RANDOM, {"throughput": 10, "memory_mb": 64}), True),
+        ("below a min", feasible(MO_CONSTRAINTS_RANDOM, {"throughput": 9.99, "memory_mb": 300}), False),
+        ("above a max", feasible(MO_CONSTRAINTS_RANDOM, {"throughput": 50, "memory_mb": 512.5}), False),
+        ("a missing metric", feasible(MO_CONSTRAINTS, {"error": 0.1, "throughput": 2}), False),
+    ]
+    bad = [(what, got, want) for what, got, want in checks if got != want]
+    for what, got, want in bad:
+        print("selftest: %s: %r, expected %r" % (what, got, want))
+    print("selftest: %d of %d checks passed" % (len(checks) - len(bad), len(checks)))
+    return 1 if bad else 0
 
 
 class Worker(threading.Thread):
@@ -612,7 +644,11 @@ def main():
     ap.add_argument("--seed", type=int, default=1, help="seeds the kill intervals and the workers' values")
     ap.add_argument("--tmpdir", help="where the databases go (default: the system's temporary directory)")
     ap.add_argument("--quick", action="store_true", help="smoke test: 5 kills, 8 workers, 4 studies, 0.3..1 s")
+    ap.add_argument("--selftest", action="store_true",
+                    help="check the Pareto front and hypervolume recomputation on values worked by hand; no daemon")
     args = ap.parse_args()
+    if args.selftest:
+        return selftest()
     if args.quick:
         args.kills, args.workers, args.studies, args.max_interval = 5, 8, 4, 1.0
         args.lease_seconds = min(args.lease_seconds, 3)
