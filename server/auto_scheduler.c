@@ -90,13 +90,13 @@ json_t *bd_auto_scheduler(const json_t *norm, int has_resource, const bd_space *
                       "the study declares instances: caps_race races configs on them, the resource as the cap");
     if (res) {
         snprintf(why, sizeof why,
-                 "the study has a resource (%s, %g to %g): asha with TPE proposals, cutting at each budget only as "
-                 "far as the study's own results show that budget ranks the final losses (fidelity measured), and "
-                 "training in full where it does not",
+                 "the study has a resource (%s, %g to %g): asha with random proposals, each budget's cut keeping "
+                 "as many configs as the study's own configs trained in full show the ones that end best need "
+                 "there (fidelity winners), and training in full where early budgets do not rank them",
                  json_string_value(json_object_get(res, "name")), json_number_value(json_object_get(res, "min")),
                  json_number_value(json_object_get(res, "max")));
         return chosen("asha",
-                      json_pack("{s:s, s:s, s:i, s:s}", "fidelity", "measured", "sampler", "tpe", "eta", 3, "type",
+                      json_pack("{s:s, s:s, s:i, s:s}", "fidelity", "winners", "sampler", "random", "eta", 3, "type",
                                 "promotion"),
                       why);
     }

@@ -15,17 +15,18 @@
  *    resource, trials then run at its max;
  * 1. instances: caps_race (configs raced on problem instances, the
  *    resource being the runtime cap);
- * 2. a resource: asha with TPE proposals and "fidelity": "measured"
- *    (asha.c, fidelity.h): early stopping only as far as the study's own
- *    results show its low budgets rank the final losses, training in full
- *    where they do not;
+ * 2. a resource: asha with random proposals and "fidelity": "winners"
+ *    (asha.c, fidelity.h): each budget's cut keeps as many configs as the
+ *    study's own configs trained in full show the ones that end best need
+ *    there, training in full where low budgets do not rank them (studies
+ *    stored before 2026-11-29's second pass keep "measured" and TPE);
  * 3. a top-level categorical whose choices carry their own conditional
  *    parameters (algorithm selection), limits.trials (the horizon) and a
  *    reward scale (goal maximize, or objective.bounds): rising_bandits;
  * 4. otherwise tpe (the GP of gp_ucb was not better than random search on
  *    the benchmark's tables: tests/bench/README-auto.md). A study that
- *    declares no parameters (define-by-run) gets tpe, or asha with the tpe
- *    sampler under rule 2.
+ *    declares no parameters (define-by-run) gets tpe, or asha under rule
+ *    2 (its asked parameters drawn at random, the sampler it names).
  *
  * "auto" takes no options (a user who sets options names the scheduler). */
 #ifndef BD_AUTO_SCHEDULER_H

@@ -246,6 +246,7 @@ typedef struct asha_sched {
      * ones over the full-fidelity bracket's configs, and its trust (-1:
      * unknown); the budget committed so far, in all and to that bracket */
     int measured;
+    int winners; /* "fidelity": "winners": trust from the winners' ranks (fidelity.h) */
     double lv_budget[ASHA_MAX_RUNGS];
     bd_fid_tau fid[ASHA_MAX_RUNGS];
     double trust[ASHA_MAX_RUNGS];
@@ -267,7 +268,7 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
     static const char *const fractions[] = {"eta", "reliability", NULL};
     static const char *const asymptotes[] = {"free", "nonnegative", NULL};
     static const char *const types[] = {"promotion", "stopping", NULL};
-    static const char *const fidelities[] = {"fixed", "measured", NULL};
+    static const char *const fidelities[] = {"fixed", "measured", "winners", NULL};
     const char *promotion, *fraction, *asymptote, *type, *fidelity;
     const json_t *o = def->options;
     long long eta, s, brackets, max_trials;
@@ -282,7 +283,7 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
         (rc = bd_opt_string(o, "type", "promotion", types, &type, err)) ||
         (rc = bd_opt_string(o, "fidelity", "fixed", fidelities, &fidelity, err)))
         return rc;
-    int measured = strcmp(fidelity, "measured") == 0;
+    int measured = strcmp(fidelity, "fixed") != 0; /* "measured" or "winners" (fidelity.h) */
     int mo = def->n_objectives > 1 || def->n_constraints > 0;
     if (def->n_objectives > ASHA_MO_MAX)
         return bd_err_set(err, BD_EINVAL, "objectives", "asha takes at most %d objectives", ASHA_MO_MAX);
@@ -350,6 +351,7 @@ static int asha_create(const bd_study_def *def, bd_sched **out, bd_err *err)
         br->budget[br->nrungs - 1] = def->r_max;
     }
     a->measured = measured;
+    a->winners = strcmp(fidelity, "winners") == 0;
     a->mo = mo;
     a->m = def->n_objectives > 1 ? def->n_objectives : 1;
     for (int i = 0; i <= s_max; i++) {
@@ -436,8 +438,10 @@ static int promotion(const asha_sched *a, const asha_bracket *br, int k, bd_sugg
  * (fidelity.h, bd_fid_plan); *chosen, *phi as there. */
 static int measured_bracket(const asha_sched *a, int *chosen, double *phi)
 {
-    int s = bd_fid_plan(a->eta, a->s_max, a->s_min, a->lv_budget, a->trust, a->spent_full, a->spent_all, chosen,
-                        phi);
+    int s = a->winners ? bd_fid_plan_winners(a->eta, a->s_max, a->s_min, a->lv_budget, a->trust, a->spent_full,
+                                             a->spent_all, a->fid[0].n, chosen, phi)
+                       : bd_fid_plan(a->eta, a->s_max, a->s_min, a->lv_budget, a->trust, a->spent_full, a->spent_all,
+                                     chosen, phi);
     return s - a->s_min;
 }
 
@@ -737,7 +741,8 @@ static void measured_final(asha_sched *a, asha_config *cfg, double y)
         size_t cap = f->cap;
         bd_fid_tau_add(f, cfg->lv_loss[i], y);
         a->fid_bytes += 2 * (f->cap - cap) * sizeof(double);
-        a->trust[i] = bd_fid_trust(bd_fid_tau_value(f), bd_fid_tau_se(f->n), f->n);
+        a->trust[i] = a->winners ? bd_fid_winner_trust(f, a->eta, a->s_max - i)
+                                 : bd_fid_trust(bd_fid_tau_value(f), bd_fid_tau_se(f->n), f->n);
     }
     cfg->lv_n = 0; /* once per config */
     apply_keeps(a);
@@ -1061,7 +1066,7 @@ static int asha_describe(const bd_sched *sched, json_t **out)
     if (a->reliability)
         json_object_set_new(*out, "noise_variance",
                             a->noise_dof ? json_real(a->noise_sse / (double)a->noise_dof) : json_null());
-    json_object_set_new(*out, "fidelity", json_string(a->measured ? "measured" : "fixed"));
+    json_object_set_new(*out, "fidelity", json_string(a->winners ? "winners" : a->measured ? "measured" : "fixed"));
     if (a->mo) /* the rung rule (docs/ALGORITHMS.md, "MO-ASHA's rung rule") */
         json_object_set_new(*out, "rank", json_string("non-dominated sort, epsilon-net within a front, "
                                                       "infeasible after feasible by violation"));

@@ -116,3 +116,62 @@ int bd_fid_plan(unsigned eta, int L, int s_min, const double *b, const double *t
         return L;
     return best;
 }
+
+/* "fidelity": "winners" (fidelity.h): where the configs that end best
+ * stood at a level, the question a cut asks, rather than how the whole
+ * population reorders (which a mass of poor configs dominates). */
+
+/* 1 + the configs ranked ahead of config w at level x (ties counted ahead:
+ * the cut may drop w among its equals), NaN as +INFINITY. */
+static size_t rank_at(const bd_fid_tau *t, size_t w)
+{
+    size_t r = 1;
+    for (size_t k = 0; k < t->n; k++)
+        if (k != w && sign_of(t->x[k], t->x[w]) <= 0)
+            r++;
+    return r;
+}
+
+double bd_fid_winner_keep(const bd_fid_tau *t, unsigned eta, int above)
+{
+    if (t->n < BD_FID_MIN_PAIRS)
+        return NAN;
+    size_t m = (size_t)floor((double)t->n * pow((double)eta, -(double)above) + 1e-9);
+    if (m < 1)
+        m = 1;
+    /* the m configs of lowest final loss, in order of arrival among equals
+     * (a pure function of the pairs' order, so a replay picks the same) */
+    size_t worst = 0;
+    char *taken = bd_xcalloc(t->n, 1);
+    for (size_t j = 0; j < m; j++) {
+        size_t w = t->n;
+        for (size_t k = 0; k < t->n; k++)
+            if (!taken[k] && (w == t->n || sign_of(t->y[k], t->y[w]) < 0))
+                w = k;
+        taken[w] = 1;
+        size_t r = rank_at(t, w);
+        if (r > worst)
+            worst = r;
+    }
+    free(taken);
+    double q = (double)worst / (double)(t->n + 1);
+    return fmin(1, fmax(q, 1.0 / eta));
+}
+
+double bd_fid_winner_trust(const bd_fid_tau *t, unsigned eta, int above)
+{
+    double q = bd_fid_winner_keep(t, eta, above);
+    if (isnan(q))
+        return -1;
+    double tr = -log(q) / log((double)eta);
+    return fmin(1, fmax(0, tr));
+}
+
+int bd_fid_plan_winners(unsigned eta, int L, int s_min, const double *b, const double *t, double spent_full,
+                        double spent_all, size_t n, int *chosen, double *phi)
+{
+    (void)bd_fid_plan(eta, L, s_min, b, t, spent_full, spent_all, chosen, phi);
+    if (*chosen < L)
+        *phi = 1 / ((double)n + 1);
+    return *chosen == L || spent_full < *phi * spent_all ? L : *chosen;
+}

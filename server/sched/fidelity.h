@@ -92,4 +92,33 @@ double bd_fid_score(unsigned eta, int L, const double *b, const double *t, int s
 int bd_fid_plan(unsigned eta, int L, int s_min, const double *b, const double *t, double spent_full,
                 double spent_all, int *chosen, double *phi);
 
+/* "fidelity": "winners". The keep share a cut at a level needs, from the
+ * pairs (x: loss at the level, y: final loss) of the full-fidelity
+ * bracket's configs: the winners are the m = max(1, floor(n eta^-above))
+ * configs of lowest final loss (above = L - i, the levels still to pass: a
+ * bracket entering at level i sends that share of its configs to r_max, so
+ * these are the configs its cut must keep); r their worst rank at the level
+ * (ties counted ahead); the share r / (n + 1), clamped to [1/eta, 1]. With
+ * n exchangeable configs, a new winner ranks within the worst of the m seen
+ * with probability m / (m + 1), and a perfect ranking gives at most
+ * m / (n + 1) < 1/eta: the paper's cut. NAN below BD_FID_MIN_PAIRS pairs. */
+double bd_fid_winner_keep(const bd_fid_tau *t, unsigned eta, int above);
+/* The same as a trust: log_eta(1 / keep) in [0, 1], so bd_fid_keep gives the
+ * keep back and bd_fid_score / bd_fid_plan use it unchanged; -1 unknown. */
+double bd_fid_winner_trust(const bd_fid_tau *t, unsigned eta, int above);
+
+/* The plan for "winners": the bracket as bd_fid_plan chooses it, but the
+ * full-fidelity share owed only 1 / (n + 1), n the configs trained in full
+ * so far (every config when the chosen bracket is the full-fidelity one).
+ * The cuts already keep as much as the winners need, so full training is
+ * not a second hedge against the same doubt, only the source of the
+ * measurement: 1 / (n + 1) is the chance the next full training ends best
+ * of all n + 1 (exchangeable), i.e. changes the winners the cuts are
+ * measured by. So the first config trains in full, the check never stops,
+ * and its cost falls as the evidence grows: n grows as the square root of
+ * the budget (n (n + 1) r_max ~ the budget spent). Until a level is
+ * measured its cut is the paper's 1/eta (bd_fid_keep). */
+int bd_fid_plan_winners(unsigned eta, int L, int s_min, const double *b, const double *t, double spent_full,
+                        double spent_all, size_t n, int *chosen, double *phi);
+
 #endif

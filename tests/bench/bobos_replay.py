@@ -162,6 +162,14 @@ BANDITD_METHODS = {
                                     "fidelity": "measured", "type": "promotion"}),
     "asha_tpe3": ("asha", {"eta": 3, "sampler": "tpe", "brackets": 3, "promotion": "learned",
                            "promotion_fraction": "reliability", "asymptote": "nonnegative"}),
+    # "fidelity": "winners" (fidelity.h): the cuts from where the configs that end best stood at each
+    # level, the full-fidelity share at least 1 / (n + 1); README-auto.md, 2026-11-29 second pass
+    "asha_winners": ("asha", {"eta": 3, "sampler": "tpe", "promotion": "learned",
+                              "promotion_fraction": "reliability", "asymptote": "nonnegative",
+                              "fidelity": "winners", "type": "promotion"}),
+    "asha_winners_rand": ("asha", {"eta": 3, "sampler": "random", "promotion": "learned",
+                                   "promotion_fraction": "reliability", "asymptote": "nonnegative",
+                                   "fidelity": "winners", "type": "promotion"}),
     "auto": ("auto", None),
 }
 # Methods whose worker keeps no checkpoint: resume_from is ignored, so a promoted trial trains its

@@ -58,7 +58,7 @@ static void expect_choice(const char *rest, const char *name, const char *why_ha
 Test(auto_scheduler, choice_per_study_shape)
 {
     char rest[2048];
-    /* a resource: asha measuring its fidelities, TPE proposals */
+    /* a resource: asha cutting where the winners stood, random proposals */
     snprintf(rest, sizeof rest,
              "\"parameters\": [%s], \"objective\": {\"metric\": \"loss\", \"goal\": \"minimize\"}, "
              "\"resource\": {\"name\": \"epochs\", \"min\": 1, \"max\": 50, \"integer\": true}",
@@ -68,8 +68,8 @@ Test(auto_scheduler, choice_per_study_shape)
     json_t *s = scheduler_of(rest, &err);
     cr_assert(s);
     const json_t *o = json_object_get(s, "options");
-    cr_expect_str_eq(json_string_value(json_object_get(o, "fidelity")), "measured");
-    cr_expect_str_eq(json_string_value(json_object_get(o, "sampler")), "tpe");
+    cr_expect_str_eq(json_string_value(json_object_get(o, "fidelity")), "winners");
+    cr_expect_str_eq(json_string_value(json_object_get(o, "sampler")), "random");
     cr_expect_str_eq(json_string_value(json_object_get(o, "type")), "promotion");
     json_decref(s);
     /* "scheduler": {"name": "auto"} is the same as none */
@@ -77,16 +77,16 @@ Test(auto_scheduler, choice_per_study_shape)
              "\"parameters\": [%s], \"objective\": {\"metric\": \"loss\", \"goal\": \"minimize\"}, "
              "\"resource\": {\"name\": \"epochs\", \"min\": 1, \"max\": 50}, \"scheduler\": {\"name\": \"auto\"}",
              LR);
-    expect_choice(rest, "asha", "fidelity measured");
+    expect_choice(rest, "asha", "fidelity winners");
     /* no resource: tpe */
     snprintf(rest, sizeof rest, "\"parameters\": [%s], \"objective\": {\"metric\": \"loss\", \"goal\": \"minimize\"}",
              LR);
     expect_choice(rest, "tpe", "no resource");
-    /* define-by-run (no parameters): tpe, or asha with the tpe sampler */
+    /* define-by-run (no parameters): tpe, or asha (random proposals) */
     expect_choice("\"objective\": {\"metric\": \"loss\", \"goal\": \"minimize\"}", "tpe", "no declared parameters");
     expect_choice("\"objective\": {\"metric\": \"loss\", \"goal\": \"minimize\"}, "
                   "\"resource\": {\"name\": \"epochs\", \"min\": 1, \"max\": 27}",
-                  "asha", "TPE");
+                  "asha", "random proposals");
     /* instances: caps_race */
     snprintf(rest, sizeof rest,
              "\"parameters\": [%s], \"objective\": {\"metric\": \"runtime\", \"goal\": \"minimize\"}, "
@@ -131,6 +131,29 @@ Test(auto_scheduler, a_named_scheduler_is_kept)
     cr_expect_str_eq(json_string_value(json_object_get(s, "name")), "random");
     cr_expect_null(json_object_get(s, "chosen_by"));
     cr_expect_null(json_object_get(s, "why"));
+    json_decref(s);
+}
+
+/* A study stored with an earlier auto choice ("fidelity": "measured", TPE
+ * proposals, before the winners rule) parses back to exactly that: the
+ * rule's change reaches new studies only (server/sched/README.md rule 7). */
+Test(auto_scheduler, an_earlier_auto_choice_is_kept)
+{
+    static const char *const stored =
+        "{\"name\": \"asha\", \"options\": {\"fidelity\": \"measured\", \"sampler\": \"tpe\", \"eta\": 3, "
+        "\"type\": \"promotion\"}, \"chosen_by\": \"auto\", \"why\": \"the study has a resource: fidelity measured\"}";
+    char rest[2048];
+    snprintf(rest, sizeof rest,
+             "\"parameters\": [%s], \"objective\": {\"metric\": \"loss\", \"goal\": \"minimize\"}, "
+             "\"resource\": {\"name\": \"epochs\", \"min\": 1, \"max\": 50}, \"scheduler\": %s",
+             LR, stored);
+    bd_err err = {0};
+    json_t *s = scheduler_of(rest, &err);
+    cr_assert(s, "%s (%s)", err.message, err.field);
+    const json_t *o = json_object_get(s, "options");
+    cr_expect_str_eq(json_string_value(json_object_get(o, "fidelity")), "measured");
+    cr_expect_str_eq(json_string_value(json_object_get(o, "sampler")), "tpe");
+    cr_expect_str_eq(json_string_value(json_object_get(s, "chosen_by")), "auto");
     json_decref(s);
 }
 
