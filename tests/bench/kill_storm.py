@@ -41,7 +41,8 @@ once more and restarted, and then:
   with the acknowledged values, and with a reference point in the definition
   its hypervolume must be the one computed here; during the storm a thread
   reads each such front every 0.2 s, and every time no member may be
-  infeasible, lack its values, or be dominated by another;
+  infeasible, lack its values, or be dominated by another, and each member
+  read must end as an acknowledged completion with the values read;
 - right after the restart, running trials may only be ones a worker abandoned;
   after waiting out the lease none may be running, and every abandoned trial
   must be expired.
@@ -448,12 +449,13 @@ class FrontWatcher(threading.Thread):
     """Reads the multi-objective studies' pareto_front during the storm (one
     GET per study every 0.2 s; no answer while the daemon is down): each time
     every member must have its values, be feasible and be dominated by no
-    other member. Problems go into .bad, successful reads count in .reads."""
+    other member. Problems go into .bad, successful reads count in .reads,
+    and .seen keeps every member read (trial id -> values) for check_seen."""
 
     def __init__(self, d, studies, drain):
         super().__init__(daemon=True)
         self.studies = [s for s in studies if is_multi_objective(s)]
-        self.d, self.drain, self.bad, self.reads = d, drain, [], 0
+        self.d, self.drain, self.bad, self.reads, self.seen = d, drain, [], 0, {}
 
     def run(self):
         c = self.d.client(timeout=10)
@@ -471,6 +473,7 @@ class FrontWatcher(threading.Thread):
                 front = s.get("pareto_front") or []
                 for p in front:
                     v = p.get("values")
+                    self.seen.setdefault(p.get("trial_id"), v)
                     if not isinstance(v, dict) or not feasible(definition["constraints"], v):
                         self.bad.append("during the storm, study %d: trial %r on the front with values %r"
                                         % (study["id"], p.get("trial_id"), v))
@@ -484,6 +487,14 @@ class FrontWatcher(threading.Thread):
                 del self.bad[50:]
             time.sleep(0.2)
         c.close()
+
+    def check_seen(self, ledger):
+        """Each member read during the storm must be a completion a worker was
+        acknowledged, with those values: one shown and then lost to a SIGKILL
+        (read before it was durable) is a lost value too."""
+        return ["during the storm, trial %r on a front with values %r; acknowledged completion %r"
+                % (tid, v, ledger.mo_completed.get(tid)) for tid, v in sorted(self.seen.items(), key=str)
+                if ledger.mo_completed.get(tid) != v]
 
 
 def kill_restart(d, stats):
@@ -548,7 +559,8 @@ def storm(args, sync):
         ledger.merge(w.ledger)
     result = {"sync": sync, "kills": len(stats["restart_s"]), "duration_s": storm_s, "ledger": ledger,
               "load_before": load_before, "failure": failure,
-              "mo_studies": sum(1 for s in studies if is_multi_objective(s)), "front_reads": watcher.reads}
+              "mo_studies": sum(1 for s in studies if is_multi_objective(s)), "front_reads": watcher.reads,
+              "front_seen": len(watcher.seen)}
     if failure:
         print("FAILED: %s" % failure)
         result.update(lost=[], phantom=[], left_running=[], wrong_state=[], running_after_restart=0,
@@ -581,7 +593,7 @@ def storm(args, sync):
     if not alive or rc != 0:
         result["failure"] = "banditd did not stop cleanly on SIGTERM (status %r)" % rc
     result.update(lost=lost + mo_lost, phantom=phantom + mo_phantom, mo_lost=mo_lost, mo_phantom=mo_phantom,
-                  front_bad=watcher.bad + front_bad, fronts=fronts, left_running=left_running, wrong_state=wrong_state,
+                  front_bad=watcher.bad + watcher.check_seen(ledger) + front_bad, fronts=fronts, left_running=left_running, wrong_state=wrong_state,
                   running_after_restart=len(running_now), unexplained_running=unexplained,
                   restart_s=stats["restart_s"], load_after=bench_common.loadavg())
     report(result)
@@ -613,7 +625,8 @@ def report(r):
     print("LOST writes        %d (of them values of a multi-objective study %d)" % (len(r["lost"]), len(r["mo_lost"])))
     print("phantom writes     %d (of them values of a multi-objective study %d)"
           % (len(r["phantom"]), len(r["mo_phantom"])))
-    print("wrong Pareto front %d (fronts read during the storm: %d)" % (len(r["front_bad"]), r["front_reads"]))
+    print("wrong Pareto front %d (fronts read during the storm: %d, %d distinct members)"
+          % (len(r["front_bad"]), r["front_reads"], r["front_seen"]))
     print("left running       %d (after waiting out the lease)" % len(r["left_running"]))
     print("wrong final state  %d" % len(r["wrong_state"]))
     print("unexpected answers %d" % len(L.unexpected))
