@@ -243,6 +243,13 @@ def rows(sid, tid, ctid, ftid, revoked, user):
          study(scheduler={"name": "asha", "options": {"fidelity": "measured", "brackets": 2}},
                resource={"min": 1, "max": 27}),
          400, "invalid_argument", "scheduler.options.brackets"),
+        ("asha fidelity winners without the full bracket", "POST", S, {},
+         study(scheduler={"name": "asha", "options": {"fidelity": "winners", "s": 1, "brackets": 1}},
+               resource={"min": 1, "max": 27}),
+         400, "invalid_argument", "scheduler.options.brackets"),
+        ("asha fidelity winners not a string", "POST", S, {},
+         study(scheduler={"name": "asha", "options": {"fidelity": ["winners"]}}, resource={"min": 1, "max": 27}),
+         400, "invalid_argument", "scheduler.options.fidelity"),
         ("missing scheduler.name", "POST", S, {}, study(scheduler={"options": {}}), 400, "invalid_argument",
          "scheduler.name"),
         # issue 20: the test-only scheduler is not in the banditd users run
