@@ -1,7 +1,7 @@
 """auto (issue 40): a study that names no scheduler, or {"name": "auto"},
 gets one chosen from its shape, stored with "chosen_by": "auto" and "why"
 (server/auto_scheduler.h), and shown by GET:
-- a resource: asha with "fidelity": "measured" and the tpe sampler, plus
+- a resource: asha with "fidelity": "winners" and the random sampler, plus
   asha's new-study defaults; it runs (workers report every epoch), its
   state shows the measured levels, and after a restart the study is the
   same scheduler and answers the next suggestions as a twin study created
@@ -64,7 +64,7 @@ class Auto(bdtest.DaemonTestCase):
         self.assertEqual(s["chosen_by"], "auto")
         self.assertIn("resource (epochs", s["why"])
         opts = s["options"]
-        for k, v in {"fidelity": "measured", "sampler": "tpe", "type": "promotion", "promotion": "learned",
+        for k, v in {"fidelity": "winners", "sampler": "random", "type": "promotion", "promotion": "learned",
                      "promotion_fraction": "reliability", "asymptote": "nonnegative"}.items():
             self.assertEqual(opts.get(k), v, k)
         # the stored definition, spelled out, is a twin that never restarts
