@@ -61,8 +61,7 @@ struct bd_proposer {
     size_t n_budgets;
 };
 
-/* The coordinate system of tpe.h for parameter p. */
-static bd_tpe_dim dim_of(const bd_param *p)
+bd_tpe_dim bd_proposer_tpe_dim(const bd_param *p)
 {
     bd_tpe_dim dim = {0};
     if (p->type == BD_PARAM_CATEGORICAL) {
@@ -131,7 +130,7 @@ int bd_proposer_create(const bd_study_def *def, const char *dflt_sampler, int mu
     }
     p->dims = bd_xcalloc(p->d, sizeof *p->dims);
     for (size_t i = 0; i < p->d; i++)
-        p->dims[i] = dim_of(bd_space_param(def->space, i));
+        p->dims[i] = bd_proposer_tpe_dim(bd_space_param(def->space, i));
     *out = p;
     return 0;
 }

@@ -55,6 +55,7 @@
 
 #include <jansson.h>
 
+#include "../model/tpe.h"
 #include "sched.h"
 
 /* Option keys a scheduler with a proposer must accept (for bd_opt_known). */
@@ -68,6 +69,11 @@
 #define BD_PROPOSER_WINDOW 1000
 
 typedef struct bd_proposer bd_proposer;
+
+/* The coordinate system of model/tpe.h for parameter p: log scale for log
+ * parameters, each integer owning the bin around it, a categorical's
+ * choices. Shared with tpe_mo.c, which fits the same estimators. */
+bd_tpe_dim bd_proposer_tpe_dim(const bd_param *p);
 
 /* Reads the options above from def->options (err->field
  * "scheduler.options.<key>"). dflt_sampler is the sampler when the option is

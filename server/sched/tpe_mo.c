@@ -37,6 +37,7 @@
 
 #include "../model/tpe.h"
 #include "idmap.h"
+#include "proposer.h"
 #include "stopping_rule.h"
 
 extern const struct bd_sched_ops bd_sched_tpe;
@@ -60,25 +61,6 @@ typedef struct tpe_mo {
     bd_idmap runs;      /* trial_id -> its config (own reference) until it ends */
     bd_stop_rule *stop; /* option "stopping", or NULL */
 } tpe_mo;
-
-/* The coordinates of model/tpe.h for parameter p (as proposer.c). */
-static bd_tpe_dim dim_of(const bd_param *p)
-{
-    bd_tpe_dim dim = {0};
-    if (p->type == BD_PARAM_CATEGORICAL) {
-        dim.n_choices = (int)json_array_size(p->choices);
-        return dim;
-    }
-    double lo = p->low, hi = p->high;
-    if (p->type == BD_PARAM_INT) { /* each integer owns the bin around it */
-        lo -= 0.5;
-        hi += 0.5;
-        dim.step = p->log ? 0 : 1;
-    }
-    dim.low = p->log ? log(lo) : lo;
-    dim.high = p->log ? log(hi) : hi;
-    return dim;
-}
 
 int bd_tpe_mo_create(const bd_study_def *def, const char *const *known, bd_sched **out, bd_err *err)
 {
@@ -127,7 +109,7 @@ int bd_tpe_mo_create(const bd_study_def *def, const char *const *known, bd_sched
     r->tpe.multivariate = multivariate;
     r->dims = bd_xcalloc(r->d ? r->d : 1, sizeof *r->dims);
     for (size_t i = 0; i < r->d; i++)
-        r->dims[i] = dim_of(bd_space_param(def->space, i));
+        r->dims[i] = bd_proposer_tpe_dim(bd_space_param(def->space, i));
     r->stop = stop;
     *out = &r->base;
     return 0;
