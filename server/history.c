@@ -179,8 +179,13 @@ static double hv_work(size_t m, size_t n)
     return m == 2 ? f * 16 : m == 3 ? f * f : f * f * f;
 }
 
-/* Offers record k to the front (member record indices); 1 if it changed. */
-static int front_step(const bd_history_front *h, size_t *front, size_t *n, size_t k)
+/* Offers record k to the front (member record indices); 1 if it changed.
+ * The front holds at most BD_PARETO_HV_MAX_POINTS members, as a study's
+ * (study.h BD_STUDY_FRONT_MAX): once full, a record that displaces none is
+ * left out and *truncated set, so that a step costs O(m x that) whatever
+ * the study's trials report (200,000 mutually non-dominated ones made each
+ * pass O(m n^2)). */
+static int front_step(const bd_history_front *h, size_t *front, size_t *n, size_t k, int *truncated)
 {
     size_t m = h->m, kept = 0;
     const double *p = &h->losses[k * m];
@@ -190,8 +195,13 @@ static int front_step(const bd_history_front *h, size_t *front, size_t *n, size_
     for (size_t i = 0; i < *n; i++)
         if (!bd_pareto_dominates(p, &h->losses[front[i] * m], m))
             front[kept++] = front[i];
-    front[kept++] = k;
+    int changed = kept != *n;
     *n = kept;
+    if (kept == BD_PARETO_HV_MAX_POINTS) {
+        *truncated = 1;
+        return changed;
+    }
+    front[(*n)++] = k;
     return 1;
 }
 
@@ -223,7 +233,7 @@ size_t bd_history_front_points(bd_history_front *h, const double *ref, size_t ma
         order[i] = keys[i].index;
     free(keys);
     for (size_t i = 0; i < h->n; i++)
-        if (front_step(h, front, &n_front, order[i]))
+        if (front_step(h, front, &n_front, order[i], &h->truncated))
             changes[n_changes++] = i;
     /* the reference: given, else BoTorch's over the final front */
     double *buf = bd_xmalloc((n_front ? n_front : 1) * m * sizeof *buf);
@@ -243,7 +253,7 @@ size_t bd_history_front_points(bd_history_front *h, const double *ref, size_t ma
     n_front = 0;
     double work = 0;
     for (size_t i = 0, c = 0, o = 0; i < h->n && o < n_out; i++) {
-        int changed = front_step(h, front, &n_front, order[i]);
+        int changed = front_step(h, front, &n_front, order[i], &h->truncated);
         if (!changed)
             continue;
         if (c++ != keep[o])

@@ -77,7 +77,9 @@ void bd_history_settle(bd_history_point *out, size_t n, const double *charge);
  * against one reference for all: ref's entries, or where one is NAN
  * BoTorch's rule over the final front (model/pareto.h). Memory: 16 + 8 m
  * bytes a trial offered, at most BD_HISTORY_FRONT_MAX trials (later offers
- * are dropped and truncated set). Zero-initialize, set m. */
+ * are dropped and truncated set). The front followed holds at most
+ * BD_PARETO_HV_MAX_POINTS (model/pareto.h) members: once full, a trial that
+ * displaces none is left out, and truncated set too. Zero-initialize, set m. */
 #define BD_HISTORY_FRONT_MAX 200000
 typedef struct bd_history_front {
     size_t m;           /* objectives */

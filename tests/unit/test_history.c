@@ -213,3 +213,26 @@ Test(history, the_front_hypervolume_over_finish_order_by_hand)
     cr_expect_float_eq(hv3[2], 10, 1e-12);
     bd_history_front_free(&h3);
 }
+
+/* A front the study's trials can make as large as they like (here 5,000
+ * mutually non-dominated points on a line): the history follows at most
+ * BD_PARETO_HV_MAX_POINTS members, as the study's own front does, so each
+ * step stays bounded; the points past that are left out, truncated is set,
+ * and the final hypervolume is computed (a front over the cap had none).
+ * Against (5000, 5000) the 4096 staircase points (i, 4999 - i), i < 4096,
+ * cover columns 1 wide and i + 1 high for i < 4095, then the last one 905
+ * wide and 4096 high: 4095 x 4096 / 2 + 905 x 4096. */
+Test(history, the_front_followed_is_capped_and_says_truncated)
+{
+    bd_history_front h = {.m = 2};
+    for (int64_t i = 0; i < 5000; i++)
+        bd_history_front_add(&h, i + 1, (double)i, (double[]){(double)i, 4999.0 - (double)i});
+    bd_history_point p[2];
+    double hv[2], ref[2], given[2] = {5000, 5000};
+    size_t n = bd_history_front_points(&h, given, 200, 2, p, hv, ref);
+    cr_assert_eq(n, 2);
+    cr_expect_eq(h.truncated, 1);
+    cr_expect_eq(p[1].trial_id, 4096, "the last change: the last member that joined");
+    cr_expect_float_eq(hv[1], 4095.0 * 4096.0 / 2.0 + 905.0 * 4096.0, 1e-6, "%g", hv[1]);
+    bd_history_front_free(&h);
+}
