@@ -226,6 +226,13 @@ void bd_proposer_set_objectives(bd_proposer *p, size_t m, int constrained)
     assert(p->n == 0 && m >= 1);
     p->m = m;
     p->constrained = constrained;
+    /* From four objectives a hypervolume (WFG) costs exponentially in m:
+     * BOHB's unbounded good group (up to half of 2 BD_PROPOSER_WINDOW rows)
+     * made bd_tpe_split's subset selection and weights take minutes per
+     * proposal (8 objectives, 700 results at a budget: over 90 s, under the
+     * study's lock). Optuna's bound of 25 there, as tpe_mo.c has. */
+    if (m >= 4 && p->tpe.max_good > 25)
+        p->tpe.max_good = 25;
 }
 
 static void add_row(bd_proposer *p, int64_t config_id, const json_t *config, double budget, double loss,
