@@ -4,7 +4,8 @@
  * batches and releases its lock between them), and
  * server/history.c keeps what the answer needs as they stream by:
  *
- *   1. the improvements of the best value (bd_history_records: the finish
+ *   1. the improvements of the best value (with constraints: of the
+ *      feasible trials', as the incumbent; bd_history_records: the finish
  *      order is not the id order, so this pass ends with every improvement,
  *      thinned to the points asked for), and the ids of the trials that
  *      other trials resume;
@@ -74,7 +75,8 @@ static int gather(const bd_trial_row *row, void *arg)
         if (finite)
             bd_history_front_add(&g->front, row->id, row->finished_at, losses);
         json_decref(values);
-    } else if (row->state == BD_TRIAL_COMPLETED && row->has_value && !isnan(row->value)) {
+    } else if (row->state == BD_TRIAL_COMPLETED && row->has_value && !isnan(row->value) &&
+               (!row->constrained || row->feasible)) { /* as the incumbent: the best feasible */
         bd_history_records_add(&g->records, row->id, row->finished_at, row->value);
     }
     if (row->resume_from) {

@@ -199,6 +199,10 @@ class MultiObjective(bdtest.DaemonTestCase):
         self.assertEqual([t["id"] for t in best], [trials[2]["id"], trials[0]["id"], trials[1]["id"]],
                          "feasible first, then by value")
         self.assertEqual(best[0]["values"], {"loss": 0.2, "memory_mb": 500})
+        h = get(self.d, "/v1/studies/%d/history" % sid)
+        self.assertEqual([(p["trial_id"], p["value"]) for p in h["best"]],
+                         [(trials[0]["id"], 0.3), (trials[2]["id"], 0.2)],
+                         "the best so far is the best feasible, as the incumbent: 0.1 is infeasible")
         self.d.restart()
         self.assertEqual(get(self.d, "/v1/studies/%d" % sid)["incumbent"]["trial_id"], trials[2]["id"])
 
