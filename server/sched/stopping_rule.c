@@ -75,6 +75,9 @@ int bd_stop_rule_create(const bd_study_def *def, bd_stop_rule **out, bd_err *err
     *out = NULL;
     if (!o || json_is_null(o))
         return 0;
+    if (def->n_objectives > 1) /* as tpe_mo.c and gp_ucb.c: random.c took it and stopped by the first objective */
+        return bd_err_set(err, BD_EINVAL, "scheduler.options.stopping",
+                          "the stopping rules judge one objective; this study has %zu", def->n_objectives);
     if (!json_is_object(o))
         return bd_err_set(err, BD_EINVAL, "scheduler.options.stopping",
                           "must be an object: {\"rule\": \"median\" | \"percentile\", ...}");

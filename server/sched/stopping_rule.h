@@ -62,7 +62,8 @@ typedef struct bd_stop_rule bd_stop_rule;
 /* Reads def->options' "stopping" (err->field "scheduler.options.stopping"
  * or "scheduler.options.stopping.<key>"). *out is new (bd_stop_rule_free),
  * or NULL when the option is absent (or null): the scheduler then answers
- * every measurement "continue", as before the option existed. */
+ * every measurement "continue", as before the option existed. A study with
+ * several objectives is refused the option (the rules judge one loss). */
 int bd_stop_rule_create(const bd_study_def *def, bd_stop_rule **out, bd_err *err) BD_MUST_CHECK;
 void bd_stop_rule_free(bd_stop_rule *r); /* NULL-safe */
 

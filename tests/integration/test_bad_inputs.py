@@ -1053,6 +1053,13 @@ class BadInputs(bdtest.DaemonTestCase):
                                                                       "integer": True},
                    scheduler={"name": "asha", "options": {"sampler": "gp"}}), 400, "invalid_argument",
              "scheduler.options.sampler"),
+            # the stopping rules judge one loss: every scheduler with them refuses them with several objectives
+            ("random several objectives stopping", "POST", S, {},
+             mo_study(objectives=O2, scheduler={"name": "random", "options": {"stopping": {"rule": "median"}}}), 400,
+             "invalid_argument", "scheduler.options.stopping"),
+            ("tpe several objectives stopping", "POST", S, {},
+             mo_study(objectives=O2, scheduler={"name": "tpe", "options": {"stopping": {"rule": "median"}}}), 400,
+             "invalid_argument", "scheduler.options.stopping"),
             ("constraints refused by bo_bos", "POST", S, {},
              study(constraints=[{"metric": "m", "max": 1}], scheduler={"name": "bo_bos"}), 400, "invalid_argument",
              "constraints"),
