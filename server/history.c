@@ -176,7 +176,10 @@ static int by_finish(const void *a, const void *b)
 static double hv_work(size_t m, size_t n)
 {
     double f = (double)n;
-    return m == 2 ? f * 16 : m == 3 ? f * f : f * f * f;
+    /* WFG from four objectives: some 4 times the work per objective more
+     * (200 points on a simplex: 0.03 s in 6, 0.12 in 7, 0.49 in 8); n^3
+     * alone let an 8-objective study of 200 trials spend 15 s a GET */
+    return m == 2 ? f * 16 : m == 3 ? f * f : f * f * f * pow(4.0, (double)m - 4);
 }
 
 /* Offers record k to the front (member record indices); 1 if it changed.

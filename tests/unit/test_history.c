@@ -236,3 +236,34 @@ Test(history, the_front_followed_is_capped_and_says_truncated)
     cr_expect_float_eq(hv[1], 4095.0 * 4096.0 / 2.0 + 905.0 * 4096.0, 1e-6, "%g", hv[1]);
     bd_history_front_free(&h);
 }
+
+/* Eight objectives, 200 trials on a simplex (nearly all on the front): the
+ * work a history spends on hypervolumes grows with the objectives (WFG's
+ * cost does), so only the early small fronts and the last one get a
+ * volume; n^3 alone had 168 of the 200 points computed, 15 s of CPU. */
+Test(history, many_objectives_spend_the_hypervolume_budget_sooner)
+{
+    bd_history_front h = {.m = 8};
+    uint64_t s = 12345;
+    for (int64_t i = 0; i < 200; i++) {
+        double l[8], sum = 0;
+        for (int j = 0; j < 8; j++) {
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+            sum += l[j] = 1e-3 + (double)(s >> 11) / 9007199254740992.0;
+        }
+        for (int j = 0; j < 8; j++)
+            l[j] /= sum;
+        bd_history_front_add(&h, i + 1, (double)i, l);
+    }
+    bd_history_point p[200];
+    double hv[200], ref[8], given[8];
+    for (int j = 0; j < 8; j++)
+        given[j] = NAN;
+    size_t n = bd_history_front_points(&h, given, 200, 200, p, hv, ref), computed = 0;
+    cr_assert_gt(n, 100);
+    for (size_t i = 0; i < n; i++)
+        computed += !isnan(hv[i]);
+    cr_expect_leq(computed, 60, "%zu hypervolumes of up to 200 points in 8 dimensions", computed);
+    cr_expect(isfinite(hv[n - 1]) && hv[n - 1] > 0, "the last point's is always computed");
+    bd_history_front_free(&h);
+}
