@@ -218,7 +218,7 @@ int bd_engine_history(bd_engine *e, const bd_caller *who, int64_t study_id, int6
                                   p[i].finished_at, "elapsed_seconds", p[i].finished_at - created_at, "resource",
                                   p[i].resource);
         if (hv) /* several objectives: the front's hypervolume once this trial changed it */
-            json_object_set_new(point, "hypervolume", isnan(hv[i]) ? json_null() : json_real(hv[i]));
+            json_object_set_new(point, "hypervolume", isfinite(hv[i]) ? json_real(hv[i]) : json_null());
         else
             json_object_set_new(point, "value", json_real(p[i].value));
         json_array_append_new(best, point);

@@ -642,7 +642,8 @@ static void front_json(study_rt *st, bd_store *store, json_t *j)
     }
     json_object_set_new(j, "pareto_front", front);
     json_object_set_new(j, "pareto_front_truncated", json_boolean(f->truncated));
-    json_object_set_new(j, "hypervolume", isnan(f->hv) ? json_null() : json_real(f->hv));
+    /* null when not computed, or infinite (values near DBL_MAX: jansson has no inf, the key went missing) */
+    json_object_set_new(j, "hypervolume", isfinite(f->hv) ? json_real(f->hv) : json_null());
     json_object_set_new(j, "reference_point", ref);
 }
 

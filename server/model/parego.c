@@ -50,7 +50,9 @@ void bd_parego_normalize(size_t n, size_t m, const double *losses, double *out)
             if (!isfinite(v))
                 out[i * m + k] = 1.0;
             else
-                out[i * m + k] = hi > lo ? (v - lo) / (hi - lo) : 0.0;
+                /* halved: hi - lo of finite losses may overflow to inf (and the
+                 * ratio to NaN); exact for the rest (a power of two) */
+                out[i * m + k] = hi > lo ? (0.5 * v - 0.5 * lo) / (0.5 * hi - 0.5 * lo) : 0.0;
         }
     }
 }
@@ -84,6 +86,11 @@ double bd_parego_log_pof(double mu, double sd)
 }
 
 /* ------------------------------------------------------------- the models */
+
+/* The violations the feasibility GP is fitted to are clamped here: it
+ * standardizes by their squares, which must stay finite. No real
+ * violation comes near it. */
+#define VIOLATION_CAP 1e150
 
 /* A GP over the selected subset (at most BD_GP_TRAIN_CAP of the n values,
  * the smallest first, bd_gp_select) with its hyperparameters fitted from
@@ -240,6 +247,8 @@ int bd_parego_propose(const bd_parego_input *in, const bd_acq_problem *prob, bd_
                 worst = in->violation[i];
         for (size_t i = 0; i < n; i++) {
             v[i] = isfinite(in->violation[i]) ? in->violation[i] : (worst > 0 ? worst : 1.0);
+            if (v[i] > VIOLATION_CAP) /* values near DBL_MAX: the GP's standardization overflowed (500) */
+                v[i] = VIOLATION_CAP;
             if (v[i] <= 0) {
                 feasible++;
                 c.best = y[i] < c.best ? y[i] : c.best;

@@ -224,6 +224,29 @@ class MultiObjective(bdtest.DaemonTestCase):
         header = next(csv.reader(io.StringIO(text)))
         self.assertFalse([c for c in header if c.startswith("value.") or c == "feasible"], header)
 
+    def test_values_near_the_largest_double_keep_the_study_working(self):
+        """Finite values whose differences overflow (1.7e308 and -1.7e308): gp_ucb's
+        ParEGO normalization gave NaN (every later suggest 400 "output is not
+        finite") and its feasibility GP overflowed (500); GET and history lost the
+        "hypervolume" key (an infinite volume that JSON cannot hold): null now."""
+        for constraints in (None, [{"metric": "m", "max": 0}]):
+            sid = create_study(self.d, objectives=[{"metric": "a", "goal": "minimize"},
+                                                   {"metric": "b", "goal": "maximize"}],
+                               constraints=constraints, objective=None,
+                               scheduler={"name": "gp_ucb", "options": {"n_init": 2}})["id"]
+            for a, b, m in [(1, 2, 1.7e308), (1.7e308, -1.7e308, -1), (-1.7e308, 1.7e308, 0), (0, 0, 1e308),
+                            (3, 3, 0)]:
+                (t,) = suggest(self.d, sid)
+                values = {"a": a, "b": b, "m": m} if constraints else {"a": a, "b": b}
+                check_status(self, self.d.request("POST", "/v1/trials/%d/complete" % t["id"], {"values": values}),
+                             200)
+            suggest(self.d, sid, count=2)
+            s = get(self.d, "/v1/studies/%d" % sid)
+            self.assertIn("hypervolume", s)
+            self.assertIsNone(s["hypervolume"], "an infinite volume is null")
+            for p in get(self.d, "/v1/studies/%d/history" % sid)["best"]:
+                self.assertIn("hypervolume", p)
+
     def test_another_user_sees_nothing(self):
         sid, ids = self.run_study()
         other = create_user(self.d, "mallory")
