@@ -10,7 +10,7 @@ against the best banditd scheduler of the cell (most seeds reaching the
 target, then the lowest median) and against Optuna TPE without a pruner.
 
     /usr/bin/python3 tests/bench/auto_report.py runs.jsonl [more.jsonl.gz ...] --seeds 0-29 --md out.md \
-        [--methods auto,bd_tpe,...]
+        [--methods auto,bd_tpe,...] [--previous-auto earlier_runs.jsonl.gz]
 
 Each method is reported over the seeds it ran within --seeds (shown beside
 it); the ratios compare medians over those seeds.
@@ -27,13 +27,14 @@ from bobos_report import first_time, fmt_q, load, quartiles  # noqa: E402
 from mf_report import table, targets  # noqa: E402
 
 OPTUNA = ("tpe", "tpe_hyperband", "tpe_median")
-LABEL = {"auto": "banditd `auto` (asha, fidelity measured, TPE proposals)", "bd_tpe": "banditd `tpe`",
+LABEL = {"auto": "banditd `auto` (asha, fidelity winners, random proposals)",
+         "auto_prev": "banditd `auto` before (asha, fidelity measured, TPE proposals)", "bd_tpe": "banditd `tpe`",
          "asha_learned": "banditd `asha`, new-study defaults", "asha_measured": "banditd `asha`, fidelity measured",
          "asha_tpe3": "banditd `asha`, TPE, 3 brackets", "asha_tpe": "banditd `asha`, TPE, 1 bracket",
          "hyperband": "banditd `hyperband`", "bohb": "banditd `hyperband`, TPE (BOHB)", "random": "banditd `random`",
          "tpe": "Optuna 3.1 TPE, no pruner", "tpe_hyperband": "Optuna 3.1 TPE, HyperbandPruner",
          "tpe_median": "Optuna 3.1 TPE, MedianPruner"}
-ORDER = ["auto", "bd_tpe", "asha_learned", "asha_measured", "asha_tpe3", "asha_tpe", "hyperband", "bohb", "random",
+ORDER = ["auto", "auto_prev", "bd_tpe", "asha_learned", "asha_measured", "asha_tpe3", "asha_tpe", "hyperband", "bohb", "random",
          "tpe", "tpe_hyperband", "tpe_median"]
 
 
@@ -68,9 +69,16 @@ def main():
     ap.add_argument("--seeds", default="0-29")
     ap.add_argument("--methods", help="comma-separated: only these (default: every method in the runs)")
     ap.add_argument("--md")
+    ap.add_argument("--previous-auto", metavar="RUNS",
+                    help="a runs file whose method \"auto\" is an earlier auto rule: reported as auto_prev "
+                         "(beside auto, not a candidate for the best single scheduler)")
     args = ap.parse_args()
     want = parse_range(args.seeds)
     runs = load(args.runs)  # a later file's run of the same (table, W, method, seed) replaces an earlier one's
+    if args.previous_auto:
+        for cell, by_method in load([args.previous_auto]).items():
+            if "auto" in by_method:
+                runs[cell]["auto_prev"] = by_method["auto"]
     if args.methods:
         keep = set(args.methods.split(","))
         for cell in runs.values():
@@ -106,7 +114,7 @@ def main():
         if "auto" not in times:
             continue
         for k, what in enumerate(("within 0.01", "top 1%")):
-            bd = {m: ts[k] for m, ts in times.items() if m not in OPTUNA and m != "auto"}
+            bd = {m: ts[k] for m, ts in times.items() if m not in OPTUNA and m not in ("auto", "auto_prev")}
             if not bd:
                 continue
             reached = lambda x: sum(v != math.inf for v in x)  # noqa: E731
