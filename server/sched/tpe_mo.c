@@ -23,12 +23,27 @@
  * objective here); "stopping" (stopping_rule.h) only with one objective and
  * constraints, since Optuna's pruners judge one objective.
  *
- * State, a pure function of the events: every result's coordinates,
- * losses and violation (d + m + 1 numbers), and the running trials'
- * configs. Cost of a proposal: the split's O(m n f) for the f results of
- * the ranks it peels (the feasible front and the next ones, typically a
- * few dozen; n at worst) plus O(n_candidates n d) for the estimators, as
- * Optuna (which is O(m n^2) for the ranks). */
+ * The window: a proposal reads at most BD_TPE_MO_WINDOW + BD_TPE_MO_ELITE
+ * (1,000 + 250) results, the newest 1,000 and the elite older than them,
+ * so every result while there are at most 1,000 (Optuna's decisions). The
+ * elite, kept as results arrive: the results beaten by fewer than
+ * max_good (25) others in the split's order (feasible first, then the
+ * smaller violation; among the feasible Pareto dominance, the smaller loss
+ * with one objective; ties to the older), counted among the elite. A row
+ * the split can put below is beaten by fewer than n_good <= 25 (its
+ * dominators are in the better ranks, all below), and so are the rows of
+ * its rank and the better ones, so the window's below group is the full
+ * split's; what is above is the newest results, as the one-objective
+ * proposer's window (proposer.h). Only a front of more than 250 (values
+ * anti-correlated) fills the elite: then the most beaten row leaves, the
+ * oldest of them, and the split approximates on the 1,250.
+ *
+ * State, a pure function of the events: the window's and the elite's
+ * coordinates, losses and violations (d + m + 1 numbers a row, at most
+ * 1,251 rows), and the running trials' configs. Cost: a result
+ * O(250 m) (a removal from the elite O(250 (d + m))); a proposal the
+ * split's O(m n f) for the f of the n <= 1,250 rows in the ranks it peels
+ * plus O(n_candidates n d) for the estimators. */
 #include "tpe_mo.h"
 
 #include <math.h>
@@ -39,6 +54,10 @@
 #include "idmap.h"
 #include "proposer.h"
 #include "stopping_rule.h"
+
+/* The window (above): the newest results, and at most BD_TPE_MO_ELITE older ones. */
+#define BD_TPE_MO_WINDOW BD_PROPOSER_WINDOW
+#define BD_TPE_MO_ELITE 250
 
 extern const struct bd_sched_ops bd_sched_tpe;
 static const struct bd_sched_ops bd_sched_tpe_mo;
@@ -53,11 +72,15 @@ typedef struct tpe_mo {
     double random_fraction;
     bd_tpe_opts tpe;
     bd_tpe_dim *dims; /* d */
-    /* every result, in arrival order */
-    double *x;    /* n rows of d coordinates (model/tpe.h) */
-    double *loss; /* n rows of m minimized values */
-    double *viol; /* n violations (0 without constraints) */
-    size_t n, cap, n_feasible;
+    /* the newest BD_TPE_MO_WINDOW results: result s (arrival order) in slot s % BD_TPE_MO_WINDOW */
+    double *x;    /* cap rows of d coordinates (model/tpe.h) */
+    double *loss; /* cap rows of m minimized values */
+    double *viol; /* cap violations (0 without constraints) */
+    size_t n, cap, n_feasible; /* n: results so far */
+    /* the elite (see above): en rows in arrival order, each a copy */
+    double *ex, *eloss, *eviol;
+    size_t *eseq, *ecnt; /* its arrival number; how many elite rows beat it */
+    size_t en, ecap;
     bd_idmap runs;      /* trial_id -> its config (own reference) until it ends */
     bd_stop_rule *stop; /* option "stopping", or NULL */
 } tpe_mo;
@@ -130,15 +153,115 @@ static bd_sched_status mo_status(const bd_sched *s)
     return BD_STATUS_RUNNING;
 }
 
-/* The TPE proposal from the split of every result. New reference. */
+/* Whether row a beats row b in the split's order (arrival a_older): feasible
+ * before infeasible; among the infeasible the smaller violation; among the
+ * feasible Pareto dominance, and with one objective the smaller loss.
+ * Ties go to the older row where bd_tpe_split gives them to it (one
+ * objective, violations). Transitive. */
+static int beats(const double *la, double va, const double *lb, double vb, size_t m, int a_older)
+{
+    if (va != 0 || vb != 0) {
+        if (va == 0 || vb == 0)
+            return va == 0;
+        return va < vb || (va == vb && a_older);
+    }
+    if (m == 1)
+        return la[0] < lb[0] || (la[0] == lb[0] && a_older);
+    int strictly = 0;
+    for (size_t j = 0; j < m; j++) {
+        if (la[j] > lb[j])
+            return 0;
+        strictly |= la[j] < lb[j];
+    }
+    return strictly;
+}
+
+/* Removes elite row i; the rows it beat lose one. */
+static void elite_remove(tpe_mo *r, size_t i)
+{
+    size_t d = r->d ? r->d : 1, m = r->m;
+    for (size_t j = 0; j < r->en; j++)
+        if (j != i &&
+            beats(r->eloss + i * m, r->eviol[i], r->eloss + j * m, r->eviol[j], m, r->eseq[i] < r->eseq[j]))
+            r->ecnt[j]--;
+    size_t after = r->en - i - 1;
+    memmove(r->ex + i * d, r->ex + (i + 1) * d, after * d * sizeof *r->ex);
+    memmove(r->eloss + i * m, r->eloss + (i + 1) * m, after * m * sizeof *r->eloss);
+    memmove(r->eviol + i, r->eviol + i + 1, after * sizeof *r->eviol);
+    memmove(r->eseq + i, r->eseq + i + 1, after * sizeof *r->eseq);
+    memmove(r->ecnt + i, r->ecnt + i + 1, after * sizeof *r->ecnt);
+    r->en--;
+}
+
+/* Offers the newest result (row, loss, viol; arrival number seq) to the
+ * elite: O(BD_TPE_MO_ELITE m), a removal O(BD_TPE_MO_ELITE (d + m)). */
+static void elite_add(tpe_mo *r, const double *row, const double *loss, double viol, size_t seq)
+{
+    size_t d = r->d ? r->d : 1, m = r->m, k = (size_t)r->tpe.max_good, beaten = 0;
+    for (size_t i = 0; i < r->en; i++)
+        beaten += (size_t)beats(r->eloss + i * m, r->eviol[i], loss, viol, m, 1);
+    if (beaten >= k)
+        return;
+    for (size_t i = 0; i < r->en; i++)
+        r->ecnt[i] += (size_t)beats(loss, viol, r->eloss + i * m, r->eviol[i], m, 0);
+    if (r->en == r->ecap) {
+        r->ecap = r->ecap ? 2 * r->ecap : 16;
+        if (r->ecap > BD_TPE_MO_ELITE + 1)
+            r->ecap = BD_TPE_MO_ELITE + 1;
+        r->ex = bd_xrealloc(r->ex, r->ecap * d * sizeof *r->ex);
+        r->eloss = bd_xrealloc(r->eloss, r->ecap * m * sizeof *r->eloss);
+        r->eviol = bd_xrealloc(r->eviol, r->ecap * sizeof *r->eviol);
+        r->eseq = bd_xrealloc(r->eseq, r->ecap * sizeof *r->eseq);
+        r->ecnt = bd_xrealloc(r->ecnt, r->ecap * sizeof *r->ecnt);
+    }
+    memcpy(r->ex + r->en * d, row, d * sizeof *row);
+    memcpy(r->eloss + r->en * m, loss, m * sizeof *loss);
+    r->eviol[r->en] = viol;
+    r->eseq[r->en] = seq;
+    r->ecnt[r->en] = beaten;
+    r->en++;
+    for (size_t i = 0; i < r->en;) /* rows now beaten by k can no longer be below */
+        if (r->ecnt[i] >= k)
+            elite_remove(r, i);
+        else
+            i++;
+    if (r->en > BD_TPE_MO_ELITE) { /* full: the most beaten row leaves, the oldest of them */
+        size_t worst = 0;
+        for (size_t i = 1; i < r->en; i++)
+            if (r->ecnt[i] > r->ecnt[worst])
+                worst = i;
+        elite_remove(r, worst);
+    }
+}
+
+/* The TPE proposal from the split of the window: the elite rows older than
+ * the newest BD_TPE_MO_WINDOW results, then those (arrival order). New
+ * reference. */
 static json_t *propose(const tpe_mo *r, bd_rng *rng)
 {
-    size_t n = r->n, d = r->d;
+    size_t d = r->d, dd = d ? d : 1, m = r->m;
+    size_t n_new = r->n < BD_TPE_MO_WINDOW ? r->n : BD_TPE_MO_WINDOW, first = r->n - n_new, n_old = 0;
+    while (n_old < r->en && r->eseq[n_old] < first)
+        n_old++;
+    size_t n = n_old + n_new;
+    double *x = bd_xmalloc(n * dd * sizeof *x), *loss = bd_xmalloc(n * m * sizeof *loss);
+    double *viol = bd_xmalloc(n * sizeof *viol);
+    if (n_old) {
+        memcpy(x, r->ex, n_old * dd * sizeof *x);
+        memcpy(loss, r->eloss, n_old * m * sizeof *loss);
+        memcpy(viol, r->eviol, n_old * sizeof *viol);
+    }
+    for (size_t k = 0; k < n_new; k++) {
+        size_t slot = (first + k) % BD_TPE_MO_WINDOW;
+        memcpy(x + (n_old + k) * dd, r->x + slot * dd, dd * sizeof *x);
+        memcpy(loss + (n_old + k) * m, r->loss + slot * m, m * sizeof *loss);
+        viol[n_old + k] = r->viol[slot];
+    }
     unsigned char *good = bd_xmalloc(n);
-    double *w = r->m > 1 ? bd_xmalloc(n * sizeof *w) : NULL;
-    double *point = bd_xmalloc((d ? d : 1) * sizeof *point), *unit = bd_xmalloc((d ? d : 1) * sizeof *unit);
-    bd_tpe_split(r->loss, r->m, r->constrained ? r->viol : NULL, n, bd_tpe_n_good(&r->tpe, n), good, w);
-    bd_tpe_propose_split(r->dims, d, r->x, good, w, n, &r->tpe, rng, point);
+    double *w = m > 1 ? bd_xmalloc(n * sizeof *w) : NULL;
+    double *point = bd_xmalloc(dd * sizeof *point), *unit = bd_xmalloc(dd * sizeof *unit);
+    bd_tpe_split(loss, m, r->constrained ? viol : NULL, n, bd_tpe_n_good(&r->tpe, n), good, w);
+    bd_tpe_propose_split(r->dims, d, x, good, w, n, &r->tpe, rng, point);
     for (size_t i = 0; i < d; i++) { /* back to bd_space_decode's unit cube (as proposer.c) */
         const bd_param *par = bd_space_param(r->def->space, i);
         if (par->type == BD_PARAM_CATEGORICAL) {
@@ -149,6 +272,9 @@ static json_t *propose(const tpe_mo *r, bd_rng *rng)
         }
     }
     json_t *config = bd_space_decode(r->def->space, unit);
+    free(x);
+    free(loss);
+    free(viol);
     free(good);
     free(w);
     free(point);
@@ -182,13 +308,16 @@ static void add_result(tpe_mo *r, const json_t *config, const bd_event *ev)
         free(unit);
         return;
     }
-    if (r->n == r->cap) {
+    if (r->n == r->cap && r->cap < BD_TPE_MO_WINDOW) {
         r->cap = r->cap ? 2 * r->cap : 16;
+        if (r->cap > BD_TPE_MO_WINDOW)
+            r->cap = BD_TPE_MO_WINDOW;
         r->x = bd_xrealloc(r->x, r->cap * (d ? d : 1) * sizeof *r->x);
         r->loss = bd_xrealloc(r->loss, r->cap * m * sizeof *r->loss);
         r->viol = bd_xrealloc(r->viol, r->cap * sizeof *r->viol);
     }
-    double *row = r->x + r->n * d;
+    size_t slot = r->n % BD_TPE_MO_WINDOW;
+    double *row = r->x + slot * (d ? d : 1);
     for (size_t i = 0; i < d; i++) {
         const bd_param *par = bd_space_param(r->def->space, i);
         const json_t *v = json_object_get(config, par->name);
@@ -201,11 +330,12 @@ static void add_result(tpe_mo *r, const json_t *config, const bd_event *ev)
     }
     for (size_t j = 0; j < m; j++) {
         double v = m > 1 ? (ev->losses ? ev->losses[j] : INFINITY) : ev->loss;
-        r->loss[r->n * m + j] = isnan(v) ? INFINITY : v;
+        r->loss[slot * m + j] = isnan(v) ? INFINITY : v;
     }
     double viol = r->constrained ? ev->violation : 0;
-    r->viol[r->n] = isnan(viol) ? INFINITY : viol;
-    r->n_feasible += r->viol[r->n] == 0;
+    r->viol[slot] = isnan(viol) ? INFINITY : viol;
+    r->n_feasible += r->viol[slot] == 0;
+    elite_add(r, row, r->loss + slot * m, r->viol[slot], r->n);
     r->n++;
     free(unit);
 }
@@ -283,17 +413,23 @@ static void mo_destroy(bd_sched *s)
     free(r->x);
     free(r->loss);
     free(r->viol);
+    free(r->ex);
+    free(r->eloss);
+    free(r->eviol);
+    free(r->eseq);
+    free(r->ecnt);
     free(r);
 }
 
-/* Every result's d + m + 1 numbers and each running trial's config (~64
- * bytes of JSON nodes a value, as random.c counts). */
+/* The window's and the elite's d + m + 1 numbers a row (bounded: at most
+ * BD_TPE_MO_WINDOW + BD_TPE_MO_ELITE + 1 rows) and each running trial's
+ * config (~64 bytes of JSON nodes a value, as random.c counts). */
 static size_t mo_held_bytes(const bd_sched *s)
 {
     const tpe_mo *r = (const tpe_mo *)s;
-    size_t values = r->d + 1;
-    size_t bytes = BD_HEAP_BLOCK(sizeof *r) + BD_HEAP_BLOCK(r->d * sizeof *r->dims) +
-                   r->cap * ((r->d ? r->d : 1) + r->m + 1) * sizeof(double) + 3 * BD_HEAP_BLOCK(0) +
+    size_t values = r->d + 1, row = ((r->d ? r->d : 1) + r->m + 1) * sizeof(double);
+    size_t bytes = BD_HEAP_BLOCK(sizeof *r) + BD_HEAP_BLOCK(r->d * sizeof *r->dims) + r->cap * row +
+                   3 * BD_HEAP_BLOCK(0) + r->ecap * (row + 2 * sizeof(size_t)) + 5 * BD_HEAP_BLOCK(0) +
                    r->runs.count * 64 * values + r->runs.cap * sizeof(bd_idmap_slot) + bd_stop_rule_held_bytes(r->stop);
     return bytes + bytes / 8 + 1024;
 }
