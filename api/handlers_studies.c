@@ -31,7 +31,8 @@ BD_HANDLER(bd_h_create_study)
 
 /* Cluster mode: the entries of page (studies.[]) that a peer holds are
  * stubs {"id", "forward": {"daemon", "url"}} (engine_studies.c); each is
- * replaced by that peer's GET /v1/studies/{id}, or dropped when it answers
+ * replaced by that peer's GET /v1/studies/{id} (its "pareto_front" by
+ * "pareto_front_size", as a local entry), or dropped when it answers
  * 404 (deleted meanwhile). 0 done, 1 a peer was gone or no longer held its
  * study (list again), < 0 an error. */
 static int fill_from_peers(const bd_api *api, const bd_http_req *req, json_t *page, bd_err *err)
@@ -62,6 +63,11 @@ static int fill_from_peers(const bd_api *api, const bd_http_req *req, json_t *pa
             json_decref(got);
             return bd_err_set(err, BD_EUNAVAILABLE, NULL, "the daemon holding study %s answered %d; retry",
                               path + 12, status);
+        }
+        json_t *front = json_object_get(got, "pareto_front"); /* a listing's entry carries the front's size only */
+        if (json_is_array(front)) {
+            json_object_set_new(got, "pareto_front_size", json_integer((json_int_t)json_array_size(front)));
+            json_object_del(got, "pareto_front");
         }
         json_array_set_new(list, i, got);
     }

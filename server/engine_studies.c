@@ -273,7 +273,7 @@ static int add_study(const bd_study_row *row, void *arg)
     }
     if (rc) /* busy: the page is refused whole rather than missing a study */
         return rc;
-    json_array_append_new(c->list, bd_study_json(st, bd_engine_store(c->e)));
+    json_array_append_new(c->list, bd_study_summary_json(st, bd_engine_store(c->e))); /* no front members */
     bd_engine_unlock_study(c->e, st);
     return 0;
 }

@@ -620,14 +620,16 @@ static void front_hypervolume(study_rt *st)
 }
 
 /* "pareto_front", "hypervolume", "reference_point" of a study with several
- * objectives into j: the members' configs and values read from store. */
-static void front_json(study_rt *st, bd_store *store, json_t *j)
+ * objectives into j: the members' configs and values read from store. With
+ * summary (a listing) "pareto_front_size" instead of the members: nothing
+ * read from store. */
+static void front_json(study_rt *st, bd_store *store, int summary, json_t *j)
 {
     const bd_study_def *d = &st->spec.def;
     pareto_front *f = &st->front;
-    json_t *front = json_array(), *ref = json_object();
+    json_t *front = summary ? NULL : json_array(), *ref = json_object();
     front_hypervolume(st);
-    for (size_t i = 0; i < f->n; i++) {
+    for (size_t i = 0; front && i < f->n; i++) {
         bd_trial_row row = {0};
         bd_err err;
         if (bd_store_trial_get(store, f->ids[i], &row, &err))
@@ -640,7 +642,10 @@ static void front_json(study_rt *st, bd_store *store, json_t *j)
         double r = d->objectives[i].maximize ? -f->hv_ref[i] : f->hv_ref[i];
         json_object_set_new(ref, d->objectives[i].metric, isfinite(r) ? json_real(r) : json_null());
     }
-    json_object_set_new(j, "pareto_front", front);
+    if (front)
+        json_object_set_new(j, "pareto_front", front);
+    else
+        json_object_set_new(j, "pareto_front_size", json_integer((json_int_t)f->n));
     json_object_set_new(j, "pareto_front_truncated", json_boolean(f->truncated));
     /* null when not computed, or infinite (values near DBL_MAX: jansson has no inf, the key went missing) */
     json_object_set_new(j, "hypervolume", isfinite(f->hv) ? json_real(f->hv) : json_null());
@@ -674,7 +679,7 @@ static json_t *usage_json(const study_rt *st)
                      "seconds", st->used.seconds);
 }
 
-json_t *bd_study_json(study_rt *st, bd_store *store)
+static json_t *study_json(study_rt *st, bd_store *store, int summary)
 {
     json_t *j = json_deep_copy(st->spec.normalized);
     json_t *counts = json_object();
@@ -696,7 +701,7 @@ json_t *bd_study_json(study_rt *st, bd_store *store)
     if (st->spec.def.n_objectives > 1) { /* no single best: the front */
         json_object_set_new(j, "incumbent", json_null());
         json_object_set_new(j, "incumbent_full_budget", json_null());
-        front_json(st, store, j);
+        front_json(st, store, summary, j);
     } else {
         json_object_set_new(j, "incumbent",
                             own_incumbent ? json_incref(own_incumbent) : incumbent_json(store, st, &st->best));
@@ -711,4 +716,14 @@ json_t *bd_study_json(study_rt *st, bd_store *store)
     json_object_set_new(j, "paused", json_boolean(st->paused));
     json_object_set_new(j, "metadata", bd_attrs_json(st->metadata));
     return j;
+}
+
+json_t *bd_study_json(study_rt *st, bd_store *store)
+{
+    return study_json(st, store, 0);
+}
+
+json_t *bd_study_summary_json(study_rt *st, bd_store *store)
+{
+    return study_json(st, store, 1);
 }

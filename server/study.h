@@ -170,5 +170,9 @@ json_t *bd_trial_json(int resource_integer, const bd_trial_row *row);
  * (read from store), "hypervolume" and "reference_point" instead of the
  * incumbents (null). */
 json_t *bd_study_json(study_rt *st, bd_store *store);
+/* The same for a listing: with several objectives "pareto_front_size"
+ * instead of "pareto_front" (no member read from store; the hypervolume is
+ * the front's cached one). */
+json_t *bd_study_summary_json(study_rt *st, bd_store *store);
 
 #endif

@@ -101,6 +101,16 @@ class MultiObjective(bdtest.DaemonTestCase):
     def test_front_hypervolume_trials_csv_history_and_a_restart(self):
         sid, ids = self.run_study()
         s = self.check_front(sid, ids)
+        self.assertNotIn("pareto_front_size", s, "GET of one study lists the members")
+        # the listing summarizes the front: its size, hypervolume and reference, no member
+        entry = [x for x in get(self.d, "/v1/studies?limit=1000")["studies"] if x["id"] == sid]
+        self.assertEqual(len(entry), 1)
+        self.assertNotIn("pareto_front", entry[0])
+        self.assertEqual(entry[0]["pareto_front_size"], len(FRONT))
+        self.assertAlmostEqual(entry[0]["hypervolume"], HYPERVOLUME, places=9)
+        self.assertEqual(entry[0]["reference_point"], s["reference_point"])
+        self.assertIs(entry[0]["pareto_front_truncated"], False)
+        self.assertIsNone(entry[0]["incumbent"])
         self.assertEqual(s["objectives"], OBJECTIVES, "stored as given")
         self.assertEqual(s["constraints"], CONSTRAINTS)
         self.assertEqual(s["trials"]["completed"], len(REPORTS) + 1)
