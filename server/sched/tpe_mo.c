@@ -181,8 +181,7 @@ static void elite_remove(tpe_mo *r, size_t i)
 {
     size_t d = r->d ? r->d : 1, m = r->m;
     for (size_t j = 0; j < r->en; j++)
-        if (j != i &&
-            beats(r->eloss + i * m, r->eviol[i], r->eloss + j * m, r->eviol[j], m, r->eseq[i] < r->eseq[j]))
+        if (j != i && beats(r->eloss + i * m, r->eviol[i], r->eloss + j * m, r->eviol[j], m, r->eseq[i] < r->eseq[j]))
             r->ecnt[j]--;
     size_t after = r->en - i - 1;
     memmove(r->ex + i * d, r->ex + (i + 1) * d, after * d * sizeof *r->ex);
