@@ -83,7 +83,7 @@ void bd_rung_rerank(bd_rung *r, double (*value)(const bd_rung_entry *e, void *cl
 /* Ranks the entries in the given order (order[i]: the index, in arrival
  * order, of the i-th best entry; a permutation of 0..count-1): the top and
  * the candidates follow, promotions already made stand. Each entry's loss
- * becomes its position. O(n log n). */
+ * becomes its position. O(n). */
 void bd_rung_reorder(bd_rung *r, const size_t *order);
 /* The ranking of a rung with several objectives and constraints
  * (Schmucker et al. 2021, MO-ASHA; docs/ALGORITHMS.md, "MO-ASHA's rung
@@ -97,11 +97,28 @@ void bd_rung_reorder(bd_rung *r, const size_t *order);
  * range; ties to the lower id; rows with a non-finite value last in their
  * front, by id); then the infeasible rows by violation, ties to the lower
  * id. With m = 1 and no violation this is the order of bd_rank_before.
- * Ranks in O(n log n) for m <= 2 (a lexicographic sweep), by
- * bd_pareto_rank's O(m n^2) time and O(n^2) bits for m >= 3; the nets
- * O(m f^2) for a front of f. */
+ * A front of more than 1,000 finite members is ordered by bisection of its
+ * lexicographic order instead of the net (the first, the last, the
+ * middle, the quarter points, ...). Ranks in O(n log n) for m <= 2 (a
+ * lexicographic sweep), by peeling fronts in O(n log n) per front for
+ * m = 3 and O(m n f) per front of f for m >= 4, O(n) memory; the nets
+ * O(m f^2) for a front of f <= 1,000. */
 void bd_rung_mo_order(const double *losses, size_t m, const double *violation, const int64_t *ids, size_t n,
                       size_t *order);
+/* bd_rung_mo_order exact for the first `need` places only (the places
+ * after are some order of the remaining indices): fronts are ranked (m >=
+ * 3) and ordered only until need places are filled, and the net of the
+ * front that straddles the cut stops at the cut (its greedy picks do not
+ * depend on later ones), O(m f p) for p picks of a front of f <= 1,000. */
+void bd_rung_mo_order_top(const double *losses, size_t m, const double *violation, const int64_t *ids, size_t n,
+                          size_t need, size_t *order);
+/* Ranks r's entries (losses: count rows of m, violation: NULL or count,
+ * in arrival order) by bd_rung_mo_order_top up to r's cut (its top, at
+ * least the first for r's best), then bd_rung_reorder. Only the top, its
+ * order and the best are read from an MO rung, so the decisions are those
+ * of the full order; a rung ranked this way takes no bd_rung_set_keep
+ * (asha refuses the rules that set one with several objectives). */
+void bd_rung_mo_rank(bd_rung *r, const double *losses, size_t m, const double *violation);
 /* Marks e (an entry of r) promoted. Idempotent. */
 void bd_rung_promote(bd_rung *r, bd_rung_entry *e);
 /* The heap r holds (its entries and arrays), for sched.h's held_bytes. O(1). */
