@@ -681,7 +681,8 @@ HN_FN void hn_expect_replay_answers_alike(hn *h, hn_curve_fn curve, void *ud, co
     int64_t running[8];
     size_t n = h->n_running;
     cr_assert_leq(n, sizeof running / sizeof running[0]);
-    memcpy(running, h->running, n * sizeof *running);
+    if (n) /* h->running is NULL before any trial ran */
+        memcpy(running, h->running, n * sizeof *running);
     for (size_t i = 0; i < n; i++) {
         hn_trial *t = hn_get(h, running[i]);
         for (int e = t->epoch + 1; e < t->budget && t->state == HN_RUNNING; e++)
