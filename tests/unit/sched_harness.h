@@ -32,6 +32,7 @@
 
 #include "server/common.h"
 #include "server/json_util.h"
+#include "server/model/pareto.h"
 #include "server/rng.h"
 #include "server/sched/sched.h"
 #include "server/space.h"
@@ -756,6 +757,26 @@ HN_FN void hn_expect_held_bytes(hn *h, const char *what)
     fprintf(stderr, "%s: the scheduler freed %zu bytes of heap, held_bytes said %zu\n", what, used, held);
     cr_expect_geq(held + HN_HEAP_NOISE, used, "%s: held_bytes %zu under the heap it held, %zu", what, held, used);
     cr_expect_leq(held, 2 * used + 65536, "%s: held_bytes %zu, heap held %zu", what, held, used);
+}
+
+/* The hypervolume under ref of the feasible completed trials among the first
+ * upto of a two-objective study (dominated ones add nothing): the quality
+ * figure of the multi-objective schedulers' tests against random search. */
+HN_FN double hn_feasible_hv2(const hn *h, size_t upto, const double ref[2])
+{
+    double *pts = malloc(2 * (upto + 1) * sizeof *pts);
+    size_t n = 0;
+    cr_assert(pts);
+    for (size_t i = 0; i < upto && i < h->n_trials; i++)
+        if (h->trials[i].state == HN_COMPLETED && h->trials[i].violation == 0) {
+            pts[2 * n] = h->trials[i].losses[0];
+            pts[2 * n + 1] = h->trials[i].losses[1];
+            n++;
+        }
+    double hv = bd_pareto_hypervolume(pts, n, 2, ref);
+    free(pts);
+    cr_assert_geq(hv, 0, "hypervolume of %zu points", n);
+    return hv;
 }
 
 #endif

@@ -117,31 +117,7 @@ static int czdt1(const hn *h, const hn_trial *t, void *ud, double *losses, doubl
     return HN_COMPLETED;
 }
 
-/* The hypervolume of the feasible completed trials under (1.1, 11). */
-static double feasible_hv(const hn *h)
-{
-    double *pts = malloc(2 * (h->n_trials + 1) * sizeof *pts), ref[2] = {1.1, 11};
-    size_t n = 0;
-    for (size_t i = 0; i < h->n_trials; i++)
-        if (h->trials[i].state == HN_COMPLETED && h->trials[i].violation == 0) {
-            pts[2 * n] = h->trials[i].losses[0];
-            pts[2 * n + 1] = h->trials[i].losses[1];
-            n++;
-        }
-    int *rank = malloc((n ? n : 1) * sizeof *rank);
-    cr_assert_geq(bd_pareto_rank(pts, n, 2, rank), 0);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (rank[i] == 0) {
-            pts[2 * k] = pts[2 * i];
-            pts[2 * k + 1] = pts[2 * i + 1];
-            k++;
-        }
-    double hv = bd_pareto_hypervolume(pts, k, 2, ref);
-    free(pts);
-    free(rank);
-    return hv;
-}
+static const double HV_REF[2] = {1.1, 11};
 
 Test(gp_ucb_mo, takes_several_objectives_and_constraints)
 {
@@ -235,7 +211,7 @@ Test(gp_ucb_mo, beats_random_search_on_constrained_zdt1)
             h.mo_outcome = czdt1;
             h.check_pure = 0;
             cr_assert_eq(hn_run(&h, 1, HN_FIFO, 40), HN_LIMIT);
-            hv[k] = feasible_hv(&h);
+            hv[k] = hn_feasible_hv2(&h, h.n_trials, HV_REF);
             for (size_t i = 8; i < h.n_trials; i++) /* after gp_ucb's n_init = 8 */
                 infeasible[k] += h.trials[i].state == HN_COMPLETED && h.trials[i].violation > 0;
             hn_close(&h);
